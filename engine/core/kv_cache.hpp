@@ -1,0 +1,113 @@
+#pragma once
+// Paged KV cache bookkeeping (see kv_cache.md beside this file): a pool of
+// fixed-size blocks with ref counts, an intrusive LRU free list, a hash index
+// over full prompt blocks for prefix caching, a host tier for swapping, and a
+// contiguous mode (the pre-paging baseline). Pure bookkeeping: an executor
+// maps block ids to memory itself.
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/request.hpp"
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+struct KvCacheConfig {
+  std::int32_t num_blocks = 0;        // device blocks
+  std::int32_t block_size = 16;       // tokens per block, 1..512
+  bool enable_prefix_caching = true;
+  double watermark = 0.0;             // fraction of blocks an admission must leave free
+  std::int32_t num_host_blocks = 0;   // host tier for swap; 0 disables swapping
+  bool contiguous = false;            // reserve max_model_len tokens per request
+  std::int32_t max_model_len = 0;     // needed by contiguous mode
+};
+
+// One block copy an executor performs (or a cost model prices) for swapping.
+struct BlockCopy {
+  BlockId src = 0;
+  BlockId dst = 0;
+};
+
+struct KvCacheStats {
+  std::int64_t lookups = 0;            // prefix lookups performed
+  std::int64_t queried_blocks = 0;     // full prompt blocks looked up
+  std::int64_t hit_blocks = 0;         // of those, served from the cache
+  std::int64_t evictions = 0;          // cached blocks whose hash was dropped on reuse
+  std::int64_t swapped_out_blocks = 0;
+  std::int64_t swapped_in_blocks = 0;
+};
+
+// The KV state of one request, owned by its holder (the scheduler).
+struct SeqKv {
+  std::vector<BlockId> blocks;        // device block table, in token order
+  std::vector<BlockId> host_blocks;   // host block table while swapped out
+  std::vector<BlockHash> hashes;      // hash chain of the full prompt blocks
+  std::int32_t num_published = 0;     // leading blocks already in the hash index
+};
+
+// The hash chain of a request's full prompt blocks for `block_size`. Uses the
+// prompt tokens when present, else the trace's hash ids (one trace block maps
+// onto several of ours, or several onto one, at any ratio), else nothing (a
+// length-only request can share no prefix). Fixed seed: same values every run.
+std::vector<BlockHash> prompt_block_hashes(const Request& req, std::int32_t block_size);
+
+class KvCache {
+ public:
+  explicit KvCache(const KvCacheConfig& config);
+
+  const KvCacheConfig& config() const { return config_; }
+
+  // Fills seq.hashes for req (once, before the first lookup).
+  void init_seq(const Request& req, SeqKv& seq) const;
+
+  // Number of leading blocks of req's prompt served from the cache, never
+  // covering the last prompt token. Verifies token contents when req has
+  // tokens. Does not change the cache.
+  std::int32_t lookup(const Request& req, const SeqKv& seq) const;
+
+  // Grows seq's block table to hold `total_tokens` tokens. When seq holds no
+  // blocks yet, its first `num_hit_blocks` come from the cache (as returned
+  // by lookup). Free cached blocks taken as hits count against the free
+  // blocks. With `admission`, the watermark must stay free afterwards.
+  // Returns false and changes nothing when there is not enough room.
+  bool allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks,
+                std::int32_t total_tokens, bool admission);
+
+  // Publishes seq's prompt blocks that are now full and computed
+  // (num_computed_tokens counts tokens whose KV is written) in the hash index.
+  void publish(const Request& req, SeqKv& seq, std::int32_t num_computed_tokens);
+
+  // Drops seq's device blocks, tail first (the tail becomes the first to be
+  // evicted among them). Published blocks stay cached until reused.
+  void free(SeqKv& seq);
+
+  // Moves seq's device blocks to the host tier, appending device->host copies.
+  // Returns false and changes nothing if the host tier lacks room.
+  bool swap_out(SeqKv& seq, std::vector<BlockCopy>& copies);
+  // Moves seq back to the device, appending host->device copies. Returns
+  // false and changes nothing if the device lacks free blocks.
+  bool swap_in(SeqKv& seq, std::vector<BlockCopy>& copies);
+  // Releases a swapped-out seq's host blocks (abort while swapped out).
+  void free_host(SeqKv& seq);
+
+  // Blocks needed to hold total_tokens for seq beyond what it holds now.
+  std::int32_t blocks_needed(const SeqKv& seq, std::int32_t total_tokens) const;
+
+  std::int32_t num_blocks() const { return config_.num_blocks; }
+  std::int32_t num_free_blocks() const;      // ref count 0, cached or not
+  std::int32_t num_used_blocks() const { return num_blocks() - num_free_blocks(); }
+  std::int32_t num_free_host_blocks() const;
+  double usage() const;                      // used / total
+  const KvCacheStats& stats() const { return stats_; }
+
+  // For tests: ref count of a device block, and whether a block is cached.
+  std::int32_t ref_count(BlockId block) const;
+  bool is_cached(BlockId block) const;
+
+ private:
+  KvCacheConfig config_;
+  KvCacheStats stats_;
+  // Implementation state lives here (block pool, free list, hash index).
+};
+
+}  // namespace twin

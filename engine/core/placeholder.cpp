@@ -1,0 +1,2 @@
+// placeholder until kv_cache.cpp lands
+namespace twin {}

@@ -1,0 +1,45 @@
+#pragma once
+// What a replica reports: one record per request when it ends, one per step.
+// Engine and simulator write these in the same schema.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+enum class Outcome { finished, aborted, rejected };
+
+struct RequestRecord {
+  RequestId id = 0;
+  std::int32_t replica = 0;
+  Outcome outcome = Outcome::finished;
+  std::string reason;                 // why rejected / aborted, empty otherwise
+  Time arrival = 0;
+  Time first_token = kNoTime;
+  Time finish = kNoTime;              // last token, abort or rejection time
+  std::int32_t prompt_tokens = 0;
+  std::int32_t output_tokens = 0;     // generated
+  std::int32_t cached_prompt_tokens = 0;  // served from the prefix cache at first admission
+  std::int32_t preemptions = 0;
+  // Gaps between consecutive output tokens (ITL), in order; size output_tokens - 1.
+  std::vector<Time> itl;
+};
+
+struct StepRecord {
+  std::uint64_t step_id = 0;
+  std::int32_t replica = 0;
+  Time start = 0;
+  Time duration = 0;
+  std::int32_t batch_size = 0;        // scheduled seqs
+  std::int32_t num_prefill_seqs = 0;
+  std::int32_t num_decode_seqs = 0;
+  std::int64_t new_tokens = 0;        // tokens processed
+  std::int64_t context_tokens = 0;    // KV tokens read (sum of num_computed)
+  std::int32_t kv_blocks_used = 0;    // after the step
+  std::int32_t preempted = 0;
+  std::int32_t waiting = 0;           // queue length when planned
+};
+
+}  // namespace twin

@@ -1,0 +1,86 @@
+#pragma once
+// The state machine both the engine and the simulator drive:
+//   add(request, now) -> plan(now) -> [executor runs it] -> complete(plan, result, now)
+// It holds the scheduler and the KV cache and records what happened. With
+// pipeline parallelism up to max_plans_in_flight plans may be outstanding; a
+// request in an outstanding plan is neither scheduled again nor preempted
+// until that plan completes.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/core/kv_cache.hpp"
+#include "engine/core/records.hpp"
+#include "engine/core/request.hpp"
+#include "engine/core/scheduler_config.hpp"
+#include "engine/core/step_plan.hpp"
+
+namespace twin {
+
+struct ReplicaConfig {
+  SchedulerConfig scheduler;
+  KvCacheConfig kv;
+  std::int32_t max_plans_in_flight = 1;  // pipeline stages
+};
+
+// Per-request serving state, readable by the executor (block table, counts).
+struct SeqView {
+  const Request* request = nullptr;
+  const SeqKv* kv = nullptr;
+  std::int32_t num_computed = 0;
+  std::int32_t num_output = 0;        // tokens generated so far
+};
+
+class Scheduler;  // engine/core/scheduler.hpp
+
+class Replica {
+ public:
+  Replica(const ReplicaConfig& config, std::int32_t index);
+  ~Replica();
+  Replica(Replica&&) noexcept;
+  Replica& operator=(Replica&&) noexcept;
+
+  std::int32_t index() const;
+  const ReplicaConfig& config() const;
+
+  // Queues a request. One that can never be served (prompt + output beyond
+  // max_model_len, or more blocks than the whole cache) is rejected at once:
+  // its record appears in take_finished().
+  void add(Request request, Time now);
+  // Ends a request wherever it is (queued, running, swapped).
+  void abort(RequestId id, Time now);
+
+  // The next step, or an empty plan when there is nothing to do now.
+  StepPlan plan(Time now);
+  // The step `plan` finished at `now`.
+  void complete(const StepPlan& plan, const StepResult& result, Time now);
+
+  // Records of requests that ended since the last call, in the order they ended.
+  std::vector<RequestRecord> take_finished();
+  // Step records since the last call.
+  std::vector<StepRecord> take_steps();
+  void set_record_steps(bool on);
+
+  // When plan() may have work without any new arrival or completion (dynamic
+  // batching timeout, a cancel time), if any.
+  std::optional<Time> next_wakeup() const;
+
+  bool can_plan() const;                // fewer than max_plans_in_flight outstanding
+  std::int32_t plans_in_flight() const;
+  bool has_work() const;                // anything queued or running
+  std::int32_t num_waiting() const;
+  std::int32_t num_running() const;
+  std::int64_t num_outstanding() const; // admitted, not yet ended
+  double kv_usage() const;
+  const KvCacheStats& kv_stats() const;
+  // Prompt tokens of req this replica's cache would serve now (router).
+  std::int32_t cached_prefix_tokens(const Request& req) const;
+  // Serving state of a request in flight, or nullptr.
+  std::optional<SeqView> seq(RequestId id) const;
+
+ private:
+  std::unique_ptr<Scheduler> impl_;
+};
+
+}  // namespace twin

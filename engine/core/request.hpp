@@ -1,0 +1,33 @@
+#pragma once
+// The canonical request record: what a trace says about one request. Traces
+// produce it, the router and replicas consume it. Mutable serving state lives
+// in the scheduler, not here.
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+struct Request {
+  RequestId id = 0;
+  Time arrival = 0;
+  std::int32_t prompt_len = 0;  // tokens
+  std::int32_t output_len = 0;  // target number of generated tokens (>= 1)
+
+  // Optional concrete prompt (engine runs, or traces that carry tokens).
+  // When present its size equals prompt_len.
+  std::vector<TokenId> prompt_tokens;
+
+  // Optional Mooncake-style block ids: hash_ids[i] names prompt tokens
+  // [i * hash_block_size, (i + 1) * hash_block_size). Requests that share a
+  // leading run of ids share that prompt prefix.
+  std::vector<std::uint64_t> hash_ids;
+  std::int32_t hash_block_size = 0;
+
+  std::int32_t priority = 0;       // smaller is more urgent (as vLLM)
+  std::int64_t session_id = -1;    // multi-turn conversation, -1 if none
+  Time cancel_time = kNoTime;      // client gives up at this time, if set
+};
+
+}  // namespace twin

@@ -1,0 +1,58 @@
+#pragma once
+// One token-budget scheduling algorithm, configured. Each published system is
+// a preset of these knobs (see scheduler.md beside this file).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+enum class BatchingMode {
+  continuous,  // requests join and leave every step (ORCA, vLLM)
+  static_batch,  // form a batch of batch_size, run until all finish, no joins
+  dynamic,     // wait for batch_size requests or batch_timeout, run to completion
+};
+
+enum class QueueOrder {
+  fcfs,
+  priority,          // (priority, arrival)
+  shortest_prompt,   // shortest prompt first
+  longest_prefix,    // longest cached prefix first (SGLang LPM)
+  length_buckets,    // grouped by prompt length range, bucket by bucket
+};
+
+enum class PreemptionMode { recompute, swap };
+enum class VictimPolicy { newest, oldest, lowest_priority };
+
+struct SchedulerConfig {
+  std::string preset = "vllm";
+  std::int32_t max_num_batched_tokens = 8192;  // token budget per step
+  std::int32_t max_num_seqs = 256;             // running requests at most
+  std::int32_t max_model_len = 131072;         // prompt + output at most
+  bool enable_chunked_prefill = true;
+  std::int32_t long_prefill_token_threshold = 0;  // cap on one request's chunk, 0 = none
+  bool decode_first = true;    // running first, stall-free mixing; false: a step with prefills carries no decodes
+  BatchingMode batching = BatchingMode::continuous;
+  std::int32_t batch_size = 8;          // static / dynamic: requests per batch
+  Time batch_timeout = 50 * kNsPerMs;   // dynamic: wait at most this long
+  QueueOrder order = QueueOrder::fcfs;
+  std::vector<std::int32_t> length_bucket_bounds{256, 1024, 4096};  // upper bounds
+  PreemptionMode preemption = PreemptionMode::recompute;
+  VictimPolicy victim = VictimPolicy::newest;
+  bool stop_at_eos = false;  // honour StepResult::stopped (engine with EOS)
+};
+
+// The named presets: vllm, sarathi, orca, static, dynamic, lightllm.
+std::vector<std::string> scheduler_preset_names();
+// Throws UsageError listing the known names for an unknown one.
+SchedulerConfig scheduler_preset(std::string_view name);
+// Sets one knob by its key (the field name above, e.g. "max_num_seqs",
+// "order" = "fcfs"); throws UsageError naming the key or the bad value.
+void set_scheduler_option(SchedulerConfig& config, std::string_view key, std::string_view value);
+// Throws UsageError when knobs contradict each other or are out of range.
+void validate(const SchedulerConfig& config);
+
+}  // namespace twin

@@ -1,0 +1,41 @@
+#pragma once
+// What one step does: the scheduler's output, the executor's input.
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/kv_cache.hpp"
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+struct ScheduledSeq {
+  RequestId id = 0;
+  std::int32_t num_computed = 0;  // tokens whose KV exists before this step (context)
+  std::int32_t num_new = 0;       // tokens processed this step: [num_computed, num_computed + num_new)
+  bool samples = false;           // this step produces the request's next output token
+  bool is_prefill = false;        // the new tokens are (re)computed prompt, not decode
+};
+
+struct StepPlan {
+  std::uint64_t step_id = 0;
+  Time start = 0;                      // the `now` the plan was made at
+  std::vector<ScheduledSeq> seqs;      // decodes and prefill chunks, in batch order
+  std::vector<RequestId> preempted;    // preempted this step (recompute or swap)
+  std::vector<BlockCopy> swap_out;     // device -> host copies to do before the step
+  std::vector<BlockCopy> swap_in;      // host -> device copies to do before the step
+
+  bool empty() const { return seqs.empty() && swap_out.empty() && swap_in.empty(); }
+  std::int64_t num_batched_tokens() const {
+    std::int64_t n = 0;
+    for (const auto& s : seqs) n += s.num_new;
+    return n;
+  }
+};
+
+// What the executor reports back. The simulator leaves it empty.
+struct StepResult {
+  std::vector<TokenId> sampled;       // one per sampling seq, in plan order (engine only)
+  std::vector<RequestId> stopped;     // hit EOS (honoured with stop_at_eos)
+};
+
+}  // namespace twin
