@@ -27,7 +27,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	@tools/bench $(BUILD)
+	@tools/run-bench $(BUILD)
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTWIN_SANITIZE=ON -DTWIN_CUDA=OFF $(CMAKE_ARGS) >/dev/null
