@@ -9,7 +9,13 @@ set(forbidden
   "#include[ \t]*\"(sim|traces|metrics|models|hwprofiles|tools|engine/backend|engine/runtime)/")
 set(violations "")
 foreach(src ${sources})
-  file(STRINGS ${src} lines)
+  # Read whole lines ourselves: file(STRINGS) would split at semicolons and
+  # throw the line numbers off.
+  file(READ ${src} content)
+  string(REPLACE "[" "<" content "${content}")
+  string(REPLACE "]" ">" content "${content}")
+  string(REPLACE ";" "," content "${content}")
+  string(REPLACE "\n" ";" lines "${content}")
   set(n 0)
   foreach(line IN LISTS lines)
     math(EXPR n "${n} + 1")
