@@ -1,0 +1,29 @@
+#pragma once
+// requests.csv: one row per request record, written as records stream in.
+// Times are exact: seconds with 9 decimals and milliseconds with 6 decimals
+// printed from the integer nanoseconds, so reading back gives the same Time.
+// Columns and units: docs/outputs.md. The ITL gaps are not written.
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <vector>
+
+#include "engine/core/records.hpp"
+
+namespace twin {
+
+class RequestCsvWriter {
+ public:
+  explicit RequestCsvWriter(std::ostream& out);  // writes the header
+  void write(const RequestRecord& record);
+
+ private:
+  std::ostream& out_;
+};
+
+// Errors (twin::Error) name file:line and the column.
+void for_each_request_record(const std::filesystem::path& path,
+                             const std::function<void(const RequestRecord&)>& fn);
+std::vector<RequestRecord> read_request_records(const std::filesystem::path& path);
+
+}  // namespace twin

@@ -1,0 +1,77 @@
+#pragma once
+// The numbers of one run, as the collector computes them and summary.json /
+// the summary table show them. Plain data. docs/outputs.md defines each.
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/slo.hpp"
+
+namespace twin {
+
+// Latency distribution in milliseconds. All NaN (null in JSON) when count is 0.
+struct LatencyStats {
+  std::uint64_t count = 0;
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+struct SloResult {
+  Slo slo;
+  double measured_ms = 0;   // the metric at slo.percentile; NaN if no percentile or no data
+  bool percentile_met = false;  // measured_ms <= threshold (false without a percentile)
+  // Share of all requests (rejected and aborted ones fail) whose own value
+  // meets this SLO's threshold.
+  double request_fraction_met = 0;
+};
+
+struct Spread {  // over replicas
+  double min = 0, max = 0, mean = 0;
+  double cv = 0;  // population standard deviation / mean; 0 when the mean is 0
+};
+
+struct ReplicaLoad {
+  std::int32_t replica = 0;
+  std::uint64_t requests = 0;  // records routed to it, whatever their outcome
+  std::uint64_t tokens = 0;    // prompt + output tokens of those records
+};
+
+struct Summary {
+  std::uint64_t num_requests = 0, completed = 0, rejected = 0, aborted = 0;
+  LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+
+  double duration_s = 0;  // first arrival to last finish
+  std::uint64_t total_input_tokens = 0, total_output_tokens = 0;  // completed requests
+  double request_throughput = 0, input_throughput = 0, output_throughput = 0,
+         total_token_throughput = 0;
+
+  std::vector<SloResult> slos;
+  std::uint64_t good_requests = 0;  // completed and within every SLO threshold
+  double goodput = 0;               // good_requests / duration_s
+
+  double prefix_cache_hit_rate = 0;
+  std::uint64_t preemptions = 0;
+
+  std::vector<ReplicaLoad> replicas;  // ascending replica id
+  Spread replica_requests, replica_tokens;
+
+  std::uint64_t num_steps = 0;
+  double mean_kv_blocks_used = 0, max_kv_blocks_used = 0;
+  double mean_batch_size = 0, max_batch_size = 0;
+  std::int64_t kv_blocks_capacity = 0;  // per replica, from the caller; 0: unknown
+
+  double simulated_time_s = 0, wall_time_s = 0;  // filled by the caller
+  nlohmann::ordered_json config = nlohmann::ordered_json::object();
+};
+
+// What the caller knows that records do not carry.
+struct SummaryContext {
+  std::vector<Slo> slos;
+  std::int32_t num_replicas = 0;  // replicas 0..n-1 appear in the spread even if idle; 0: those seen
+  std::int64_t kv_blocks_capacity = 0;
+  double simulated_time_s = 0;
+  double wall_time_s = 0;
+  nlohmann::ordered_json config = nlohmann::ordered_json::object();
+};
+
+}  // namespace twin
