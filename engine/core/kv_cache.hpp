@@ -5,8 +5,11 @@
 // contiguous mode (the pre-paging baseline). Pure bookkeeping: an executor
 // maps block ids to memory itself.
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "engine/core/block_pool.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/types.hpp"
 
@@ -28,8 +31,11 @@ struct BlockCopy {
   BlockId dst = 0;
 };
 
+// Prefix stats are counted when a fresh sequence is allocated (the moment a
+// lookup result is used), so a request retried at the head of the queue is
+// not counted once per step.
 struct KvCacheStats {
-  std::int64_t lookups = 0;            // prefix lookups performed
+  std::int64_t lookups = 0;            // prefix lookups used by an allocation
   std::int64_t queried_blocks = 0;     // full prompt blocks looked up
   std::int64_t hit_blocks = 0;         // of those, served from the cache
   std::int64_t evictions = 0;          // cached blocks whose hash was dropped on reuse
@@ -92,11 +98,14 @@ class KvCache {
 
   // Blocks needed to hold total_tokens for seq beyond what it holds now.
   std::int32_t blocks_needed(const SeqKv& seq, std::int32_t total_tokens) const;
+  // Blocks an admission must leave free (watermark * num_blocks, rounded down).
+  std::int32_t watermark_blocks() const { return watermark_blocks_; }
 
   std::int32_t num_blocks() const { return config_.num_blocks; }
   std::int32_t num_free_blocks() const;      // ref count 0, cached or not
   std::int32_t num_used_blocks() const { return num_blocks() - num_free_blocks(); }
   std::int32_t num_free_host_blocks() const;
+  std::int32_t num_cached_blocks() const { return pool_.num_cached(); }  // in the hash index
   double usage() const;                      // used / total
   const KvCacheStats& stats() const { return stats_; }
 
@@ -104,10 +113,24 @@ class KvCache {
   std::int32_t ref_count(BlockId block) const;
   bool is_cached(BlockId block) const;
 
+  // For tests: the first violated invariant, or empty. `seqs` must be every
+  // sequence holding blocks of this cache: ref counts equal the number of
+  // tables holding each block, the free list holds exactly the ref-0 blocks,
+  // the hash index agrees with the blocks' stored hashes, no host block is in
+  // two places. O(num_blocks + blocks held).
+  std::string check_invariants(std::span<const SeqKv* const> seqs) const;
+
  private:
+  std::int32_t blocks_for(std::int32_t tokens) const;
+  BlockId take_free_block();
+
   KvCacheConfig config_;
   KvCacheStats stats_;
-  // Implementation state lives here (block pool, free list, hash index).
+  BlockPool pool_;
+  std::int32_t watermark_blocks_ = 0;
+  std::int32_t contiguous_blocks_ = 0;   // per request in contiguous mode
+  bool prefix_caching_ = false;          // enabled and not contiguous
+  std::vector<BlockId> free_host_;       // stack of free host blocks
 };
 
 }  // namespace twin

@@ -1,0 +1,257 @@
+#include "engine/core/kv_cache.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+const KvCacheConfig& validated(const KvCacheConfig& c) {
+  if (c.block_size < 1 || c.block_size > 512) {
+    throw UsageError("kv cache: block_size " + std::to_string(c.block_size) + " is out of range: expected 1 to 512");
+  }
+  if (c.num_blocks < 1) {
+    throw UsageError("kv cache: num_blocks " + std::to_string(c.num_blocks) + " must be at least 1");
+  }
+  if (!(c.watermark >= 0.0 && c.watermark < 1.0)) {
+    throw UsageError("kv cache: watermark " + std::to_string(c.watermark) + " must be in [0, 1)");
+  }
+  if (c.num_host_blocks < 0) {
+    throw UsageError("kv cache: num_host_blocks " + std::to_string(c.num_host_blocks) + " must not be negative");
+  }
+  if (c.contiguous && c.max_model_len < 1) {
+    throw UsageError("kv cache: contiguous mode needs max_model_len >= 1, got " + std::to_string(c.max_model_len));
+  }
+  return c;
+}
+
+std::span<const TokenId> block_tokens(const Request& req, std::size_t k, std::int32_t block_size) {
+  return {req.prompt_tokens.data() + k * static_cast<std::size_t>(block_size), static_cast<std::size_t>(block_size)};
+}
+
+}  // namespace
+
+KvCache::KvCache(const KvCacheConfig& config)
+    : config_(validated(config)),
+      pool_(config.num_blocks, config.block_size),
+      watermark_blocks_(static_cast<std::int32_t>(config.watermark * config.num_blocks)),
+      contiguous_blocks_(config.contiguous ? (config.max_model_len + config.block_size - 1) / config.block_size : 0),
+      prefix_caching_(config.enable_prefix_caching && !config.contiguous) {
+  free_host_.reserve(static_cast<std::size_t>(config.num_host_blocks));
+  // A stack popped from the back: host blocks are handed out in id order.
+  for (BlockId b = config.num_host_blocks - 1; b >= 0; --b) free_host_.push_back(b);
+}
+
+std::int32_t KvCache::blocks_for(std::int32_t tokens) const {
+  return (tokens + config_.block_size - 1) / config_.block_size;
+}
+
+BlockId KvCache::take_free_block() {
+  bool evicted = false;
+  const BlockId b = pool_.pop_free(evicted);
+  if (evicted) ++stats_.evictions;
+  return b;
+}
+
+void KvCache::init_seq(const Request& req, SeqKv& seq) const {
+  seq.hashes.clear();
+  if (prefix_caching_) seq.hashes = prompt_block_hashes(req, config_.block_size);
+}
+
+std::int32_t KvCache::lookup(const Request& req, const SeqKv& seq) const {
+  if (!prefix_caching_ || req.prompt_len < 1) return 0;
+  // The last prompt token is always computed: it produces the first logits.
+  const std::size_t limit =
+      std::min(seq.hashes.size(), static_cast<std::size_t>((req.prompt_len - 1) / config_.block_size));
+  const bool with_tokens = !req.prompt_tokens.empty();
+  std::size_t k = 0;
+  for (; k < limit; ++k) {
+    const BlockId b = pool_.find(seq.hashes[k]);
+    if (b < 0) break;
+    // Token and trace-id chains have distinct seeds: a block of the other
+    // kind under our hash is a 64-bit collision, so a miss.
+    if (pool_.has_tokens(b) != with_tokens) break;
+    if (with_tokens && !pool_.tokens_match(b, block_tokens(req, k, config_.block_size))) break;
+  }
+  return static_cast<std::int32_t>(k);
+}
+
+std::int32_t KvCache::blocks_needed(const SeqKv& seq, std::int32_t total_tokens) const {
+  const auto held = static_cast<std::int32_t>(seq.blocks.size());
+  if (config_.contiguous) return held > 0 ? 0 : contiguous_blocks_;
+  return std::max(0, blocks_for(total_tokens) - held);
+}
+
+bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks, std::int32_t total_tokens,
+                       bool admission) {
+  const auto held = static_cast<std::int32_t>(seq.blocks.size());
+  if (config_.contiguous) {
+    if (total_tokens > config_.max_model_len) {
+      throw Error("kv cache: request " + std::to_string(req.id) + " needs " + std::to_string(total_tokens) +
+                  " tokens, beyond max_model_len " + std::to_string(config_.max_model_len) +
+                  " reserved in contiguous mode");
+    }
+    if (held > 0) return true;
+    const std::int32_t reserve = admission ? watermark_blocks_ : 0;
+    if (pool_.num_free() - contiguous_blocks_ < reserve) return false;
+    seq.blocks.reserve(static_cast<std::size_t>(contiguous_blocks_));
+    for (std::int32_t i = 0; i < contiguous_blocks_; ++i) seq.blocks.push_back(take_free_block());
+    ++stats_.lookups;
+    return true;
+  }
+
+  // Hits apply only to a sequence that holds nothing yet (as documented).
+  const std::int32_t hits = held == 0 ? num_hit_blocks : 0;
+  if (hits < 0 || hits > static_cast<std::int32_t>(seq.hashes.size())) {
+    throw Error("kv cache: request " + std::to_string(req.id) + " asks for " + std::to_string(num_hit_blocks) +
+                " hit blocks but has " + std::to_string(seq.hashes.size()) + " full prompt blocks");
+  }
+  std::int32_t free_hits = 0;
+  for (std::int32_t k = 0; k < hits; ++k) {
+    const BlockId b = pool_.find(seq.hashes[static_cast<std::size_t>(k)]);
+    if (b < 0) {
+      throw Error("kv cache: request " + std::to_string(req.id) + ": hit block " + std::to_string(k) +
+                  " is no longer cached (lookup and allocate must happen in the same step)");
+    }
+    if (pool_.ref_count(b) == 0) ++free_hits;
+  }
+  const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
+  const std::int32_t reserve = admission ? watermark_blocks_ : 0;
+  if (pool_.num_free() - (new_blocks + free_hits) < reserve) return false;
+
+  seq.blocks.reserve(static_cast<std::size_t>(held + hits + new_blocks));
+  for (std::int32_t k = 0; k < hits; ++k) {
+    const BlockId b = pool_.find(seq.hashes[static_cast<std::size_t>(k)]);
+    pool_.acquire(b);
+    seq.blocks.push_back(b);
+  }
+  for (std::int32_t i = 0; i < new_blocks; ++i) seq.blocks.push_back(take_free_block());
+  if (held == 0) {
+    seq.num_published = hits;
+    ++stats_.lookups;
+    const auto queried = std::min(seq.hashes.size(), static_cast<std::size_t>(std::max(0, req.prompt_len - 1) /
+                                                                              config_.block_size));
+    stats_.queried_blocks += static_cast<std::int64_t>(queried);
+    stats_.hit_blocks += hits;
+  }
+  return true;
+}
+
+void KvCache::publish(const Request& req, SeqKv& seq, std::int32_t num_computed_tokens) {
+  if (!prefix_caching_) return;
+  const std::size_t full = std::min({static_cast<std::size_t>(std::max(0, num_computed_tokens) / config_.block_size),
+                                     seq.hashes.size(), seq.blocks.size()});
+  const bool with_tokens = !req.prompt_tokens.empty();
+  for (auto k = static_cast<std::size_t>(seq.num_published); k < full; ++k) {
+    // A duplicate of an already published block stays unpublished: the index
+    // keeps the first block under each hash.
+    pool_.publish(seq.blocks[k], seq.hashes[k],
+                  with_tokens ? block_tokens(req, k, config_.block_size) : std::span<const TokenId>{});
+  }
+  seq.num_published = static_cast<std::int32_t>(std::max(full, static_cast<std::size_t>(seq.num_published)));
+}
+
+void KvCache::free(SeqKv& seq) {
+  // Tail first: the tail reaches the free list first, so it is evicted first.
+  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) pool_.release(*it);
+  seq.blocks.clear();
+  seq.num_published = 0;
+}
+
+bool KvCache::swap_out(SeqKv& seq, std::vector<BlockCopy>& copies) {
+  if (!seq.host_blocks.empty()) throw Error("kv cache: swap_out of a sequence that is already swapped out");
+  if (seq.blocks.size() > free_host_.size()) return false;
+  seq.host_blocks.reserve(seq.blocks.size());
+  for (const BlockId dev : seq.blocks) {
+    const BlockId host = free_host_.back();
+    free_host_.pop_back();
+    seq.host_blocks.push_back(host);
+    copies.push_back(BlockCopy{dev, host});
+  }
+  stats_.swapped_out_blocks += static_cast<std::int64_t>(seq.blocks.size());
+  free(seq);
+  return true;
+}
+
+bool KvCache::swap_in(SeqKv& seq, std::vector<BlockCopy>& copies) {
+  if (!seq.blocks.empty()) throw Error("kv cache: swap_in of a sequence that still holds device blocks");
+  if (static_cast<std::int32_t>(seq.host_blocks.size()) > pool_.num_free()) return false;
+  seq.blocks.reserve(seq.host_blocks.size());
+  for (const BlockId host : seq.host_blocks) {
+    const BlockId dev = take_free_block();
+    seq.blocks.push_back(dev);
+    copies.push_back(BlockCopy{host, dev});
+  }
+  stats_.swapped_in_blocks += static_cast<std::int64_t>(seq.host_blocks.size());
+  free_host(seq);
+  // The fresh blocks are unpublished; the next publish() re-offers them.
+  seq.num_published = 0;
+  return true;
+}
+
+void KvCache::free_host(SeqKv& seq) {
+  for (auto it = seq.host_blocks.rbegin(); it != seq.host_blocks.rend(); ++it) free_host_.push_back(*it);
+  seq.host_blocks.clear();
+}
+
+std::int32_t KvCache::num_free_blocks() const { return pool_.num_free(); }
+
+std::int32_t KvCache::num_free_host_blocks() const { return static_cast<std::int32_t>(free_host_.size()); }
+
+double KvCache::usage() const { return static_cast<double>(num_used_blocks()) / static_cast<double>(num_blocks()); }
+
+std::int32_t KvCache::ref_count(BlockId block) const {
+  if (block < 0 || block >= num_blocks()) throw Error("kv cache: block id " + std::to_string(block) + " out of range");
+  return pool_.ref_count(block);
+}
+
+bool KvCache::is_cached(BlockId block) const {
+  if (block < 0 || block >= num_blocks()) throw Error("kv cache: block id " + std::to_string(block) + " out of range");
+  return pool_.is_cached(block);
+}
+
+std::string KvCache::check_invariants(std::span<const SeqKv* const> seqs) const {
+  if (std::string pool_error = pool_.check(); !pool_error.empty()) return pool_error;
+  std::vector<std::int32_t> holders(static_cast<std::size_t>(num_blocks()), 0);
+  std::vector<std::uint8_t> host_used(static_cast<std::size_t>(config_.num_host_blocks), 0);
+  std::vector<std::int32_t> last_table(static_cast<std::size_t>(num_blocks()), -1);
+  std::int32_t table = -1;
+  for (const SeqKv* seq : seqs) {
+    ++table;
+    for (const BlockId b : seq->blocks) {
+      if (b < 0 || b >= num_blocks()) return "block table holds invalid block " + std::to_string(b);
+      if (last_table[static_cast<std::size_t>(b)] == table) {
+        return "block " + std::to_string(b) + " appears twice in one block table";
+      }
+      last_table[static_cast<std::size_t>(b)] = table;
+      ++holders[static_cast<std::size_t>(b)];
+    }
+    if (seq->num_published < 0 || seq->num_published > static_cast<std::int32_t>(seq->blocks.size())) {
+      return "sequence claims " + std::to_string(seq->num_published) + " published blocks but holds " +
+             std::to_string(seq->blocks.size());
+    }
+    for (const BlockId h : seq->host_blocks) {
+      if (h < 0 || h >= config_.num_host_blocks) return "host table holds invalid block " + std::to_string(h);
+      if (host_used[static_cast<std::size_t>(h)]++) return "host block " + std::to_string(h) + " held twice";
+    }
+  }
+  for (BlockId b = 0; b < num_blocks(); ++b) {
+    if (holders[static_cast<std::size_t>(b)] != pool_.ref_count(b)) {
+      return "block " + std::to_string(b) + " has ref " + std::to_string(pool_.ref_count(b)) + " but " +
+             std::to_string(holders[static_cast<std::size_t>(b)]) + " tables hold it";
+    }
+  }
+  for (const BlockId h : free_host_) {
+    if (h < 0 || h >= config_.num_host_blocks) return "host free list holds invalid block " + std::to_string(h);
+    if (host_used[static_cast<std::size_t>(h)]++) return "host block " + std::to_string(h) + " is free and held";
+  }
+  for (std::int32_t h = 0; h < config_.num_host_blocks; ++h) {
+    if (!host_used[static_cast<std::size_t>(h)]) return "host block " + std::to_string(h) + " leaked";
+  }
+  return {};
+}
+
+}  // namespace twin

@@ -1,2 +1,0 @@
-// placeholder until kv_cache.cpp lands
-namespace twin {}
