@@ -1,0 +1,240 @@
+#include "metrics/collector.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "engine/core/error.hpp"
+#include "metrics/percentile.hpp"
+
+namespace twin {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+[[noreturn]] void bad_request(const RequestRecord& r, const std::string& what) {
+  throw Error("request record " + std::to_string(r.id) + ": " + what);
+}
+
+LatencyStats stats_of_sorted(const std::vector<double>& sorted_ms) {
+  LatencyStats stats;
+  stats.count = sorted_ms.size();
+  if (sorted_ms.empty()) {
+    stats.mean = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
+    return stats;
+  }
+  long double sum = 0;
+  for (const double v : sorted_ms) sum += v;  // ascending: same bytes whatever the record order
+  stats.mean = static_cast<double>(sum / static_cast<long double>(sorted_ms.size()));
+  stats.p50 = percentile_linear(sorted_ms, 50);
+  stats.p90 = percentile_linear(sorted_ms, 90);
+  stats.p99 = percentile_linear(sorted_ms, 99);
+  stats.max = sorted_ms.back();
+  return stats;
+}
+
+template <typename T>
+std::vector<double> sorted_ms(const std::vector<T>& ns_values) {
+  std::vector<double> ms;
+  ms.reserve(ns_values.size());
+  for (const T v : ns_values) {
+    if (v >= 0) ms.push_back(static_cast<double>(v) / 1e6);  // negative: undefined for this request
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+LatencyStats stats_of_histogram(const LogHistogram& h) {
+  LatencyStats stats;
+  stats.count = h.count();
+  if (h.count() == 0) {
+    stats.mean = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
+    return stats;
+  }
+  stats.mean = h.mean() / 1e6;
+  stats.p50 = h.percentile(50) / 1e6;
+  stats.p90 = h.percentile(90) / 1e6;
+  stats.p99 = h.percentile(99) / 1e6;
+  stats.max = static_cast<double>(h.max()) / 1e6;
+  return stats;
+}
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread s;
+  if (values.empty()) return s;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  long double sum = 0;
+  for (const double v : values) sum += v;
+  const long double mean = sum / static_cast<long double>(values.size());
+  long double squares = 0;
+  for (const double v : values) squares += (v - mean) * (v - mean);
+  s.mean = static_cast<double>(mean);
+  s.cv = mean > 0 ? static_cast<double>(std::sqrt(squares / static_cast<long double>(values.size())) / mean) : 0.0;
+  return s;
+}
+
+double rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0.0; }
+
+}  // namespace
+
+void MetricsCollector::add(const RequestRecord& r) {
+  if (r.arrival < 0) bad_request(r, "negative arrival time");
+  if (r.finish != kNoTime && r.finish < r.arrival) bad_request(r, "finish before arrival");
+  if (r.first_token != kNoTime && r.first_token < r.arrival) bad_request(r, "first token before arrival");
+  if (r.prompt_tokens < 0 || r.output_tokens < 0 || r.cached_prompt_tokens < 0 || r.preemptions < 0) {
+    bad_request(r, "negative token or preemption count");
+  }
+  if (r.outcome == Outcome::finished) {
+    if (r.finish == kNoTime) bad_request(r, "finished without a finish time");
+    if (r.output_tokens < 1 || r.first_token == kNoTime) bad_request(r, "finished without a first token");
+    if (r.finish < r.first_token) bad_request(r, "finish before first token");
+    if (!r.itl.empty() && r.itl.size() != static_cast<std::size_t>(r.output_tokens - 1)) {
+      bad_request(r, std::to_string(r.itl.size()) + " inter-token gaps for " +
+                         std::to_string(r.output_tokens) + " output tokens (expected output_tokens - 1)");
+    }
+  }
+
+  ++num_requests_;
+  if (first_arrival_ == kNoTime || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  if (r.finish != kNoTime && r.finish > last_finish_) last_finish_ = r.finish;
+  preemptions_ += static_cast<std::uint64_t>(r.preemptions);
+  if (r.replica >= 0) {
+    auto& tally = replicas_[r.replica];
+    ++tally.requests;
+    tally.tokens += static_cast<std::uint64_t>(r.prompt_tokens) + static_cast<std::uint64_t>(r.output_tokens);
+  }
+
+  switch (r.outcome) {
+    case Outcome::rejected: ++rejected_; return;
+    case Outcome::aborted: ++aborted_; return;
+    case Outcome::finished: break;
+  }
+  ++completed_;
+  ttft_ns_.push_back(r.first_token - r.arrival);
+  e2el_ns_.push_back(r.finish - r.arrival);
+  tpot_ns_.push_back(r.output_tokens >= 2
+                         ? static_cast<double>(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1)
+                         : -1.0);
+  Time max_gap = r.itl.empty() ? kNoTime : 0;
+  for (const Time gap : r.itl) {
+    if (gap < 0) bad_request(r, "negative inter-token gap");
+    itl_ns_.add(gap);
+    max_gap = std::max(max_gap, gap);
+  }
+  max_itl_ns_.push_back(max_gap);
+  input_tokens_ += static_cast<std::uint64_t>(r.prompt_tokens);
+  output_tokens_ += static_cast<std::uint64_t>(r.output_tokens);
+  cached_tokens_ += static_cast<std::uint64_t>(r.cached_prompt_tokens);
+}
+
+void MetricsCollector::add(const StepRecord& s) {
+  if (s.duration < 0 || s.batch_size < 0 || s.kv_blocks_used < 0) {
+    throw Error("step record " + std::to_string(s.step_id) + " of replica " + std::to_string(s.replica) +
+                ": negative duration, batch size or KV blocks");
+  }
+  ++steps_;
+  kv_blocks_sum_ += s.kv_blocks_used;
+  batch_size_sum_ += s.batch_size;
+  kv_blocks_max_ = std::max<std::int64_t>(kv_blocks_max_, s.kv_blocks_used);
+  batch_size_max_ = std::max<std::int64_t>(batch_size_max_, s.batch_size);
+}
+
+Summary MetricsCollector::summarize(const SummaryContext& context) const {
+  Summary s;
+  s.num_requests = num_requests_;
+  s.completed = completed_;
+  s.rejected = rejected_;
+  s.aborted = aborted_;
+
+  const std::vector<double> ttft = sorted_ms(ttft_ns_);
+  const std::vector<double> tpot = sorted_ms(tpot_ns_);
+  const std::vector<double> e2el = sorted_ms(e2el_ns_);
+  s.ttft_ms = stats_of_sorted(ttft);
+  s.tpot_ms = stats_of_sorted(tpot);
+  s.e2el_ms = stats_of_sorted(e2el);
+  s.itl_ms = stats_of_histogram(itl_ns_);
+
+  if (first_arrival_ != kNoTime && last_finish_ != kNoTime && last_finish_ > first_arrival_) {
+    s.duration_s = to_seconds(last_finish_ - first_arrival_);
+  }
+  s.total_input_tokens = input_tokens_;
+  s.total_output_tokens = output_tokens_;
+  s.request_throughput = rate(static_cast<double>(completed_), s.duration_s);
+  s.input_throughput = rate(static_cast<double>(input_tokens_), s.duration_s);
+  s.output_throughput = rate(static_cast<double>(output_tokens_), s.duration_s);
+  s.total_token_throughput = rate(static_cast<double>(input_tokens_ + output_tokens_), s.duration_s);
+
+  // Per-request value compared with each SLO's threshold, in ns; a request
+  // without the value (one output token: no TPOT, no gaps) passes, as in
+  // vLLM's benchmark goodput.
+  const auto request_value_ns = [&](Metric m, std::size_t i) -> double {
+    switch (m) {
+      case Metric::ttft: return static_cast<double>(ttft_ns_[i]);
+      case Metric::tpot: return tpot_ns_[i];
+      case Metric::itl: return static_cast<double>(max_itl_ns_[i]);
+      case Metric::e2el: return static_cast<double>(e2el_ns_[i]);
+    }
+    return 0;
+  };
+  std::vector<std::uint64_t> met(context.slos.size(), 0);
+  for (std::size_t i = 0; i < completed_; ++i) {
+    bool good = true;
+    for (std::size_t k = 0; k < context.slos.size(); ++k) {
+      const double value = request_value_ns(context.slos[k].metric, i);
+      const bool ok = value < 0 || value <= context.slos[k].threshold_ms * 1e6;
+      met[k] += ok ? 1 : 0;
+      good = good && ok;
+    }
+    s.good_requests += good ? 1 : 0;
+  }
+  s.goodput = rate(static_cast<double>(s.good_requests), s.duration_s);
+  for (std::size_t k = 0; k < context.slos.size(); ++k) {
+    SloResult result;
+    result.slo = context.slos[k];
+    result.measured_ms = kNaN;
+    if (result.slo.percentile > 0) {
+      switch (result.slo.metric) {
+        case Metric::ttft: result.measured_ms = percentile_linear(ttft, result.slo.percentile); break;
+        case Metric::tpot: result.measured_ms = percentile_linear(tpot, result.slo.percentile); break;
+        case Metric::e2el: result.measured_ms = percentile_linear(e2el, result.slo.percentile); break;
+        case Metric::itl: result.measured_ms = itl_ns_.percentile(result.slo.percentile) / 1e6; break;
+      }
+      result.percentile_met = !std::isnan(result.measured_ms) && result.measured_ms <= result.slo.threshold_ms;
+    }
+    result.request_fraction_met =
+        num_requests_ > 0 ? static_cast<double>(met[k]) / static_cast<double>(num_requests_) : 0.0;
+    s.slos.push_back(result);
+  }
+
+  s.prefix_cache_hit_rate =
+      input_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(input_tokens_) : 0.0;
+  s.preemptions = preemptions_;
+
+  auto tallies = replicas_;
+  for (std::int32_t r = 0; r < context.num_replicas; ++r) tallies[r];  // idle replicas count too
+  std::vector<double> requests_per_replica, tokens_per_replica;
+  for (const auto& [replica, tally] : tallies) {
+    s.replicas.push_back({replica, tally.requests, tally.tokens});
+    requests_per_replica.push_back(static_cast<double>(tally.requests));
+    tokens_per_replica.push_back(static_cast<double>(tally.tokens));
+  }
+  s.replica_requests = spread_of(requests_per_replica);
+  s.replica_tokens = spread_of(tokens_per_replica);
+
+  s.num_steps = steps_;
+  if (steps_ > 0) {
+    s.mean_kv_blocks_used = static_cast<double>(kv_blocks_sum_ / static_cast<long double>(steps_));
+    s.mean_batch_size = static_cast<double>(batch_size_sum_ / static_cast<long double>(steps_));
+  }
+  s.max_kv_blocks_used = static_cast<double>(kv_blocks_max_);
+  s.max_batch_size = static_cast<double>(batch_size_max_);
+  s.kv_blocks_capacity = context.kv_blocks_capacity;
+  s.simulated_time_s = context.simulated_time_s;
+  s.wall_time_s = context.wall_time_s;
+  s.config = context.config;
+  return s;
+}
+
+}  // namespace twin
