@@ -40,6 +40,8 @@ struct StepRecord {
   std::int32_t kv_blocks_used = 0;    // after the step
   std::int32_t preempted = 0;
   std::int32_t waiting = 0;           // queue length when planned
+  std::int32_t swapped_out_blocks = 0;
+  std::int32_t swapped_in_blocks = 0;
 };
 
 }  // namespace twin

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/kv_cache.hpp"
@@ -23,6 +25,19 @@ struct ReplicaConfig {
   KvCacheConfig kv;
   std::int32_t max_plans_in_flight = 1;  // pipeline stages
 };
+
+// Named presets setting scheduler AND KV knobs (vllm, sarathi, orca, static,
+// dynamic, lightllm); see scheduler.md. kv.num_blocks stays 0: the caller sizes
+// the cache from memory. Throws UsageError listing the known names.
+std::vector<std::string> replica_preset_names();
+ReplicaConfig replica_preset(std::string_view name);
+// Sets one knob by key: every set_scheduler_option key, the KV keys
+// (block_size, enable_prefix_caching, num_gpu_blocks / num_blocks, watermark,
+// num_host_blocks, contiguous) and max_plans_in_flight. max_model_len sets both
+// the scheduler's and the cache's. Throws UsageError naming the key or value.
+void set_replica_option(ReplicaConfig& config, std::string_view key, std::string_view value);
+// Throws UsageError when the knobs contradict each other or are out of range.
+void validate(const ReplicaConfig& config);
 
 // Per-request serving state, readable by the executor (block table, counts).
 struct SeqView {
@@ -76,8 +91,12 @@ class Replica {
   const KvCacheStats& kv_stats() const;
   // Prompt tokens of req this replica's cache would serve now (router).
   std::int32_t cached_prefix_tokens(const Request& req) const;
-  // Serving state of a request in flight, or nullptr.
+  // Serving state of a request in flight, or nullopt.
   std::optional<SeqView> seq(RequestId id) const;
+  // Every request admitted and not yet ended (waiting, running, swapped), in
+  // id order: for invariant checks (block tables vs ref counts).
+  std::vector<SeqView> live_seqs() const;
+  const KvCache& kv_cache() const;
 
  private:
   std::unique_ptr<Scheduler> impl_;

@@ -29,7 +29,9 @@ enum class VictimPolicy { newest, oldest, lowest_priority };
 
 struct SchedulerConfig {
   std::string preset = "vllm";
-  std::int32_t max_num_batched_tokens = 8192;  // token budget per step
+  // Token budget per step; 0 = auto: max(max_model_len, 2048) without chunked
+  // prefill (vLLM v0's rule, so any admissible prompt fits), 8192 with it.
+  std::int32_t max_num_batched_tokens = 8192;
   std::int32_t max_num_seqs = 256;             // running requests at most
   std::int32_t max_model_len = 131072;         // prompt + output at most
   bool enable_chunked_prefill = true;
@@ -54,5 +56,8 @@ SchedulerConfig scheduler_preset(std::string_view name);
 void set_scheduler_option(SchedulerConfig& config, std::string_view key, std::string_view value);
 // Throws UsageError when knobs contradict each other or are out of range.
 void validate(const SchedulerConfig& config);
+// The budget in force: max_num_batched_tokens with 0 resolved as above.
+std::int32_t effective_token_budget(const SchedulerConfig& config);
+std::vector<std::string> scheduler_option_keys();
 
 }  // namespace twin

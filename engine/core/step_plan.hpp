@@ -21,6 +21,7 @@ struct StepPlan {
   Time start = 0;                      // the `now` the plan was made at
   std::vector<ScheduledSeq> seqs;      // decodes and prefill chunks, in batch order
   std::vector<RequestId> preempted;    // preempted this step (recompute or swap)
+  std::vector<RequestId> aborted;      // cancelled at this step boundary: drop their state
   std::vector<BlockCopy> swap_out;     // device -> host copies to do before the step
   std::vector<BlockCopy> swap_in;      // host -> device copies to do before the step
 
