@@ -1,0 +1,116 @@
+#include "metrics/request_csv.hpp"
+
+#include <ostream>
+#include <string>
+
+#include "engine/core/error.hpp"
+#include "metrics/csv_fields.hpp"
+
+namespace twin {
+namespace {
+
+enum Column {
+  kId, kReplica, kOutcome, kArrival, kFirstToken, kFinish, kPromptTokens, kOutputTokens,
+  kCachedPromptTokens, kPreemptions, kTtft, kTpot, kE2el, kReason
+};
+const std::vector<std::string> kColumns = {
+    "id", "replica", "outcome", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "output_tokens",
+    "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason"};
+
+std::string_view outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::finished: return "finished";
+    case Outcome::aborted: return "aborted";
+    case Outcome::rejected: return "rejected";
+  }
+  return "?";
+}
+
+}  // namespace
+
+RequestCsvWriter::RequestCsvWriter(std::ostream& out) : out_(out) {
+  std::string header;
+  for (const auto& name : kColumns) header += (header.empty() ? "" : ",") + name;
+  out_ << header << '\n';
+}
+
+void RequestCsvWriter::write(const RequestRecord& r) {
+  std::string row;
+  row.reserve(160);
+  csv::append_int(row, r.id);
+  row += ',';
+  csv::append_int(row, r.replica);
+  row += ',';
+  row += outcome_name(r.outcome);
+  row += ',';
+  csv::append_seconds(row, r.arrival);
+  row += ',';
+  csv::append_seconds(row, r.first_token);
+  row += ',';
+  csv::append_seconds(row, r.finish);
+  row += ',';
+  csv::append_int(row, r.prompt_tokens);
+  row += ',';
+  csv::append_int(row, r.output_tokens);
+  row += ',';
+  csv::append_int(row, r.cached_prompt_tokens);
+  row += ',';
+  csv::append_int(row, r.preemptions);
+  row += ',';
+  const bool finished = r.outcome == Outcome::finished;
+  if (r.first_token != kNoTime) csv::append_millis(row, r.first_token - r.arrival);
+  row += ',';
+  if (finished && r.output_tokens >= 2 && r.first_token != kNoTime && r.finish != kNoTime) {
+    csv::append_fixed(row, to_millis(r.finish - r.first_token) / (r.output_tokens - 1), 6);
+  }
+  row += ',';
+  if (finished && r.finish != kNoTime) csv::append_millis(row, r.finish - r.arrival);
+  row += ',';
+  csv::append_text(row, r.reason);
+  row += '\n';
+  out_ << row;
+}
+
+void for_each_request_record(const std::filesystem::path& path,
+                             const std::function<void(const RequestRecord&)>& fn) {
+  csv::Reader reader(path, kColumns);
+  while (reader.next()) {
+    RequestRecord r;
+    r.id = reader.integer(kId);
+    r.replica = reader.int32(kReplica);
+    const std::string_view outcome = reader.text(kOutcome);
+    if (outcome == "finished") {
+      r.outcome = Outcome::finished;
+    } else if (outcome == "aborted") {
+      r.outcome = Outcome::aborted;
+    } else if (outcome == "rejected") {
+      r.outcome = Outcome::rejected;
+    } else {
+      reader.fail(kOutcome, "\"" + std::string(outcome) + "\"; expected finished, aborted or rejected");
+    }
+    r.arrival = reader.seconds(kArrival);
+    r.first_token = reader.seconds(kFirstToken, true);
+    r.finish = reader.seconds(kFinish, true);
+    r.prompt_tokens = reader.int32(kPromptTokens);
+    r.output_tokens = reader.int32(kOutputTokens);
+    r.cached_prompt_tokens = reader.int32(kCachedPromptTokens);
+    r.preemptions = reader.int32(kPreemptions);
+    r.reason = std::string(reader.text(kReason));
+    if (r.outcome == Outcome::finished && (r.first_token == kNoTime || r.finish == kNoTime)) {
+      reader.fail(r.first_token == kNoTime ? kFirstToken : kFinish, "empty for a finished request");
+    }
+    if ((r.first_token != kNoTime && r.first_token < r.arrival) ||
+        (r.finish != kNoTime && r.finish < r.arrival)) {
+      reader.fail(r.finish < r.arrival ? kFinish : kFirstToken, "before arrival_s");
+    }
+    fn(r);
+  }
+}
+
+std::vector<RequestRecord> read_request_records(const std::filesystem::path& path) {
+  std::vector<RequestRecord> records;
+  for_each_request_record(path, [&](const RequestRecord& r) { records.push_back(r); });
+  return records;
+}
+
+}  // namespace twin

@@ -1,0 +1,115 @@
+#include "metrics/summary_table.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <string>
+
+namespace twin {
+namespace {
+
+constexpr std::size_t kWidth = 50;
+
+std::string fixed(double value, int decimals) {
+  if (!std::isnan(value) && !std::isfinite(value)) return value > 0 ? "inf" : "-inf";
+  if (std::isnan(value)) return "n/a";
+  std::array<char, 400> buffer{};
+  const auto [end, ec] =
+      std::to_chars(buffer.data(), buffer.data() + buffer.size(), value, std::chars_format::fixed, decimals);
+  return ec == std::errc() ? std::string(buffer.data(), end) : "n/a";
+}
+
+class Table {
+ public:
+  explicit Table(std::ostream& out) : out_(out) {}
+  void title(const std::string& text) { banner(text, '='); }
+  void section(const std::string& text) { banner(text, '-'); }
+  void row(const std::string& label, const std::string& value) {
+    std::string line = label + ":";
+    if (line.size() < 40) line.resize(40, ' ');
+    out_ << line << ' ' << value << '\n';
+  }
+  void rule() { out_ << std::string(kWidth, '=') << '\n'; }
+
+ private:
+  void banner(const std::string& text, char fill) {
+    const std::string middle = " " + text + " ";
+    const std::size_t pad = middle.size() < kWidth ? kWidth - middle.size() : 0;
+    out_ << std::string(pad / 2, fill) << middle << std::string(pad - pad / 2, fill) << '\n';
+  }
+  std::ostream& out_;
+};
+
+void latency_rows(Table& t, const std::string& name, const std::string& title, const LatencyStats& s) {
+  t.section(title);
+  t.row("Mean " + name + " (ms)", fixed(s.mean, 2));
+  t.row("P50 " + name + " (ms)", fixed(s.p50, 2));
+  t.row("P90 " + name + " (ms)", fixed(s.p90, 2));
+  t.row("P99 " + name + " (ms)", fixed(s.p99, 2));
+  t.row("Max " + name + " (ms)", fixed(s.max, 2));
+}
+
+std::string spread_text(const Spread& s, int decimals) {
+  return fixed(s.min, decimals) + " / " + fixed(s.mean, decimals) + " / " + fixed(s.max, decimals) +
+         " (cv " + fixed(s.cv, 3) + ")";
+}
+
+}  // namespace
+
+void print_summary_table(std::ostream& out, const Summary& s) {
+  Table t(out);
+  t.title("twinserve result");
+  t.row("Requests", std::to_string(s.num_requests));
+  t.row("Completed requests", std::to_string(s.completed));
+  t.row("Rejected requests", std::to_string(s.rejected));
+  t.row("Aborted requests", std::to_string(s.aborted));
+  t.row("Duration (s)", fixed(s.duration_s, 2));
+  if (s.simulated_time_s > 0) t.row("Simulated time (s)", fixed(s.simulated_time_s, 2));
+  if (s.wall_time_s > 0) t.row("Wall time (s)", fixed(s.wall_time_s, 2));
+  t.row("Total input tokens", std::to_string(s.total_input_tokens));
+  t.row("Total generated tokens", std::to_string(s.total_output_tokens));
+  t.row("Request throughput (req/s)", fixed(s.request_throughput, 2));
+  t.row("Input token throughput (tok/s)", fixed(s.input_throughput, 2));
+  t.row("Output token throughput (tok/s)", fixed(s.output_throughput, 2));
+  t.row("Total token throughput (tok/s)", fixed(s.total_token_throughput, 2));
+  if (!s.slos.empty()) {
+    t.row("Goodput (req/s)", fixed(s.goodput, 2));
+    t.section("SLO attainment");
+    for (const auto& r : s.slos) {
+      std::string value = "within: " + fixed(100.0 * r.request_fraction_met, 2) + "% of requests";
+      if (r.slo.percentile > 0) {
+        value = fixed(r.measured_ms, 2) + " ms " + (r.percentile_met ? "PASS" : "FAIL") + "; " + value;
+      }
+      t.row(format_slo(r.slo), value);
+    }
+  }
+  latency_rows(t, "TTFT", "Time to First Token", s.ttft_ms);
+  latency_rows(t, "TPOT", "Time per Output Token (excl. 1st token)", s.tpot_ms);
+  latency_rows(t, "ITL", "Inter-token Latency", s.itl_ms);
+  latency_rows(t, "E2EL", "End-to-end Latency", s.e2el_ms);
+  t.section("KV cache and batching");
+  t.row("Prefix cache hit rate (%)", fixed(100.0 * s.prefix_cache_hit_rate, 2));
+  t.row("Preemptions", std::to_string(s.preemptions));
+  if (s.num_steps > 0) {
+    t.row("Steps", std::to_string(s.num_steps));
+    std::string mean_kv = fixed(s.mean_kv_blocks_used, 1);
+    std::string max_kv = fixed(s.max_kv_blocks_used, 0);
+    if (s.kv_blocks_capacity > 0) {
+      const double capacity = static_cast<double>(s.kv_blocks_capacity);
+      mean_kv += " (" + fixed(100.0 * s.mean_kv_blocks_used / capacity, 1) + "%)";
+      max_kv += " (" + fixed(100.0 * s.max_kv_blocks_used / capacity, 1) + "%)";
+    }
+    t.row("Mean KV blocks used per step", mean_kv);
+    t.row("Max KV blocks used", max_kv);
+    t.row("Mean batch size", fixed(s.mean_batch_size, 2));
+    t.row("Max batch size", fixed(s.max_batch_size, 0));
+  }
+  t.section("Replica load (min / mean / max)");
+  t.row("Replicas", std::to_string(s.replicas.size()));
+  t.row("Requests per replica", spread_text(s.replica_requests, 1));
+  t.row("Tokens per replica", spread_text(s.replica_tokens, 0));
+  t.rule();
+}
+
+}  // namespace twin
