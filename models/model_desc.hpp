@@ -1,0 +1,55 @@
+#pragma once
+// A transformer's shape, with the Hugging Face config.json field names, so a
+// user can point us at their model's config.json. Decoder-only, Llama-style
+// blocks (RMSNorm, rotary, gated SiLU MLP); Mixtral-style MoE when
+// num_local_experts > 0.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+
+namespace twin {
+
+struct ModelDesc {
+  std::string name;        // our name, e.g. "llama-2-7b"
+  std::string model_type;  // llama, mistral, mixtral, qwen2
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // per expert for MoE
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // default: num_attention_heads
+  int64_t head_dim = 0;             // default: hidden_size / num_attention_heads
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
+  int64_t num_local_experts = 0;  // 0: dense MLP
+  int64_t num_experts_per_tok = 0;
+  Dtype torch_dtype = Dtype::bf16;  // the dtype the checkpoint is published in
+
+  bool is_moe() const { return num_local_experts > 0; }
+  int64_t q_dim() const { return num_attention_heads * head_dim; }
+  int64_t kv_dim() const { return num_key_value_heads * head_dim; }
+};
+
+// Names of the bundled descriptors, sorted.
+std::vector<std::string> model_names();
+
+// A path to an existing file loads that file; otherwise a bundled name;
+// otherwise UsageError listing the bundled names.
+ModelDesc resolve_model(const std::string& name_or_path);
+
+// Loads a config.json. The name is its "name" key, else the file's stem.
+// Unknown keys are ignored (HF configs carry many); a missing required key or
+// a bad value is twin::Error naming the file and the key.
+ModelDesc load_model_file(const std::string& path);
+
+// Parses descriptor JSON text; `origin` names it in errors, `default_name` is
+// used when there is no "name" key.
+ModelDesc parse_model_json(const std::string& text, const std::string& origin,
+                           const std::string& default_name);
+
+}  // namespace twin

@@ -1,0 +1,136 @@
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "engine/core/error.hpp"
+#include "models/embedded_file.hpp"
+#include "models/json_fields.hpp"
+#include "models/model_desc.hpp"
+
+namespace twin {
+
+namespace {
+
+// Architectures whose blocks match the op list in step_ops.hpp. Others (GPT-2,
+// Gemma, DeepSeek MLA, ...) differ in ways we would silently get wrong.
+constexpr const char* kSupportedTypes[] = {"llama", "mistral", "mixtral", "qwen2"};
+
+void require_positive(const std::string& origin, const char* key, int64_t v) {
+  if (v <= 0) json_field_error(origin, key, "expected a positive integer, got " + std::to_string(v));
+}
+
+ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
+                          const std::string& default_name) {
+  ModelDesc m;
+  m.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
+  if (m.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
+  m.model_type = j.contains("model_type") ? json_string(j, "model_type", origin) : "llama";
+  if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
+                   [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
+    json_field_error(origin, "model_type",
+                     "unsupported '" + m.model_type + "'; supported: llama, mistral, mixtral, qwen2");
+
+  m.hidden_size = json_int(j, "hidden_size", origin);
+  m.intermediate_size = json_int(j, "intermediate_size", origin);
+  m.num_hidden_layers = json_int(j, "num_hidden_layers", origin);
+  m.num_attention_heads = json_int(j, "num_attention_heads", origin);
+  m.vocab_size = json_int(j, "vocab_size", origin);
+  m.max_position_embeddings = json_int(j, "max_position_embeddings", origin);
+  require_positive(origin, "hidden_size", m.hidden_size);
+  require_positive(origin, "intermediate_size", m.intermediate_size);
+  require_positive(origin, "num_hidden_layers", m.num_hidden_layers);
+  require_positive(origin, "num_attention_heads", m.num_attention_heads);
+  require_positive(origin, "vocab_size", m.vocab_size);
+  require_positive(origin, "max_position_embeddings", m.max_position_embeddings);
+
+  // HF leaves these out when they take the default; null means the same.
+  auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
+  m.num_key_value_heads =
+      present("num_key_value_heads") ? json_int(j, "num_key_value_heads", origin) : m.num_attention_heads;
+  require_positive(origin, "num_key_value_heads", m.num_key_value_heads);
+  if (m.num_attention_heads % m.num_key_value_heads != 0)
+    json_field_error(origin, "num_key_value_heads",
+                     "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
+                         "), got " + std::to_string(m.num_key_value_heads));
+  if (present("head_dim")) {
+    m.head_dim = json_int(j, "head_dim", origin);
+    require_positive(origin, "head_dim", m.head_dim);
+  } else {
+    if (m.hidden_size % m.num_attention_heads != 0)
+      json_field_error(origin, "head_dim",
+                       "missing, and hidden_size is not a multiple of num_attention_heads");
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+  }
+  if (present("rms_norm_eps")) {
+    m.rms_norm_eps = json_number(j, "rms_norm_eps", origin);
+    if (!(m.rms_norm_eps > 0)) json_field_error(origin, "rms_norm_eps", "expected a positive number");
+  }
+  if (present("rope_theta")) {
+    m.rope_theta = json_number(j, "rope_theta", origin);
+    if (!(m.rope_theta > 0)) json_field_error(origin, "rope_theta", "expected a positive number");
+  }
+  if (present("tie_word_embeddings")) m.tie_word_embeddings = json_bool(j, "tie_word_embeddings", origin);
+  // Qwen2 configs have no attention_bias key: the architecture always has
+  // QKV biases. Llama-family configs say attention_bias: false.
+  m.attention_bias = present("attention_bias") ? json_bool(j, "attention_bias", origin)
+                                               : m.model_type == "qwen2";
+  if (present("num_local_experts")) {
+    m.num_local_experts = json_int(j, "num_local_experts", origin);
+    if (m.num_local_experts < 0) json_field_error(origin, "num_local_experts", "expected >= 0");
+    if (m.num_local_experts == 1) m.num_local_experts = 0;  // one expert is a dense MLP
+  }
+  if (m.is_moe()) {
+    m.num_experts_per_tok = json_int(j, "num_experts_per_tok", origin);
+    if (m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_local_experts)
+      json_field_error(origin, "num_experts_per_tok",
+                       "expected 1 to num_local_experts (" + std::to_string(m.num_local_experts) + ")");
+  }
+  // Newer transformers write "dtype" instead of "torch_dtype".
+  const char* dtype_key = present("torch_dtype") ? "torch_dtype" : (present("dtype") ? "dtype" : nullptr);
+  if (dtype_key) {
+    std::string text = json_string(j, dtype_key, origin);
+    try {
+      m.torch_dtype = parse_dtype(text);
+    } catch (const UsageError& e) {
+      json_field_error(origin, dtype_key, e.what());
+    }
+  }
+  return m;
+}
+
+std::string known_names_text() {
+  std::string out;
+  for (const auto& n : model_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+ModelDesc parse_model_json(const std::string& text, const std::string& origin,
+                           const std::string& default_name) {
+  return model_from_json(parse_json_text(text, origin), origin, default_name);
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& f : bundled_model_files()) names.emplace_back(f.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelDesc load_model_file(const std::string& path) {
+  return model_from_json(read_json_file(path), path, std::filesystem::path(path).stem().string());
+}
+
+ModelDesc resolve_model(const std::string& name_or_path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) return load_model_file(name_or_path);
+  for (const auto& f : bundled_model_files())
+    if (f.name == name_or_path)
+      return parse_model_json(std::string(f.text), "bundled model " + std::string(f.name),
+                              std::string(f.name));
+  throw UsageError("unknown model '" + name_or_path + "' (not a bundled name or a file); known models: " +
+                   known_names_text());
+}
+
+}  // namespace twin

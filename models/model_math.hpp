@@ -1,0 +1,48 @@
+#pragma once
+// Sizes derived from a model descriptor: parameters, weight and KV bytes, and
+// how a parallel layout splits them.
+#include <cstdint>
+
+#include "models/dtype.hpp"
+#include "models/model_desc.hpp"
+
+namespace twin {
+
+// Every parameter: embeddings, LM head (unless tied), attention (with QKV
+// bias where present), MLP or all experts plus router, norms.
+int64_t param_count(const ModelDesc& m);
+// Parameters one token touches: for MoE only num_experts_per_tok experts.
+int64_t active_param_count(const ModelDesc& m);
+int64_t weight_bytes(const ModelDesc& m, Dtype weights);
+// Whole model: 2 (K and V) * layers * kv_heads * head_dim * bytes.
+int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv);
+
+// TP splits every layer over tp GPUs; PP splits the layers into pp stages.
+struct ParallelLayout {
+  int tp = 1;
+  int pp = 1;
+};
+
+// Throws UsageError unless: tp >= 1 divides num_attention_heads and
+// intermediate_size; tp divides num_key_value_heads, or is a multiple of it
+// (each KV head is then replicated on tp / kv_heads GPUs, as vLLM does); and
+// 1 <= pp <= num_hidden_layers (stages may differ by one layer).
+void check_layout(const ModelDesc& m, const ParallelLayout& layout);
+
+// Layers held by stage `pp_stage` (0-based): layers / pp, the first
+// layers % pp stages one more.
+int64_t stage_layers(const ModelDesc& m, int pp, int pp_stage);
+// Heads on one GPU of a TP group.
+int64_t q_heads_per_gpu(const ModelDesc& m, int tp);
+int64_t kv_heads_per_gpu(const ModelDesc& m, int tp);  // >= 1: replicated when tp > kv heads
+
+// KV bytes per token on one GPU of the given stage (counts replicated heads).
+int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelLayout& layout,
+                                   int pp_stage);
+// Weight bytes on one GPU of the given stage: its layers' shards, plus the
+// embedding on the first stage and the LM head (or, when tied, a copy of the
+// embedding) and final norm on the last. The vocabulary is sharded over TP.
+int64_t weight_bytes_per_gpu(const ModelDesc& m, Dtype weights, const ParallelLayout& layout,
+                             int pp_stage);
+
+}  // namespace twin

@@ -1,0 +1,217 @@
+#include "models/step_ops.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+constexpr std::string_view kOpNames[kNumOpKinds] = {
+    "embed",        "rmsnorm",    "qkv_proj",         "rotary",        "attn_prefill",
+    "attn_decode",  "o_proj",     "tp_allreduce",     "gate_up_proj",  "silu_mul",
+    "down_proj",    "moe_router", "moe_gate_up_proj", "moe_down_proj", "final_norm",
+    "lm_head",      "tp_gather",  "sample",           "pp_send",
+};
+
+// Rough per-element costs of the elementwise kernels; they are memory bound,
+// so these only keep the flops honest, not the time.
+constexpr double kNormFlopsPerElem = 5;    // residual add, square, sum, scale, weight
+constexpr double kRotaryFlopsPerElem = 3;  // two multiplies and an add per rotated pair half
+constexpr double kSiluFlopsPerElem = 5;    // exp, add, divide, two multiplies
+constexpr double kSampleFlopsPerElem = 5;  // max, exp, sum, scale, compare
+
+// Attention work of the seqs of one kind, summed.
+struct AttnSums {
+  int64_t seqs = 0, tokens = 0, context = 0;
+  double score_pairs = 0;  // (query, key) pairs with causal masking
+  double kv_tokens = 0;    // KV rows read: context + new
+};
+
+void add_seq(AttnSums& s, int64_t n, int64_t c) {
+  s.seqs += 1;
+  s.tokens += n;
+  s.context += c;
+  // Query i of the new ones sees c + i + 1 keys.
+  s.score_pairs += static_cast<double>(n) * static_cast<double>(c) +
+                   static_cast<double>(n) * static_cast<double>(n + 1) * 0.5;
+  s.kv_tokens += static_cast<double>(c + n);
+}
+
+Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act_bytes,
+        int64_t repeat, bool bias = false) {
+  Op op;
+  op.kind = kind;
+  op.m = m;
+  op.n = n;
+  op.k = k;
+  op.tokens = m;
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  op.flops = 2.0 * dm * dn * dk + (bias ? dm * dn : 0.0);
+  op.bytes = dn * dk * w_bytes + dm * dk * act_bytes + dm * dn * act_bytes + (bias ? dn * w_bytes : 0.0);
+  op.repeat = static_cast<int32_t>(repeat);
+  return op;
+}
+
+Op elementwise(OpKind kind, int64_t tokens, int64_t width, double flops_per_elem,
+               double bytes_per_elem, double extra_bytes, int64_t repeat) {
+  Op op;
+  op.kind = kind;
+  op.tokens = tokens;
+  op.m = tokens;
+  op.n = width;
+  const double elems = static_cast<double>(tokens) * static_cast<double>(width);
+  op.flops = elems * flops_per_elem;
+  op.bytes = elems * bytes_per_elem + extra_bytes;
+  op.repeat = static_cast<int32_t>(repeat);
+  return op;
+}
+
+Op attention(OpKind kind, const AttnSums& s, int64_t q_heads, int64_t head_dim, double q_dim,
+             double kv_dim, double act, double kvb, int64_t repeat) {
+  Op op;
+  op.kind = kind;
+  op.num_seqs = s.seqs;
+  op.tokens = s.tokens;
+  op.context = s.context;
+  op.n = q_heads;
+  op.k = head_dim;
+  // QK^T and PV: 2 flops per multiply-add, 2 matmuls, per head and dim.
+  op.flops = 4.0 * s.score_pairs * static_cast<double>(head_dim) * static_cast<double>(q_heads);
+  const double new_tokens = static_cast<double>(s.tokens);
+  op.bytes = s.kv_tokens * 2.0 * kv_dim * kvb      // K and V read, context and new
+             + new_tokens * 2.0 * kv_dim * kvb     // new K and V written to the cache
+             + new_tokens * 2.0 * q_dim * act;     // Q read, O written
+  op.repeat = static_cast<int32_t>(repeat);
+  return op;
+}
+
+Op collective(OpKind kind, int64_t tokens, int64_t width, double act, int group, int64_t repeat) {
+  Op op;
+  op.kind = kind;
+  op.tokens = tokens;
+  op.m = tokens;
+  op.n = width;
+  op.comm_bytes = static_cast<double>(tokens) * static_cast<double>(width) * act;
+  op.group = group;
+  op.repeat = static_cast<int32_t>(repeat);
+  return op;
+}
+
+}  // namespace
+
+std::string_view op_name(OpKind kind) {
+  const int i = static_cast<int>(kind);
+  return i >= 0 && i < kNumOpKinds ? kOpNames[i] : "unknown";
+}
+
+OpKind parse_op_kind(std::string_view name) {
+  for (int i = 0; i < kNumOpKinds; ++i)
+    if (kOpNames[i] == name) return static_cast<OpKind>(i);
+  std::string known;
+  for (auto n : kOpNames) known += (known.empty() ? "" : ", ") + std::string(n);
+  throw UsageError("unknown op '" + std::string(name) + "'; known ops: " + known);
+}
+
+void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
+              Dtype weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+  AttnSums prefill, decode;
+  int64_t sampling = 0;
+  for (const SeqShape& s : batch.seqs) {
+    if (s.new_tokens <= 0) continue;
+    const int64_t ctx = std::max<int64_t>(s.context_tokens, 0);
+    if (s.new_tokens == 1 && ctx > 0)
+      add_seq(decode, 1, ctx);
+    else
+      add_seq(prefill, s.new_tokens, ctx);
+    sampling += s.samples ? 1 : 0;
+  }
+  const int64_t tokens = prefill.tokens + decode.tokens;
+  if (tokens == 0) return;
+
+  const int tp = layout.tp;
+  const bool first = pp_stage == 0, last = pp_stage == layout.pp - 1;
+  const int64_t layers = stage_layers(m, layout.pp, pp_stage);
+  const int64_t h = m.hidden_size;
+  const int64_t q_heads = q_heads_per_gpu(m, tp);
+  const int64_t q_dim = q_heads * m.head_dim;
+  const int64_t kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
+  const int64_t inter = m.intermediate_size / tp;
+  const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
+  const double wb = static_cast<double>(dtype_bytes(weights));
+  const double act = static_cast<double>(activation_bytes(weights));
+  const double kvb = static_cast<double>(dtype_bytes(kv));
+  const double dh = static_cast<double>(h);
+
+  if (first) {
+    // Gather one row of the (vocab-sharded) table per token, write it out.
+    out.push_back(elementwise(OpKind::embed, tokens, h, 0.0, wb + act, 0.0, 1));
+  }
+  if (layers > 0) {
+    // Fused residual add + norm: read x and residual, write both.
+    out.push_back(elementwise(OpKind::rmsnorm, tokens, h, kNormFlopsPerElem, 4.0 * act, dh * wb,
+                              2 * layers));
+    out.push_back(gemm(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, wb, act, layers,
+                       m.attention_bias));
+    out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
+                              static_cast<double>(tokens * m.head_dim) * act, layers));
+    if (prefill.seqs > 0)
+      out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim,
+                              static_cast<double>(q_dim), static_cast<double>(kv_dim), act, kvb, layers));
+    if (decode.seqs > 0)
+      out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim,
+                              static_cast<double>(q_dim), static_cast<double>(kv_dim), act, kvb, layers));
+    out.push_back(gemm(OpKind::o_proj, tokens, h, q_dim, wb, act, layers));
+    if (m.is_moe()) {
+      const int64_t rows = tokens * m.num_experts_per_tok;
+      const int64_t touched = std::min(m.num_local_experts, rows);
+      out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, layers));
+      Op up = gemm(OpKind::moe_gate_up_proj, rows, 2 * inter, h, 0.0, act, layers);
+      up.num_seqs = touched;
+      up.bytes += static_cast<double>(touched) * static_cast<double>(2 * inter * h) * wb;
+      out.push_back(up);
+      out.push_back(elementwise(OpKind::silu_mul, rows, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, layers));
+      Op down = gemm(OpKind::moe_down_proj, rows, h, inter, 0.0, act, layers);
+      down.num_seqs = touched;
+      down.bytes += static_cast<double>(touched) * static_cast<double>(inter * h) * wb;
+      out.push_back(down);
+    } else {
+      out.push_back(gemm(OpKind::gate_up_proj, tokens, 2 * inter, h, wb, act, layers));
+      out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, layers));
+      out.push_back(gemm(OpKind::down_proj, tokens, h, inter, wb, act, layers));
+    }
+  }
+  if (tp > 1) {
+    // After o_proj and down_proj in every layer, and after the
+    // vocab-parallel embedding lookup on the first stage.
+    const int64_t count = 2 * layers + (first ? 1 : 0);
+    if (count > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, count));
+  }
+  if (last) {
+    out.push_back(elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, 1));
+    if (sampling > 0) {
+      out.push_back(gemm(OpKind::lm_head, sampling, vocab_shard, h, wb, act, 1));
+      if (tp > 1) out.push_back(collective(OpKind::tp_gather, sampling, m.vocab_size, act, tp, 1));
+      Op sample = elementwise(OpKind::sample, sampling, m.vocab_size, kSampleFlopsPerElem, 4.0, 0.0, 1);
+      sample.num_seqs = sampling;
+      out.push_back(sample);
+    }
+  } else {
+    // vLLM ships hidden states and the residual stream to the next stage.
+    out.push_back(collective(OpKind::pp_send, tokens, 2 * h, act, 2, 1));
+  }
+}
+
+StepTotals step_totals(const std::vector<Op>& ops) {
+  StepTotals t;
+  for (const Op& op : ops) {
+    t.flops += op.flops * op.repeat;
+    t.bytes += op.bytes * op.repeat;
+    t.comm_bytes += op.comm_bytes * op.repeat;
+  }
+  return t;
+}
+
+}  // namespace twin

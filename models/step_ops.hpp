@@ -1,0 +1,100 @@
+#pragma once
+// The ops of one step: the contract between the cost models (simulator) and
+// the profiler (engine). Both name and shape ops the same way, so calibration
+// tables measured on the engine are keyed by exactly what the simulator asks.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/dtype.hpp"
+#include "models/model_desc.hpp"
+#include "models/model_math.hpp"
+
+namespace twin {
+
+// What a cost model may see of one scheduled request in a step.
+struct SeqShape {
+  int64_t new_tokens = 0;      // tokens processed this step (a prompt chunk, or 1 to decode)
+  int64_t context_tokens = 0;  // tokens already in the KV cache before this step
+  bool samples = false;        // produces a token this step (needs logits)
+};
+
+struct BatchShape {
+  std::vector<SeqShape> seqs;
+};
+
+// Execution order within a step. Per-layer kinds appear once with repeat =
+// instances in the stage. Fields of Op used by each kind:
+//   GEMMs (qkv_proj, o_proj, gate_up_proj, down_proj, moe_router, lm_head):
+//     m x k activations times k x n weights; m = tokens (lm_head: sampling seqs).
+//   moe_gate_up_proj, moe_down_proj: m = tokens * top_k rows spread evenly
+//     (balanced routing) over num_seqs = experts touched = min(experts, m);
+//     the weights of exactly those experts are read.
+//   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n.
+//   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
+//     with context. num_seqs, tokens = sum of new, context = sum of context
+//     before the step; n = query heads on this GPU, k = head_dim.
+//   tp_allreduce: comm_bytes = the buffer all-reduced (tokens * hidden *
+//     activation bytes), group = tp. tp_gather: logits gathered for sampling.
+//   pp_send: comm_bytes = hidden states and residual to the next stage.
+//   sample: num_seqs sampling seqs over n = vocab.
+enum class OpKind : int32_t {
+  embed,
+  rmsnorm,
+  qkv_proj,
+  rotary,
+  attn_prefill,
+  attn_decode,
+  o_proj,
+  tp_allreduce,
+  gate_up_proj,
+  silu_mul,
+  down_proj,
+  moe_router,
+  moe_gate_up_proj,
+  moe_down_proj,
+  final_norm,
+  lm_head,
+  tp_gather,
+  sample,
+  pp_send,
+};
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::pp_send) + 1;
+
+// Static snake_case name ("qkv_proj"); "unknown" for out-of-range values.
+std::string_view op_name(OpKind kind);
+// Inverse of op_name; throws UsageError listing the names.
+OpKind parse_op_kind(std::string_view name);
+
+struct Op {
+  OpKind kind = OpKind::embed;
+  int64_t m = 0, n = 0, k = 0;                 // GEMM shape (see OpKind)
+  int64_t num_seqs = 0, tokens = 0, context = 0;  // attention, elementwise, MoE groups
+  double flops = 0;       // one instance
+  double bytes = 0;       // one instance: memory read + written (weights, activations, KV)
+  int32_t repeat = 1;     // identical instances per step on one GPU (e.g. layers in the stage)
+  double comm_bytes = 0;  // one instance: bytes of the collective / transfer
+  int32_t group = 1;      // GPUs in the collective
+};
+
+// Appends the ops ONE GPU of stage `pp_stage` executes for the step: its
+// layers' shards under TP, the embedding on the first stage, the final norm,
+// LM head (sampling seqs only) and sampling on the last, two all-reduces per
+// layer (and one after the vocab-parallel embedding) when tp > 1, and a send
+// of the activations when pp > 1 and this is not the last stage.
+// Seqs with new_tokens <= 0 are ignored; an empty batch appends nothing.
+// The caller validates the layout once with check_layout and clears and
+// reuses `out`: this allocates nothing once `out` has capacity (about 20 ops).
+// Attention reads and writes KV in dtype `kv`; activations are
+// activation_bytes(weights) wide.
+void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
+              Dtype weights, Dtype kv, int pp_stage, std::vector<Op>& out);
+
+struct StepTotals {
+  double flops = 0;       // sum of flops * repeat
+  double bytes = 0;       // sum of bytes * repeat
+  double comm_bytes = 0;  // sum of comm_bytes * repeat
+};
+StepTotals step_totals(const std::vector<Op>& ops);
+
+}  // namespace twin
