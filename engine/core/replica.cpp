@@ -1,0 +1,125 @@
+#include "engine/core/replica.hpp"
+
+#include <charconv>
+#include <string>
+
+#include "engine/core/error.hpp"
+#include "engine/core/scheduler.hpp"
+
+namespace twin {
+
+// ---- presets and options ------------------------------------------------------
+
+std::vector<std::string> replica_preset_names() { return scheduler_preset_names(); }
+
+ReplicaConfig replica_preset(std::string_view name) {
+  ReplicaConfig c;
+  c.scheduler = scheduler_preset(name);  // throws UsageError for unknown names
+  c.kv.block_size = 16;
+  c.kv.enable_prefix_caching = name == "vllm";  // vLLM v1 turns APC on by default; the others predate it
+  if (name == "lightllm") c.kv.block_size = 1;  // token-level KV (TokenAttention)
+  return c;
+}
+
+namespace {
+
+const char* const kKvKeys[] = {"block_size", "enable_prefix_caching", "num_gpu_blocks", "num_blocks",
+                               "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight"};
+
+std::int32_t parse_int(std::string_view key, std::string_view value, std::int32_t lo, std::int32_t hi) {
+  std::int32_t v = 0;
+  const auto* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
+    throw UsageError("replica option '" + std::string(key) + "': bad value '" + std::string(value) +
+                     "', expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+bool parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "off" || value == "no") return false;
+  throw UsageError("replica option '" + std::string(key) + "': bad value '" + std::string(value) +
+                   "', expected true or false");
+}
+
+}  // namespace
+
+void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view value) {
+  constexpr std::int32_t kMax = 1 << 30;
+  if (key == "block_size") {
+    c.kv.block_size = parse_int(key, value, 1, 512);
+  } else if (key == "enable_prefix_caching") {
+    c.kv.enable_prefix_caching = parse_bool(key, value);
+  } else if (key == "num_gpu_blocks" || key == "num_blocks") {
+    c.kv.num_blocks = parse_int(key, value, 1, kMax);
+  } else if (key == "watermark") {
+    double w = 0;
+    const auto* end = value.data() + value.size();
+    auto [ptr, ec] = std::from_chars(value.data(), end, w);
+    if (value.empty() || ec != std::errc{} || ptr != end || !(w >= 0.0 && w < 1.0)) {
+      throw UsageError("replica option 'watermark': bad value '" + std::string(value) +
+                       "', expected a fraction in [0, 1)");
+    }
+    c.kv.watermark = w;
+  } else if (key == "num_host_blocks") {
+    c.kv.num_host_blocks = parse_int(key, value, 0, kMax);
+  } else if (key == "contiguous") {
+    c.kv.contiguous = parse_bool(key, value);
+  } else if (key == "max_plans_in_flight") {
+    c.max_plans_in_flight = parse_int(key, value, 1, 1024);
+  } else {
+    bool known = false;
+    for (const auto& k : scheduler_option_keys()) known = known || key == k || key == "batch_timeout";
+    if (!known) {
+      std::string names;
+      for (const auto& k : scheduler_option_keys()) names += k + ", ";
+      for (const char* k : kKvKeys) names += std::string(k) + (k == kKvKeys[std::size(kKvKeys) - 1] ? "" : ", ");
+      throw UsageError("unknown replica option '" + std::string(key) + "': known options are " + names);
+    }
+    set_scheduler_option(c.scheduler, key, value);
+    if (key == "max_model_len") c.kv.max_model_len = c.scheduler.max_model_len;
+  }
+}
+
+void validate(const ReplicaConfig& c) {
+  validate(c.scheduler);
+  if (c.max_plans_in_flight < 1) throw UsageError("replica config: max_plans_in_flight must be at least 1");
+  if (c.kv.num_blocks < 1) {
+    throw UsageError("replica config: num_gpu_blocks must be set (at least 1 KV block), got " +
+                     std::to_string(c.kv.num_blocks));
+  }
+}
+
+// ---- Replica: a thin face over Scheduler -------------------------------------
+
+Replica::Replica(const ReplicaConfig& config, std::int32_t index) : impl_(std::make_unique<Scheduler>(config, index)) {}
+Replica::~Replica() = default;
+Replica::Replica(Replica&&) noexcept = default;
+Replica& Replica::operator=(Replica&&) noexcept = default;
+
+std::int32_t Replica::index() const { return impl_->index(); }
+const ReplicaConfig& Replica::config() const { return impl_->config(); }
+void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
+void Replica::abort(RequestId id, Time now) { impl_->abort(id, now); }
+StepPlan Replica::plan(Time now) { return impl_->plan(now); }
+void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }
+std::vector<RequestRecord> Replica::take_finished() { return impl_->take_finished(); }
+std::vector<StepRecord> Replica::take_steps() { return impl_->take_steps(); }
+void Replica::set_record_steps(bool on) { impl_->set_record_steps(on); }
+std::optional<Time> Replica::next_wakeup() const { return impl_->next_wakeup(); }
+bool Replica::can_plan() const { return impl_->can_plan(); }
+std::int32_t Replica::plans_in_flight() const { return impl_->plans_in_flight(); }
+bool Replica::has_work() const { return impl_->has_work(); }
+std::int32_t Replica::num_waiting() const { return impl_->num_waiting(); }
+std::int32_t Replica::num_running() const { return impl_->num_running(); }
+std::int64_t Replica::num_outstanding() const { return impl_->num_outstanding(); }
+double Replica::kv_usage() const { return impl_->kv_usage(); }
+const KvCacheStats& Replica::kv_stats() const { return impl_->kv_stats(); }
+std::int32_t Replica::cached_prefix_tokens(const Request& req) const { return impl_->cached_prefix_tokens(req); }
+std::optional<SeqView> Replica::seq(RequestId id) const { return impl_->seq(id); }
+std::vector<SeqView> Replica::live_seqs() const { return impl_->live_seqs(); }
+const KvCache& Replica::kv_cache() const { return impl_->kv_cache(); }
+
+}  // namespace twin

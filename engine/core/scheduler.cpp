@@ -1,0 +1,570 @@
+#include "engine/core/scheduler.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+KvCacheConfig kv_config_for(const ReplicaConfig& config) {
+  KvCacheConfig kv = config.kv;
+  kv.max_model_len = config.scheduler.max_model_len;  // one source of truth
+  return kv;
+}
+
+// LPM over a long queue costs a lookup per waiting request per step; SGLang
+// falls back to FCFS above this length, and so do we.
+constexpr std::size_t kLpmMaxQueue = 128;
+
+}  // namespace
+
+Scheduler::Scheduler(const ReplicaConfig& config, std::int32_t index)
+    : config_((validate(config), config)),
+      index_(index),
+      kv_(kv_config_for(config)),
+      token_budget_(effective_token_budget(config.scheduler)),
+      block_size_(config.kv.block_size),
+      contiguous_(config.kv.contiguous),
+      queue_(config.scheduler) {
+  config_.kv.max_model_len = config.scheduler.max_model_len;
+  in_flight_.resize(static_cast<std::size_t>(config.max_plans_in_flight));
+}
+
+// ---- arrivals and endings --------------------------------------------------
+
+std::optional<std::string> Scheduler::rejection_reason(const Request& req) const {
+  const auto& sc = config_.scheduler;
+  if (req.prompt_len < 1) return "prompt_len " + std::to_string(req.prompt_len) + " must be at least 1";
+  if (req.output_len < 1) return "output_len " + std::to_string(req.output_len) + " must be at least 1";
+  if (!req.prompt_tokens.empty() && static_cast<std::int64_t>(req.prompt_tokens.size()) != req.prompt_len) {
+    return "prompt has " + std::to_string(req.prompt_tokens.size()) + " tokens but prompt_len " +
+           std::to_string(req.prompt_len);
+  }
+  const std::int64_t total = static_cast<std::int64_t>(req.prompt_len) + req.output_len;
+  if (total > sc.max_model_len) {
+    return "prompt + output = " + std::to_string(total) + " tokens exceeds max_model_len " +
+           std::to_string(sc.max_model_len);
+  }
+  // The KV of the last sampled token is never written: a request holds at
+  // most prompt + output - 1 tokens.
+  const SeqKv empty;
+  const auto max_tokens = static_cast<std::int32_t>(total - 1);
+  const std::int32_t need = kv_.blocks_needed(empty, max_tokens);
+  if (need > kv_.num_blocks()) {
+    return "needs " + std::to_string(need) + " KV blocks, more than the whole cache (" +
+           std::to_string(kv_.num_blocks()) + ")";
+  }
+  // Its largest first chunk (a recompute of everything) must clear the watermark.
+  std::int32_t first_chunk = std::min(max_tokens, token_budget_);
+  if (sc.long_prefill_token_threshold > 0) first_chunk = std::min(first_chunk, sc.long_prefill_token_threshold);
+  const std::int32_t first_need = kv_.blocks_needed(empty, first_chunk);
+  if (first_need + kv_.watermark_blocks() > kv_.num_blocks()) {
+    return "its first chunk needs " + std::to_string(first_need) + " KV blocks, more than the cache leaves above the " +
+           "watermark (" + std::to_string(kv_.num_blocks() - kv_.watermark_blocks()) + ")";
+  }
+  return std::nullopt;
+}
+
+void Scheduler::add(Request request, Time now) {
+  if (id_to_slot_.count(request.id)) {
+    throw Error("replica " + std::to_string(index_) + ": request id " + std::to_string(request.id) +
+                " is already in flight");
+  }
+  if (auto reason = rejection_reason(request)) {
+    RequestRecord r;
+    r.id = request.id;
+    r.replica = index_;
+    r.outcome = Outcome::rejected;
+    r.reason = std::move(*reason);
+    r.arrival = request.arrival;
+    r.finish = now;
+    r.prompt_tokens = request.prompt_len;
+    finished_.push_back(std::move(r));
+    return;
+  }
+  std::int32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::int32_t>(seqs_.size());
+    seqs_.emplace_back();
+  }
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  s.req = std::move(request);
+  kv_.init_seq(s.req, s.kv);
+  id_to_slot_.emplace(s.req.id, slot);
+  if (s.req.cancel_time != kNoTime) cancels_.emplace(s.req.cancel_time, slot);
+  enqueue(slot, false, now);
+}
+
+void Scheduler::enqueue(std::int32_t slot, bool at_front, Time now) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  s.state = State::waiting;
+  s.queued_at = now;
+  s.queue_entry = queue_.push(s.req, slot, at_front);
+  if (s.batch_member) ++members_waiting_;
+}
+
+void Scheduler::abort(RequestId id, Time now) {
+  const auto it = id_to_slot_.find(id);
+  if (it == id_to_slot_.end()) return;  // already ended: aborting twice is harmless
+  end_request(it->second, Outcome::aborted, "aborted", now, true);
+}
+
+void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now,
+                            bool remove_from_running) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  RequestRecord r;
+  r.id = s.req.id;
+  r.replica = index_;
+  r.outcome = outcome;
+  r.reason = std::move(reason);
+  r.arrival = s.req.arrival;
+  r.first_token = s.first_token;
+  r.finish = now;
+  r.prompt_tokens = s.req.prompt_len;
+  r.output_tokens = s.num_output;
+  r.cached_prompt_tokens = s.cached_prompt_tokens;
+  r.preemptions = s.preemptions;
+  r.itl = std::move(s.itl);
+  finished_.push_back(std::move(r));
+
+  if (s.req.cancel_time != kNoTime) cancels_.erase({s.req.cancel_time, slot});
+  if (s.batch_member) {
+    --members_alive_;
+    if (s.state == State::waiting) --members_waiting_;
+  }
+  switch (s.state) {
+    case State::waiting:
+      queue_.erase(s.queue_entry);
+      break;
+    case State::running:
+      if (remove_from_running) running_.erase(std::find(running_.begin(), running_.end(), slot));
+      break;
+    case State::swapped:
+      swapped_.erase(std::find(swapped_.begin(), swapped_.end(), slot));
+      kv_.free_host(s.kv);
+      break;
+    case State::free:
+    case State::ended:
+      break;
+  }
+  id_to_slot_.erase(s.req.id);
+  s.state = State::ended;
+  // A request in an outstanding plan keeps its blocks (the executor may be
+  // writing them) until that plan completes.
+  if (!s.in_flight) release_slot(slot);
+}
+
+void Scheduler::release_slot(std::int32_t slot) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  kv_.free(s.kv);
+  s = Seq{};
+  free_slots_.push_back(slot);
+}
+
+// ---- planning ---------------------------------------------------------------
+
+StepPlan Scheduler::plan(Time now) {
+  StepPlan plan;
+  plan.start = now;
+  if (!can_plan()) return plan;
+  process_cancels(now, plan);
+  if (batch_mode()) maybe_form_batch(now);
+
+  const auto waiting_at_plan = static_cast<std::int32_t>(queue_.size());
+  plan.seqs.reserve(running_.size() + 8);
+  budget_left_ = token_budget_;
+  building_slots_.clear();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    preempted_ = false;
+    if (config_.scheduler.decode_first) {
+      schedule_running(plan, false);
+      if (!preempted_) swap_in_pass(plan);
+      if (!preempted_ && swapped_.empty()) admit_pass(plan);
+    } else {
+      schedule_running(plan, true);
+      if (!preempted_ && swapped_.empty()) admit_pass(plan);
+      if (plan.seqs.empty()) {
+        schedule_running(plan, false);
+        if (!preempted_) swap_in_pass(plan);
+      }
+    }
+    // A step whose only request preempted itself would leave nothing running
+    // and nothing in flight to wake us: plan again, admissions allowed.
+    if (!(plan.seqs.empty() && preempted_ && num_in_flight_ == 0)) break;
+  }
+
+  if (plan.empty()) return plan;
+  InFlight* entry = nullptr;
+  for (auto& f : in_flight_) {
+    if (!f.active) {
+      entry = &f;
+      break;
+    }
+  }
+  entry->active = true;
+  entry->step_id = plan.step_id = ++next_step_id_;
+  entry->slots.swap(building_slots_);
+  ++num_in_flight_;
+  for (const std::int32_t slot : entry->slots) {
+    Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    s.scheduled = false;
+    s.in_flight = true;
+  }
+  if (record_steps_) {
+    StepRecord& rec = entry->record;
+    rec = StepRecord{};
+    rec.step_id = plan.step_id;
+    rec.replica = index_;
+    rec.start = now;
+    rec.batch_size = static_cast<std::int32_t>(plan.seqs.size());
+    for (const auto& q : plan.seqs) {
+      (q.is_prefill ? rec.num_prefill_seqs : rec.num_decode_seqs) += 1;
+      rec.new_tokens += q.num_new;
+      rec.context_tokens += q.num_computed;
+    }
+    rec.preempted = static_cast<std::int32_t>(plan.preempted.size());
+    rec.waiting = waiting_at_plan;
+    rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
+    rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
+  }
+  return plan;
+}
+
+void Scheduler::process_cancels(Time now, StepPlan& plan) {
+  while (!cancels_.empty() && cancels_.begin()->first <= now) {
+    const std::int32_t slot = cancels_.begin()->second;
+    plan.aborted.push_back(seqs_[static_cast<std::size_t>(slot)].req.id);
+    end_request(slot, Outcome::aborted, "cancelled", now, true);  // erases the cancel entry
+  }
+}
+
+Time Scheduler::oldest_queued_at() const {
+  Time oldest = std::numeric_limits<Time>::max();
+  for (const auto& s : seqs_) {
+    if (s.state == State::waiting) oldest = std::min(oldest, s.queued_at);
+  }
+  return oldest;
+}
+
+void Scheduler::maybe_form_batch(Time now) {
+  if (members_alive_ > 0 || queue_.empty()) return;
+  const auto& sc = config_.scheduler;
+  const auto want = static_cast<std::size_t>(sc.batch_size);
+  if (sc.batching == BatchingMode::dynamic && queue_.size() < want) {
+    // Only a short queue is scanned here (fewer than batch_size waiting).
+    if (now < oldest_queued_at() + sc.batch_timeout) return;
+  }
+  std::int32_t taken = 0;
+  queue_.for_each([&](std::int32_t slot) {
+    seqs_[static_cast<std::size_t>(slot)].batch_member = true;
+    return ++taken < sc.batch_size;
+  });
+  members_alive_ = members_waiting_ = taken;
+}
+
+std::int32_t Scheduler::chunk(const Seq& s) const {
+  std::int32_t n = s.known_tokens() - s.num_computed;
+  const std::int32_t threshold = config_.scheduler.long_prefill_token_threshold;
+  if (threshold > 0) n = std::min(n, threshold);
+  return std::min(n, budget_left_);
+}
+
+bool Scheduler::ensure_kv(Seq& s, std::int32_t total_tokens) {
+  if (!s.kv.blocks.empty() &&
+      (contiguous_ || total_tokens <= static_cast<std::int32_t>(s.kv.blocks.size()) * block_size_)) {
+    return true;  // no block boundary crossed: the common decode step
+  }
+  return kv_.allocate(s.req, s.kv, 0, total_tokens, false);
+}
+
+void Scheduler::add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  ScheduledSeq q;
+  q.id = s.req.id;
+  q.num_computed = s.num_computed;
+  q.num_new = num_new;
+  q.samples = s.num_computed + num_new == s.known_tokens();
+  q.is_prefill = !(num_new == 1 && s.num_computed >= s.req.prompt_len);
+  plan.seqs.push_back(q);
+  building_slots_.push_back(slot);
+  s.scheduled = true;
+  budget_left_ -= num_new;
+}
+
+void Scheduler::schedule_running(StepPlan& plan, bool prefill_only) {
+  for (std::size_t i = 0; i < running_.size() && budget_left_ > 0; ++i) {
+    const std::int32_t slot = running_[i];
+    Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    if (s.in_flight || s.scheduled) continue;
+    if (prefill_only && !needs_prefill(s)) continue;
+    const std::int32_t n = chunk(s);
+    for (;;) {
+      if (ensure_kv(s, s.num_computed + n)) {
+        add_to_plan(plan, slot, n);
+        break;
+      }
+      const std::size_t victim = pick_victim();
+      const std::int32_t victim_slot = running_[victim];
+      preempt(plan, victim);
+      if (victim <= i) --i;  // wraps to SIZE_MAX at 0; the loop's ++i brings it back
+      if (victim_slot == slot) break;
+    }
+  }
+}
+
+std::size_t Scheduler::pick_victim() const {
+  // Requests in an outstanding plan are never victims; the request being
+  // scheduled is not in flight, so a candidate always exists.
+  const std::size_t n = running_.size();
+  auto eligible = [&](std::size_t k) { return !seqs_[static_cast<std::size_t>(running_[k])].in_flight; };
+  switch (config_.scheduler.victim) {
+    case VictimPolicy::newest:
+      for (std::size_t k = n; k-- > 0;) {
+        if (eligible(k)) return k;
+      }
+      break;
+    case VictimPolicy::oldest:
+      for (std::size_t k = 0; k < n; ++k) {
+        if (eligible(k)) return k;
+      }
+      break;
+    case VictimPolicy::lowest_priority: {
+      // Largest priority value is least urgent; ties go to the newest (as vLLM).
+      std::size_t best = n;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (!eligible(k)) continue;
+        if (best == n || seqs_[static_cast<std::size_t>(running_[k])].req.priority >=
+                             seqs_[static_cast<std::size_t>(running_[best])].req.priority) {
+          best = k;
+        }
+      }
+      if (best < n) return best;
+      break;
+    }
+  }
+  throw Error("scheduler: no preemption victim (internal error)");
+}
+
+void Scheduler::preempt(StepPlan& plan, std::size_t running_index) {
+  const std::int32_t slot = running_[running_index];
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  if (s.scheduled) {
+    // Already scheduled this step (oldest / lowest_priority victims): refund.
+    const auto pos = static_cast<std::size_t>(
+        std::find(building_slots_.begin(), building_slots_.end(), slot) - building_slots_.begin());
+    budget_left_ += plan.seqs[pos].num_new;
+    plan.seqs.erase(plan.seqs.begin() + static_cast<std::ptrdiff_t>(pos));
+    building_slots_.erase(building_slots_.begin() + static_cast<std::ptrdiff_t>(pos));
+    s.scheduled = false;
+  }
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
+  ++s.preemptions;
+  preempted_ = true;
+  plan.preempted.push_back(s.req.id);
+  if (config_.scheduler.preemption == PreemptionMode::swap && kv_.swap_out(s.kv, plan.swap_out)) {
+    s.state = State::swapped;
+    swapped_.push_back(slot);
+    return;
+  }
+  // Recompute (also the fallback when the host tier is full).
+  kv_.free(s.kv);
+  s.num_computed = 0;
+  enqueue(slot, true, plan.start);
+}
+
+void Scheduler::swap_in_pass(StepPlan& plan) {
+  const auto max_seqs = static_cast<std::size_t>(config_.scheduler.max_num_seqs);
+  while (!swapped_.empty() && running_.size() < max_seqs && budget_left_ > 0) {
+    const std::int32_t slot = swapped_.front();
+    Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    const std::int32_t n = chunk(s);
+    const std::int32_t total = s.num_computed + n;
+    if (kv_.blocks_needed(SeqKv{}, total) > kv_.num_free_blocks()) break;
+    if (!kv_.swap_in(s.kv, plan.swap_in)) break;
+    if (!ensure_kv(s, total)) throw Error("scheduler: swap-in growth failed (internal error)");
+    swapped_.pop_front();
+    s.state = State::running;
+    running_.push_back(slot);
+    add_to_plan(plan, slot, n);
+  }
+}
+
+bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_blocks) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  const std::int32_t hits = hit_blocks * block_size_;
+  std::int32_t n = s.known_tokens() - hits;
+  const std::int32_t threshold = config_.scheduler.long_prefill_token_threshold;
+  if (threshold > 0) n = std::min(n, threshold);
+  if (!config_.scheduler.enable_chunked_prefill && n > budget_left_) return false;
+  n = std::min(n, budget_left_);
+  if (!kv_.allocate(s.req, s.kv, hit_blocks, hits + n, true)) return false;
+  queue_.erase(s.queue_entry);
+  if (s.batch_member) --members_waiting_;
+  s.state = State::running;
+  running_.push_back(slot);
+  s.num_computed = hits;
+  if (!s.admitted_once) {
+    s.admitted_once = true;
+    s.cached_prompt_tokens = hits;
+  }
+  add_to_plan(plan, slot, n);
+  return true;
+}
+
+void Scheduler::admit_pass(StepPlan& plan) {
+  if (batch_mode() && members_waiting_ == 0) return;
+  const auto max_seqs = static_cast<std::size_t>(config_.scheduler.max_num_seqs);
+  // Admission stops at the first request that does not fit (head-of-line, as
+  // vLLM): skipping it would starve long prompts.
+  auto visit = [&](std::int32_t slot, std::int32_t hit_blocks) {
+    if (running_.size() >= max_seqs || budget_left_ <= 0) return false;
+    if (batch_mode() && !seqs_[static_cast<std::size_t>(slot)].batch_member) return true;
+    if (!try_admit(plan, slot, hit_blocks)) return false;
+    return !(batch_mode() && members_waiting_ == 0);
+  };
+  if (config_.scheduler.order == QueueOrder::longest_prefix && queue_.size() <= kLpmMaxQueue) {
+    lpm_order_.clear();
+    queue_.for_each([&](std::int32_t slot) {
+      const Seq& s = seqs_[static_cast<std::size_t>(slot)];
+      lpm_order_.emplace_back(-kv_.lookup(s.req, s.kv), slot);
+      return true;
+    });
+    // Stable: equal hits keep queue (FCFS) order.
+    std::stable_sort(lpm_order_.begin(), lpm_order_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [neg_hits, slot] : lpm_order_) {
+      if (!visit(slot, -neg_hits)) break;
+    }
+    return;
+  }
+  queue_.for_each([&](std::int32_t slot) {
+    const Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    return visit(slot, kv_.lookup(s.req, s.kv));
+  });
+}
+
+// ---- completion -------------------------------------------------------------
+
+void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time now) {
+  InFlight* entry = nullptr;
+  for (auto& f : in_flight_) {
+    if (f.active && f.step_id == plan.step_id) {
+      entry = &f;
+      break;
+    }
+  }
+  if (entry == nullptr) {
+    if (plan.empty()) return;
+    throw Error("replica " + std::to_string(index_) + ": complete() of step " + std::to_string(plan.step_id) +
+                ", which is not in flight");
+  }
+  if (entry->slots.size() != plan.seqs.size()) {
+    throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
+                " came back with a different batch than planned");
+  }
+  const bool eos = config_.scheduler.stop_at_eos && !result.stopped.empty();
+  if (eos) {
+    stopped_sorted_.assign(result.stopped.begin(), result.stopped.end());
+    std::sort(stopped_sorted_.begin(), stopped_sorted_.end());
+  }
+  bool any_ended = false;
+  for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
+    const std::int32_t slot = entry->slots[j];
+    const ScheduledSeq& q = plan.seqs[j];
+    Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    s.in_flight = false;
+    if (s.state == State::ended) {  // aborted while in flight
+      release_slot(slot);
+      continue;
+    }
+    const bool in_prompt = s.num_computed < s.req.prompt_len;
+    s.num_computed += q.num_new;
+    if (in_prompt) kv_.publish(s.req, s.kv, std::min(s.num_computed, s.req.prompt_len));
+    if (!q.samples) continue;
+    ++s.num_output;
+    if (s.num_output == 1) {
+      s.first_token = now;
+      s.itl.reserve(static_cast<std::size_t>(s.req.output_len - 1));
+    } else {
+      s.itl.push_back(now - s.last_token);
+    }
+    s.last_token = now;
+    if (s.num_output >= s.req.output_len ||
+        (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.req.id))) {
+      end_request(slot, Outcome::finished, "", now, false);
+      any_ended = true;
+    }
+  }
+  if (any_ended) {
+    std::erase_if(running_, [&](std::int32_t slot) {
+      const State st = seqs_[static_cast<std::size_t>(slot)].state;
+      return st != State::running;
+    });
+  }
+  if (record_steps_) {
+    StepRecord& rec = entry->record;
+    rec.duration = now - plan.start;
+    rec.kv_blocks_used = kv_.num_used_blocks();
+    steps_.push_back(rec);
+  }
+  entry->active = false;
+  entry->slots.clear();  // keeps its capacity for the next plan
+  --num_in_flight_;
+}
+
+// ---- queries ----------------------------------------------------------------
+
+std::vector<RequestRecord> Scheduler::take_finished() {
+  std::vector<RequestRecord> out;
+  out.swap(finished_);
+  return out;
+}
+
+std::vector<StepRecord> Scheduler::take_steps() {
+  std::vector<StepRecord> out;
+  out.swap(steps_);
+  return out;
+}
+
+std::optional<Time> Scheduler::next_wakeup() const {
+  std::optional<Time> t;
+  if (!cancels_.empty()) t = cancels_.begin()->first;
+  const auto& sc = config_.scheduler;
+  if (sc.batching == BatchingMode::dynamic && members_alive_ == 0 && !queue_.empty() &&
+      queue_.size() < static_cast<std::size_t>(sc.batch_size)) {
+    const Time due = oldest_queued_at() + sc.batch_timeout;
+    t = t ? std::min(*t, due) : due;
+  }
+  return t;
+}
+
+std::int32_t Scheduler::cached_prefix_tokens(const Request& req) const {
+  SeqKv probe;
+  kv_.init_seq(req, probe);
+  return kv_.lookup(req, probe) * block_size_;
+}
+
+std::optional<SeqView> Scheduler::seq(RequestId id) const {
+  const auto it = id_to_slot_.find(id);
+  if (it == id_to_slot_.end()) return std::nullopt;
+  const Seq& s = seqs_[static_cast<std::size_t>(it->second)];
+  return SeqView{&s.req, &s.kv, s.num_computed, s.num_output};
+}
+
+std::vector<SeqView> Scheduler::live_seqs() const {
+  std::vector<SeqView> out;
+  for (const auto& s : seqs_) {
+    if (s.state != State::free) out.push_back(SeqView{&s.req, &s.kv, s.num_computed, s.num_output});
+  }
+  std::sort(out.begin(), out.end(), [](const SeqView& a, const SeqView& b) { return a.request->id < b.request->id; });
+  return out;
+}
+
+}  // namespace twin

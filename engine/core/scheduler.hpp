@@ -1,0 +1,144 @@
+#pragma once
+// The token-budget scheduler behind Replica (replica.hpp is its public face;
+// scheduler.md describes the algorithm and the choices). One class, configured
+// by SchedulerConfig: continuous / static / dynamic batching, decode-first or
+// prefill-first, chunked prefill, queue orders, recompute or swap preemption.
+//
+// Per-step cost is linear in the scheduled batch: requests live in a slot
+// vector, plans in flight remember their slots, so no hash lookup happens per
+// scheduled sequence; KV is allocated only when a block boundary is crossed.
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/core/kv_cache.hpp"
+#include "engine/core/records.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/request_queue.hpp"
+#include "engine/core/step_plan.hpp"
+
+namespace twin {
+
+class Scheduler {
+ public:
+  Scheduler(const ReplicaConfig& config, std::int32_t index);
+
+  std::int32_t index() const { return index_; }
+  const ReplicaConfig& config() const { return config_; }
+
+  void add(Request request, Time now);
+  void abort(RequestId id, Time now);
+  StepPlan plan(Time now);
+  void complete(const StepPlan& plan, const StepResult& result, Time now);
+
+  std::vector<RequestRecord> take_finished();
+  std::vector<StepRecord> take_steps();
+  void set_record_steps(bool on) { record_steps_ = on; }
+  std::optional<Time> next_wakeup() const;
+
+  bool can_plan() const { return plans_in_flight() < config_.max_plans_in_flight; }
+  std::int32_t plans_in_flight() const { return num_in_flight_; }
+  bool has_work() const { return !queue_.empty() || !running_.empty() || !swapped_.empty(); }
+  std::int32_t num_waiting() const { return static_cast<std::int32_t>(queue_.size()); }
+  std::int32_t num_running() const { return static_cast<std::int32_t>(running_.size()); }
+  std::int64_t num_outstanding() const { return static_cast<std::int64_t>(id_to_slot_.size()); }
+  double kv_usage() const { return kv_.usage(); }
+  const KvCacheStats& kv_stats() const { return kv_.stats(); }
+  const KvCache& kv_cache() const { return kv_; }
+  std::int32_t cached_prefix_tokens(const Request& req) const;
+  std::optional<SeqView> seq(RequestId id) const;
+  std::vector<SeqView> live_seqs() const;
+
+ private:
+  enum class State : std::uint8_t { free, waiting, running, swapped, ended };
+
+  struct Seq {
+    Request req;
+    SeqKv kv;
+    State state = State::free;
+    std::int32_t num_computed = 0;
+    std::int32_t num_output = 0;
+    bool in_flight = false;      // in an outstanding plan
+    bool scheduled = false;      // in the plan being built
+    bool admitted_once = false;
+    bool batch_member = false;   // static / dynamic: part of the current batch
+    std::int32_t cached_prompt_tokens = 0;
+    std::int32_t preemptions = 0;
+    Time queued_at = 0;
+    Time first_token = kNoTime;
+    Time last_token = kNoTime;
+    std::vector<Time> itl;
+    QueueEntry queue_entry;
+
+    std::int32_t known_tokens() const { return req.prompt_len + num_output; }
+  };
+
+  struct InFlight {
+    std::uint64_t step_id = 0;
+    std::vector<std::int32_t> slots;  // parallel to the plan's seqs
+    StepRecord record;
+    bool active = false;
+  };
+
+  std::optional<std::string> rejection_reason(const Request& req) const;
+  void end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now, bool remove_from_running);
+  void release_slot(std::int32_t slot);
+  void enqueue(std::int32_t slot, bool at_front, Time now);
+
+  void process_cancels(Time now, StepPlan& plan);
+  void maybe_form_batch(Time now);
+  Time oldest_queued_at() const;
+  void schedule_running(StepPlan& plan, bool prefill_only);
+  void swap_in_pass(StepPlan& plan);
+  void admit_pass(StepPlan& plan);
+  bool try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_blocks);
+  std::size_t pick_victim() const;
+  void preempt(StepPlan& plan, std::size_t running_index);
+  bool ensure_kv(Seq& s, std::int32_t total_tokens);
+  std::int32_t chunk(const Seq& s) const;
+  void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new);
+  bool needs_prefill(const Seq& s) const {
+    return s.num_computed < s.req.prompt_len || s.num_computed + 1 < s.known_tokens();
+  }
+  bool batch_mode() const { return config_.scheduler.batching != BatchingMode::continuous; }
+
+  ReplicaConfig config_;
+  std::int32_t index_;
+  KvCache kv_;
+  std::int32_t token_budget_;
+  std::int32_t block_size_;
+  bool contiguous_;
+
+  std::vector<Seq> seqs_;
+  std::vector<std::int32_t> free_slots_;
+  std::unordered_map<RequestId, std::int32_t> id_to_slot_;  // arrivals, aborts, lookups only
+  RequestQueue queue_;
+  std::vector<std::int32_t> running_;     // admission order (vLLM's running list)
+  std::deque<std::int32_t> swapped_;      // swap-out order; swapped back in first come first
+  std::set<std::pair<Time, std::int32_t>> cancels_;  // (cancel_time, slot)
+
+  std::int32_t members_alive_ = 0;        // static / dynamic batch
+  std::int32_t members_waiting_ = 0;
+
+  // Plan under construction.
+  std::int32_t budget_left_ = 0;
+  bool preempted_ = false;
+  std::vector<std::int32_t> building_slots_;
+  std::vector<std::pair<std::int32_t, std::int32_t>> lpm_order_;  // (-hit blocks, slot)
+
+  std::vector<InFlight> in_flight_;
+  std::int32_t num_in_flight_ = 0;
+  std::uint64_t next_step_id_ = 0;
+  std::vector<RequestId> stopped_sorted_;
+
+  bool record_steps_ = false;
+  std::vector<RequestRecord> finished_;
+  std::vector<StepRecord> steps_;
+};
+
+}  // namespace twin

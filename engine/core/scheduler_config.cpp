@@ -1,0 +1,183 @@
+#include "engine/core/scheduler_config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string bad_value(std::string_view key, std::string_view value, std::string_view expected) {
+  return "scheduler option '" + std::string(key) + "': bad value '" + std::string(value) + "', expected " +
+         std::string(expected);
+}
+
+std::int64_t parse_int(std::string_view key, std::string_view value, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  const auto* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
+    throw UsageError(bad_value(key, value, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+  }
+  return v;
+}
+
+double parse_double(std::string_view key, std::string_view value, double lo, double hi) {
+  // std::from_chars for double is in libstdc++ 11+; keep one parser.
+  double v = 0;
+  const auto* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc{} || ptr != end || !(v >= lo && v <= hi)) {
+    throw UsageError(bad_value(key, value, "a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
+  }
+  return v;
+}
+
+bool parse_bool(std::string_view key, std::string_view value) {
+  if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "off" || value == "no") return false;
+  throw UsageError(bad_value(key, value, "true or false"));
+}
+
+template <class Enum, std::size_t N>
+Enum parse_enum(std::string_view key, std::string_view value, const std::pair<const char*, Enum> (&table)[N]) {
+  std::vector<std::string> known;
+  for (const auto& [name, e] : table) {
+    if (value == name) return e;
+    known.emplace_back(name);
+  }
+  throw UsageError(bad_value(key, value, "one of: " + join(known)));
+}
+
+constexpr std::pair<const char*, BatchingMode> kBatching[] = {
+    {"continuous", BatchingMode::continuous}, {"static", BatchingMode::static_batch}, {"dynamic", BatchingMode::dynamic}};
+constexpr std::pair<const char*, QueueOrder> kOrders[] = {{"fcfs", QueueOrder::fcfs},
+                                                          {"priority", QueueOrder::priority},
+                                                          {"shortest_prompt", QueueOrder::shortest_prompt},
+                                                          {"longest_prefix", QueueOrder::longest_prefix},
+                                                          {"length_buckets", QueueOrder::length_buckets}};
+constexpr std::pair<const char*, PreemptionMode> kPreemption[] = {{"recompute", PreemptionMode::recompute},
+                                                                  {"swap", PreemptionMode::swap}};
+constexpr std::pair<const char*, VictimPolicy> kVictims[] = {
+    {"newest", VictimPolicy::newest}, {"oldest", VictimPolicy::oldest}, {"lowest_priority", VictimPolicy::lowest_priority}};
+
+constexpr std::int64_t kIntMax = 1LL << 30;
+
+}  // namespace
+
+std::vector<std::string> scheduler_preset_names() { return {"vllm", "sarathi", "orca", "static", "dynamic", "lightllm"}; }
+
+SchedulerConfig scheduler_preset(std::string_view name) {
+  SchedulerConfig c;  // the struct's defaults are vLLM v1's
+  c.preset = std::string(name);
+  if (name == "vllm") return c;
+  if (name == "sarathi") {
+    c.max_num_batched_tokens = 512;
+    return c;
+  }
+  // The remaining presets run whole prompts in one step, prefills ahead of decodes.
+  c.enable_chunked_prefill = false;
+  c.decode_first = false;
+  c.max_num_batched_tokens = 0;  // auto: max(max_model_len, 2048)
+  if (name == "orca" || name == "lightllm") return c;
+  if (name == "static") {
+    c.batching = BatchingMode::static_batch;
+    return c;
+  }
+  if (name == "dynamic") {
+    c.batching = BatchingMode::dynamic;
+    return c;
+  }
+  throw UsageError("unknown scheduler preset '" + std::string(name) + "': known presets are " +
+                   join(scheduler_preset_names()));
+}
+
+std::vector<std::string> scheduler_option_keys() {
+  return {"max_num_batched_tokens", "max_num_seqs", "max_model_len", "enable_chunked_prefill",
+          "long_prefill_token_threshold", "decode_first", "batching", "batch_size", "batch_timeout_ms",
+          "order", "length_bucket_bounds", "preemption", "victim", "stop_at_eos"};
+}
+
+void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_view value) {
+  if (key == "max_num_batched_tokens") {
+    c.max_num_batched_tokens = static_cast<std::int32_t>(parse_int(key, value, 0, kIntMax));
+  } else if (key == "max_num_seqs") {
+    c.max_num_seqs = static_cast<std::int32_t>(parse_int(key, value, 1, kIntMax));
+  } else if (key == "max_model_len") {
+    c.max_model_len = static_cast<std::int32_t>(parse_int(key, value, 2, kIntMax));
+  } else if (key == "enable_chunked_prefill") {
+    c.enable_chunked_prefill = parse_bool(key, value);
+  } else if (key == "long_prefill_token_threshold") {
+    c.long_prefill_token_threshold = static_cast<std::int32_t>(parse_int(key, value, 0, kIntMax));
+  } else if (key == "decode_first") {
+    c.decode_first = parse_bool(key, value);
+  } else if (key == "batching") {
+    c.batching = parse_enum(key, value, kBatching);
+  } else if (key == "batch_size") {
+    c.batch_size = static_cast<std::int32_t>(parse_int(key, value, 1, kIntMax));
+  } else if (key == "batch_timeout_ms" || key == "batch_timeout") {
+    c.batch_timeout = from_millis(parse_double(key, value, 0.0, 1e9));
+  } else if (key == "order") {
+    c.order = parse_enum(key, value, kOrders);
+  } else if (key == "length_bucket_bounds") {
+    std::vector<std::int32_t> bounds;
+    std::string_view rest = value;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      bounds.push_back(static_cast<std::int32_t>(parse_int(key, rest.substr(0, comma), 1, kIntMax)));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+    if (bounds.empty() || !std::is_sorted(bounds.begin(), bounds.end())) {
+      throw UsageError(bad_value(key, value, "increasing comma-separated prompt lengths, e.g. 256,1024,4096"));
+    }
+    c.length_bucket_bounds = std::move(bounds);
+  } else if (key == "preemption") {
+    c.preemption = parse_enum(key, value, kPreemption);
+  } else if (key == "victim") {
+    c.victim = parse_enum(key, value, kVictims);
+  } else if (key == "stop_at_eos") {
+    c.stop_at_eos = parse_bool(key, value);
+  } else {
+    throw UsageError("unknown scheduler option '" + std::string(key) + "': known options are " +
+                     join(scheduler_option_keys()));
+  }
+}
+
+std::int32_t effective_token_budget(const SchedulerConfig& c) {
+  if (c.max_num_batched_tokens > 0) return c.max_num_batched_tokens;
+  return c.enable_chunked_prefill ? 8192 : std::max(c.max_model_len, 2048);
+}
+
+void validate(const SchedulerConfig& c) {
+  auto fail = [](const std::string& what) { throw UsageError("scheduler config: " + what); };
+  if (c.max_num_batched_tokens < 0) fail("max_num_batched_tokens must be >= 0 (0 = auto)");
+  if (c.max_num_seqs < 1) fail("max_num_seqs must be >= 1");
+  if (c.max_model_len < 2) fail("max_model_len must be >= 2");
+  if (c.long_prefill_token_threshold < 0) fail("long_prefill_token_threshold must be >= 0");
+  if (c.batch_size < 1) fail("batch_size must be >= 1");
+  if (c.batch_timeout < 0) fail("batch_timeout must be >= 0");
+  const std::int32_t budget = effective_token_budget(c);
+  if (!c.enable_chunked_prefill && budget < c.max_model_len) {
+    // As vLLM: without chunking a whole prompt (or a recompute of prompt plus
+    // output) must fit one step, or the request could wait forever.
+    fail("max_num_batched_tokens " + std::to_string(budget) + " is smaller than max_model_len " +
+         std::to_string(c.max_model_len) + " with chunked prefill off; raise it, set it to 0 (auto) or enable chunking");
+  }
+  if (!c.enable_chunked_prefill && c.long_prefill_token_threshold > 0) {
+    fail("long_prefill_token_threshold needs enable_chunked_prefill");
+  }
+  if (!std::is_sorted(c.length_bucket_bounds.begin(), c.length_bucket_bounds.end())) {
+    fail("length_bucket_bounds must be increasing");
+  }
+}
+
+}  // namespace twin
