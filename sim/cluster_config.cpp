@@ -1,0 +1,195 @@
+#include "sim/cluster_config.hpp"
+
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+namespace {
+
+using Json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& problem) {
+  throw Error(origin + ": " + key + ": " + problem);
+}
+
+void check_keys(const Json& obj, const std::string& origin, const std::string& where,
+                const std::set<std::string>& known) {
+  if (!obj.is_object()) fail(origin, where.empty() ? "(top level)" : where, "expected a JSON object");
+  for (const auto& [key, value] : obj.items()) {
+    if (!known.count(key)) {
+      std::string list;
+      for (const auto& k : known) {
+        if (!list.empty()) list += ", ";
+        list += k;
+      }
+      fail(origin, where.empty() ? key : where + "." + key, "unknown key (known: " + list + ")");
+    }
+  }
+}
+
+std::string get_string(const Json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_string()) fail(origin, key, "expected a string");
+  return v.get<std::string>();
+}
+
+std::int64_t get_int(const Json& v, const std::string& origin, const std::string& key, std::int64_t lo,
+                     std::int64_t hi) {
+  if (!v.is_number_integer()) fail(origin, key, "expected an integer");
+  const std::int64_t x = v.get<std::int64_t>();
+  if (x < lo || x > hi) {
+    fail(origin, key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                          std::to_string(x));
+  }
+  return x;
+}
+
+double get_fraction(const Json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_number()) fail(origin, key, "expected a number");
+  const double x = v.get<double>();
+  if (!(x > 0 && x <= 1)) fail(origin, key, "expected a number in (0, 1], got " + v.dump());
+  return x;
+}
+
+// Scheduler values go to set_replica_option as text, which checks them.
+OptionList get_options(const Json& obj, const std::string& origin, const std::string& where, std::string* preset) {
+  if (!obj.is_object()) fail(origin, where, "expected a JSON object of scheduler / KV options");
+  OptionList out;
+  for (const auto& [key, value] : obj.items()) {
+    const std::string name = where + "." + key;
+    if (key == "preset" && preset) {
+      *preset = get_string(value, origin, name);
+      continue;
+    }
+    if (value.is_string()) {
+      out.emplace_back(key, value.get<std::string>());
+    } else if (value.is_boolean()) {
+      out.emplace_back(key, value.get<bool>() ? "true" : "false");
+    } else if (value.is_number_integer()) {
+      out.emplace_back(key, std::to_string(value.get<std::int64_t>()));
+    } else if (value.is_number()) {
+      out.emplace_back(key, value.dump());
+    } else if (value.is_array()) {
+      // e.g. length_bucket_bounds: a comma-separated list
+      std::string list;
+      for (const auto& x : value) {
+        if (!x.is_number_integer()) fail(origin, name, "expected a list of integers");
+        if (!list.empty()) list += ',';
+        list += std::to_string(x.get<std::int64_t>());
+      }
+      out.emplace_back(key, list);
+    } else {
+      fail(origin, name, "expected a string, number, boolean or list of integers");
+    }
+  }
+  return out;
+}
+
+ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
+  check_keys(g, origin, where,
+             {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "gpu_memory_utilization",
+              "num_gpu_blocks_override", "scheduler"});
+  ReplicaGroupConfig out;
+  for (const auto& [key, v] : g.items()) {
+    const std::string name = where + "." + key;
+    if (key == "model") out.model = get_string(v, origin, name);
+    else if (key == "hardware") out.hardware = get_string(v, origin, name);
+    else if (key == "dtype") out.dtype = get_string(v, origin, name);
+    else if (key == "kv_dtype") out.kv_dtype = get_string(v, origin, name);
+    else if (key == "tp") out.tp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    else if (key == "pp") out.pp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    else if (key == "count") out.count = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1'000'000));
+    else if (key == "gpu_memory_utilization") out.gpu_memory_utilization = get_fraction(v, origin, name);
+    else if (key == "num_gpu_blocks_override")
+      out.num_gpu_blocks_override = static_cast<std::int32_t>(get_int(v, origin, name, 0, std::numeric_limits<std::int32_t>::max()));
+    else if (key == "scheduler") out.scheduler_options = get_options(v, origin, name, nullptr);
+  }
+  return out;
+}
+
+}  // namespace
+
+ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) {
+  check_keys(json, origin, "",
+             {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"});
+  ClusterConfig out;
+  for (const auto& [key, v] : json.items()) {
+    if (key == "groups") {
+      if (!v.is_array() || v.empty()) fail(origin, key, "expected a non-empty list of replica groups");
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        out.groups.push_back(parse_group(v[i], origin, "groups[" + std::to_string(i) + "]"));
+      }
+    } else if (key == "scheduler") {
+      out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset);
+    } else if (key == "router") {
+      out.router = get_string(v, origin, key);
+    } else if (key == "slos") {
+      out.slos = get_string(v, origin, key);
+    } else if (key == "seed") {
+      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+        fail(origin, key, "expected a non-negative integer");
+      }
+      out.seed = v.get<std::uint64_t>();
+    } else if (key == "gpu_memory_utilization") {
+      out.gpu_memory_utilization = get_fraction(v, origin, key);
+    } else if (key == "num_gpu_blocks_override") {
+      out.num_gpu_blocks_override =
+          static_cast<std::int32_t>(get_int(v, origin, key, 0, std::numeric_limits<std::int32_t>::max()));
+    }
+  }
+  return out;
+}
+
+ClusterConfig load_cluster_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open the cluster config");
+  std::stringstream text;
+  text << in.rdbuf();
+  Json json;
+  try {
+    json = Json::parse(text.str());
+  } catch (const Json::parse_error& e) {
+    throw Error(path + ": not valid JSON: " + e.what());
+  }
+  return parse_cluster_config(json, path);
+}
+
+nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
+  auto options_json = [](const OptionList& options) {
+    nlohmann::ordered_json o = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : options) o[k] = v;
+    return o;
+  };
+  nlohmann::ordered_json out;
+  nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+  for (const auto& g : config.groups) {
+    nlohmann::ordered_json j;
+    j["model"] = g.model;
+    j["hardware"] = g.hardware;
+    j["dtype"] = g.dtype;
+    j["kv_dtype"] = g.kv_dtype;
+    j["tp"] = g.tp;
+    j["pp"] = g.pp;
+    j["count"] = g.count;
+    if (g.gpu_memory_utilization > 0) j["gpu_memory_utilization"] = g.gpu_memory_utilization;
+    if (g.num_gpu_blocks_override >= 0) j["num_gpu_blocks_override"] = g.num_gpu_blocks_override;
+    if (!g.scheduler_options.empty()) j["scheduler"] = options_json(g.scheduler_options);
+    groups.push_back(std::move(j));
+  }
+  out["groups"] = std::move(groups);
+  nlohmann::ordered_json sched;
+  sched["preset"] = config.scheduler_preset;
+  for (const auto& [k, v] : config.scheduler_options) sched[k] = v;
+  out["scheduler"] = std::move(sched);
+  out["router"] = config.router;
+  out["slos"] = config.slos;
+  out["seed"] = config.seed;
+  out["gpu_memory_utilization"] = config.gpu_memory_utilization;
+  out["num_gpu_blocks_override"] = config.num_gpu_blocks_override;
+  return out;
+}
+
+}  // namespace twin

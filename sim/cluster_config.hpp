@@ -1,0 +1,50 @@
+#pragma once
+// The cluster a simulation runs: replica groups (model, hardware, dtype, TP,
+// PP, count), the scheduler preset and overrides, the router, SLOs and seed.
+// Read from JSON where every key is checked (docs/simulate.md); command-line
+// flags then override the common knobs.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace twin {
+
+// Scheduler / KV keys as set_replica_option takes them, in the order given.
+using OptionList = std::vector<std::pair<std::string, std::string>>;
+
+struct ReplicaGroupConfig {
+  std::string model = "llama-3.1-8b";
+  std::string hardware = "h100-80gb";
+  std::string dtype;     // weights; empty: the model's published dtype
+  std::string kv_dtype;  // empty: the weight dtype (fp32 weights: fp32)
+  std::int32_t tp = 1;
+  std::int32_t pp = 1;
+  std::int32_t count = 1;
+  double gpu_memory_utilization = 0;       // 0: the cluster's
+  std::int32_t num_gpu_blocks_override = -1;  // -1: the cluster's; 0: none
+  OptionList scheduler_options;            // applied after the cluster's
+};
+
+struct ClusterConfig {
+  std::vector<ReplicaGroupConfig> groups;  // empty: one default group
+  std::string scheduler_preset = "vllm";
+  OptionList scheduler_options;
+  std::string router = "round_robin";
+  std::string slos;                        // "ttft_p90<=2s,..."; empty: none
+  std::uint64_t seed = 0;
+  double gpu_memory_utilization = 0.9;
+  std::int32_t num_gpu_blocks_override = 0;  // 0: from memory
+};
+
+// Throws twin::Error naming `origin` and the key for an unknown key, a wrong
+// type or an out-of-range value.
+ClusterConfig parse_cluster_config(const nlohmann::json& json, const std::string& origin);
+// Reads and parses a file; a missing file or bad JSON is an Error naming it.
+ClusterConfig load_cluster_config(const std::string& path);
+// The config as JSON in the input format (for the summary's config echo).
+nlohmann::ordered_json cluster_config_json(const ClusterConfig& config);
+
+}  // namespace twin

@@ -1,0 +1,46 @@
+#pragma once
+// What stands in for the GPUs: the time one pipeline stage of a replica spends
+// on a step. The roofline model prices the op list from models/; the
+// calibrated (measured tables) and replay (recorded step log) models plug in
+// behind the same interface.
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/step_plan.hpp"
+#include "engine/core/types.hpp"
+#include "models/step_ops.hpp"
+
+namespace twin {
+
+// One step as a cost model may see it. The shape is built once per plan and
+// shared by its stages; the plan is there for models keyed by step (replay).
+struct StepInput {
+  const StepPlan* plan = nullptr;
+  const BatchShape* shape = nullptr;
+  std::int32_t replica = 0;
+  std::int32_t stage = 0;  // pipeline stage, 0-based
+};
+
+// The price of one op of the step (all its `repeat` instances together).
+struct OpCost {
+  OpKind kind{};
+  double time_ns = 0;
+  double flops = 0;
+  double bytes = 0;
+  double comm_bytes = 0;
+  std::int32_t repeat = 1;
+  bool compute_bound = false;
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // ns the stage is busy with the step, including the fixed per-step
+  // overhead and the send to the next stage. When `breakdown` is given, the
+  // per-op prices are appended to it.
+  virtual Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) = 0;
+  // ns to copy `num_blocks` KV blocks between one GPU and host memory.
+  virtual Time swap_time(std::int64_t num_blocks) = 0;
+};
+
+}  // namespace twin

@@ -1,0 +1,59 @@
+#include "sim/memory_plan.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+namespace {
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string mib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
+  if (!(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1)) {
+    throw UsageError("gpu_memory_utilization must be in (0, 1], got " + std::to_string(in.gpu_memory_utilization));
+  }
+  if (in.num_gpu_blocks_override < 0) throw UsageError("num_gpu_blocks_override must not be negative");
+  if (!(in.kv_block_bytes_per_gpu > 0)) throw Error(what + ": a KV block takes no memory; check the model descriptor");
+  MemoryPlan plan;
+  plan.usable_bytes = in.gpu_memory_bytes * in.gpu_memory_utilization;
+  plan.weight_bytes = in.weight_bytes_per_gpu;
+  plan.activation_bytes = in.activation_reserve_bytes;
+  plan.kv_bytes = plan.usable_bytes - plan.weight_bytes - plan.activation_bytes;
+  plan.block_bytes = in.kv_block_bytes_per_gpu;
+  const std::string numbers = gib(in.gpu_memory_bytes) + " x " + std::to_string(in.gpu_memory_utilization).substr(0, 4) +
+                              " = " + gib(plan.usable_bytes) + " usable per GPU; weights " + gib(plan.weight_bytes) +
+                              " and activations " + gib(plan.activation_bytes) + " per GPU leave " +
+                              gib(plan.kv_bytes) + " for KV; one block takes " + mib(plan.block_bytes);
+  if (plan.kv_bytes < plan.block_bytes) {
+    throw Error(what + " does not fit: " + numbers +
+                ". Use more GPUs per replica (--tensor-parallel-size / --pipeline-parallel-size), a smaller dtype, "
+                "or a larger --gpu-memory-utilization");
+  }
+  const double blocks = std::floor(plan.kv_bytes / plan.block_bytes);
+  const double cap = static_cast<double>(std::numeric_limits<std::int32_t>::max());
+  plan.num_blocks = static_cast<std::int32_t>(std::min(blocks, cap));
+  if (in.num_gpu_blocks_override > 0) {
+    // vLLM honours the override even beyond what fits; so do we (it is how
+    // users pin a cache size to compare runs).
+    plan.num_blocks = in.num_gpu_blocks_override;
+    plan.overridden = true;
+  }
+  return plan;
+}
+
+}  // namespace twin

@@ -1,0 +1,178 @@
+#include "sim/topology.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+namespace {
+
+enum class VertexKind { gpu, nvswitch, host, nic, network };
+
+struct VertexProps {
+  VertexKind kind = VertexKind::gpu;
+  std::int32_t node = -1;
+  std::string name;
+};
+
+struct LinkProps {
+  double bandwidth = 0;  // bytes/s
+  double latency = 0;    // ns
+  double route_weight = 0;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexProps, LinkProps>;
+using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
+
+// Routes are chosen for a message of this size: large enough that bandwidth
+// matters (an NVLink hop beats a PCIe detour), small enough that latency does.
+constexpr double kRouteBytes = 1 << 20;
+
+}  // namespace
+
+double RingCost::allreduce_time(double bytes) const {
+  if (size <= 1) return 0;
+  const double n = size;
+  return 2.0 * (n - 1) / n * bytes / bandwidth * 1e9 + 2.0 * (n - 1) * latency;
+}
+
+struct ClusterTopology::Impl {
+  Graph graph;
+  std::vector<Vertex> gpus;          // by GpuId
+  std::vector<Vertex> hosts;         // by node
+  std::vector<std::int32_t> gpu_node;
+  std::int32_t nodes = 0;
+  bool has_network = false;
+  Vertex network{};
+
+  Vertex add_vertex(VertexKind kind, std::int32_t node, std::string name) {
+    return boost::add_vertex(VertexProps{kind, node, std::move(name)}, graph);
+  }
+  void add_link(Vertex a, Vertex b, double bandwidth, double latency) {
+    boost::add_edge(a, b, LinkProps{bandwidth, latency, latency + kRouteBytes / bandwidth * 1e9}, graph);
+  }
+
+  std::vector<Vertex> route(Vertex from, Vertex to) const {
+    const auto n = boost::num_vertices(graph);
+    std::vector<Vertex> pred(n);
+    std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+    boost::dijkstra_shortest_paths(
+        graph, from,
+        boost::predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, graph)))
+            .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, graph)))
+            .weight_map(boost::get(&LinkProps::route_weight, graph)));
+    if (dist[to] == std::numeric_limits<double>::infinity()) {
+      throw Error("cluster topology: no path between " + graph[from].name + " and " + graph[to].name);
+    }
+    std::vector<Vertex> path{to};
+    for (Vertex v = to; v != from; v = pred[v]) path.push_back(pred[v]);
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+
+  PathCost cost(const std::vector<Vertex>& path) const {
+    PathCost c;
+    c.bandwidth = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 1; i < path.size(); ++i) {
+      // Parallel links do not occur in our wiring: the one edge is the link.
+      const auto [edge, found] = boost::edge(path[i - 1], path[i], graph);
+      (void)found;
+      const LinkProps& link = graph[edge];
+      c.bandwidth = std::min(c.bandwidth, link.bandwidth);
+      c.latency += link.latency;
+      ++c.hops;
+    }
+    if (c.hops == 0) c.bandwidth = std::numeric_limits<double>::infinity();
+    return c;
+  }
+};
+
+ClusterTopology::ClusterTopology() : impl_(std::make_unique<Impl>()) {}
+ClusterTopology::~ClusterTopology() = default;
+ClusterTopology::ClusterTopology(ClusterTopology&&) noexcept = default;
+ClusterTopology& ClusterTopology::operator=(ClusterTopology&&) noexcept = default;
+
+std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32_t num_nodes) {
+  if (num_nodes <= 0) throw UsageError("cluster topology: node count must be positive");
+  if (links.gpus_per_node <= 0) throw UsageError("cluster topology: gpus_per_node must be positive");
+  if (links.pcie_bandwidth <= 0) throw UsageError("cluster topology: the host link (PCIe) bandwidth must be positive");
+  if (links.nvlink_bandwidth < 0 || links.nic_bandwidth < 0 || links.nvlink_latency < 0 ||
+      links.pcie_latency < 0 || links.nic_latency < 0) {
+    throw UsageError("cluster topology: link bandwidths and latencies must not be negative");
+  }
+  Impl& s = *impl_;
+  std::vector<GpuId> added;
+  for (std::int32_t n = 0; n < num_nodes; ++n) {
+    const std::int32_t node = s.nodes++;
+    const std::string prefix = "node" + std::to_string(node) + ".";
+    const Vertex host = s.add_vertex(VertexKind::host, node, prefix + "host");
+    s.hosts.push_back(host);
+    Vertex nvswitch{};
+    if (links.nvlink_bandwidth > 0) nvswitch = s.add_vertex(VertexKind::nvswitch, node, prefix + "nvswitch");
+    for (std::int32_t g = 0; g < links.gpus_per_node; ++g) {
+      const Vertex gpu = s.add_vertex(VertexKind::gpu, node, prefix + "gpu" + std::to_string(g));
+      s.add_link(gpu, host, links.pcie_bandwidth, links.pcie_latency);
+      // The GPU-to-GPU latency is split over the two hops through the switch.
+      if (links.nvlink_bandwidth > 0) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2);
+      added.push_back(static_cast<GpuId>(s.gpus.size()));
+      s.gpus.push_back(gpu);
+      s.gpu_node.push_back(node);
+    }
+    if (links.nic_bandwidth > 0) {
+      if (!s.has_network) {
+        s.network = s.add_vertex(VertexKind::network, -1, "network");
+        s.has_network = true;
+      }
+      const Vertex nic = s.add_vertex(VertexKind::nic, node, prefix + "nic");
+      // GPUDirect RDMA: the NIC sits on the node's PCIe fabric.
+      s.add_link(host, nic, links.pcie_bandwidth, 0);
+      s.add_link(nic, s.network, links.nic_bandwidth, links.nic_latency / 2);
+    }
+  }
+  return added;
+}
+
+std::int32_t ClusterTopology::num_gpus() const { return static_cast<std::int32_t>(impl_->gpus.size()); }
+std::int32_t ClusterTopology::num_nodes() const { return impl_->nodes; }
+std::int32_t ClusterTopology::node_of(GpuId gpu) const { return impl_->gpu_node.at(gpu); }
+std::int32_t ClusterTopology::num_vertices() const {
+  return static_cast<std::int32_t>(boost::num_vertices(impl_->graph));
+}
+std::int32_t ClusterTopology::num_links() const { return static_cast<std::int32_t>(boost::num_edges(impl_->graph)); }
+
+PathCost ClusterTopology::path(GpuId from, GpuId to) const {
+  const Impl& s = *impl_;
+  return s.cost(s.route(s.gpus.at(from), s.gpus.at(to)));
+}
+
+PathCost ClusterTopology::host_path(GpuId gpu) const {
+  const Impl& s = *impl_;
+  return s.cost(s.route(s.gpus.at(gpu), s.hosts.at(s.gpu_node.at(gpu))));
+}
+
+RingCost ClusterTopology::ring(std::span<const GpuId> group) const {
+  RingCost r;
+  r.size = static_cast<std::int32_t>(group.size());
+  if (group.size() <= 1) return r;
+  r.bandwidth = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    const PathCost hop = path(group[i], group[(i + 1) % group.size()]);
+    r.bandwidth = std::min(r.bandwidth, hop.bandwidth);
+    r.latency = std::max(r.latency, hop.latency);
+  }
+  return r;
+}
+
+std::vector<std::string> ClusterTopology::path_names(GpuId from, GpuId to) const {
+  const Impl& s = *impl_;
+  std::vector<std::string> names;
+  for (Vertex v : s.route(s.gpus.at(from), s.gpus.at(to))) names.push_back(s.graph[v].name);
+  return names;
+}
+
+}  // namespace twin

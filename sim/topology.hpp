@@ -1,0 +1,84 @@
+#pragma once
+// The cluster's wiring as a graph (Boost.Graph): GPUs, one NVLink switch per
+// node, the node's host (CPU, host memory and PCIe root), a NIC per node and
+// one network switch joining the nodes. Each link carries a bandwidth per
+// direction and a latency. Point-to-point transfers, collectives and host
+// copies are priced from the paths in this graph, so the same graph will
+// price KV transfers between replicas for disaggregation.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+// The links of one kind of node, from its hardware profile. Bandwidths in
+// bytes per second per direction, latencies in nanoseconds.
+struct NodeLinks {
+  std::int32_t gpus_per_node = 8;
+  double nvlink_bandwidth = 0;   // 0: no NVLink, GPUs talk over PCIe via the host
+  double nvlink_latency = 0;     // GPU to GPU through the switch
+  double pcie_bandwidth = 0;     // GPU to host
+  double pcie_latency = 0;
+  double nic_bandwidth = 0;      // node to the network
+  double nic_latency = 0;        // node to node through the network switch
+};
+
+// A transfer along one path: bottleneck bandwidth and summed latency.
+struct PathCost {
+  double bandwidth = 0;  // bytes per second
+  double latency = 0;    // ns
+  std::int32_t hops = 0;
+  // ns to move `bytes` along the path.
+  double time(double bytes) const { return latency + (bytes > 0 ? bytes / bandwidth * 1e9 : 0.0); }
+};
+
+// A ring collective over a group: the ring's bottleneck link bandwidth and
+// its slowest hop's latency.
+struct RingCost {
+  std::int32_t size = 1;
+  double bandwidth = 0;
+  double latency = 0;
+  // Ring all-reduce: 2(n-1)/n x bytes / bw + 2(n-1) x latency; 0 for n = 1.
+  double allreduce_time(double bytes) const;
+};
+
+using GpuId = std::int32_t;
+
+class ClusterTopology {
+ public:
+  ClusterTopology();
+  ~ClusterTopology();
+  ClusterTopology(ClusterTopology&&) noexcept;
+  ClusterTopology& operator=(ClusterTopology&&) noexcept;
+
+  // Adds `num_nodes` nodes wired as `links` says and returns their GPUs,
+  // node by node. Throws UsageError for a non-positive count or bandwidth.
+  std::vector<GpuId> add_nodes(const NodeLinks& links, std::int32_t num_nodes);
+
+  std::int32_t num_gpus() const;
+  std::int32_t num_nodes() const;
+  std::int32_t node_of(GpuId gpu) const;
+  std::int32_t num_vertices() const;
+  std::int32_t num_links() const;
+
+  // The quickest path for a typical message (latency plus 1 MiB at the
+  // link's bandwidth, summed over links), then its bottleneck and latency.
+  PathCost path(GpuId from, GpuId to) const;
+  // GPU to its node's host memory (swap, offload).
+  PathCost host_path(GpuId gpu) const;
+  // The group in the given order as a ring.
+  RingCost ring(std::span<const GpuId> group) const;
+
+  // Names of the vertices on the path, for tests and explanations.
+  std::vector<std::string> path_names(GpuId from, GpuId to) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace twin
