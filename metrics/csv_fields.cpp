@@ -129,6 +129,15 @@ void append_text(std::string& out, std::string_view text) {
   out += '"';
 }
 
+std::string quoted(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '"';
+  out += text;
+  out += '"';
+  return out;
+}
+
 Reader::Reader(const std::filesystem::path& path, const std::vector<std::string>& columns)
     : path_(path), in_(path, std::ios::binary), columns_(columns) {
   if (!in_) throw Error(path.string() + ": cannot open for reading");
@@ -190,7 +199,7 @@ std::int64_t Reader::integer(std::size_t column) const {
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (field.empty() || ec != std::errc() || end != field.data() + field.size()) {
-    fail(column, "\"" + std::string(field) + "\" is not an integer");
+    fail(column, quoted(field) + " is not an integer");
   }
   return value;
 }
@@ -208,7 +217,7 @@ Time Reader::seconds(std::size_t column, bool optional) const {
   if (field.empty() && optional) return kNoTime;
   Time value = 0;
   if (!parse_scaled(field, 9, value)) {
-    fail(column, "\"" + std::string(field) + "\" is not a time in seconds with at most 9 decimals");
+    fail(column, quoted(field) + " is not a time in seconds with at most 9 decimals");
   }
   return value;
 }
@@ -218,7 +227,7 @@ Time Reader::millis(std::size_t column, bool optional) const {
   if (field.empty() && optional) return kNoTime;
   Time value = 0;
   if (!parse_scaled(field, 6, value)) {
-    fail(column, "\"" + std::string(field) + "\" is not a duration in milliseconds with at most 6 decimals");
+    fail(column, quoted(field) + " is not a duration in milliseconds with at most 6 decimals");
   }
   return value;
 }

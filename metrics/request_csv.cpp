@@ -86,7 +86,7 @@ void for_each_request_record(const std::filesystem::path& path,
     } else if (outcome == "rejected") {
       r.outcome = Outcome::rejected;
     } else {
-      reader.fail(kOutcome, "\"" + std::string(outcome) + "\"; expected finished, aborted or rejected");
+      reader.fail(kOutcome, csv::quoted(outcome) + "; expected finished, aborted or rejected");
     }
     r.arrival = reader.seconds(kArrival);
     r.first_token = reader.seconds(kFirstToken, true);
