@@ -1,0 +1,141 @@
+// Bundled descriptors and users' config.json files.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "engine/core/error.hpp"
+#include "models/model_desc.hpp"
+#include "models/model_math.hpp"
+
+using namespace twin;
+
+namespace {
+
+// A file in a fresh temp folder, removed with it.
+struct TempFile {
+  std::filesystem::path dir, path;
+  TempFile(const std::string& file_name, const std::string& text) {
+    dir = std::filesystem::temp_directory_path() /
+          ("twin_models_test_" + std::to_string(::getpid()) + "_" + file_name);
+    std::filesystem::create_directories(dir);
+    path = dir / file_name;
+    std::ofstream(path) << text;
+  }
+  ~TempFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+// A real-looking HF config (Llama-3.1-8B) with keys we do not use.
+const char* kHfConfig = R"({
+  "architectures": ["LlamaForCausalLM"],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009],
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "initializer_range": 0.02,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 32,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+})";
+
+}  // namespace
+
+TEST_CASE("every bundled model loads and is named after its file") {
+  const auto names = model_names();
+  CHECK(names.size() == 13);
+  for (const auto& name : names) {
+    INFO(name);
+    auto m = resolve_model(name);
+    CHECK(m.name == name);
+    CHECK(m.head_dim > 0);
+    CHECK(m.num_attention_heads % m.num_key_value_heads == 0);
+    CHECK_NOTHROW(check_layout(m, {1, 1}));
+  }
+  CHECK(std::is_sorted(names.begin(), names.end()));
+}
+
+TEST_CASE("a user's config.json loads from a path, named after its stem") {
+  TempFile f("my-llama.json", kHfConfig);
+  auto m = resolve_model(f.path.string());
+  CHECK(m.name == "my-llama");
+  CHECK(m.num_key_value_heads == 8);
+  CHECK(m.head_dim == 128);
+  CHECK(m.torch_dtype == Dtype::bf16);
+  CHECK(param_count(m) == param_count(resolve_model("llama-3.1-8b")));
+}
+
+TEST_CASE("optional keys take the Hugging Face defaults") {
+  TempFile f("config.json", R"({"name": "mini", "hidden_size": 128, "intermediate_size": 256,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000,
+      "max_position_embeddings": 512})");
+  auto m = load_model_file(f.path.string());
+  CHECK(m.name == "mini");
+  CHECK(m.model_type == "llama");
+  CHECK(m.num_key_value_heads == 8);
+  CHECK(m.head_dim == 16);
+  CHECK_FALSE(m.tie_word_embeddings);
+  CHECK_FALSE(m.is_moe());
+}
+
+TEST_CASE("bad config files are rejected naming the file and the key") {
+  auto rejects = [](const std::string& text, const std::string& key) {
+    TempFile f("bad.json", text);
+    INFO(text);
+    try {
+      load_model_file(f.path.string());
+      FAIL("accepted a bad file");
+    } catch (const UsageError&) {
+      FAIL("a bad file is a runtime error, not a usage error");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find(f.path.string()) != std::string::npos);
+      CHECK(msg.find(key) != std::string::npos);
+    }
+  };
+  const std::string base = R"("hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "max_position_embeddings": 512)";
+  rejects("{" + base + "}", "vocab_size");                                   // missing
+  rejects("{" + base + R"(, "vocab_size": -5})", "vocab_size");               // negative
+  rejects("{" + base + R"(, "vocab_size": "many"})", "vocab_size");           // wrong type
+  rejects("{" + base + R"(, "vocab_size": 100.5})", "vocab_size");            // not an integer
+  rejects("{" + base + R"(, "vocab_size": 100, "num_key_value_heads": 3})", "num_key_value_heads");
+  rejects("{" + base + R"(, "vocab_size": 100, "torch_dtype": "float64"})", "torch_dtype");
+  rejects("{" + base + R"(, "vocab_size": 100, "model_type": "gpt2"})", "model_type");
+  rejects("{" + base + R"(, "vocab_size": 100, "num_local_experts": 8})", "num_experts_per_tok");
+  rejects("{" + base + R"(, "vocab_size": 100, "tie_word_embeddings": 1})", "tie_word_embeddings");
+  rejects(R"({"hidden_size": 128,)", "JSON");
+}
+
+TEST_CASE("an unknown name is a usage error listing the known names") {
+  CHECK_THROWS_AS(resolve_model("llama-9"), UsageError);
+  CHECK_THROWS_WITH(resolve_model("llama-9"), Catch::Contains("llama-2-7b") && Catch::Contains("tiny"));
+}
+
+TEST_CASE("dtype names parse both ways") {
+  for (Dtype d : kAllDtypes) CHECK(parse_dtype(dtype_name(d)) == d);
+  CHECK(parse_dtype("bfloat16") == Dtype::bf16);
+  CHECK_THROWS_WITH(parse_dtype("fp4"), Catch::Contains("int8"));
+  CHECK_THROWS_AS(parse_dtype("fp4"), UsageError);
+}
