@@ -1,0 +1,33 @@
+#pragma once
+// Hand-written number and timestamp parsing for the trace readers. They run
+// once per field of multi-million-row files, so they never allocate and never
+// touch locales; each returns false on malformed text instead of throwing.
+#include <cstdint>
+#include <string_view>
+
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+// Whole string must be an optionally signed base-10 integer.
+bool parse_int64(std::string_view text, std::int64_t& out);
+bool parse_int32(std::string_view text, std::int32_t& out);
+bool parse_uint64(std::string_view text, std::uint64_t& out);
+
+// A decimal number ("12", "-3.25", "1.5e3") in some unit, converted to integer
+// nanoseconds. Plain decimals are converted exactly (digits beyond 1 ns are
+// rounded half away from zero) so "0.000000001" seconds is 1 ns on every
+// platform; only exponent forms go through a double. unit_ns is the length of
+// one unit in ns (1e9 for seconds, 1e6 for milliseconds).
+bool parse_decimal_time(std::string_view text, Time unit_ns, Time& out);
+
+// "2023-11-16 18:15:46.6805900" (also with 'T' as separator and 0-9 fraction
+// digits) as ns since 1970-01-01 UTC. The time zone is ignored: only
+// differences matter to a trace.
+bool parse_datetime_ns(std::string_view text, Time& out);
+
+// Seconds with exactly 9 decimals: the text our own formats write, which
+// parse_decimal_time reads back to the same ns.
+void append_seconds_9(std::string& out, Time ns);
+
+}  // namespace twin

@@ -1,0 +1,161 @@
+#include "traces/trace_writer.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+#include "engine/core/error.hpp"
+#include "traces/text_parse.hpp"
+
+namespace twin {
+
+namespace {
+
+template <class Int>
+void append_int(std::string& out, Int v) {
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, res.ptr);
+}
+
+template <class Vec>
+void append_list(std::string& out, const Vec& values, char sep) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out.push_back(sep);
+    append_int(out, values[i]);
+  }
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+TraceFormat output_format_for_path(const std::string& path) {
+  if (ends_with(path, ".jsonl")) return TraceFormat::twin_jsonl;
+  if (ends_with(path, ".csv")) return TraceFormat::twin_csv;
+  throw UsageError("cannot tell the output format of '" + path +
+                   "': the name must end in .jsonl or .csv");
+}
+
+const char* twin_csv_header() {
+  return "id,arrival_s,prompt_len,output_len,priority,session_id,cancel_s,hash_block_size,hash_ids,"
+         "prompt_tokens";
+}
+
+void append_twin_jsonl(std::string& out, const Request& r) {
+  out += "{\"id\":";
+  append_int(out, r.id);
+  out += ",\"arrival_s\":";
+  append_seconds_9(out, r.arrival);
+  out += ",\"prompt_len\":";
+  append_int(out, r.prompt_len);
+  out += ",\"output_len\":";
+  append_int(out, r.output_len);
+  out += ",\"priority\":";
+  append_int(out, r.priority);
+  out += ",\"session_id\":";
+  append_int(out, r.session_id);
+  if (r.cancel_time != kNoTime) {
+    out += ",\"cancel_s\":";
+    append_seconds_9(out, r.cancel_time);
+  }
+  if (!r.hash_ids.empty()) {
+    out += ",\"hash_block_size\":";
+    append_int(out, r.hash_block_size);
+    out += ",\"hash_ids\":[";
+    append_list(out, r.hash_ids, ',');
+    out += ']';
+  }
+  if (!r.prompt_tokens.empty()) {
+    out += ",\"prompt_tokens\":[";
+    append_list(out, r.prompt_tokens, ',');
+    out += ']';
+  }
+  out += '}';
+}
+
+void append_twin_csv(std::string& out, const Request& r) {
+  append_int(out, r.id);
+  out += ',';
+  append_seconds_9(out, r.arrival);
+  out += ',';
+  append_int(out, r.prompt_len);
+  out += ',';
+  append_int(out, r.output_len);
+  out += ',';
+  append_int(out, r.priority);
+  out += ',';
+  append_int(out, r.session_id);
+  out += ',';
+  if (r.cancel_time != kNoTime) append_seconds_9(out, r.cancel_time);
+  out += ',';
+  if (!r.hash_ids.empty()) append_int(out, r.hash_block_size);
+  out += ',';
+  append_list(out, r.hash_ids, ' ');
+  out += ',';
+  append_list(out, r.prompt_tokens, ' ');
+}
+
+TraceWriter::TraceWriter(const std::string& path, bool overwrite)
+    : TraceWriter(path, output_format_for_path(path), overwrite) {}
+
+TraceWriter::TraceWriter(const std::string& path, TraceFormat format, bool overwrite)
+    : path_(path), format_(format) {
+  if (format != TraceFormat::twin_jsonl && format != TraceFormat::twin_csv)
+    throw UsageError("traces can only be written as twin-jsonl or twin-csv, not " +
+                     std::string(format_name(format)));
+  if (!overwrite && std::filesystem::exists(path))
+    throw UsageError("output '" + path + "' exists; pass --force to overwrite it");
+  file_ = std::fopen(path.c_str(), "wb");
+  if (!file_) throw Error("cannot create '" + path + "': " + std::strerror(errno));
+  buffer_.reserve(1 << 20);
+  if (format_ == TraceFormat::twin_csv) {
+    buffer_ += twin_csv_header();
+    buffer_ += '\n';
+  }
+}
+
+TraceWriter::~TraceWriter() {
+  try {
+    close();
+  } catch (...) {
+    // Destructors must not throw; callers who care call close() themselves.
+  }
+}
+
+void TraceWriter::write(const Request& r) {
+  if (!file_) throw Error("write to closed trace '" + path_ + "'");
+  if (format_ == TraceFormat::twin_jsonl)
+    append_twin_jsonl(buffer_, r);
+  else
+    append_twin_csv(buffer_, r);
+  buffer_ += '\n';
+  ++rows_;
+  if (buffer_.size() >= (1u << 20)) flush();
+}
+
+void TraceWriter::flush() {
+  if (buffer_.empty()) return;
+  if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size())
+    throw Error("error writing '" + path_ + "': " + std::strerror(errno));
+  buffer_.clear();
+}
+
+void TraceWriter::close() {
+  if (!file_) return;
+  std::FILE* f = file_;
+  try {
+    flush();
+  } catch (...) {
+    file_ = nullptr;
+    std::fclose(f);
+    throw;
+  }
+  file_ = nullptr;
+  if (std::fclose(f) != 0) throw Error("error closing '" + path_ + "': " + std::strerror(errno));
+}
+
+}  // namespace twin
