@@ -41,6 +41,7 @@ KvCache::KvCache(const KvCacheConfig& config)
       contiguous_blocks_(config.contiguous ? (config.max_model_len + config.block_size - 1) / config.block_size : 0),
       prefix_caching_(config.enable_prefix_caching && !config.contiguous) {
   free_host_.reserve(static_cast<std::size_t>(config.num_host_blocks));
+  hit_scratch_.reserve(static_cast<std::size_t>(config.num_blocks));
   // A stack popped from the back: host blocks are handed out in id order.
   for (BlockId b = config.num_host_blocks - 1; b >= 0; --b) free_host_.push_back(b);
 }
@@ -110,6 +111,7 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
                 " hit blocks but has " + std::to_string(seq.hashes.size()) + " full prompt blocks");
   }
   std::int32_t free_hits = 0;
+  hit_scratch_.clear();
   for (std::int32_t k = 0; k < hits; ++k) {
     const BlockId b = pool_.find(seq.hashes[static_cast<std::size_t>(k)]);
     if (b < 0) {
@@ -117,17 +119,19 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
                   " is no longer cached (lookup and allocate must happen in the same step)");
     }
     if (pool_.ref_count(b) == 0) ++free_hits;
+    hit_scratch_.push_back(b);
   }
   const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
   const std::int32_t reserve = admission ? watermark_blocks_ : 0;
   if (pool_.num_free() - (new_blocks + free_hits) < reserve) return false;
 
-  seq.blocks.reserve(static_cast<std::size_t>(held + hits + new_blocks));
-  for (std::int32_t k = 0; k < hits; ++k) {
-    const BlockId b = pool_.find(seq.hashes[static_cast<std::size_t>(k)]);
+  if (held == 0) seq.blocks.reserve(static_cast<std::size_t>(hits + new_blocks));
+  for (const BlockId b : hit_scratch_) {
     pool_.acquire(b);
     seq.blocks.push_back(b);
   }
+  // Growth relies on push_back's geometric capacity: one decode block at a
+  // time must not reallocate the table each call.
   for (std::int32_t i = 0; i < new_blocks; ++i) seq.blocks.push_back(take_free_block());
   if (held == 0) {
     seq.num_published = hits;

@@ -131,6 +131,7 @@ class KvCache {
   std::int32_t contiguous_blocks_ = 0;   // per request in contiguous mode
   bool prefix_caching_ = false;          // enabled and not contiguous
   std::vector<BlockId> free_host_;       // stack of free host blocks
+  std::vector<BlockId> hit_scratch_;     // allocate's hit blocks, reused across calls
 };
 
 }  // namespace twin
