@@ -1,0 +1,74 @@
+#pragma once
+// One device kind (a GPU, or a CPU socket for the CPU engine) and the node it
+// sits in. Units: TFLOP/s, GB = 1e9 bytes, GB/s = 1e9 bytes/s per direction,
+// microseconds. Every number in a profile file carries a source note in its
+// "sources" object, keyed by the field's dotted path ("peak_tflops.bf16").
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/dtype.hpp"
+
+namespace twin {
+
+enum class DeviceKind { gpu, cpu };
+
+// Dense (not sparse) peaks; 0 where the device has no such path.
+struct PeakTflops {
+  double fp32 = 0, tf32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, int8 = 0;
+};
+
+struct GemmCurvePoint {
+  double flops = 0;       // FLOPs of one GEMM
+  double efficiency = 0;  // achieved fraction of the dense peak
+};
+
+struct HardwareDesc {
+  std::string name;
+  DeviceKind kind = DeviceKind::gpu;
+  PeakTflops peak_tflops;
+  double memory_gb = 0;              // marketed capacity, in 1e9 bytes
+  double memory_bandwidth_gbps = 0;  // peak DRAM/HBM bandwidth
+  double nvlink_bandwidth_gbps = 0;  // GPU-to-GPU link in a node, per direction (PCIe where no NVLink)
+  double nvlink_latency_us = 0;      // fixed cost of one collective in a node
+  int gpus_per_node = 1;
+  double pcie_bandwidth_gbps = 0;  // host link, per direction
+  double pcie_latency_us = 0;
+  double nic_bandwidth_gbps = 0;  // network per node, per direction
+  double nic_latency_us = 0;
+  double kernel_launch_us = 0;   // per op
+  double step_overhead_us = 0;   // per step, host side
+  double compute_efficiency = 0;    // large GEMM fraction of dense peak
+  double memory_efficiency = 0;     // triad fraction of peak bandwidth
+  double allreduce_efficiency = 0;  // large-message NCCL bus bandwidth / link bandwidth
+  double pcie_efficiency = 0;       // measured host copy / link peak
+  std::vector<GemmCurvePoint> gemm_curve;  // ascending flops, at least one point
+  double price_per_gpu_hour = 0;  // editable: per GPU (per socket for a CPU)
+  std::map<std::string, std::string> sources;  // dotted field path -> note
+};
+
+// Names of the bundled profiles, sorted.
+std::vector<std::string> hardware_names();
+
+// A path to an existing file loads it; else a bundled name; else UsageError
+// listing the bundled names.
+HardwareDesc resolve_hardware(const std::string& name_or_path);
+
+// Strict: unknown keys, missing or negative fields, efficiencies outside
+// (0, 1], a numeric field without a source note are twin::Error naming the
+// file and the field.
+HardwareDesc load_hardware_file(const std::string& path);
+HardwareDesc parse_hardware_json(const std::string& text, const std::string& origin,
+                                 const std::string& default_name);
+
+// Dense peak in FLOP/s for a dtype; UsageError when the device lacks it.
+double peak_flops(const HardwareDesc& hw, Dtype d);
+bool supports(const HardwareDesc& hw, Dtype d);
+
+// GEMM efficiency at a size, interpolated linearly in log(flops) between the
+// curve's points and held flat beyond its ends.
+double gemm_efficiency(const HardwareDesc& hw, double flops);
+
+double memory_bytes(const HardwareDesc& hw);  // memory_gb * 1e9
+
+}  // namespace twin

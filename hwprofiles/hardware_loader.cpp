@@ -1,0 +1,226 @@
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+#include "engine/core/error.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/embedded_file.hpp"
+#include "models/json_fields.hpp"
+
+namespace twin {
+
+namespace {
+
+enum class Rule { positive, non_negative, fraction };
+
+struct ScalarField {
+  const char* key;
+  double HardwareDesc::*member;
+  Rule rule;
+};
+
+constexpr ScalarField kScalars[] = {
+    {"memory_gb", &HardwareDesc::memory_gb, Rule::positive},
+    {"memory_bandwidth_gbps", &HardwareDesc::memory_bandwidth_gbps, Rule::positive},
+    {"nvlink_bandwidth_gbps", &HardwareDesc::nvlink_bandwidth_gbps, Rule::positive},
+    {"nvlink_latency_us", &HardwareDesc::nvlink_latency_us, Rule::non_negative},
+    {"pcie_bandwidth_gbps", &HardwareDesc::pcie_bandwidth_gbps, Rule::positive},
+    {"pcie_latency_us", &HardwareDesc::pcie_latency_us, Rule::non_negative},
+    {"nic_bandwidth_gbps", &HardwareDesc::nic_bandwidth_gbps, Rule::positive},
+    {"nic_latency_us", &HardwareDesc::nic_latency_us, Rule::non_negative},
+    {"kernel_launch_us", &HardwareDesc::kernel_launch_us, Rule::non_negative},
+    {"step_overhead_us", &HardwareDesc::step_overhead_us, Rule::non_negative},
+    {"price_per_gpu_hour", &HardwareDesc::price_per_gpu_hour, Rule::non_negative},
+};
+
+constexpr ScalarField kEfficiencies[] = {
+    {"compute", &HardwareDesc::compute_efficiency, Rule::fraction},
+    {"memory", &HardwareDesc::memory_efficiency, Rule::fraction},
+    {"allreduce", &HardwareDesc::allreduce_efficiency, Rule::fraction},
+    {"pcie", &HardwareDesc::pcie_efficiency, Rule::fraction},
+};
+
+struct PeakField {
+  const char* key;
+  double PeakTflops::*member;
+};
+
+constexpr PeakField kPeaks[] = {
+    {"fp32", &PeakTflops::fp32}, {"tf32", &PeakTflops::tf32}, {"bf16", &PeakTflops::bf16},
+    {"fp16", &PeakTflops::fp16}, {"fp8", &PeakTflops::fp8},   {"int8", &PeakTflops::int8},
+};
+
+constexpr const char* kTopKeys[] = {
+    "name", "kind", "peak_tflops", "memory_gb", "memory_bandwidth_gbps", "nvlink_bandwidth_gbps",
+    "nvlink_latency_us", "gpus_per_node", "pcie_bandwidth_gbps", "pcie_latency_us",
+    "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us", "step_overhead_us", "efficiency",
+    "price_per_gpu_hour", "sources"};
+
+// Reads and checks one number; `path` is the dotted field name for messages.
+double read_number(const nlohmann::json& obj, const char* key, const std::string& path, Rule rule,
+                   const std::string& origin) {
+  auto it = obj.find(key);
+  if (it == obj.end()) json_field_error(origin, path, "missing required field");
+  if (!it->is_number()) json_field_error(origin, path, "expected a number, got " + it->dump());
+  const double v = it->get<double>();
+  if (!std::isfinite(v)) json_field_error(origin, path, "expected a finite number");
+  switch (rule) {
+    case Rule::positive:
+      if (!(v > 0)) json_field_error(origin, path, "expected a positive number, got " + it->dump());
+      break;
+    case Rule::non_negative:
+      if (v < 0) json_field_error(origin, path, "expected a non-negative number, got " + it->dump());
+      break;
+    case Rule::fraction:
+      if (!(v > 0 && v <= 1))
+        json_field_error(origin, path, "expected an efficiency in (0, 1], got " + it->dump());
+      break;
+  }
+  return v;
+}
+
+const nlohmann::json& read_object(const nlohmann::json& j, const char* key, const std::string& origin) {
+  auto it = j.find(key);
+  if (it == j.end()) json_field_error(origin, key, "missing required field");
+  if (!it->is_object()) json_field_error(origin, key, "expected an object");
+  return *it;
+}
+
+template <typename Range, typename KeyOf>
+void reject_unknown_keys(const nlohmann::json& obj, const Range& known, KeyOf key_of,
+                         const std::string& prefix, const std::string& origin) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    std::string list;
+    for (const auto& k : known) {
+      const std::string name = key_of(k);
+      ok = ok || name == it.key();
+      list += (list.empty() ? "" : ", ") + name;
+    }
+    if (!ok) json_field_error(origin, prefix + it.key(), "unknown field; known: " + list);
+  }
+}
+
+std::vector<GemmCurvePoint> read_curve(const nlohmann::json& eff, const std::string& origin) {
+  const std::string path = "efficiency.gemm_curve";
+  auto it = eff.find("gemm_curve");
+  if (it == eff.end()) json_field_error(origin, path, "missing required field");
+  if (!it->is_array() || it->empty())
+    json_field_error(origin, path, "expected a non-empty array of [flops, efficiency] pairs");
+  std::vector<GemmCurvePoint> curve;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const auto& p = (*it)[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+      json_field_error(origin, at, "expected [flops, efficiency], got " + p.dump());
+    const double f = p[0].get<double>(), e = p[1].get<double>();
+    if (!(f > 0) || !std::isfinite(f)) json_field_error(origin, at, "expected positive flops");
+    if (!(e > 0 && e <= 1)) json_field_error(origin, at, "expected an efficiency in (0, 1]");
+    if (!curve.empty() && !(f > curve.back().flops))
+      json_field_error(origin, at, "flops must increase along the curve");
+    curve.push_back({f, e});
+  }
+  return curve;
+}
+
+HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& origin,
+                                const std::string& default_name) {
+  auto key_of_cstr = [](const char* k) { return std::string(k); };
+  reject_unknown_keys(j, kTopKeys, key_of_cstr, "", origin);
+  HardwareDesc hw;
+  hw.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
+  if (hw.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
+  const std::string kind = json_string(j, "kind", origin);
+  if (kind == "gpu")
+    hw.kind = DeviceKind::gpu;
+  else if (kind == "cpu")
+    hw.kind = DeviceKind::cpu;
+  else
+    json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + kind + "\"");
+
+  std::set<std::string> numeric_fields;  // every number read, to match against sources
+  const auto& peaks = read_object(j, "peak_tflops", origin);
+  reject_unknown_keys(peaks, kPeaks, [](const PeakField& p) { return std::string(p.key); },
+                      "peak_tflops.", origin);
+  for (const auto& p : kPeaks) {
+    if (!peaks.contains(p.key)) continue;  // absent: unsupported on this device
+    const std::string path = std::string("peak_tflops.") + p.key;
+    hw.peak_tflops.*p.member = read_number(peaks, p.key, path, Rule::positive, origin);
+    numeric_fields.insert(path);
+  }
+  if (peaks.empty()) json_field_error(origin, "peak_tflops", "expected at least one dtype");
+
+  for (const auto& f : kScalars) {
+    hw.*f.member = read_number(j, f.key, f.key, f.rule, origin);
+    numeric_fields.insert(f.key);
+  }
+  const double gpn = read_number(j, "gpus_per_node", "gpus_per_node", Rule::positive, origin);
+  if (gpn != std::floor(gpn) || gpn > 1024)
+    json_field_error(origin, "gpus_per_node", "expected a whole number from 1 to 1024");
+  hw.gpus_per_node = static_cast<int>(gpn);
+  numeric_fields.insert("gpus_per_node");
+
+  const auto& eff = read_object(j, "efficiency", origin);
+  std::vector<std::string> eff_keys{"gemm_curve"};
+  for (const auto& f : kEfficiencies) eff_keys.emplace_back(f.key);
+  reject_unknown_keys(eff, eff_keys, [](const std::string& k) { return k; }, "efficiency.", origin);
+  for (const auto& f : kEfficiencies) {
+    const std::string path = std::string("efficiency.") + f.key;
+    hw.*f.member = read_number(eff, f.key, path, f.rule, origin);
+    numeric_fields.insert(path);
+  }
+  hw.gemm_curve = read_curve(eff, origin);
+  numeric_fields.insert("efficiency.gemm_curve");
+
+  // Every number says where it came from; every note belongs to a number.
+  const auto& sources = read_object(j, "sources", origin);
+  for (auto it = sources.begin(); it != sources.end(); ++it) {
+    if (!numeric_fields.count(it.key()))
+      json_field_error(origin, "sources." + it.key(), "names no field present in this profile");
+    if (!it->is_string() || it->get<std::string>().empty())
+      json_field_error(origin, "sources." + it.key(), "expected a non-empty note");
+    hw.sources[it.key()] = it->get<std::string>();
+  }
+  for (const auto& f : numeric_fields)
+    if (!hw.sources.count(f)) json_field_error(origin, "sources." + f, "missing source note for " + f);
+  return hw;
+}
+
+std::string known_names_text() {
+  std::string out;
+  for (const auto& n : hardware_names()) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+HardwareDesc parse_hardware_json(const std::string& text, const std::string& origin,
+                                 const std::string& default_name) {
+  return hardware_from_json(parse_json_text(text, origin), origin, default_name);
+}
+
+std::vector<std::string> hardware_names() {
+  std::vector<std::string> names;
+  for (const auto& f : bundled_hardware_files()) names.emplace_back(f.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+HardwareDesc load_hardware_file(const std::string& path) {
+  return hardware_from_json(read_json_file(path), path, std::filesystem::path(path).stem().string());
+}
+
+HardwareDesc resolve_hardware(const std::string& name_or_path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) return load_hardware_file(name_or_path);
+  for (const auto& f : bundled_hardware_files())
+    if (f.name == name_or_path)
+      return parse_hardware_json(std::string(f.text), "bundled hardware " + std::string(f.name),
+                                 std::string(f.name));
+  throw UsageError("unknown hardware '" + name_or_path +
+                   "' (not a bundled name or a file); known hardware: " + known_names_text());
+}
+
+}  // namespace twin

@@ -1,0 +1,48 @@
+#include <cmath>
+#include <string>
+
+#include "engine/core/error.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+
+namespace twin {
+
+namespace {
+double peak_tflops_of(const HardwareDesc& hw, Dtype d) {
+  switch (d) {
+    case Dtype::fp32: return hw.peak_tflops.fp32;
+    case Dtype::fp16: return hw.peak_tflops.fp16;
+    case Dtype::bf16: return hw.peak_tflops.bf16;
+    case Dtype::fp8: return hw.peak_tflops.fp8;
+    case Dtype::int8: return hw.peak_tflops.int8;
+  }
+  return 0;
+}
+}  // namespace
+
+bool supports(const HardwareDesc& hw, Dtype d) { return peak_tflops_of(hw, d) > 0; }
+
+double peak_flops(const HardwareDesc& hw, Dtype d) {
+  const double t = peak_tflops_of(hw, d);
+  if (t > 0) return t * 1e12;
+  std::string have;
+  for (Dtype x : kAllDtypes)
+    if (supports(hw, x)) have += (have.empty() ? "" : ", ") + std::string(dtype_name(x));
+  throw UsageError("hardware " + hw.name + " has no " + std::string(dtype_name(d)) +
+                   " compute; it supports: " + have);
+}
+
+double gemm_efficiency(const HardwareDesc& hw, double flops) {
+  const auto& c = hw.gemm_curve;
+  if (c.empty()) return hw.compute_efficiency;
+  if (!(flops > c.front().flops)) return c.front().efficiency;
+  if (flops >= c.back().flops) return c.back().efficiency;
+  size_t i = 1;
+  while (c[i].flops < flops) ++i;
+  const double x0 = std::log(c[i - 1].flops), x1 = std::log(c[i].flops);
+  const double t = (std::log(flops) - x0) / (x1 - x0);
+  return c[i - 1].efficiency + t * (c[i].efficiency - c[i - 1].efficiency);
+}
+
+double memory_bytes(const HardwareDesc& hw) { return hw.memory_gb * 1e9; }
+
+}  // namespace twin

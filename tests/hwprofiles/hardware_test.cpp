@@ -1,0 +1,150 @@
+// Hardware profiles: every bundled one loads; the strict loader names the
+// field it rejects; the GEMM efficiency curve interpolates in log space.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/embedded_file.hpp"
+
+using namespace twin;
+
+namespace {
+
+// The bundled H100 profile as JSON, to be broken one field at a time.
+nlohmann::json h100_json() {
+  for (const auto& f : bundled_hardware_files())
+    if (f.name == "h100-80gb") return nlohmann::json::parse(f.text);
+  FAIL("h100-80gb is not bundled");
+  return {};
+}
+
+// Writes `j` to a temp file, loads it, and returns the error message ("" if
+// it loaded).
+std::string load_error(const nlohmann::json& j) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("twin_hw_test_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << j.dump(2);
+  std::string msg;
+  try {
+    load_hardware_file(path.string());
+  } catch (const Error& e) {
+    msg = e.what();
+    CHECK(msg.find(path.string()) != std::string::npos);
+  }
+  std::filesystem::remove(path);
+  return msg;
+}
+
+}  // namespace
+
+TEST_CASE("every bundled profile loads, with a source for every number") {
+  const auto names = hardware_names();
+  REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "cpu", "h100-80gb", "h200", "l40s"});
+  for (const auto& name : names) {
+    INFO(name);
+    auto hw = resolve_hardware(name);
+    CHECK(hw.name == name);
+    CHECK(hw.memory_bandwidth_gbps > 0);
+    CHECK(hw.sources.count("memory_bandwidth_gbps"));
+    CHECK(hw.sources.count("efficiency.gemm_curve"));
+    CHECK(supports(hw, Dtype::fp32));
+    CHECK(supports(hw, Dtype::bf16));
+  }
+}
+
+TEST_CASE("bundled figures match the reference table") {
+  auto h100 = resolve_hardware("h100-80gb");
+  CHECK(h100.kind == DeviceKind::gpu);
+  CHECK(peak_flops(h100, Dtype::bf16) == Approx(989.4e12));
+  CHECK(peak_flops(h100, Dtype::fp8) == Approx(1978.9e12));
+  CHECK(h100.memory_bandwidth_gbps == 3350);
+  CHECK(h100.memory_efficiency == Approx(0.89));
+  CHECK(memory_bytes(h100) == Approx(80e9));
+  auto a100 = resolve_hardware("a100-80gb");
+  CHECK_FALSE(supports(a100, Dtype::fp8));
+  CHECK_THROWS_AS(peak_flops(a100, Dtype::fp8), UsageError);
+  CHECK_THROWS_WITH(peak_flops(a100, Dtype::fp8), Catch::Contains("int8"));
+  CHECK(resolve_hardware("cpu").kind == DeviceKind::cpu);
+}
+
+TEST_CASE("a missing field is rejected with the field named") {
+  for (const char* key : {"memory_gb", "nvlink_latency_us", "price_per_gpu_hour", "kind"}) {
+    auto j = h100_json();
+    j.erase(key);
+    j["sources"].erase(key);
+    INFO(key);
+    const auto msg = load_error(j);
+    CHECK(msg.find(key) != std::string::npos);
+    CHECK(msg.find("missing") != std::string::npos);
+  }
+  auto j = h100_json();
+  j["efficiency"].erase("memory");
+  CHECK(load_error(j).find("efficiency.memory") != std::string::npos);
+}
+
+TEST_CASE("a negative field is rejected with the field named") {
+  auto j = h100_json();
+  j["memory_bandwidth_gbps"] = -1;
+  CHECK(load_error(j).find("memory_bandwidth_gbps") != std::string::npos);
+  j = h100_json();
+  j["kernel_launch_us"] = -0.5;
+  CHECK(load_error(j).find("kernel_launch_us") != std::string::npos);
+  j = h100_json();
+  j["peak_tflops"]["fp8"] = -10;
+  CHECK(load_error(j).find("peak_tflops.fp8") != std::string::npos);
+  j = h100_json();
+  j["efficiency"]["compute"] = 1.5;
+  CHECK(load_error(j).find("efficiency.compute") != std::string::npos);
+}
+
+TEST_CASE("unknown keys, missing sources and bad curves are errors") {
+  auto j = h100_json();
+  j["memory_bandwith_gbps"] = 1;
+  CHECK(load_error(j).find("memory_bandwith_gbps") != std::string::npos);
+  j = h100_json();
+  j["sources"].erase("nic_latency_us");
+  CHECK(load_error(j).find("sources.nic_latency_us") != std::string::npos);
+  j = h100_json();
+  j["efficiency"]["gemm_curve"] = nlohmann::json::array({{1e9, 0.5}, {1e8, 0.6}});
+  CHECK(load_error(j).find("gemm_curve[1]") != std::string::npos);
+  j = h100_json();
+  j["peak_tflops"]["fp4"] = 9000;
+  CHECK(load_error(j).find("peak_tflops.fp4") != std::string::npos);
+  // The unmodified profile loads from a file too, named after its stem.
+  CHECK(load_error(h100_json()).empty());
+}
+
+TEST_CASE("GEMM efficiency interpolates in log space between curve points") {
+  HardwareDesc hw;
+  hw.gemm_curve = {{1e6, 0.1}, {1e8, 0.5}, {1e10, 0.7}};
+  CHECK(gemm_efficiency(hw, 1e3) == Approx(0.1));  // flat below the first point
+  CHECK(gemm_efficiency(hw, 1e6) == Approx(0.1));
+  CHECK(gemm_efficiency(hw, 1e7) == Approx(0.3));  // halfway in log(flops)
+  CHECK(gemm_efficiency(hw, 1e8) == Approx(0.5));
+  CHECK(gemm_efficiency(hw, std::pow(10.0, 8.5)) == Approx(0.55));
+  CHECK(gemm_efficiency(hw, 1e12) == Approx(0.7));  // flat above the last point
+  // The bundled curves rise with size and end at the large-GEMM efficiency.
+  for (const auto& name : hardware_names()) {
+    auto real = resolve_hardware(name);
+    INFO(name);
+    double prev = 0;
+    for (double f = 1e5; f < 1e13; f *= 3) {
+      const double e = gemm_efficiency(real, f);
+      CHECK(e >= prev);
+      prev = e;
+    }
+    if (real.kind == DeviceKind::gpu) CHECK(gemm_efficiency(real, 1e13) == Approx(real.compute_efficiency).margin(0.01));
+  }
+}
+
+TEST_CASE("an unknown hardware name lists the known ones") {
+  CHECK_THROWS_AS(resolve_hardware("h300"), UsageError);
+  CHECK_THROWS_WITH(resolve_hardware("h300"), Catch::Contains("h100-80gb") && Catch::Contains("cpu"));
+}
