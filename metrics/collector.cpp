@@ -94,6 +94,9 @@ void MetricsCollector::add(const RequestRecord& r) {
       bad_request(r, std::to_string(r.itl.size()) + " inter-token gaps for " +
                          std::to_string(r.output_tokens) + " output tokens (expected output_tokens - 1)");
     }
+    for (const Time gap : r.itl) {
+      if (gap < 0) bad_request(r, "negative inter-token gap");
+    }
   }
 
   ++num_requests_;
@@ -119,7 +122,6 @@ void MetricsCollector::add(const RequestRecord& r) {
                          : -1.0);
   Time max_gap = r.itl.empty() ? kNoTime : 0;
   for (const Time gap : r.itl) {
-    if (gap < 0) bad_request(r, "negative inter-token gap");
     itl_ns_.add(gap);
     max_gap = std::max(max_gap, gap);
   }
