@@ -49,12 +49,15 @@ class RequestQueue {
       if (start == entries_.end()) start = entries_.begin();
       current_bucket_ = start->key;
     }
+    const std::int64_t start_key = start->key;
     for (Iterator it = start; it != entries_.end();) {
       Iterator next = std::next(it);  // visit may erase it
       if (!visit(it->slot)) return;
       it = next;
     }
-    for (Iterator it = entries_.begin(); it != start;) {
+    if (config_order_ != QueueOrder::length_buckets) return;
+    // Wrap around to the buckets before the current one (start may be erased).
+    for (Iterator it = entries_.begin(); it != entries_.end() && it->key < start_key;) {
       Iterator next = std::next(it);
       if (!visit(it->slot)) return;
       it = next;

@@ -440,7 +440,9 @@ void Scheduler::admit_pass(StepPlan& plan) {
     std::stable_sort(lpm_order_.begin(), lpm_order_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (const auto& [neg_hits, slot] : lpm_order_) {
-      if (!visit(slot, -neg_hits)) break;
+      // Admitting the previous request may have evicted some of these hits.
+      const Seq& s = seqs_[static_cast<std::size_t>(slot)];
+      if (!visit(slot, kv_.lookup(s.req, s.kv))) break;
     }
     return;
   }

@@ -1,0 +1,241 @@
+// Randomized invariant tests: thousands of random arrivals, aborts, cancels
+// and completions through every preset, checked at every step.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+
+#include "engine/core/scheduler_config.hpp"
+#include "tests/core_sched/sched_test_util.hpp"
+
+namespace twin::test {
+namespace {
+
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  std::int32_t uniform(std::int32_t lo, std::int32_t hi) {  // inclusive
+    return lo + static_cast<std::int32_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  bool chance(double p) { return static_cast<double>(next() % 1'000'000) < p * 1e6; }
+};
+
+struct Tracked {
+  Request req;
+  std::int32_t computed = 0;   // as the plans say
+  std::int32_t outputs = 0;
+  bool seen = false;
+  bool preempted_since_seen = false;
+  std::int32_t first_hits = -1;
+};
+
+struct Options {
+  std::string preset;
+  std::int32_t num_blocks = 160;
+  std::int32_t requests = 1500;
+  std::int32_t plans_in_flight = 1;
+  bool swap = false;
+  bool eos = false;
+  std::uint64_t seed = 1;
+  std::vector<std::pair<std::string, std::string>> overrides;
+};
+
+void run_random(const Options& o) {
+  ReplicaConfig cfg = config_for(o.preset, o.num_blocks);
+  set_replica_option(cfg, "max_model_len", "2048");
+  cfg.max_plans_in_flight = o.plans_in_flight;
+  if (o.swap) {
+    cfg.scheduler.preemption = PreemptionMode::swap;
+    cfg.kv.num_host_blocks = o.num_blocks / 2;
+  }
+  cfg.scheduler.stop_at_eos = o.eos;
+  for (const auto& [k, v] : o.overrides) set_replica_option(cfg, k, v);
+  Replica rep(cfg, 0);
+  rep.set_record_steps(true);
+  const std::int32_t budget = effective_token_budget(cfg.scheduler);
+  const std::int32_t bs = cfg.kv.block_size;
+  const bool fcfs = cfg.scheduler.order == QueueOrder::fcfs;
+
+  Rng rng{o.seed};
+  std::map<RequestId, Tracked> tracked;
+  std::map<RequestId, int> ended;
+  std::vector<RequestId> first_seen_order;
+  std::deque<StepPlan> outstanding;
+  RequestId next_id = 0;
+  Time now = 0;
+  std::int64_t steps = 0;
+
+  auto drain_records = [&] {
+    for (const auto& rec : rep.take_finished()) {
+      ++ended[rec.id];
+      INFO("request " << rec.id);
+      REQUIRE(ended[rec.id] == 1);
+      auto& t = tracked.at(rec.id);
+      REQUIRE(rec.output_tokens == t.outputs);
+      if (rec.outcome == Outcome::finished) {
+        if (!o.eos) REQUIRE(rec.output_tokens == t.req.output_len);
+        // Everything but the last sampled token's KV was computed.
+        REQUIRE(t.computed == t.req.prompt_len + rec.output_tokens - 1);
+        REQUIRE(static_cast<std::int32_t>(rec.itl.size()) == rec.output_tokens - 1);
+        REQUIRE(rec.cached_prompt_tokens == t.first_hits);
+      }
+    }
+  };
+
+  while (next_id < o.requests || rep.has_work() || !outstanding.empty()) {
+    REQUIRE(++steps < 400000);
+    // Arrivals.
+    if (next_id < o.requests) {
+      const int n = rng.uniform(0, 3);
+      for (int k = 0; k < n && next_id < o.requests; ++k) {
+        const std::int32_t prompt = rng.chance(0.02) ? rng.uniform(1500, 2100) : rng.uniform(1, 300);
+        const std::int32_t output = rng.uniform(1, 80);
+        Request r = rng.chance(0.5) ? make_token_request(next_id, prompt, output, rng.uniform(0, 3), rng.uniform(0, 200))
+                                    : make_request(next_id, prompt, output);
+        r.arrival = now;
+        r.priority = rng.uniform(0, 3);
+        if (rng.chance(0.05)) r.cancel_time = now + rng.uniform(0, 50) * kNsPerMs;
+        tracked[next_id] = Tracked{r};
+        rep.add(std::move(r), now);
+        ++next_id;
+      }
+    }
+    // Random client aborts.
+    if (next_id > 0 && rng.chance(0.02)) rep.abort(rng.uniform(0, static_cast<std::int32_t>(next_id - 1)), now);
+
+    while (rep.can_plan()) {
+      StepPlan p = rep.plan(now);
+      for (RequestId id : p.preempted) tracked.at(id).preempted_since_seen = true;
+      if (p.empty()) break;
+      REQUIRE(p.num_batched_tokens() <= budget);
+      REQUIRE(rep.num_running() <= cfg.scheduler.max_num_seqs);
+      bool any_prefill = false, any_decode = false;
+      std::set<RequestId> in_plan;
+      for (const auto& q : p.seqs) {
+        REQUIRE(in_plan.insert(q.id).second);
+        auto& t = tracked.at(q.id);
+        INFO("request " << q.id << " num_computed " << q.num_computed << " tracked " << t.computed);
+        REQUIRE(q.num_new >= 1);
+        if (q.num_computed != t.computed) {
+          // Only the first admission or a recompute starts from cache hits.
+          REQUIRE((t.preempted_since_seen || !t.seen));
+          REQUIRE(q.num_computed % bs == 0);
+          REQUIRE(q.num_computed < t.req.prompt_len);
+        }
+        if (!t.seen) {
+          t.seen = true;
+          t.first_hits = q.num_computed;
+          first_seen_order.push_back(q.id);
+        }
+        t.preempted_since_seen = false;
+        t.computed = q.num_computed + q.num_new;
+        REQUIRE(t.computed <= t.req.prompt_len + t.outputs);
+        REQUIRE(q.samples == (t.computed == t.req.prompt_len + t.outputs));
+        if (q.samples) ++t.outputs;
+        (q.is_prefill ? any_prefill : any_decode) = true;
+      }
+      if (!cfg.scheduler.decode_first) REQUIRE(!(any_prefill && any_decode));
+      outstanding.push_back(std::move(p));
+    }
+    now += kNsPerMs;
+    if (!outstanding.empty()) {
+      StepResult result;
+      if (o.eos) {
+        for (const auto& q : outstanding.front().seqs) {
+          if (q.samples && rng.chance(0.03)) result.stopped.push_back(q.id);
+        }
+      }
+      rep.complete(outstanding.front(), result, now);
+      outstanding.pop_front();
+    } else if (auto w = rep.next_wakeup()) {
+      now = std::max(now, *w);
+    }
+    const std::string violation = kv_violation(rep);
+    INFO("step " << steps);
+    REQUIRE(violation.empty());
+    drain_records();
+  }
+  drain_records();
+  REQUIRE(static_cast<std::int64_t>(ended.size()) == o.requests);
+  REQUIRE(rep.live_seqs().empty());
+  REQUIRE(rep.kv_cache().num_free_blocks() == rep.kv_cache().num_blocks());
+  REQUIRE(rep.kv_cache().num_free_host_blocks() == cfg.kv.num_host_blocks);
+  if (fcfs) {
+    for (std::size_t i = 1; i < first_seen_order.size(); ++i) REQUIRE(first_seen_order[i - 1] < first_seen_order[i]);
+  }
+  std::int64_t step_tokens = 0;
+  for (const auto& s : rep.take_steps()) step_tokens += s.new_tokens;
+  REQUIRE(step_tokens > 0);
+}
+
+}  // namespace
+
+TEST_CASE("random workloads keep every invariant through every preset", "[random]") {
+  for (const auto& preset : scheduler_preset_names()) {
+    SECTION(preset) {
+      Options o;
+      o.preset = preset;
+      if (preset == "lightllm") o.num_blocks = 160 * 16;
+      run_random(o);
+    }
+  }
+}
+
+TEST_CASE("random workloads: swap preemption, pipeline plans, EOS, other orders", "[random]") {
+  Options o;
+  o.preset = "vllm";
+  o.requests = 1200;
+  SECTION("swap") {
+    o.swap = true;
+    run_random(o);
+  }
+  SECTION("swap prefill-first") {
+    o.preset = "orca";
+    o.swap = true;
+    run_random(o);
+  }
+  SECTION("two plans in flight") {
+    o.plans_in_flight = 2;
+    run_random(o);
+  }
+  SECTION("four plans in flight, swap, oldest victim") {
+    o.plans_in_flight = 4;
+    o.swap = true;
+    o.overrides = {{"victim", "oldest"}};
+    run_random(o);
+  }
+  SECTION("eos") {
+    o.eos = true;
+    run_random(o);
+  }
+  for (const char* order : {"priority", "shortest_prompt", "longest_prefix", "length_buckets"}) {
+    SECTION(std::string("order ") + order) {
+      o.overrides = {{"order", order}, {"victim", "lowest_priority"}};
+      run_random(o);
+    }
+  }
+  SECTION("watermark, threshold, small budget") {
+    o.overrides = {{"watermark", "0.05"}, {"long_prefill_token_threshold", "64"}, {"max_num_batched_tokens", "256"},
+                   {"max_num_seqs", "16"}};
+    run_random(o);
+  }
+  SECTION("contiguous") {
+    o.num_blocks = 1024;
+    o.overrides = {{"contiguous", "true"}};
+    run_random(o);
+  }
+  SECTION("static with swap") {
+    o.preset = "static";
+    o.swap = true;
+    run_random(o);
+  }
+}
+
+}  // namespace twin::test

@@ -1,0 +1,92 @@
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "engine/core/error.hpp"
+#include "engine/core/router.hpp"
+#include "tests/core_sched/sched_test_util.hpp"
+
+namespace twin::test {
+namespace {
+
+struct Cluster {
+  std::vector<std::unique_ptr<Replica>> owned;
+  std::vector<const Replica*> view;
+  explicit Cluster(int n) {
+    for (int i = 0; i < n; ++i) {
+      owned.push_back(std::make_unique<Replica>(config_for("vllm", 100), i));
+      view.push_back(owned.back().get());
+    }
+  }
+  Replica& operator[](int i) { return *owned[static_cast<std::size_t>(i)]; }
+};
+
+}  // namespace
+
+TEST_CASE("router names round-trip and unknown names list the known", "[router]") {
+  for (const auto& name : router_names()) CHECK(router_name(router_policy(name)) == name);
+  try {
+    router_policy("random");
+    FAIL("no throw");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("power_of_two") != std::string::npos);
+  }
+}
+
+TEST_CASE("round_robin cycles", "[router]") {
+  Cluster c(3);
+  Router r(RouterPolicy::round_robin, 1);
+  std::vector<std::int32_t> picks;
+  for (int i = 0; i < 5; ++i) picks.push_back(r.pick(make_request(i, 10, 1), c.view));
+  CHECK(picks == std::vector<std::int32_t>{0, 1, 2, 0, 1});
+}
+
+TEST_CASE("least_outstanding picks the least loaded, ties to the lowest index", "[router]") {
+  Cluster c(3);
+  Router r(RouterPolicy::least_outstanding, 1);
+  CHECK(r.pick(make_request(0, 10, 1), c.view) == 0);
+  c[0].add(make_request(1, 10, 1), 0);
+  c[1].add(make_request(2, 10, 1), 0);
+  CHECK(r.pick(make_request(0, 10, 1), c.view) == 2);
+  c[2].add(make_request(3, 10, 1), 0);
+  c[2].add(make_request(4, 10, 1), 0);
+  CHECK(r.pick(make_request(0, 10, 1), c.view) == 0);
+}
+
+TEST_CASE("least_kv picks the lowest KV usage", "[router]") {
+  Cluster c(2);
+  c[0].add(make_request(1, 100, 10), 0);
+  step(c[0], 0);
+  Router r(RouterPolicy::least_kv, 1);
+  CHECK(r.pick(make_request(0, 10, 1), c.view) == 1);
+}
+
+TEST_CASE("prefix_affinity follows the cached prefix, else the least loaded", "[router]") {
+  Cluster c(3);
+  c[2].add(make_token_request(1, 64, 1, 5, 64), 0);
+  while (c[2].has_work()) step(c[2], 0);
+  c[0].add(make_request(9, 10, 5), 0);
+  Router r(RouterPolicy::prefix_affinity, 1);
+  CHECK(r.pick(make_token_request(2, 64, 1, 5, 64), c.view) == 2);
+  CHECK(r.pick(make_token_request(3, 64, 1, 6, 64), c.view) == 1);  // no hit anywhere: least loaded, lowest index
+}
+
+TEST_CASE("power_of_two is seeded, deterministic and prefers the less loaded", "[router]") {
+  Cluster c(4);
+  for (int i = 0; i < 5; ++i) c[0].add(make_request(100 + i, 10, 1), 0);
+  Router a(RouterPolicy::power_of_two, 42), b(RouterPolicy::power_of_two, 42);
+  int zero = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto pa = a.pick(make_request(i, 10, 1), c.view);
+    CHECK(pa == b.pick(make_request(i, 10, 1), c.view));
+    CHECK(pa >= 0);
+    CHECK(pa < 4);
+    zero += pa == 0;
+  }
+  CHECK(zero == 0);  // replica 0 always loses its comparison
+  Router one(RouterPolicy::power_of_two, 1);
+  CHECK(one.pick(make_request(0, 10, 1), std::span<const Replica* const>(c.view.data(), 1)) == 0);
+  CHECK_THROWS_AS(one.pick(make_request(0, 10, 1), std::span<const Replica* const>()), Error);
+}
+
+}  // namespace twin::test
