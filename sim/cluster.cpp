@@ -1,0 +1,161 @@
+#include "sim/cluster.hpp"
+
+#include <algorithm>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+namespace {
+
+constexpr double kWorkspaceBytes = 512.0 * 1024 * 1024;
+
+std::string describe(const GroupPlan& g) {
+  return g.model.name + " (" + std::string(dtype_name(g.dtype)) + ") on " + g.hardware.name + " with tp=" +
+         std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp);
+}
+
+// Replicas of a group never straddle nodes unless one replica needs more
+// than a node; within a replica the TP ranks of a stage are adjacent, so TP
+// stays on NVLink and PP crosses nodes first.
+std::vector<std::vector<GpuId>> place_replicas(ClusterTopology& topology, const NodeLinks& links,
+                                               std::int32_t gpus_per_replica, std::int32_t count) {
+  std::vector<std::vector<GpuId>> out;
+  const std::int32_t per_node = links.gpus_per_node;
+  if (gpus_per_replica <= per_node) {
+    const std::int32_t replicas_per_node = per_node / gpus_per_replica;
+    const std::int32_t nodes = (count + replicas_per_node - 1) / replicas_per_node;
+    const std::vector<GpuId> gpus = topology.add_nodes(links, nodes);
+    for (std::int32_t r = 0; r < count; ++r) {
+      const std::int32_t node = r / replicas_per_node, slot = r % replicas_per_node;
+      const auto begin = gpus.begin() + node * per_node + slot * gpus_per_replica;
+      out.emplace_back(begin, begin + gpus_per_replica);
+    }
+  } else {
+    const std::int32_t nodes_per_replica = (gpus_per_replica + per_node - 1) / per_node;
+    for (std::int32_t r = 0; r < count; ++r) {
+      const std::vector<GpuId> gpus = topology.add_nodes(links, nodes_per_replica);
+      out.emplace_back(gpus.begin(), gpus.begin() + gpus_per_replica);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::int64_t Cluster::total_kv_blocks() const {
+  std::int64_t n = 0;
+  for (const auto& g : groups) n += static_cast<std::int64_t>(g.memory.num_blocks) * g.config.count;
+  return n;
+}
+
+double activation_reserve_bytes(const ModelDesc& m, const ParallelLayout& layout, Dtype weights,
+                                const SchedulerConfig& scheduler) {
+  const double tokens = effective_token_budget(scheduler);
+  const double act = static_cast<double>(activation_bytes(weights));
+  const double tp = layout.tp;
+  const double ffn = static_cast<double>(m.intermediate_size) * (m.is_moe() ? std::max<int64_t>(1, m.num_experts_per_tok) : 1);
+  // Residual + normed input, the QKV output, attention output and the gated
+  // MLP's two halves are alive at the peak.
+  const double per_token = 2.0 * m.hidden_size + (m.q_dim() + 2.0 * m.kv_dim()) / tp + m.q_dim() / tp + 2.0 * ffn / tp;
+  const double sampling = std::min<double>(scheduler.max_num_seqs, tokens);
+  const double logits = sampling * static_cast<double>(m.vocab_size) / tp * 4.0;  // fp32 logits
+  return tokens * per_token * act + logits + kWorkspaceBytes;
+}
+
+NodeLinks node_links(const HardwareDesc& hw) {
+  NodeLinks l;
+  l.gpus_per_node = hw.gpus_per_node;
+  l.nvlink_bandwidth = hw.nvlink_bandwidth_gbps * 1e9;
+  l.nvlink_latency = hw.nvlink_latency_us * 1e3;
+  l.pcie_bandwidth = hw.pcie_bandwidth_gbps * 1e9;
+  l.pcie_latency = hw.pcie_latency_us * 1e3;
+  l.nic_bandwidth = hw.nic_bandwidth_gbps * 1e9;
+  l.nic_latency = hw.nic_latency_us * 1e3;
+  return l;
+}
+
+RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
+  RooflineParams p;
+  p.peak_flops = peak_flops(hw, weights);
+  p.memory_bandwidth = hw.memory_bandwidth_gbps * 1e9;
+  p.compute_efficiency = hw.compute_efficiency;
+  for (const auto& point : hw.gemm_curve) p.gemm_efficiency.points.emplace_back(point.flops, point.efficiency);
+  p.memory_efficiency = hw.memory_efficiency;
+  p.allreduce_efficiency = hw.allreduce_efficiency;
+  p.kernel_launch_ns = hw.kernel_launch_us * 1e3;
+  p.step_overhead_ns = hw.step_overhead_us * 1e3;
+  return p;
+}
+
+Cluster build_cluster(const ClusterConfig& config) {
+  Cluster cluster;
+  cluster.router = router_policy(config.router);
+  std::vector<ReplicaGroupConfig> groups = config.groups;
+  if (groups.empty()) groups.emplace_back();
+  std::int32_t next_replica = 0;
+  for (const ReplicaGroupConfig& gc : groups) {
+    GroupPlan g;
+    g.config = gc;
+    g.model = resolve_model(gc.model);
+    g.hardware = resolve_hardware(gc.hardware);
+    g.dtype = gc.dtype.empty() ? g.model.torch_dtype : parse_dtype(gc.dtype);
+    g.kv_dtype = gc.kv_dtype.empty() ? (g.dtype == Dtype::fp32 ? Dtype::fp32
+                                        : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16))
+                                     : parse_dtype(gc.kv_dtype);
+    g.layout = ParallelLayout{gc.tp, gc.pp};
+    check_layout(g.model, g.layout);
+
+    g.replica = replica_preset(config.scheduler_preset);
+    for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
+    for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
+    g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
+
+    // The fullest GPU decides: check every stage.
+    MemoryPlanInput mem;
+    mem.gpu_memory_bytes = memory_bytes(g.hardware);
+    mem.gpu_memory_utilization = gc.gpu_memory_utilization > 0 ? gc.gpu_memory_utilization : config.gpu_memory_utilization;
+    const std::int32_t override_blocks = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
+    mem.num_gpu_blocks_override = override_blocks;
+    mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
+    bool first = true;
+    for (int stage = 0; stage < g.layout.pp; ++stage) {
+      MemoryPlanInput s = mem;
+      s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.dtype, g.layout, stage));
+      s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
+                                 g.replica.kv.block_size;
+      const MemoryPlan plan = plan_memory(s, describe(g));
+      if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
+      first = false;
+    }
+    g.replica.kv.num_blocks = g.memory.num_blocks;
+    validate(g.replica);
+
+    const NodeLinks links = node_links(g.hardware);
+    const std::int32_t gpus_per_replica = gc.tp * gc.pp;
+    g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, gc.count);
+    g.first_replica = next_replica;
+    next_replica += gc.count;
+
+    // Replicas of a group are placed alike, so the first one's paths price
+    // all of them and the group shares one cost model.
+    RooflineParams params = roofline_params(g.hardware, g.dtype);
+    const std::vector<GpuId>& gpus = g.replica_gpus.front();
+    for (int stage = 0; stage < gc.pp; ++stage) {
+      std::vector<GpuId> ring(gpus.begin() + stage * gc.tp, gpus.begin() + (stage + 1) * gc.tp);
+      params.tp_rings.push_back(cluster.topology.ring(ring));
+      params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(gpus[stage * gc.tp], gpus[(stage + 1) * gc.tp])
+                                                  : PathCost{});
+    }
+    params.host_link = cluster.topology.host_path(gpus.front());
+    if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
+    params.kv_block_bytes_per_gpu = g.memory.block_bytes;
+    auto model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
+    for (std::int32_t r = 0; r < gc.count; ++r) {
+      cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp});
+    }
+    cluster.groups.push_back(std::move(g));
+  }
+  return cluster;
+}
+
+}  // namespace twin

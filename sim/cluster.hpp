@@ -1,0 +1,60 @@
+#pragma once
+// Turns a ClusterConfig into what the simulator runs: resolves models and
+// hardware, checks each layout, plans KV memory, places every replica's GPUs
+// in the cluster graph, and gives each group a roofline cost model priced
+// from that graph.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/replica.hpp"
+#include "engine/core/router.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/model_desc.hpp"
+#include "models/model_math.hpp"
+#include "sim/cluster_config.hpp"
+#include "sim/memory_plan.hpp"
+#include "sim/roofline_cost_model.hpp"
+#include "sim/simulator.hpp"
+#include "sim/topology.hpp"
+
+namespace twin {
+
+struct GroupPlan {
+  ReplicaGroupConfig config;
+  ModelDesc model;
+  HardwareDesc hardware;
+  Dtype dtype = Dtype::bf16;
+  Dtype kv_dtype = Dtype::bf16;
+  ParallelLayout layout;
+  ReplicaConfig replica;        // kv.num_blocks planned
+  MemoryPlan memory;
+  std::int32_t first_replica = 0;
+  std::vector<std::vector<GpuId>> replica_gpus;  // per replica: stage-major, tp ranks within a stage
+};
+
+struct Cluster {
+  ClusterTopology topology;
+  std::vector<GroupPlan> groups;
+  std::vector<SimReplicaSpec> replicas;
+  RouterPolicy router = RouterPolicy::round_robin;
+  std::int64_t total_kv_blocks() const;
+  std::int32_t num_gpus() const { return topology.num_gpus(); }
+};
+
+// Activation memory the memory plan reserves on one GPU: the step's peak
+// intermediate buffers at the token budget, the logits of the sampling seqs,
+// and a fixed workspace (cuBLAS, NCCL, CUDA graphs).
+double activation_reserve_bytes(const ModelDesc& model, const ParallelLayout& layout, Dtype weights,
+                                const SchedulerConfig& scheduler);
+
+// The roofline inputs of one hardware profile at a weight dtype (links and
+// rings are filled per replica from the graph).
+RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights);
+NodeLinks node_links(const HardwareDesc& hw);
+
+// Throws UsageError for unknown names, bad layouts or options (naming them),
+// Error when a model does not fit (with the numbers).
+Cluster build_cluster(const ClusterConfig& config);
+
+}  // namespace twin

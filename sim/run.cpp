@@ -1,0 +1,162 @@
+#include "sim/run.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "engine/core/error.hpp"
+#include "metrics/collector.hpp"
+#include "metrics/output_dir.hpp"
+#include "metrics/request_csv.hpp"
+#include "metrics/slo.hpp"
+#include "metrics/step_csv.hpp"
+#include "metrics/summary_json.hpp"
+
+namespace twin {
+namespace {
+
+class OutputSink final : public RecordSink {
+ public:
+  OutputSink(MetricsCollector& collector, RequestCsvWriter* requests, StepCsvWriter* steps)
+      : collector_(collector), requests_(requests), steps_(steps) {}
+  void on_request(const RequestRecord& record) override {
+    collector_.add(record);
+    if (requests_) requests_->write(record);
+  }
+  void on_step(const StepRecord& record) override {
+    collector_.add(record);
+    if (steps_) steps_->write(record);
+  }
+
+ private:
+  MetricsCollector& collector_;
+  RequestCsvWriter* requests_;
+  StepCsvWriter* steps_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string describe_cluster(const Cluster& cluster) {
+  std::ostringstream out;
+  for (const GroupPlan& g : cluster.groups) {
+    out << g.config.count << " x " << g.model.name << " (" << dtype_name(g.dtype) << ", KV " << dtype_name(g.kv_dtype)
+        << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp << ", "
+        << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size << " tokens per replica"
+        << (g.memory.overridden ? " (override)" : "") << ", preset " << g.replica.scheduler.preset << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& cluster) {
+  nlohmann::ordered_json echo = cluster_config_json(config);
+  nlohmann::ordered_json resolved = nlohmann::ordered_json::array();
+  for (const GroupPlan& g : cluster.groups) {
+    nlohmann::ordered_json j;
+    j["model"] = g.model.name;
+    j["hardware"] = g.hardware.name;
+    j["dtype"] = std::string(dtype_name(g.dtype));
+    j["kv_dtype"] = std::string(dtype_name(g.kv_dtype));
+    j["tp"] = g.layout.tp;
+    j["pp"] = g.layout.pp;
+    j["replicas"] = g.config.count;
+    j["first_replica"] = g.first_replica;
+    j["scheduler_preset"] = g.replica.scheduler.preset;
+    j["max_num_batched_tokens"] = effective_token_budget(g.replica.scheduler);
+    j["max_num_seqs"] = g.replica.scheduler.max_num_seqs;
+    j["max_model_len"] = g.replica.scheduler.max_model_len;
+    j["enable_chunked_prefill"] = g.replica.scheduler.enable_chunked_prefill;
+    j["block_size"] = g.replica.kv.block_size;
+    j["enable_prefix_caching"] = g.replica.kv.enable_prefix_caching;
+    j["num_gpu_blocks"] = g.memory.num_blocks;
+    j["num_gpu_blocks_overridden"] = g.memory.overridden;
+    j["kv_block_bytes_per_gpu"] = g.memory.block_bytes;
+    j["weight_bytes_per_gpu"] = g.memory.weight_bytes;
+    j["activation_reserve_bytes_per_gpu"] = g.memory.activation_bytes;
+    j["usable_bytes_per_gpu"] = g.memory.usable_bytes;
+    resolved.push_back(std::move(j));
+  }
+  echo["resolved_groups"] = std::move(resolved);
+  echo["cost_model"] = "roofline";
+  return echo;
+}
+
+RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,
+                         const nlohmann::ordered_json& extra_echo) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const std::vector<Slo> slos = parse_slos(config.slos);
+  Cluster cluster = build_cluster(config);
+
+  std::optional<OutputDir> dir;
+  std::ofstream requests_file, steps_file;
+  std::unique_ptr<RequestCsvWriter> request_writer;
+  std::unique_ptr<StepCsvWriter> step_writer;
+  if (!outputs.out_dir.empty()) {
+    std::vector<std::string> files = {"requests.csv", "summary.json"};
+    if (outputs.write_steps) files.push_back("steps.csv");
+    dir.emplace(outputs.out_dir, outputs.overwrite, files);
+    requests_file = dir->open("requests.csv");
+    request_writer = std::make_unique<RequestCsvWriter>(requests_file);
+    if (outputs.write_steps) {
+      steps_file = dir->open("steps.csv");
+      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+    }
+  }
+
+  MetricsCollector collector;
+  OutputSink sink(collector, request_writer.get(), step_writer.get());
+  SimOptions options;
+  options.router = cluster.router;
+  options.seed = config.seed;
+  options.record_steps = true;
+  const bool show_progress = outputs.progress && isatty(STDERR_FILENO);
+  bool progress_shown = false;
+  if (show_progress) {
+    options.progress = [&](Time now, std::int64_t arrivals) {
+      const double wall = seconds_since(wall_start);
+      if (wall < 1.0) return;
+      progress_shown = true;
+      std::fprintf(stderr, "\r  simulating: %.1f s virtual, %lld requests arrived, %.1f s wall   ", to_seconds(now),
+                   static_cast<long long>(arrivals), wall);
+      std::fflush(stderr);
+    };
+  }
+  Simulator simulator(std::move(cluster.replicas), std::move(options));
+  RunResult result;
+  result.stats = simulator.run(source, sink);
+  if (progress_shown) std::fprintf(stderr, "\r%80s\r", "");
+
+  result.wall_time_s = seconds_since(wall_start);
+  SummaryContext context;
+  context.slos = slos;
+  context.num_replicas = simulator.num_replicas();
+  context.kv_blocks_capacity = cluster.groups.front().memory.num_blocks;
+  context.simulated_time_s = to_seconds(result.stats.end_time);
+  context.wall_time_s = result.wall_time_s;
+  context.config = config_echo(config, cluster);
+  for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
+  result.summary = collector.summarize(context);
+
+  if (dir) {
+    requests_file.flush();
+    if (!requests_file) throw Error(outputs.out_dir + "/requests.csv: write failed");
+    if (step_writer) {
+      steps_file.flush();
+      if (!steps_file) throw Error(outputs.out_dir + "/steps.csv: write failed");
+    }
+    std::ofstream summary_file = dir->open("summary.json");
+    write_summary_json(summary_file, result.summary);
+    if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
+  }
+  return result;
+}
+
+}  // namespace twin

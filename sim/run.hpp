@@ -1,0 +1,42 @@
+#pragma once
+// One simulation from a cluster config and a request source to the outputs
+// (requests.csv, steps.csv, summary.json) and the summary: what
+// `twinserve simulate` runs, callable from tests and benchmarks.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "metrics/summary.hpp"
+#include "sim/cluster.hpp"
+#include "sim/cluster_config.hpp"
+#include "sim/simulator.hpp"
+
+namespace twin {
+
+struct RunOutputs {
+  std::string out_dir;       // empty: write no files
+  bool overwrite = false;    // replace result files already in out_dir
+  bool write_steps = true;   // steps.csv (with out_dir)
+  bool progress = false;     // a progress line on stderr after a second of wall time
+};
+
+struct RunResult {
+  Summary summary;
+  SimStats stats;
+  double wall_time_s = 0;
+};
+
+// A one-line description per group ("4 x llama-3.1-8b (bf16) on h100-80gb, tp=1 pp=1, 30000 KV blocks of 16 tokens").
+std::string describe_cluster(const Cluster& cluster);
+
+// The config echo for summary.json: the config as given, plus what was
+// resolved (KV blocks and memory plan per group).
+nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& cluster);
+
+// Throws UsageError / Error as build_cluster, the SLO parser and the source do.
+// `extra_echo` keys (e.g. the trace path) are added to the config echo.
+RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,
+                         const nlohmann::ordered_json& extra_echo = nlohmann::ordered_json::object());
+
+}  // namespace twin

@@ -1,0 +1,148 @@
+// twinserve simulate: a trace through a simulated cluster. Flags follow
+// vLLM's names where vLLM has the knob; a --config file describes
+// heterogeneous clusters and the flags override it.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.hpp"
+#include "metrics/summary_table.hpp"
+#include "sim/cluster_config.hpp"
+#include "sim/run.hpp"
+#include "sim/sources.hpp"
+#include "tools/twinserve/command_registry.hpp"
+
+namespace twin::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string trace, config_path, out_dir, trace_format, on_bad_row = "error";
+  std::optional<std::string> model, hardware, dtype, kv_dtype, scheduler, router, slo;
+  std::optional<std::int32_t> tp, pp, replicas, max_num_batched_tokens, max_num_seqs, block_size, max_model_len,
+      num_gpu_blocks_override;
+  std::optional<double> gpu_memory_utilization;
+  std::optional<std::uint64_t> seed;
+  bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
+  std::vector<std::string> set_options;
+  std::int64_t max_requests = 0;
+  bool no_steps = false, overwrite = false, no_progress = false;
+};
+
+ClusterConfig make_config(const SimulateArgs& a) {
+  ClusterConfig c = a.config_path.empty() ? ClusterConfig{} : load_cluster_config(a.config_path);
+  if (c.groups.empty()) c.groups.emplace_back();
+  for (auto& g : c.groups) {
+    if (a.model) g.model = *a.model;
+    if (a.hardware) g.hardware = *a.hardware;
+    if (a.dtype) g.dtype = *a.dtype;
+    if (a.kv_dtype) g.kv_dtype = *a.kv_dtype;
+    if (a.tp) g.tp = *a.tp;
+    if (a.pp) g.pp = *a.pp;
+  }
+  if (a.replicas) {
+    if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in --config");
+    c.groups.front().count = *a.replicas;
+  }
+  if (a.scheduler) c.scheduler_preset = *a.scheduler;
+  if (a.router) c.router = *a.router;
+  if (a.slo) c.slos = *a.slo;
+  if (a.seed) c.seed = *a.seed;
+  if (a.gpu_memory_utilization) {
+    c.gpu_memory_utilization = *a.gpu_memory_utilization;
+    for (auto& g : c.groups) g.gpu_memory_utilization = 0;
+  }
+  if (a.num_gpu_blocks_override) {
+    c.num_gpu_blocks_override = *a.num_gpu_blocks_override;
+    for (auto& g : c.groups) g.num_gpu_blocks_override = -1;
+  }
+  auto opt = [&](const char* key, const std::string& value) { c.scheduler_options.emplace_back(key, value); };
+  if (a.max_num_batched_tokens) opt("max_num_batched_tokens", std::to_string(*a.max_num_batched_tokens));
+  if (a.max_num_seqs) opt("max_num_seqs", std::to_string(*a.max_num_seqs));
+  if (a.block_size) opt("block_size", std::to_string(*a.block_size));
+  if (a.max_model_len) opt("max_model_len", std::to_string(*a.max_model_len));
+  if (a.prefix_on && a.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
+  if (a.chunked_on && a.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
+  if (a.prefix_on || a.prefix_off) opt("enable_prefix_caching", a.prefix_on ? "true" : "false");
+  if (a.chunked_on || a.chunked_off) opt("enable_chunked_prefill", a.chunked_on ? "true" : "false");
+  for (const std::string& kv : a.set_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
+    c.scheduler_options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return c;
+}
+
+void run(const SimulateArgs& a) {
+  const ClusterConfig config = make_config(a);
+  TraceReadOptions read;
+  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
+  read.on_bad_row = parse_bad_row_policy(a.on_bad_row);
+  TraceSource source(a.trace, read, a.max_requests);
+  RunOutputs outputs;
+  outputs.out_dir = a.out_dir;
+  outputs.overwrite = a.overwrite;
+  outputs.write_steps = !a.no_steps;
+  outputs.progress = !a.no_progress;
+  nlohmann::ordered_json extra;
+  extra["trace"] = a.trace;
+  if (a.max_requests > 0) extra["max_requests"] = a.max_requests;
+  const RunResult result = run_simulation(config, source, outputs, extra);
+  const auto& report = source.reader().report();
+  if (report.skipped_bad > 0 || report.skipped_failed > 0 || report.reordered > 0) {
+    std::cerr << "trace: " << report.skipped_bad << " bad rows skipped, " << report.skipped_failed
+              << " failed requests skipped, " << report.reordered << " rows out of order clamped\n";
+  }
+  if (result.stats.unserved > 0) {
+    std::cerr << "warning: " << result.stats.unserved
+              << " requests could never be scheduled and were aborted at the end of the run\n";
+  }
+  print_summary_table(std::cout, result.summary);
+  std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
+            << result.wall_time_s << " s wall\n";
+  if (!a.out_dir.empty()) std::cout << "Wrote results to " << a.out_dir << "\n";
+}
+
+const RegisterCommand registration{"simulate", [](CLI::App& root) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
+  auto& a = *args;
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required();
+  sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
+  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
+  sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
+  sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
+  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype (default: 16-bit as the weights)");
+  sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)");
+  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages");
+  sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)");
+  sub->add_option("--scheduler", a.scheduler, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
+  sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
+  sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
+  sub->add_option("--seed", a.seed, "Seed for the router's random choices");
+  sub->add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "Token budget per step");
+  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running requests per replica at most");
+  sub->add_option("--block-size", a.block_size, "KV block size in tokens");
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most");
+  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
+  sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan");
+  sub->add_flag("--enable-prefix-caching", a.prefix_on, "Prefix caching on");
+  sub->add_flag("--no-enable-prefix-caching", a.prefix_off, "Prefix caching off");
+  sub->add_flag("--enable-chunked-prefill", a.chunked_on, "Chunked prefill on");
+  sub->add_flag("--no-enable-chunked-prefill", a.chunked_off, "Chunked prefill off");
+  sub->add_option("--set", a.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable)");
+  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
+  sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
+  sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
+  sub->add_flag("--no-progress", a.no_progress, "No progress line on stderr");
+  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests");
+  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
+  sub->add_option("--on-bad-row", a.on_bad_row, "error or skip");
+  sub->callback([args] { run(*args); });
+}};
+
+}  // namespace
+}  // namespace twin::cli
