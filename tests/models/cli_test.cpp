@@ -1,0 +1,89 @@
+// `twinserve models` and `twinserve hw` as a script sees them: the built
+// binary (env TWIN_BIN), its --json output and its exit codes.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int exit_code = -1;
+  std::string out;  // stdout, and stderr when merged
+};
+
+Run run_twinserve(const std::string& args, bool merge_stderr = false) {
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);  // ctest sets it; by hand: TWIN_BIN=build/tools/twinserve
+  const std::string cmd = std::string("'") + bin + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  Run r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("models show --json prints one object with the sizes") {
+  auto r = run_twinserve("models show llama-2-7b --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["name"] == "llama-2-7b");
+  CHECK(j["num_parameters"].get<int64_t>() == 6'738'415'616);
+  CHECK(j["num_active_parameters"] == j["num_parameters"]);
+  CHECK(j["kv_bytes_per_token"]["fp16"] == 524288);
+  CHECK(j["kv_bytes_per_token"]["fp8"] == 262144);
+  CHECK(j["weight_bytes"]["bf16"].get<int64_t>() == 2 * j["num_parameters"].get<int64_t>());
+  CHECK(j["num_key_value_heads"] == 32);
+  CHECK(j["head_dim"] == 128);
+
+  auto mix = nlohmann::json::parse(run_twinserve("models show mixtral-8x7b --json").out);
+  CHECK(mix["num_local_experts"] == 8);
+  CHECK(mix["num_active_parameters"].get<int64_t>() < mix["num_parameters"].get<int64_t>() / 3);
+}
+
+TEST_CASE("models list and show print every bundled model") {
+  auto r = run_twinserve("models list");
+  REQUIRE(r.exit_code == 0);
+  for (const char* name : {"llama-3.1-405b", "qwen2.5-72b", "tiny", "small", "yi-34b"})
+    CHECK(r.out.find(name) != std::string::npos);
+  auto show = run_twinserve("models show llama-3.1-8b");
+  REQUIRE(show.exit_code == 0);
+  CHECK(show.out.find("131072") != std::string::npos);  // bf16 KV bytes per token
+}
+
+TEST_CASE("unknown names exit 2 and list the known ones") {
+  auto r = run_twinserve("models show llama-9 --json", true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("llama-2-7b") != std::string::npos);
+  auto h = run_twinserve("hw show h300", true);
+  CHECK(h.exit_code == 2);
+  CHECK(h.out.find("h100-80gb") != std::string::npos);
+  CHECK(run_twinserve("models").exit_code == 2);  // a subcommand is required
+}
+
+TEST_CASE("hw show --json round-trips the profile with its sources") {
+  auto r = run_twinserve("hw show h100-80gb --json");
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["peak_tflops"]["bf16"] == 989.4);
+  CHECK(j["memory_bandwidth_gbps"] == 3350);
+  CHECK(j["efficiency"]["memory"] == 0.89);
+  CHECK(j["sources"].contains("peak_tflops.bf16"));
+  CHECK_FALSE(j["peak_tflops"].contains("fp4"));
+  auto a100 = nlohmann::json::parse(run_twinserve("hw show a100-80gb --json").out);
+  CHECK_FALSE(a100["peak_tflops"].contains("fp8"));
+  auto list = run_twinserve("hw list");
+  CHECK(list.exit_code == 0);
+  CHECK(list.out.find("l40s") != std::string::npos);
+}

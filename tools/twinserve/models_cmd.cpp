@@ -1,0 +1,116 @@
+// twinserve models list | show NAME [--json]
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "models/model_desc.hpp"
+#include "models/model_math.hpp"
+#include "tools/twinserve/command_registry.hpp"
+
+namespace {
+
+using namespace twin;
+
+std::string billions(int64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
+  if (n < 1'000'000'000) std::snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(n) / 1e6);
+  return buf;
+}
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+void list_models() {
+  std::printf("%-16s %-8s %9s %9s %6s %6s %6s %4s %8s\n", "name", "type", "params", "active",
+              "layers", "hidden", "heads", "kv", "context");
+  for (const auto& name : model_names()) {
+    auto m = resolve_model(name);
+    std::printf("%-16s %-8s %9s %9s %6lld %6lld %6lld %4lld %8lld\n", name.c_str(), m.model_type.c_str(),
+                billions(param_count(m)).c_str(), billions(active_param_count(m)).c_str(),
+                static_cast<long long>(m.num_hidden_layers), static_cast<long long>(m.hidden_size),
+                static_cast<long long>(m.num_attention_heads), static_cast<long long>(m.num_key_value_heads),
+                static_cast<long long>(m.max_position_embeddings));
+  }
+}
+
+nlohmann::ordered_json model_json(const ModelDesc& m) {
+  nlohmann::ordered_json j;
+  j["name"] = m.name;
+  j["model_type"] = m.model_type;
+  j["num_parameters"] = param_count(m);
+  j["num_active_parameters"] = active_param_count(m);
+  j["num_hidden_layers"] = m.num_hidden_layers;
+  j["hidden_size"] = m.hidden_size;
+  j["intermediate_size"] = m.intermediate_size;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_key_value_heads"] = m.num_key_value_heads;
+  j["head_dim"] = m.head_dim;
+  j["vocab_size"] = m.vocab_size;
+  j["max_position_embeddings"] = m.max_position_embeddings;
+  j["num_local_experts"] = m.num_local_experts;
+  j["num_experts_per_tok"] = m.num_experts_per_tok;
+  j["attention_bias"] = m.attention_bias;
+  j["tie_word_embeddings"] = m.tie_word_embeddings;
+  j["rms_norm_eps"] = m.rms_norm_eps;
+  j["rope_theta"] = m.rope_theta;
+  j["torch_dtype"] = std::string(dtype_name(m.torch_dtype));
+  auto& kv = j["kv_bytes_per_token"];
+  auto& w = j["weight_bytes"];
+  for (Dtype d : kAllDtypes) {
+    kv[std::string(dtype_name(d))] = kv_bytes_per_token(m, d);
+    w[std::string(dtype_name(d))] = weight_bytes(m, d);
+  }
+  return j;
+}
+
+void show_model(const std::string& name, bool json) {
+  const ModelDesc m = resolve_model(name);
+  if (json) {
+    std::cout << model_json(m).dump(2) << "\n";
+    return;
+  }
+  auto line = [](const char* key, const std::string& value) { std::printf("%-24s %s\n", key, value.c_str()); };
+  auto num = [](int64_t v) { return std::to_string(v); };
+  line("name", m.name);
+  line("model_type", m.model_type);
+  line("parameters", billions(param_count(m)) + " (" + num(param_count(m)) + ")");
+  line("active parameters", billions(active_param_count(m)) + " (" + num(active_param_count(m)) + ")");
+  line("layers", num(m.num_hidden_layers));
+  line("hidden size", num(m.hidden_size));
+  line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
+  line("attention heads", num(m.num_attention_heads));
+  line("KV heads", num(m.num_key_value_heads));
+  line("head dim", num(m.head_dim));
+  line("vocab size", num(m.vocab_size));
+  line("max context", num(m.max_position_embeddings));
+  line("experts", m.is_moe() ? num(m.num_local_experts) + " (top " + num(m.num_experts_per_tok) + ")" : "none (dense)");
+  line("QKV bias", m.attention_bias ? "yes" : "no");
+  line("tied embeddings", m.tie_word_embeddings ? "yes" : "no");
+  line("published dtype", std::string(dtype_name(m.torch_dtype)));
+  std::printf("\n%-6s %18s %14s\n", "dtype", "KV bytes/token", "weights");
+  for (Dtype d : kAllDtypes)
+    std::printf("%-6s %18lld %14s\n", std::string(dtype_name(d)).c_str(),
+                static_cast<long long>(kv_bytes_per_token(m, d)), gib(weight_bytes(m, d)).c_str());
+}
+
+twin::cli::RegisterCommand reg{"models", [](CLI::App& root) {
+  auto* models = root.add_subcommand("models", "Bundled model descriptors and their sizes");
+  models->require_subcommand(1);
+  models->add_subcommand("list", "List the bundled models")->callback([] { list_models(); });
+  auto* show = models->add_subcommand(
+      "show", "Show one model: parameters, shape, KV bytes per token and weight bytes per dtype");
+  auto name = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  show->add_option("name", *name, "A bundled model name, or the path of a Hugging Face config.json")->required();
+  show->add_flag("--json", *json, "Print one JSON object (snake_case keys)");
+  show->callback([name, json] { show_model(*name, *json); });
+}};
+
+}  // namespace
