@@ -71,7 +71,9 @@ TraceFormat detect_format(std::string_view line) {
     return TraceFormat::auto_detect;
   }
   if (starts_with_ci(line, "TIMESTAMP,ContextTokens,GeneratedTokens")) return TraceFormat::azure;
-  if (starts_with_ci(line, "Timestamp,Model,Request tokens,Response tokens")) return TraceFormat::burstgpt;
+  // BurstGPT releases differ in column order (later ones add Session ID and
+  // Elapsed time), so look for its distinctive token columns.
+  if (contains(line, "Request tokens") && contains(line, "Response tokens")) return TraceFormat::burstgpt;
   if (contains(line, "arrived_at") && contains(line, "num_prefill_tokens") &&
       contains(line, "num_decode_tokens"))
     return TraceFormat::vidur;
