@@ -38,8 +38,9 @@ struct ModelDesc {
 // Names of the bundled descriptors, sorted.
 std::vector<std::string> model_names();
 
-// A path to an existing file loads that file; otherwise a bundled name;
-// otherwise UsageError listing the bundled names.
+// A path to an existing file loads that file; a folder holding a config.json
+// (a Hugging Face model folder) loads that, named after the folder; otherwise
+// a bundled name; otherwise UsageError listing the bundled names.
 ModelDesc resolve_model(const std::string& name_or_path);
 
 // Loads a config.json. The name is its "name" key, else the file's stem.

@@ -125,6 +125,13 @@ ModelDesc load_model_file(const std::string& path) {
 ModelDesc resolve_model(const std::string& name_or_path) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(name_or_path, ec)) return load_model_file(name_or_path);
+  // A Hugging Face model folder: its config.json, named after the folder.
+  const std::filesystem::path dir(name_or_path);
+  if (std::filesystem::is_regular_file(dir / "config.json", ec)) {
+    const std::string config = (dir / "config.json").string();
+    std::string folder = (dir.filename().empty() ? dir.parent_path() : dir).filename().string();
+    return model_from_json(read_json_file(config), config, folder);
+  }
   for (const auto& f : bundled_model_files())
     if (f.name == name_or_path)
       return parse_model_json(std::string(f.text), "bundled model " + std::string(f.name),

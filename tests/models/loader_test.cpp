@@ -85,6 +85,13 @@ TEST_CASE("a user's config.json loads from a path, named after its stem") {
   CHECK(param_count(m) == param_count(resolve_model("llama-3.1-8b")));
 }
 
+TEST_CASE("a Hugging Face model folder loads its config.json, named after the folder") {
+  TempFile f("config.json", kHfConfig);
+  auto m = resolve_model(f.dir.string());
+  CHECK(m.name == f.dir.filename().string());
+  CHECK(m.num_hidden_layers == 32);
+}
+
 TEST_CASE("optional keys take the Hugging Face defaults") {
   TempFile f("config.json", R"({"name": "mini", "hidden_size": 128, "intermediate_size": 256,
       "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000,
