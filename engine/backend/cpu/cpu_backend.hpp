@@ -1,0 +1,16 @@
+#pragma once
+// The CPU backend: fp32 compute, OpenBLAS SGEMM for the GEMMs, everything
+// else on a thread pool of its own, split by rows, sequences and heads so the
+// results do not depend on the thread count. It is the reference the other
+// backends are checked against.
+#include <cstdint>
+#include <memory>
+
+#include "engine/backend/backend.hpp"
+
+namespace twin {
+
+// threads <= 0: one per hardware thread.
+std::unique_ptr<Backend> make_cpu_backend(std::int32_t threads = 0);
+
+}  // namespace twin

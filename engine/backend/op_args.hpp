@@ -1,0 +1,65 @@
+#pragma once
+// Plain argument structs of the backend ops. Small per-step metadata (token
+// ids, positions, slots, block tables, sampling parameters) is passed as host
+// spans; a device backend stages it to device memory itself.
+#include <cstdint>
+#include <span>
+
+#include "engine/backend/tensor.hpp"
+#include "engine/core/types.hpp"
+
+namespace twin {
+
+struct GemmOptions {
+  const TensorView* bias = nullptr;  // [1, n] fp32/bf16, added to every row of C
+  bool accumulate = false;           // C += A·W^T (bias, if any, added too)
+};
+
+// Rotary embedding in the GPT-NeoX / Llama (HF rotate_half) layout: within
+// each head, element i pairs with element i + rotary_dim/2.
+struct RopeConfig {
+  std::int32_t head_dim = 0;
+  std::int32_t rotary_dim = 0;  // 0 = head_dim; a smaller value rotates the head's first rotary_dim dims
+  float theta = 10000.0f;
+};
+
+struct AttentionShape {
+  std::int32_t num_heads = 0;     // query heads
+  std::int32_t num_kv_heads = 0;  // num_heads % num_kv_heads == 0 (GQA/MQA)
+  std::int32_t head_dim = 0;
+  float scale = 0.0f;              // 0 = 1/sqrt(head_dim)
+  std::int32_t sliding_window = 0; // 0 = none; else a query at position p sees keys (p - window, p]
+};
+
+// One sequence of a step's attention batch. Its new tokens are rows
+// [query_start, query_start + num_query) of q; their K/V must already be in
+// the cache (kv_write first). context_len counts all its tokens including the
+// new ones, so new token i sits at position context_len - num_query + i and
+// attends causally to positions [0, that]. Decode is num_query == 1; a
+// prefill chunk after a prefix-cache hit or an earlier chunk has
+// context_len > num_query.
+struct SeqAttention {
+  std::int32_t query_start = 0;
+  std::int32_t num_query = 0;
+  std::int32_t context_len = 0;
+  std::span<const BlockId> block_table;  // at least ceil(context_len / block_size) entries
+};
+
+// Sampling for one logits row. The random draw depends only on
+// (seed, request, token_index), never on the batch or thread layout, so a
+// request samples the same tokens whoever shares its step.
+struct SamplingParams {
+  float temperature = 0.0f;  // <= 0: greedy argmax (lowest id on ties)
+  std::int32_t top_k = 0;    // <= 0: no top-k cut
+  float top_p = 1.0f;        // >= 1: no nucleus cut
+  std::uint64_t seed = 0;
+  RequestId request = 0;
+  std::int64_t token_index = 0;  // index of the token being sampled in the request's output
+};
+
+struct BlockCopy {
+  BlockId src = 0;
+  BlockId dst = 0;
+};
+
+}  // namespace twin
