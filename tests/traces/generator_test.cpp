@@ -235,7 +235,7 @@ TEST_CASE("Replayed arrivals follow the trace", "[traces]") {
 
 TEST_CASE("Bundled sample trace is what the documented command generates", "[traces]") {
   // traces/samples/chat_1k.jsonl must stay byte-identical to a fresh run of
-  // `twinserve trace generate` with the options in traces/samples/README.md.
+  // `twinserve trace generate` with the options in docs/traces.md ("Bundled sample").
   GeneratorOptions o;
   o.max_requests = 1000;
   o.rate = 4;
