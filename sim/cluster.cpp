@@ -66,7 +66,10 @@ NodeLinks node_links(const HardwareDesc& hw) {
   NodeLinks l;
   l.gpus_per_node = hw.gpus_per_node;
   l.nvlink_bandwidth = hw.nvlink_bandwidth_gbps * 1e9;
-  l.nvlink_latency = hw.nvlink_latency_us * 1e3;
+  // The profile gives the fixed latency of one all-reduce over the whole
+  // node (a ring of gpus_per_node: 2(n-1) hops); the graph wants one hop.
+  const double ring_hops = hw.gpus_per_node > 1 ? 2.0 * (hw.gpus_per_node - 1) : 1.0;
+  l.nvlink_latency = hw.nvlink_latency_us * 1e3 / ring_hops;
   l.pcie_bandwidth = hw.pcie_bandwidth_gbps * 1e9;
   l.pcie_latency = hw.pcie_latency_us * 1e3;
   l.nic_bandwidth = hw.nic_bandwidth_gbps * 1e9;

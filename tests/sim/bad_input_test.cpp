@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "sim_test_util.hpp"
+
+using namespace twin;
+using namespace twin::test;
+
+TEST_CASE("unknown model and hardware names list the known ones") {
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-9", "h100-80gb")),
+                    Catch::Contains("llama-3.1-8b") && Catch::Contains("llama-9"));
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-3.1-8b", "tpu-v9")),
+                    Catch::Contains("h100-80gb") && Catch::Contains("tpu-v9"));
+  CHECK_THROWS_AS(build_cluster(one_group("llama-9", "h100-80gb")), UsageError);
+}
+
+TEST_CASE("a layout that does not divide the heads is rejected with the reason") {
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-2-7b", "a100-80gb", 3)),
+                    Catch::Contains("tp=3") && Catch::Contains("num_attention_heads"));
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-2-7b", "a100-80gb", 1, 64)), Catch::Contains("pp=64"));
+}
+
+TEST_CASE("unknown router, preset and scheduler keys are named") {
+  ClusterConfig c = one_group("llama-3.1-8b", "h100-80gb");
+  c.router = "fastest";
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("fastest") && Catch::Contains("round_robin"));
+  c = one_group("llama-3.1-8b", "h100-80gb");
+  c.scheduler_preset = "magic";
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("magic") && Catch::Contains("sarathi"));
+  c = one_group("llama-3.1-8b", "h100-80gb");
+  c.scheduler_options.emplace_back("max_num_seqz", "4");
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("max_num_seqz"));
+}
+
+TEST_CASE("cluster config: every key is checked") {
+  using nlohmann::json;
+  const ClusterConfig ok = parse_cluster_config(
+      json::parse(R"({"groups": [{"model": "llama-2-7b", "hardware": "a100-80gb", "tp": 2, "count": 3,
+                      "scheduler": {"max_num_seqs": 64}}],
+                      "scheduler": {"preset": "sarathi", "enable_prefix_caching": false},
+                      "router": "least_kv", "slos": "ttft_p90<=1s", "seed": 5, "gpu_memory_utilization": 0.8})"),
+      "c.json");
+  REQUIRE(ok.groups.size() == 1);
+  CHECK(ok.groups[0].tp == 2);
+  CHECK(ok.groups[0].count == 3);
+  CHECK(ok.scheduler_preset == "sarathi");
+  CHECK(ok.scheduler_options == OptionList{{"enable_prefix_caching", "false"}});
+  CHECK(ok.groups[0].scheduler_options == OptionList{{"max_num_seqs", "64"}});
+  CHECK(ok.seed == 5);
+
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"grups": []})"), "c.json"),
+                    Catch::Contains("c.json") && Catch::Contains("grups") && Catch::Contains("unknown key"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"groups": [{"modle": "x"}]})"), "c.json"),
+                    Catch::Contains("groups[0].modle"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"groups": [{"tp": "two"}]})"), "c.json"),
+                    Catch::Contains("groups[0].tp") && Catch::Contains("integer"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"gpu_memory_utilization": 1.5})"), "c.json"),
+                    Catch::Contains("gpu_memory_utilization"));
+  CHECK_THROWS_WITH(load_cluster_config("/nonexistent/cluster.json"), Catch::Contains("/nonexistent/cluster.json"));
+}
+
+TEST_CASE("SLO strings that do not parse say which part failed") {
+  ClusterConfig c = one_group("llama-3.1-8b", "h100-80gb");
+  c.slos = "ttft_p90<=2s,tpot_p99<=fast";
+  VectorSource none;
+  CHECK_THROWS_WITH(run_simulation(c, none, RunOutputs{}), Catch::Contains("tpot_p99<=fast"));
+}
+
+namespace {
+int run_cli(const std::string& args) {
+  const char* bin = std::getenv("TWIN_BIN");
+  if (!bin) return -1;
+  const int status = std::system((std::string(bin) + " " + args + " >/dev/null 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+}
+}  // namespace
+
+TEST_CASE("twinserve simulate exit codes") {
+  if (!std::getenv("TWIN_BIN")) {
+    WARN("TWIN_BIN not set: skipping the command-line checks");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path trace = fs::temp_directory_path() / "twin_sim_cli_trace.csv";
+  {
+    std::ofstream out(trace);
+    out << "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,100,10\n0.5,200,20\n";
+  }
+  const std::string t = " --trace " + trace.string() + " --no-progress";
+  CHECK(run_cli("simulate" + t) == 0);
+  CHECK(run_cli("simulate" + t + " --model nope") == 2);
+  CHECK(run_cli("simulate" + t + " --hw nope") == 2);
+  CHECK(run_cli("simulate" + t + " --tp 3") == 2);
+  CHECK(run_cli("simulate" + t + " --slo 'ttft<=x'") == 2);
+  CHECK(run_cli("simulate" + t + " --model llama-3.1-70b --hw a100-80gb") == 1);  // does not fit
+  CHECK(run_cli("simulate --trace /nonexistent.csv") == 1);
+  fs::remove(trace);
+}

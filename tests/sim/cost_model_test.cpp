@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include "models/model_math.hpp"
+#include "sim_test_util.hpp"
+
+using namespace twin;
+using namespace twin::test;
+
+namespace {
+
+double gemm_bytes(const std::vector<OpCost>& ops) {
+  double b = 0;
+  for (const auto& op : ops) {
+    if (op.kind == OpKind::qkv_proj || op.kind == OpKind::o_proj || op.kind == OpKind::gate_up_proj ||
+        op.kind == OpKind::down_proj)
+      b += op.bytes;
+  }
+  return b;
+}
+
+double time_of(const std::vector<OpCost>& ops, OpKind kind) {
+  double t = 0;
+  for (const auto& op : ops) if (op.kind == kind) t += op.time_ns;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("decode at batch 1 of Llama-2-7B fp16 on A100 costs about the weights over HBM bandwidth") {
+  Cluster c = build_cluster(one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16"));
+  const GroupPlan& g = c.groups.front();
+  const double weights = static_cast<double>(weight_bytes(g.model, Dtype::fp16));
+  const double effective_bw = g.hardware.memory_bandwidth_gbps * 1e9 * g.hardware.memory_efficiency;
+  const double expected_ns = weights / effective_bw * 1e9;
+  std::vector<OpCost> ops;
+  const Time t = price(*c.replicas[0].cost_model, decode_batch(1, 512), &ops);
+  INFO("decode step " << to_millis(t) << " ms, weights / effective bandwidth " << expected_ns / 1e6 << " ms");
+  CHECK(to_millis(t) > 3.0);   // several milliseconds
+  CHECK(to_millis(t) < 15.0);
+  CHECK(static_cast<double>(t) >= 0.95 * expected_ns);  // cannot beat the memory roof
+  CHECK(static_cast<double>(t) <= 1.35 * expected_ns);  // launches and step overhead on top
+  for (const auto& op : ops) {
+    if (op.kind == OpKind::qkv_proj || op.kind == OpKind::down_proj) CHECK_FALSE(op.compute_bound);
+  }
+}
+
+TEST_CASE("a 2,048-token prefill is compute-bound") {
+  Cluster c = build_cluster(one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16"));
+  BatchShape prefill;
+  prefill.seqs.push_back(SeqShape{2048, 0, true});
+  std::vector<OpCost> ops;
+  const Time t = price(*c.replicas[0].cost_model, prefill, &ops);
+  double flops = 0, compute_time = 0, total_time = 0;
+  for (const auto& op : ops) {
+    flops += op.flops;
+    total_time += op.time_ns;
+    if (op.compute_bound) compute_time += op.time_ns;
+    if (op.kind == OpKind::qkv_proj || op.kind == OpKind::gate_up_proj || op.kind == OpKind::down_proj)
+      CHECK(op.compute_bound);
+  }
+  CHECK(compute_time > 0.8 * total_time);
+  // About 2 x params x tokens FLOPs at a healthy fraction of the 312 TFLOPS peak.
+  const double achieved = flops / (static_cast<double>(t) / 1e9);
+  CHECK(achieved > 0.4 * 312e12);
+  CHECK(achieved < 0.9 * 312e12);
+  CHECK(to_millis(t) > 50);
+}
+
+TEST_CASE("per-token decode cost falls as the batch grows") {
+  Cluster c = build_cluster(one_group("llama-3.1-8b", "h100-80gb"));
+  CostModel& m = *c.replicas[0].cost_model;
+  double last = 1e300;
+  for (int batch : {1, 4, 16, 64, 256}) {
+    const double per_token = static_cast<double>(price(m, decode_batch(batch, 1024))) / batch;
+    CHECK(per_token < last);
+    last = per_token;
+  }
+}
+
+TEST_CASE("TP=2 halves per-GPU weight traffic and adds all-reduce time") {
+  Cluster one = build_cluster(one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16"));
+  Cluster two = build_cluster(one_group("llama-2-7b", "a100-80gb", 2, 1, 1, "fp16"));
+  std::vector<OpCost> ops1, ops2;
+  const Time t1 = price(*one.replicas[0].cost_model, decode_batch(8, 1024), &ops1);
+  const Time t2 = price(*two.replicas[0].cost_model, decode_batch(8, 1024), &ops2);
+  CHECK(gemm_bytes(ops2) == Approx(gemm_bytes(ops1) / 2).epsilon(0.02));
+  CHECK(time_of(ops1, OpKind::tp_allreduce) == 0);
+  CHECK(time_of(ops2, OpKind::tp_allreduce) > 0);
+  CHECK(t2 < t1);  // memory-bound decode still gains
+}
+
+TEST_CASE("the efficiency curve interpolates in log FLOPs and clamps") {
+  EfficiencyCurve curve{{{1e6, 0.1}, {1e8, 0.5}}};
+  CHECK(curve.at(1e5) == Approx(0.1));
+  CHECK(curve.at(1e7) == Approx(0.3));
+  CHECK(curve.at(1e9) == Approx(0.5));
+}
+
+TEST_CASE("swaps are priced over the host link") {
+  Cluster c = build_cluster(one_group("llama-3.1-8b", "h100-80gb"));
+  CostModel& m = *c.replicas[0].cost_model;
+  CHECK(m.swap_time(0) == 0);
+  const Time one = m.swap_time(1), hundred = m.swap_time(100);
+  CHECK(hundred > 50 * (one - static_cast<Time>(c.groups[0].hardware.pcie_latency_us * 1e3)));
+}

@@ -1,0 +1,77 @@
+#include <catch2/catch.hpp>
+
+#include <array>
+
+#include "sim/topology.hpp"
+
+using namespace twin;
+
+namespace {
+NodeLinks dgx() {
+  NodeLinks l;
+  l.gpus_per_node = 8;
+  l.nvlink_bandwidth = 450e9;
+  l.nvlink_latency = 2000;
+  l.pcie_bandwidth = 64e9;
+  l.pcie_latency = 10000;
+  l.nic_bandwidth = 50e9;
+  l.nic_latency = 5000;
+  return l;
+}
+}  // namespace
+
+TEST_CASE("GPUs in a node talk over NVLink, across nodes over PCIe and the network") {
+  ClusterTopology t;
+  const auto gpus = t.add_nodes(dgx(), 2);
+  REQUIRE(gpus.size() == 16);
+  CHECK(t.num_nodes() == 2);
+  const PathCost in_node = t.path(gpus[0], gpus[1]);
+  CHECK(in_node.bandwidth == Approx(450e9));
+  CHECK(in_node.latency == Approx(2000));
+  CHECK(in_node.hops == 2);
+  CHECK(t.path_names(gpus[0], gpus[1]) == std::vector<std::string>{"node0.gpu0", "node0.nvswitch", "node0.gpu1"});
+
+  const PathCost cross = t.path(gpus[0], gpus[8]);
+  CHECK(cross.bandwidth == Approx(50e9));                  // the NIC is the bottleneck
+  CHECK(cross.latency == Approx(10000 + 0 + 5000 + 10000));  // PCIe, NIC-to-NIC, PCIe
+  CHECK(t.path_names(gpus[0], gpus[8]).size() == 7);
+  CHECK(t.node_of(gpus[9]) == 1);
+
+  const PathCost host = t.host_path(gpus[3]);
+  CHECK(host.bandwidth == Approx(64e9));
+  CHECK(host.latency == Approx(10000));
+}
+
+TEST_CASE("without NVLink, GPUs of a node go through the host") {
+  NodeLinks l = dgx();
+  l.nvlink_bandwidth = 0;
+  ClusterTopology t;
+  const auto gpus = t.add_nodes(l, 1);
+  const PathCost p = t.path(gpus[0], gpus[1]);
+  CHECK(p.bandwidth == Approx(64e9));
+  CHECK(p.latency == Approx(20000));
+}
+
+TEST_CASE("ring all-reduce uses the ring's bottleneck and 2(n-1) latencies") {
+  ClusterTopology t;
+  const auto gpus = t.add_nodes(dgx(), 2);
+  const std::array<GpuId, 4> in_node{gpus[0], gpus[1], gpus[2], gpus[3]};
+  const RingCost ring = t.ring(in_node);
+  CHECK(ring.size == 4);
+  CHECK(ring.bandwidth == Approx(450e9));
+  const double bytes = 64e6;
+  CHECK(ring.allreduce_time(bytes) == Approx(2.0 * 3 / 4 * bytes / 450e9 * 1e9 + 2.0 * 3 * 2000));
+
+  const std::array<GpuId, 2> across{gpus[0], gpus[8]};
+  CHECK(t.ring(across).bandwidth == Approx(50e9));
+  const std::array<GpuId, 1> alone{gpus[0]};
+  CHECK(t.ring(alone).allreduce_time(bytes) == 0);
+}
+
+TEST_CASE("bad node links are rejected") {
+  ClusterTopology t;
+  NodeLinks l = dgx();
+  l.pcie_bandwidth = 0;
+  CHECK_THROWS_WITH(t.add_nodes(l, 1), Catch::Contains("PCIe"));
+  CHECK_THROWS(t.add_nodes(dgx(), 0));
+}
