@@ -15,7 +15,14 @@ namespace {
 }  // namespace
 
 std::string shape_str(const TensorView& t) {
-  return "[" + std::to_string(t.rows) + ", " + std::to_string(t.cols) + "] " + std::string(dtype_name(t.dtype));
+  // Built by appending: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
+  std::string s = "[";
+  s += std::to_string(t.rows);
+  s += ", ";
+  s += std::to_string(t.cols);
+  s += "] ";
+  s += dtype_name(t.dtype);
+  return s;
 }
 
 void check_view(std::string_view op, std::string_view what, const TensorView& t) {
@@ -32,7 +39,8 @@ void check_dtype(std::string_view op, std::string_view what, const TensorView& t
   std::string names;
   for (Dtype d : allowed) {
     if (t.dtype == d) return;
-    names += (names.empty() ? "" : " or ") + std::string(dtype_name(d));
+    if (!names.empty()) names += " or ";
+    names += dtype_name(d);
   }
   fail(op, std::string(what) + " is " + shape_str(t) + "; expected dtype " + names);
 }

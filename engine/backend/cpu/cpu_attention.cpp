@@ -1,0 +1,158 @@
+// Paged KV writes, block copies and paged attention on the CPU.
+// Attention work items are (sequence, kv head, chunk of queries): each item
+// reads its K/V rows once for all query heads of the GQA group and computes
+// every output element in a fixed order, so results do not depend on the
+// thread count or on which other sequences share the step.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "engine/backend/cpu/cpu_backend_impl.hpp"
+#include "engine/backend/op_checks.hpp"
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+constexpr std::int32_t kQueryChunk = 16;
+
+float dot(const float* a, const float* b, std::int32_t n) {
+  float lane[8] = {};
+  std::int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * b[i + l];
+  }
+  float total = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; i < n; ++i) total += a[i] * b[i];
+  return total;
+}
+
+struct WorkItem {
+  std::int32_t seq;
+  std::int32_t kv_head;
+  std::int32_t first_query;  // index within the sequence's new tokens
+  std::int32_t num_query;
+};
+
+}  // namespace
+
+void CpuBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
+                          std::span<const std::int64_t> slots) {
+  check_kv_cache("kv_write", cache);
+  if (cache.dtype != Dtype::f32) {
+    throw Error("kv_write: the cpu backend keeps the KV cache in f32, got " + std::string(dtype_name(cache.dtype)));
+  }
+  check_dtype("kv_write", "k", k, {Dtype::f32});
+  check_dtype("kv_write", "v", v, {Dtype::f32});
+  const std::int64_t width = cache.slot_elems();
+  check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
+  check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
+  const std::int64_t num_slots = cache.num_blocks * cache.block_size;
+  auto* kc = static_cast<float*>(cache.k);
+  auto* vc = static_cast<float*>(cache.v);
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    const std::int64_t s = slots[t];
+    if (s < 0) continue;
+    if (s >= num_slots) {
+      throw Error("kv_write: slot " + std::to_string(s) + " of token " + std::to_string(t) + " is outside the cache's " +
+                  std::to_string(num_slots) + " slots");
+    }
+    std::memcpy(kc + s * width, k.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
+    std::memcpy(vc + s * width, v.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
+  }
+}
+
+void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
+  check_kv_cache("copy_blocks", src);
+  check_kv_cache("copy_blocks", dst);
+  if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
+      src.head_dim != dst.head_dim) {
+    throw Error("copy_blocks: source and destination caches differ in dtype or block geometry");
+  }
+  const std::size_t block_bytes = static_cast<std::size_t>(src.block_elems()) * dtype_bytes(src.dtype);
+  for (const BlockCopy& p : pairs) {
+    if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
+      throw Error("copy_blocks: pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
+                  " is outside the caches' " + std::to_string(src.num_blocks) + " / " +
+                  std::to_string(dst.num_blocks) + " blocks");
+    }
+    for (auto [s, d] : {std::pair{src.k, dst.k}, std::pair{src.v, dst.v}}) {
+      std::memmove(static_cast<char*>(d) + p.dst * block_bytes, static_cast<const char*>(s) + p.src * block_bytes,
+                   block_bytes);
+    }
+  }
+}
+
+void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
+                                 const AttentionShape& shape, const TensorView& out) {
+  check_attention(q, cache, seqs, shape, out);
+  if (cache.dtype != Dtype::f32) {
+    throw Error("paged_attention: the cpu backend reads an f32 KV cache, got " +
+                std::string(dtype_name(cache.dtype)));
+  }
+  const std::int32_t hd = shape.head_dim;
+  const std::int32_t group = shape.num_heads / shape.num_kv_heads;
+  const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const std::int64_t slot_width = cache.slot_elems();
+  const auto* kc = static_cast<const float*>(cache.k);
+  const auto* vc = static_cast<const float*>(cache.v);
+
+  std::vector<WorkItem> items;
+  for (std::size_t s = 0; s < seqs.size(); ++s) {
+    for (std::int32_t g = 0; g < shape.num_kv_heads; ++g) {
+      for (std::int32_t i = 0; i < seqs[s].num_query; i += kQueryChunk) {
+        items.push_back({static_cast<std::int32_t>(s), g, i, std::min(kQueryChunk, seqs[s].num_query - i)});
+      }
+    }
+  }
+
+  pool_.parallel_for(static_cast<std::int64_t>(items.size()), [&](std::int64_t b, std::int64_t e) {
+    std::vector<float> scores;  // [group, keys]
+    for (std::int64_t it = b; it < e; ++it) {
+      const WorkItem& w = items[it];
+      const SeqAttention& seq = seqs[w.seq];
+      const std::int32_t first_pos = seq.context_len - seq.num_query;
+      for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
+        const std::int32_t pos = first_pos + qi;
+        const std::int32_t lo = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
+        const std::int32_t n_keys = pos - lo + 1;
+        scores.assign(static_cast<std::size_t>(group) * n_keys, 0.0f);
+        const std::int64_t row = seq.query_start + qi;
+        const float* qrow = static_cast<const float*>(q.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
+        for (std::int32_t j = 0; j < n_keys; ++j) {
+          const std::int32_t p = lo + j;
+          const std::int64_t slot =
+              static_cast<std::int64_t>(seq.block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+          const float* krow = kc + slot * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+          for (std::int32_t h = 0; h < group; ++h) scores[h * n_keys + j] = dot(qrow + h * hd, krow, hd) * scale;
+        }
+        float* orow = static_cast<float*>(out.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
+        for (std::int32_t h = 0; h < group; ++h) {
+          float* sc = scores.data() + static_cast<std::int64_t>(h) * n_keys;
+          const float mx = *std::max_element(sc, sc + n_keys);
+          float total = 0.0f;
+          for (std::int32_t j = 0; j < n_keys; ++j) total += (sc[j] = std::exp(sc[j] - mx));
+          const float inv = 1.0f / total;
+          for (std::int32_t j = 0; j < n_keys; ++j) sc[j] *= inv;
+          std::fill(orow + h * hd, orow + (h + 1) * hd, 0.0f);
+        }
+        for (std::int32_t j = 0; j < n_keys; ++j) {
+          const std::int32_t p = lo + j;
+          const std::int64_t slot =
+              static_cast<std::int64_t>(seq.block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+          const float* vrow = vc + slot * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+          for (std::int32_t h = 0; h < group; ++h) {
+            const float pj = scores[static_cast<std::int64_t>(h) * n_keys + j];
+            float* o = orow + h * hd;
+            for (std::int32_t d = 0; d < hd; ++d) o[d] += pj * vrow[d];
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace twin

@@ -1,0 +1,230 @@
+// GEMMs on OpenBLAS. f32 weights go straight to SGEMM (SGEMV for one row).
+// bf16 weights: for a few rows of A (decode) W is read directly as bf16 and
+// converted in registers, which halves the bytes read compared with an f32
+// copy; for more rows W is converted panel by panel into a cache-sized f32
+// scratch that SGEMM consumes, so the conversion is amortised over the rows
+// and no full f32 copy of the weights is kept (see docs/engine.md, Backend).
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <string>
+
+#include "engine/backend/cpu/cpu_backend_impl.hpp"
+#include "engine/backend/op_checks.hpp"
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+// Elements of W converted per panel: 256 K floats = 1 MiB, about L2 size.
+constexpr std::int64_t kPanelElems = 256 * 1024;
+
+float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
+  float lane[8] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * bf16_to_f32(w[i + l]);
+  }
+  float total = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+  for (; i < k; ++i) total += a[i] * bf16_to_f32(w[i]);
+  return total;
+}
+
+void add_bias(const TensorView& c, const TensorView& bias) {
+  std::vector<float> b(static_cast<std::size_t>(bias.cols));
+  convert_to_f32(bias.data, bias.dtype, b.data(), b.size());
+  for (std::int64_t r = 0; r < c.rows; ++r) {
+    float* row = static_cast<float*>(c.at(r));
+    for (std::int64_t j = 0; j < c.cols; ++j) row[j] += b[j];
+  }
+}
+
+}  // namespace
+
+void CpuBackend::set_blas_threads() {
+  // OpenBLAS keeps one global thread count; several backends may coexist
+  // (tests build a 1-thread and a 2-thread one), so set it per call.
+  if (openblas_get_num_threads() != threads_) openblas_set_num_threads(threads_);
+}
+
+void CpuBackend::gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
+  check_gemm(a, w, c, options);
+  gemm_unchecked(a, w, c, options);
+}
+
+void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c,
+                                const GemmOptions& options) {
+  const std::int64_t m = a.rows, n = w.rows, k = a.cols;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!options.accumulate) fill(c, 0.0f);
+  } else if (w.dtype == Dtype::f32) {
+    set_blas_threads();
+    const float beta = options.accumulate ? 1.0f : 0.0f;
+    const auto* ap = static_cast<const float*>(a.data);
+    const auto* wp = static_cast<const float*>(w.data);
+    auto* cp = static_cast<float*>(c.data);
+    if (m == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, wp,
+                  static_cast<blasint>(w.row_stride), ap, 1, beta, cp, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+                  static_cast<blasint>(k), 1.0f, ap, static_cast<blasint>(a.row_stride), wp,
+                  static_cast<blasint>(w.row_stride), beta, cp, static_cast<blasint>(c.row_stride));
+    }
+  } else if (m <= kBf16DirectMaxRows) {
+    gemm_bf16_small_m(a, w, c, options.accumulate);
+  } else {
+    gemm_bf16_panels(a, w, c, options.accumulate);
+  }
+  if (options.bias != nullptr) add_bias(c, *options.bias);
+}
+
+void CpuBackend::gemm_bf16_small_m(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate) {
+  // Split over output columns (rows of W): each C element is one dot product
+  // in a fixed order, whatever the thread count.
+  pool_.parallel_for(w.rows, [&](std::int64_t j0, std::int64_t j1) {
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
+      for (std::int64_t i = 0; i < a.rows; ++i) {
+        float* cij = static_cast<float*>(c.at(i, j));
+        const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, a.cols);
+        *cij = accumulate ? *cij + d : d;
+      }
+    }
+  });
+}
+
+void CpuBackend::gemm_bf16_panels(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate) {
+  const std::int64_t k = a.cols;
+  const std::int64_t panel_rows = std::max<std::int64_t>(16, kPanelElems / k);
+  panel_scratch_.resize(static_cast<std::size_t>(std::min(panel_rows, w.rows) * k));
+  set_blas_threads();
+  for (std::int64_t j0 = 0; j0 < w.rows; j0 += panel_rows) {
+    const std::int64_t rows = std::min(panel_rows, w.rows - j0);
+    pool_.parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        convert_to_f32(w.at(j0 + r), Dtype::bf16, panel_scratch_.data() + r * k, static_cast<std::size_t>(k));
+      }
+    });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(a.rows), static_cast<blasint>(rows),
+                static_cast<blasint>(k), 1.0f, static_cast<const float*>(a.data), static_cast<blasint>(a.row_stride),
+                panel_scratch_.data(), static_cast<blasint>(k), accumulate ? 1.0f : 0.0f,
+                static_cast<float*>(c.at(0, j0)), static_cast<blasint>(c.row_stride));
+  }
+}
+
+void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
+                          const TensorView& topk_ids, const TensorView& topk_weights) {
+  check_dtype("moe_topk", "router_logits", router_logits, {Dtype::f32});
+  check_dtype("moe_topk", "topk_ids", topk_ids, {Dtype::i32});
+  check_dtype("moe_topk", "topk_weights", topk_weights, {Dtype::f32});
+  const std::int64_t experts = router_logits.cols;
+  if (top_k <= 0 || top_k > experts) {
+    throw Error("moe_topk: top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(experts) + "]");
+  }
+  check_shape("moe_topk", "topk_ids", topk_ids, router_logits.rows, top_k);
+  check_shape("moe_topk", "topk_weights", topk_weights, router_logits.rows, top_k);
+  pool_.parallel_for(router_logits.rows, [&](std::int64_t t0, std::int64_t t1) {
+    std::vector<float> p(static_cast<std::size_t>(experts));
+    std::vector<std::int32_t> order(static_cast<std::size_t>(experts));
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const float* logits = static_cast<const float*>(router_logits.at(t));
+      const float mx = *std::max_element(logits, logits + experts);
+      float total = 0.0f;
+      for (std::int64_t e = 0; e < experts; ++e) total += (p[e] = std::exp(logits[e] - mx));
+      for (auto& x : p) x /= total;
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                        [&](std::int32_t x, std::int32_t y) { return p[x] > p[y] || (p[x] == p[y] && x < y); });
+      float kept = 0.0f;
+      for (std::int32_t j = 0; j < top_k; ++j) kept += p[order[j]];
+      auto* ids = static_cast<std::int32_t*>(topk_ids.at(t));
+      auto* wts = static_cast<float*>(topk_weights.at(t));
+      for (std::int32_t j = 0; j < top_k; ++j) {
+        ids[j] = order[j];
+        wts[j] = renormalize ? p[order[j]] / kept : p[order[j]];
+      }
+    }
+  });
+}
+
+void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
+                             std::span<const TensorView> gate_up, std::span<const TensorView> down,
+                             const TensorView& out) {
+  constexpr const char* op = "moe_experts";
+  check_dtype(op, "x", x, {Dtype::f32});
+  check_dtype(op, "out", out, {Dtype::f32});
+  check_shape(op, "out", out, x.rows, x.cols);
+  check_dtype(op, "topk_ids", topk_ids, {Dtype::i32});
+  check_dtype(op, "topk_weights", topk_weights, {Dtype::f32});
+  check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
+  check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
+  if (gate_up.size() != down.size() || gate_up.empty()) {
+    throw Error(std::string(op) + ": " + std::to_string(gate_up.size()) + " gate_up and " +
+                std::to_string(down.size()) + " down weights; expected the same non-zero count");
+  }
+  const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
+  const std::int64_t inter = gate_up[0].rows / 2;
+  for (std::size_t e = 0; e < gate_up.size(); ++e) {
+    check_dtype(op, "gate_up", gate_up[e], {Dtype::f32, Dtype::bf16});
+    check_dtype(op, "down", down[e], {Dtype::f32, Dtype::bf16});
+    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, hidden);
+    check_shape(op, "down[" + std::to_string(e) + "]", down[e], hidden, inter);
+  }
+  // Group the (token, slot) pairs by expert, in token order.
+  std::map<std::int32_t, std::vector<std::int64_t>> by_expert;  // expert -> pair index t * top_k + j
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    const auto* ids = static_cast<const std::int32_t*>(topk_ids.at(t));
+    for (std::int64_t j = 0; j < top_k; ++j) {
+      if (ids[j] < 0 || ids[j] >= static_cast<std::int32_t>(gate_up.size())) {
+        throw Error(std::string(op) + ": expert id " + std::to_string(ids[j]) + " of token " + std::to_string(t) +
+                    " is outside the " + std::to_string(gate_up.size()) + " experts");
+      }
+      by_expert[ids[j]].push_back(t * top_k + j);
+    }
+  }
+  // Each pair's expert output goes to its own row, then every token sums its
+  // rows in slot order: the sum does not depend on how tokens were grouped.
+  std::vector<float> pair_out(static_cast<std::size_t>(tokens * top_k * hidden));
+  std::vector<float> xs, h2, h;
+  for (const auto& [expert, pairs] : by_expert) {
+    const auto rows = static_cast<std::int64_t>(pairs.size());
+    xs.resize(static_cast<std::size_t>(rows * hidden));
+    h2.resize(static_cast<std::size_t>(rows * 2 * inter));
+    h.resize(static_cast<std::size_t>(rows * inter));
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::memcpy(xs.data() + r * hidden, x.at(pairs[r] / top_k), static_cast<std::size_t>(hidden) * sizeof(float));
+    }
+    const TensorView xv = make_view(xs.data(), Dtype::f32, rows, hidden);
+    const TensorView h2v = make_view(h2.data(), Dtype::f32, rows, 2 * inter);
+    const TensorView hv = make_view(h.data(), Dtype::f32, rows, inter);
+    std::vector<float> yo(static_cast<std::size_t>(rows * hidden));
+    const TensorView yv = make_view(yo.data(), Dtype::f32, rows, hidden);
+    gemm_unchecked(xv, gate_up[expert], h2v, {});
+    silu_and_mul(h2v, hv);
+    gemm_unchecked(hv, down[expert], yv, {});
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::memcpy(pair_out.data() + pairs[r] * hidden, yo.data() + r * hidden,
+                  static_cast<std::size_t>(hidden) * sizeof(float));
+    }
+  }
+  pool_.parallel_for(tokens, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      float* o = static_cast<float*>(out.at(t));
+      const auto* wts = static_cast<const float*>(topk_weights.at(t));
+      std::fill(o, o + hidden, 0.0f);
+      for (std::int64_t j = 0; j < top_k; ++j) {
+        const float* y = pair_out.data() + (t * top_k + j) * hidden;
+        for (std::int64_t c = 0; c < hidden; ++c) o[c] += wts[j] * y[c];
+      }
+    }
+  });
+}
+
+}  // namespace twin
