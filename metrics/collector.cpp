@@ -120,12 +120,8 @@ void MetricsCollector::add(const RequestRecord& r) {
   tpot_ns_.push_back(r.output_tokens >= 2
                          ? static_cast<double>(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1)
                          : -1.0);
-  Time max_gap = r.itl.empty() ? kNoTime : 0;
-  for (const Time gap : r.itl) {
-    itl_ns_.add(gap);
-    max_gap = std::max(max_gap, gap);
-  }
-  max_itl_ns_.push_back(max_gap);
+  itl_ns_.add_all(r.itl);
+  max_itl_ns_.push_back(r.itl.empty() ? kNoTime : *std::max_element(r.itl.begin(), r.itl.end()));
   input_tokens_ += static_cast<std::uint64_t>(r.prompt_tokens);
   output_tokens_ += static_cast<std::uint64_t>(r.output_tokens);
   cached_tokens_ += static_cast<std::uint64_t>(r.cached_prompt_tokens);

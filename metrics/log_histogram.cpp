@@ -43,7 +43,25 @@ void LogHistogram::add(std::int64_t value, std::uint64_t count) {
     max_ = std::max(max_, value);
   }
   count_ += count;
-  sum_ += static_cast<long double>(value) * static_cast<long double>(count);
+  sum_ += static_cast<unsigned __int128>(value) * count;
+}
+
+void LogHistogram::add_all(std::span<const std::int64_t> values) {
+  if (values.empty()) return;
+  std::int64_t low = values.front();
+  std::int64_t high = values.front();
+  unsigned __int128 sum = 0;
+  for (const std::int64_t value : values) {
+    if (value < 0) throw Error("LogHistogram: negative value " + std::to_string(value));
+    ++counts_[bucket_of(value)];
+    low = std::min(low, value);
+    high = std::max(high, value);
+    sum += static_cast<std::uint64_t>(value);
+  }
+  min_ = count_ == 0 ? low : std::min(min_, low);
+  max_ = count_ == 0 ? high : std::max(max_, high);
+  count_ += values.size();
+  sum_ += sum;
 }
 
 void LogHistogram::merge(const LogHistogram& other) {
@@ -62,7 +80,10 @@ void LogHistogram::merge(const LogHistogram& other) {
 
 double LogHistogram::mean() const {
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
-  return static_cast<double>(sum_ / static_cast<long double>(count_));
+  // Integer part exactly, then the remainder: no precision lost to the sum's size.
+  const unsigned __int128 whole = sum_ / count_;
+  const unsigned __int128 rest = sum_ % count_;
+  return static_cast<double>(whole) + static_cast<double>(rest) / static_cast<double>(count_);
 }
 
 double LogHistogram::order_statistic(std::uint64_t k) const {

@@ -7,6 +7,7 @@
 // of the true one. Count, sum (hence mean), min and max are exact.
 #include <array>
 #include <cstdint>
+#include <span>
 
 namespace twin {
 
@@ -19,6 +20,8 @@ class LogHistogram {
 
   // Negative values are a caller's bug: they throw twin::Error.
   void add(std::int64_t value, std::uint64_t count = 1);
+  // Same as add() for each value, faster: the hot path of a request's gaps.
+  void add_all(std::span<const std::int64_t> values);
   void merge(const LogHistogram& other);
 
   std::uint64_t count() const { return count_; }
@@ -37,7 +40,7 @@ class LogHistogram {
 
   std::array<std::uint64_t, kNumBuckets> counts_{};
   std::uint64_t count_ = 0;
-  long double sum_ = 0;
+  __extension__ unsigned __int128 sum_ = 0;  // exact: 2^64 values of 2^63 fit
   std::int64_t min_ = 0;
   std::int64_t max_ = 0;
 };

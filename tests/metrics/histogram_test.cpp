@@ -59,6 +59,16 @@ TEST_CASE("log histogram merge equals adding everything to one") {
     all.add(v * 1000);
   }
   a.merge(b);
+  LogHistogram batch;
+  std::vector<std::int64_t> values;
+  for (std::int64_t v = 1; v < 100000; v += 37) values.push_back(v * 1000);
+  batch.add_all(values);
+  CHECK(batch.count() == all.count());
+  CHECK(batch.mean() == all.mean());
+  CHECK(batch.min() == all.min());
+  CHECK(batch.max() == all.max());
+  CHECK(batch.percentile(50) == all.percentile(50));
+  CHECK_THROWS_AS(batch.add_all(std::vector<std::int64_t>{-3}), twin::Error);
   CHECK(a.count() == all.count());
   CHECK(a.min() == all.min());
   CHECK(a.max() == all.max());
@@ -69,4 +79,6 @@ TEST_CASE("log histogram merge equals adding everything to one") {
   big.add(1);
   CHECK(big.max() == INT64_MAX);
   CHECK(big.percentile(50) > 0);
+  big.add(INT64_MAX);
+  CHECK(big.mean() == Approx((2.0 * static_cast<double>(INT64_MAX) + 1) / 3));  // the sum does not overflow
 }
