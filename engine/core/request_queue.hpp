@@ -35,6 +35,7 @@ class RequestQueue {
   QueueEntry push(const Request& req, std::int32_t slot, bool at_front);
   void erase(const QueueEntry& entry) { entries_.erase(entry); }
   std::size_t size() const { return entries_.size(); }
+  const Set& entries() const { return entries_; }  // key order (not bucket rotation)
   bool empty() const { return entries_.empty(); }
 
   // Visits slots in service order until visit returns false. With

@@ -246,9 +246,10 @@ void Scheduler::process_cancels(Time now, StepPlan& plan) {
 }
 
 Time Scheduler::oldest_queued_at() const {
+  // Called only while fewer than batch_size requests wait: a short scan.
   Time oldest = std::numeric_limits<Time>::max();
-  for (const auto& s : seqs_) {
-    if (s.state == State::waiting) oldest = std::min(oldest, s.queued_at);
+  for (const auto& e : queue_.entries()) {
+    oldest = std::min(oldest, seqs_[static_cast<std::size_t>(e.slot)].queued_at);
   }
   return oldest;
 }
@@ -258,7 +259,6 @@ void Scheduler::maybe_form_batch(Time now) {
   const auto& sc = config_.scheduler;
   const auto want = static_cast<std::size_t>(sc.batch_size);
   if (sc.batching == BatchingMode::dynamic && queue_.size() < want) {
-    // Only a short queue is scanned here (fewer than batch_size waiting).
     if (now < oldest_queued_at() + sc.batch_timeout) return;
   }
   std::int32_t taken = 0;
@@ -493,7 +493,8 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     ++s.num_output;
     if (s.num_output == 1) {
       s.first_token = now;
-      s.itl.reserve(static_cast<std::size_t>(s.req.output_len - 1));
+      // Bounded: a huge output_len must not reserve memory it may never use.
+      s.itl.reserve(static_cast<std::size_t>(std::min(s.req.output_len - 1, 4096)));
     } else {
       s.itl.push_back(now - s.last_token);
     }
