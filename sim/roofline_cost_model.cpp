@@ -15,9 +15,17 @@ double EfficiencyCurve::at(double flops) const {
   const auto hi = std::upper_bound(points.begin(), points.end(), flops,
                                    [](double f, const auto& p) { return f < p.first; });
   const auto lo = hi - 1;
-  const double x0 = std::log10(lo->first), x1 = std::log10(hi->first);
+  const std::size_t i = static_cast<std::size_t>(lo - points.begin());
+  const bool prepared = log_flops_.size() == points.size();
+  const double x0 = prepared ? log_flops_[i] : std::log10(lo->first);
+  const double x1 = prepared ? log_flops_[i + 1] : std::log10(hi->first);
   const double t = x1 > x0 ? (std::log10(flops) - x0) / (x1 - x0) : 0.0;
   return lo->second + t * (hi->second - lo->second);
+}
+
+void EfficiencyCurve::prepare() {
+  log_flops_.clear();
+  for (const auto& p : points) log_flops_.push_back(std::log10(p.first));
 }
 
 RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dtype weights, Dtype kv,
@@ -37,6 +45,7 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dty
       throw UsageError("roofline cost model: GEMM efficiency points must ascend in FLOPs");
     }
   }
+  params_.gemm_efficiency.prepare();
   params_.tp_rings.resize(layout_.pp);
   params_.pp_links.resize(layout_.pp);
   ops_.reserve(32);
@@ -66,15 +75,7 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       one = params_.pp_links[stage].time(op.comm_bytes) + params_.kernel_launch_ns;
       break;
     default: {
-      double efficiency;
-      const bool attention = op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode;
-      if (attention && params_.attention_efficiency > 0) {
-        efficiency = params_.attention_efficiency;
-      } else {
-        efficiency = params_.gemm_efficiency.points.empty()
-                         ? params_.compute_efficiency
-                         : std::min(params_.compute_efficiency, params_.gemm_efficiency.at(op.flops));
-      }
+      const double efficiency = efficiency_for(op);
       const double compute = op.flops / (params_.peak_flops * efficiency) * 1e9;
       const double memory = op.bytes / (params_.memory_bandwidth * params_.memory_efficiency) * 1e9;
       c.compute_bound = compute > memory;
@@ -84,6 +85,19 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   }
   c.time_ns = one * op.repeat;
   return c;
+}
+
+double RooflineCostModel::efficiency_for(const Op& op) const {
+  const bool attention = op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode;
+  if (attention && params_.attention_efficiency > 0) return params_.attention_efficiency;
+  if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
+  const auto kind = static_cast<std::size_t>(op.kind);
+  EfficiencyMemo& memo = memo_[kind < static_cast<std::size_t>(kNumOpKinds) ? kind : 0];
+  if (memo.flops != op.flops) {
+    memo.flops = op.flops;
+    memo.efficiency = std::min(params_.compute_efficiency, params_.gemm_efficiency.at(op.flops));
+  }
+  return memo.efficiency;
 }
 
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {

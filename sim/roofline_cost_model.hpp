@@ -21,6 +21,11 @@ namespace twin {
 struct EfficiencyCurve {
   std::vector<std::pair<double, double>> points;  // ascending FLOPs
   double at(double flops) const;
+  // Precomputes the points' logarithms; at() works without, only slower.
+  void prepare();
+
+ private:
+  std::vector<double> log_flops_;
 };
 
 // Everything the roofline needs about one replica's GPUs and links: plain
@@ -64,6 +69,13 @@ class RooflineCostModel final : public CostModel {
   Dtype kv_;
   RooflineParams params_;
   std::vector<Op> ops_;  // reused every step
+  // The last (FLOPs, efficiency) per op kind: steady decode repeats shapes.
+  struct EfficiencyMemo {
+    double flops = -1;
+    double efficiency = 0;
+  };
+  mutable EfficiencyMemo memo_[kNumOpKinds];
+  double efficiency_for(const Op& op) const;
 };
 
 }  // namespace twin

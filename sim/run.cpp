@@ -116,7 +116,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   SimOptions options;
   options.router = cluster.router;
   options.seed = config.seed;
-  options.record_steps = true;
+  options.record_steps = outputs.step_stats || step_writer != nullptr;
   const bool show_progress = outputs.progress && isatty(STDERR_FILENO);
   bool progress_shown = false;
   if (show_progress) {

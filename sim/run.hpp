@@ -18,6 +18,9 @@ struct RunOutputs {
   std::string out_dir;       // empty: write no files
   bool overwrite = false;    // replace result files already in out_dir
   bool write_steps = true;   // steps.csv (with out_dir)
+  // Step records feed the summary's batch-size and KV-usage figures; off
+  // saves a little time on huge runs (those figures are then 0).
+  bool step_stats = true;
   bool progress = false;     // a progress line on stderr after a second of wall time
 };
 

@@ -90,7 +90,10 @@ TEST_CASE("TP=2 halves per-GPU weight traffic and adds all-reduce time") {
 }
 
 TEST_CASE("the efficiency curve interpolates in log FLOPs and clamps") {
-  EfficiencyCurve curve{{{1e6, 0.1}, {1e8, 0.5}}};
+  EfficiencyCurve curve;
+  curve.points = {{1e6, 0.1}, {1e8, 0.5}};
+  CHECK(curve.at(1e7) == Approx(0.3));
+  curve.prepare();
   CHECK(curve.at(1e5) == Approx(0.1));
   CHECK(curve.at(1e7) == Approx(0.3));
   CHECK(curve.at(1e9) == Approx(0.5));
