@@ -1,3 +1,5 @@
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -57,7 +59,12 @@ std::unique_ptr<Backend> make_cpu_backend(std::int32_t threads) {
   return std::make_unique<CpuBackend>(resolve_threads(threads));
 }
 
-CpuBackend::CpuBackend(int threads) : pool_(threads), threads_(threads) {}
+CpuBackend::CpuBackend(int threads) : pool_(threads), threads_(threads) {
+  // GEMMs are split over our own pool in fixed tiles (cpu_gemm.cpp), each a
+  // single-threaded OpenBLAS call: OpenBLAS's threads would change results
+  // with the thread count and oversubscribe the cores.
+  openblas_set_num_threads(1);
+}
 
 DeviceInfo CpuBackend::device_info() const {
   DeviceInfo info;

@@ -10,6 +10,10 @@
 
 namespace twin {
 
+// Rows of A at or below which a bf16 GEMM reads W directly (bandwidth-bound
+// decode); above it W is converted panel by panel and fed to SGEMM.
+inline constexpr std::int64_t kBf16DirectMaxRows = 8;
+
 // threads <= 0: one per hardware thread.
 std::unique_ptr<Backend> make_cpu_backend(std::int32_t threads = 0);
 

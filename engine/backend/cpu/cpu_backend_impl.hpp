@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/backend/cpu/cpu_backend.hpp"
 #include "engine/backend/cpu/thread_pool.hpp"
 
 namespace twin {
@@ -55,17 +56,9 @@ class CpuBackend final : public Backend {
 
  private:
   void gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
-  void gemm_bf16_small_m(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate);
-  void gemm_bf16_panels(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate);
-  void set_blas_threads();
 
   ThreadPool pool_;
   int threads_;
-  std::vector<float> panel_scratch_;  // bf16 weight panel converted to f32
 };
-
-// Rows of A at or below which a bf16 GEMM reads W directly (bandwidth-bound
-// decode); above it W is converted panel by panel and fed to SGEMM.
-inline constexpr std::int64_t kBf16DirectMaxRows = 8;
 
 }  // namespace twin

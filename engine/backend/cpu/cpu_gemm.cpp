@@ -1,9 +1,9 @@
 // GEMMs on OpenBLAS. f32 weights go straight to SGEMM (SGEMV for one row).
 // bf16 weights: for a few rows of A (decode) W is read directly as bf16 and
 // converted in registers, which halves the bytes read compared with an f32
-// copy; for more rows W is converted panel by panel into a cache-sized f32
-// scratch that SGEMM consumes, so the conversion is amortised over the rows
-// and no full f32 copy of the weights is kept (see docs/engine.md, Backend).
+// copy; for more rows each tile of W is converted into a small f32 scratch
+// that SGEMM consumes, so the conversion is amortised over the rows and no
+// full f32 copy of the weights is kept (see docs/engine.md, Backend).
 #include <cblas.h>
 
 #include <algorithm>
@@ -21,8 +21,9 @@ namespace twin {
 
 namespace {
 
-// Elements of W converted per panel: 256 K floats = 1 MiB, about L2 size.
-constexpr std::int64_t kPanelElems = 256 * 1024;
+// Rows of W per tile: small enough to spread an FFN's columns over the
+// cores, large enough for SGEMM to run at speed.
+constexpr std::int64_t kGemmTileCols = 128;
 
 float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
   float lane[8] = {};
@@ -46,77 +47,68 @@ void add_bias(const TensorView& c, const TensorView& bias) {
 
 }  // namespace
 
-void CpuBackend::set_blas_threads() {
-  // OpenBLAS keeps one global thread count; several backends may coexist
-  // (tests build a 1-thread and a 2-thread one), so set it per call.
-  if (openblas_get_num_threads() != threads_) openblas_set_num_threads(threads_);
-}
-
 void CpuBackend::gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
   check_gemm(a, w, c, options);
   gemm_unchecked(a, w, c, options);
 }
 
+// The output columns are cut into fixed tiles of kGemmTileCols rows of W and
+// the tiles are spread over the pool, each one a single-threaded BLAS call.
+// OpenBLAS's own threading changes which micro-kernel handles the edge
+// columns, and with it the rounding, when its thread count changes; fixed
+// tiles make every C element's arithmetic independent of the thread count.
 void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c,
                                 const GemmOptions& options) {
   const std::int64_t m = a.rows, n = w.rows, k = a.cols;
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!options.accumulate) fill(c, 0.0f);
-  } else if (w.dtype == Dtype::f32) {
-    set_blas_threads();
-    const float beta = options.accumulate ? 1.0f : 0.0f;
-    const auto* ap = static_cast<const float*>(a.data);
-    const auto* wp = static_cast<const float*>(w.data);
-    auto* cp = static_cast<float*>(c.data);
-    if (m == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, wp,
-                  static_cast<blasint>(w.row_stride), ap, 1, beta, cp, 1);
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-                  static_cast<blasint>(k), 1.0f, ap, static_cast<blasint>(a.row_stride), wp,
-                  static_cast<blasint>(w.row_stride), beta, cp, static_cast<blasint>(c.row_stride));
-    }
-  } else if (m <= kBf16DirectMaxRows) {
-    gemm_bf16_small_m(a, w, c, options.accumulate);
-  } else {
-    gemm_bf16_panels(a, w, c, options.accumulate);
+    if (options.bias != nullptr) add_bias(c, *options.bias);
+    return;
   }
-  if (options.bias != nullptr) add_bias(c, *options.bias);
-}
-
-void CpuBackend::gemm_bf16_small_m(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate) {
-  // Split over output columns (rows of W): each C element is one dot product
-  // in a fixed order, whatever the thread count.
-  pool_.parallel_for(w.rows, [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
-      for (std::int64_t i = 0; i < a.rows; ++i) {
-        float* cij = static_cast<float*>(c.at(i, j));
-        const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, a.cols);
-        *cij = accumulate ? *cij + d : d;
+  const std::int64_t tiles = (n + kGemmTileCols - 1) / kGemmTileCols;
+  const float beta = options.accumulate ? 1.0f : 0.0f;
+  const auto* ap = static_cast<const float*>(a.data);
+  pool_.parallel_for(tiles, [&](std::int64_t t0, std::int64_t t1) {
+    thread_local std::vector<float> panel;  // a bf16 tile of W converted to f32
+    for (std::int64_t tile = t0; tile < t1; ++tile) {
+      const std::int64_t j0 = tile * kGemmTileCols;
+      const std::int64_t cols = std::min(kGemmTileCols, n - j0);
+      auto* cp = static_cast<float*>(c.at(0, j0));
+      const float* wp = nullptr;
+      blasint ldw = 0;
+      if (w.dtype == Dtype::f32) {
+        wp = static_cast<const float*>(w.at(j0));
+        ldw = static_cast<blasint>(w.row_stride);
+      } else if (m <= kBf16DirectMaxRows) {
+        for (std::int64_t j = j0; j < j0 + cols; ++j) {
+          const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
+          for (std::int64_t i = 0; i < m; ++i) {
+            float* cij = static_cast<float*>(c.at(i, j));
+            const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, k);
+            *cij = options.accumulate ? *cij + d : d;
+          }
+        }
+        continue;
+      } else {
+        panel.resize(static_cast<std::size_t>(cols * k));
+        for (std::int64_t r = 0; r < cols; ++r) {
+          convert_to_f32(w.at(j0 + r), w.dtype, panel.data() + r * k, static_cast<std::size_t>(k));
+        }
+        wp = panel.data();
+        ldw = static_cast<blasint>(k);
+      }
+      if (m == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(cols), static_cast<blasint>(k), 1.0f, wp, ldw,
+                    ap, 1, beta, cp, 1);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(cols),
+                    static_cast<blasint>(k), 1.0f, ap, static_cast<blasint>(a.row_stride), wp, ldw, beta, cp,
+                    static_cast<blasint>(c.row_stride));
       }
     }
   });
-}
-
-void CpuBackend::gemm_bf16_panels(const TensorView& a, const TensorView& w, const TensorView& c, bool accumulate) {
-  const std::int64_t k = a.cols;
-  const std::int64_t panel_rows = std::max<std::int64_t>(16, kPanelElems / k);
-  panel_scratch_.resize(static_cast<std::size_t>(std::min(panel_rows, w.rows) * k));
-  set_blas_threads();
-  for (std::int64_t j0 = 0; j0 < w.rows; j0 += panel_rows) {
-    const std::int64_t rows = std::min(panel_rows, w.rows - j0);
-    pool_.parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        convert_to_f32(w.at(j0 + r), Dtype::bf16, panel_scratch_.data() + r * k, static_cast<std::size_t>(k));
-      }
-    });
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(a.rows), static_cast<blasint>(rows),
-                static_cast<blasint>(k), 1.0f, static_cast<const float*>(a.data), static_cast<blasint>(a.row_stride),
-                panel_scratch_.data(), static_cast<blasint>(k), accumulate ? 1.0f : 0.0f,
-                static_cast<float*>(c.at(0, j0)), static_cast<blasint>(c.row_stride));
-  }
+  if (options.bias != nullptr) add_bias(c, *options.bias);
 }
 
 void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
