@@ -106,7 +106,9 @@ void MetricsCollector::add(const RequestRecord& r) {
   if (r.replica >= 0) {
     auto& tally = replicas_[r.replica];
     ++tally.requests;
-    tally.tokens += static_cast<std::uint64_t>(r.prompt_tokens) + static_cast<std::uint64_t>(r.output_tokens);
+    if (r.outcome != Outcome::rejected) {  // a rejected prompt never loaded the replica
+      tally.tokens += static_cast<std::uint64_t>(r.prompt_tokens) + static_cast<std::uint64_t>(r.output_tokens);
+    }
   }
 
   switch (r.outcome) {

@@ -33,7 +33,7 @@ struct Spread {  // over replicas
 struct ReplicaLoad {
   std::int32_t replica = 0;
   std::uint64_t requests = 0;  // records routed to it, whatever their outcome
-  std::uint64_t tokens = 0;    // prompt + output tokens of those records
+  std::uint64_t tokens = 0;    // prompt + output tokens of those records, rejected ones excepted
 };
 
 struct Summary {

@@ -99,6 +99,7 @@ TEST_CASE("replica load spread includes idle replicas") {
   CHECK(s.replicas[1].requests == 3);
   CHECK(s.replicas[2].requests == 0);
   CHECK(s.replicas[0].tokens == 100 + 11 + 300 + 1);
+  CHECK(s.replicas[1].tokens == 200 + 3 + 10 + 2);  // the rejected 5000-token prompt is not load
   CHECK(s.replica_requests.min == 0);
   CHECK(s.replica_requests.max == 3);
   CHECK(s.replica_requests.mean == Approx(5.0 / 3));
