@@ -1,0 +1,57 @@
+#pragma once
+// The engine's executor: runs a replica's StepPlan on the model runner — the
+// plan's swap copies, then ONE forward pass over every scheduled token — and
+// reports the sampled tokens. It keeps each request's generated tokens, since
+// decodes and recompute after preemption feed them back in.
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "engine/core/replica.hpp"
+#include "engine/core/step_plan.hpp"
+#include "engine/runtime/forward_batch.hpp"
+#include "engine/runtime/model_runner.hpp"
+
+namespace twin {
+
+struct ExecutorOptions {
+  float temperature = 0.0f;  // <= 0: greedy
+  std::int32_t top_k = 0;
+  float top_p = 1.0f;
+  std::uint64_t seed = 0;    // sampling seed
+  TokenId eos_token = -1;    // >= 0: report requests that sample it (the core stops them with stop_at_eos)
+  bool keep_logits = false;  // copy each step's sampling logits to the host (tests)
+};
+
+class Executor {
+ public:
+  Executor(ModelRunner& runner, const ExecutorOptions& options = {});
+
+  // Runs `plan`, whose requests must be live in `replica`. Throws twin::Error
+  // if a request's tokens are unknown (a decode for a request never sampled).
+  StepResult execute(const StepPlan& plan, const Replica& replica);
+
+  // Measured time of the last execute (swaps + forward + sampling), ns.
+  Time last_duration() const { return last_duration_; }
+  // Logits of the last step's sampling seqs, [n, vocab] in plan order (keep_logits).
+  const std::vector<float>& last_logits() const { return output_.logits; }
+
+  // Tokens generated so far by a live request, or nullptr.
+  const std::vector<TokenId>* output_tokens(RequestId id) const;
+  // Drops a request's tokens once it has ended (finished, aborted, rejected).
+  void forget(RequestId id) { outputs_.erase(id); }
+  std::size_t num_tracked() const { return outputs_.size(); }
+
+  ModelRunner& runner() { return runner_; }
+
+ private:
+  ModelRunner& runner_;
+  ExecutorOptions options_;
+  std::map<RequestId, std::vector<TokenId>> outputs_;
+  ForwardBatch batch_;
+  ForwardOutput output_;
+  std::vector<KvBlockMove> moves_;
+  Time last_duration_ = 0;
+};
+
+}  // namespace twin

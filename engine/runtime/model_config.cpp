@@ -1,0 +1,51 @@
+#include "engine/runtime/model_config.hpp"
+
+#include "engine/core/error.hpp"
+#include "models/model_desc.hpp"
+
+namespace twin {
+
+ModelConfig model_config_from(const ModelDesc& d) {
+  ModelConfig c;
+  c.name = d.name;
+  c.hidden_size = d.hidden_size;
+  c.intermediate_size = d.intermediate_size;
+  c.num_layers = d.num_hidden_layers;
+  c.num_heads = d.num_attention_heads;
+  c.num_kv_heads = d.num_key_value_heads > 0 ? d.num_key_value_heads : d.num_attention_heads;
+  c.head_dim = d.head_dim > 0 ? d.head_dim : (d.num_attention_heads > 0 ? d.hidden_size / d.num_attention_heads : 0);
+  c.vocab_size = d.vocab_size;
+  c.max_position_embeddings = d.max_position_embeddings;
+  c.rms_norm_eps = d.rms_norm_eps;
+  c.rope_theta = d.rope_theta;
+  c.tie_word_embeddings = d.tie_word_embeddings;
+  c.attention_bias = d.attention_bias;
+  c.num_experts = d.num_local_experts;
+  c.experts_per_token = d.num_experts_per_tok;
+  check_model_config(c);
+  return c;
+}
+
+void check_model_config(const ModelConfig& c) {
+  auto positive = [&](const char* key, std::int64_t v) {
+    if (v <= 0) throw Error("model '" + c.name + "': " + key + " must be positive, got " + std::to_string(v));
+  };
+  positive("hidden_size", c.hidden_size);
+  positive("intermediate_size", c.intermediate_size);
+  positive("num_hidden_layers", c.num_layers);
+  positive("num_attention_heads", c.num_heads);
+  positive("num_key_value_heads", c.num_kv_heads);
+  positive("head_dim", c.head_dim);
+  positive("vocab_size", c.vocab_size);
+  positive("max_position_embeddings", c.max_position_embeddings);
+  if (c.num_heads % c.num_kv_heads != 0) {
+    throw Error("model '" + c.name + "': num_attention_heads " + std::to_string(c.num_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
+  }
+  if (c.head_dim % 2 != 0) throw Error("model '" + c.name + "': head_dim must be even for rotary embeddings");
+  if (c.is_moe() && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)) {
+    throw Error("model '" + c.name + "': num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
+  }
+}
+
+}  // namespace twin

@@ -1,0 +1,41 @@
+#pragma once
+// The model shape the runtime executes, as plain data. It mirrors models/'s
+// ModelDesc without its Dtype, so runtime files that talk to the backend
+// (which has a Dtype of its own) never include models/ headers.
+#include <cstdint>
+#include <string>
+
+namespace twin {
+
+struct ModelDesc;  // models/model_desc.hpp
+
+struct ModelConfig {
+  std::string name;
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;  // per expert for MoE
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  std::int64_t num_experts = 0;  // 0: dense MLP
+  std::int64_t experts_per_token = 0;
+
+  std::int64_t q_dim() const { return num_heads * head_dim; }
+  std::int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  bool is_moe() const { return num_experts > 0; }
+};
+
+// Defined in model_config.cpp, the one runtime file that includes models/.
+ModelConfig model_config_from(const ModelDesc& desc);
+
+// Throws twin::Error naming the field when the shape cannot be executed
+// (non-positive sizes, heads not a multiple of KV heads).
+void check_model_config(const ModelConfig& config);
+
+}  // namespace twin

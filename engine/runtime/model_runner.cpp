@@ -1,0 +1,288 @@
+#include "engine/runtime/model_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/backend/backend.hpp"
+#include "engine/core/error.hpp"
+#include "engine/runtime/model_weights.hpp"
+
+namespace twin {
+namespace {
+
+// Activation buffers for up to `tokens` rows and `samples` sampling rows,
+// carved out of one allocation and regrown (doubling) when a step needs more.
+struct Scratch {
+  Buffer storage;
+  std::int64_t tokens = 0, samples = 0;
+  TensorView x, h, delta, qkv, attn, gate_up, act, router_logits, topk_ids, topk_weights;
+  TensorView xs, hs, logits;
+};
+
+void carve(Backend& backend, const ModelConfig& c, std::int64_t T, std::int64_t S, Scratch& s) {
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
+  const std::int64_t E = std::max<std::int64_t>(c.num_experts, 1), K = std::max<std::int64_t>(c.experts_per_token, 1);
+  struct Want {
+    TensorView* view;
+    Dtype dtype;
+    std::int64_t rows, cols;
+  };
+  const std::vector<Want> wants = {
+      {&s.x, Dtype::f32, T, H},          {&s.h, Dtype::f32, T, H},
+      {&s.delta, Dtype::f32, T, H},      {&s.qkv, Dtype::f32, T, c.q_dim() + 2 * c.kv_dim()},
+      {&s.attn, Dtype::f32, T, c.q_dim()}, {&s.gate_up, Dtype::f32, T, 2 * I},
+      {&s.act, Dtype::f32, T, I},        {&s.router_logits, Dtype::f32, T, E},
+      {&s.topk_ids, Dtype::i32, T, K},   {&s.topk_weights, Dtype::f32, T, K},
+      {&s.xs, Dtype::f32, S, H},         {&s.hs, Dtype::f32, S, H},
+      {&s.logits, Dtype::f32, S, c.vocab_size}};
+  std::vector<std::size_t> offsets;
+  std::size_t total = 0;
+  for (const Want& w : wants) {
+    total = (total + 63) / 64 * 64;
+    offsets.push_back(total);
+    total += static_cast<std::size_t>(w.rows * w.cols) * dtype_bytes(w.dtype);
+  }
+  s.storage = Buffer();  // free the old one first: peak memory stays one scratch
+  s.storage = backend.allocate(total);
+  for (std::size_t i = 0; i < wants.size(); ++i) {
+    *wants[i].view = s.storage.view(wants[i].dtype, wants[i].rows, wants[i].cols, offsets[i]);
+  }
+  s.tokens = T;
+  s.samples = S;
+}
+
+}  // namespace
+
+std::int64_t kv_block_bytes(const ModelConfig& c, std::int32_t block_size) {
+  return 2 * c.num_layers * c.kv_dim() * block_size * static_cast<std::int64_t>(sizeof(float));
+}
+
+struct ModelRunner::Impl {
+  ModelConfig config;
+  RunnerOptions options;
+  std::unique_ptr<Backend> backend;
+  ModelWeights weights;
+  Buffer kv_device, kv_host;
+  std::vector<KvCacheView> device_layers, host_layers;
+  Scratch scratch;
+  AttentionShape attention;
+  RopeConfig rope;
+  // Per-step host metadata, reused across steps.
+  std::vector<std::int32_t> positions, sample_rows;
+  std::vector<std::int64_t> slots;
+  std::vector<SeqAttention> attn_seqs;
+  std::vector<SamplingParams> sampling;
+  std::vector<TensorView> expert_gate_up, expert_down;
+
+  std::vector<KvCacheView> make_cache(Buffer& buffer, std::int64_t num_blocks, MemoryKind kind) {
+    std::vector<KvCacheView> layers;
+    if (num_blocks <= 0) return layers;
+    KvCacheView proto;
+    proto.dtype = Dtype::f32;
+    proto.num_blocks = num_blocks;
+    proto.block_size = options.block_size;
+    proto.kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
+    proto.head_dim = static_cast<std::int32_t>(config.head_dim);
+    const std::size_t per_tensor = static_cast<std::size_t>(proto.bytes_per_tensor());
+    buffer = backend->allocate(per_tensor * 2 * static_cast<std::size_t>(config.num_layers), kind);
+    for (std::int64_t l = 0; l < config.num_layers; ++l) {
+      KvCacheView v = proto;
+      v.k = static_cast<char*>(buffer.data()) + per_tensor * static_cast<std::size_t>(2 * l);
+      v.v = static_cast<char*>(buffer.data()) + per_tensor * static_cast<std::size_t>(2 * l + 1);
+      layers.push_back(v);
+    }
+    return layers;
+  }
+
+  void check_batch(const ForwardBatch& batch) const {
+    std::int64_t total = 0;
+    for (const BatchSeq& s : batch.seqs) {
+      const std::string who = "request " + std::to_string(s.id);
+      if (s.num_new <= 0 || s.start < 0) throw Error(who + ": empty token range in the step");
+      const std::int64_t context = static_cast<std::int64_t>(s.start) + s.num_new;
+      if (context > config.max_position_embeddings) {
+        throw Error(who + ": position " + std::to_string(context - 1) + " beyond the model's context " +
+                    std::to_string(config.max_position_embeddings));
+      }
+      const std::int64_t need = (context + options.block_size - 1) / options.block_size;
+      if (static_cast<std::int64_t>(s.block_table.size()) < need) {
+        throw Error(who + ": block table holds " + std::to_string(s.block_table.size()) + " blocks, " +
+                    std::to_string(need) + " needed for " + std::to_string(context) + " tokens");
+      }
+      for (std::int64_t b = 0; b < need; ++b) {
+        const BlockId id = s.block_table[static_cast<std::size_t>(b)];
+        if (id < 0 || id >= options.num_blocks) {
+          throw Error(who + ": block id " + std::to_string(id) + " outside the cache of " +
+                      std::to_string(options.num_blocks) + " blocks");
+        }
+      }
+      total += s.num_new;
+    }
+    if (total != static_cast<std::int64_t>(batch.tokens.size())) {
+      throw Error("forward batch: " + std::to_string(batch.tokens.size()) + " tokens for " + std::to_string(total) +
+                  " scheduled");
+    }
+    for (TokenId t : batch.tokens) {
+      if (t < 0 || t >= config.vocab_size) {
+        throw Error("forward batch: token id " + std::to_string(t) + " outside the vocabulary of " +
+                    std::to_string(config.vocab_size));
+      }
+    }
+  }
+
+  void mlp(const LayerWeights& L, std::int64_t T) {
+    const TensorView h = scratch.h.slice_rows(0, T);
+    const TensorView delta = scratch.delta.slice_rows(0, T);
+    if (!config.is_moe()) {
+      const TensorView gu = scratch.gate_up.slice_rows(0, T);
+      const TensorView act = scratch.act.slice_rows(0, T);
+      backend->gemm(h, L.gate_up, gu);
+      backend->silu_and_mul(gu, act);
+      backend->gemm(act, L.down, delta);
+      return;
+    }
+    const TensorView rl = scratch.router_logits.slice_rows(0, T);
+    const TensorView ids = scratch.topk_ids.slice_rows(0, T);
+    const TensorView wts = scratch.topk_weights.slice_rows(0, T);
+    backend->gemm(h, L.router, rl);
+    backend->moe_topk(rl, static_cast<std::int32_t>(config.experts_per_token), true, ids, wts);
+    backend->moe_experts(h, ids, wts, L.expert_gate_up, L.expert_down, delta);
+  }
+
+  void forward(const ForwardBatch& batch, ForwardOutput& out) {
+    check_batch(batch);
+    out.sampled.clear();
+    out.logits.clear();
+    const auto T = static_cast<std::int64_t>(batch.tokens.size());
+    if (T == 0) return;
+    positions.clear();
+    slots.clear();
+    attn_seqs.clear();
+    sample_rows.clear();
+    sampling.clear();
+    std::int32_t row = 0;
+    const std::int32_t bs = options.block_size;
+    for (const BatchSeq& s : batch.seqs) {
+      for (std::int32_t i = 0; i < s.num_new; ++i) {
+        const std::int32_t pos = s.start + i;
+        positions.push_back(pos);
+        slots.push_back(static_cast<std::int64_t>(s.block_table[static_cast<std::size_t>(pos / bs)]) * bs + pos % bs);
+      }
+      attn_seqs.push_back({row, s.num_new, s.start + s.num_new, s.block_table});
+      row += s.num_new;
+      if (s.samples) {
+        sample_rows.push_back(row - 1);
+        sampling.push_back({s.temperature, s.top_k, s.top_p, s.seed, s.id, s.token_index});
+      }
+    }
+    const auto S = static_cast<std::int64_t>(sample_rows.size());
+    if (T > scratch.tokens || S > scratch.samples) {
+      carve(*backend, config, std::max(T, scratch.tokens * 2), std::max<std::int64_t>({S, scratch.samples * 2, 1}),
+            scratch);
+    }
+    const float eps = static_cast<float>(config.rms_norm_eps);
+    const std::int64_t qd = config.q_dim(), kvd = config.kv_dim();
+    const TensorView x = scratch.x.slice_rows(0, T), h = scratch.h.slice_rows(0, T);
+    const TensorView delta = scratch.delta.slice_rows(0, T), qkv = scratch.qkv.slice_rows(0, T);
+    const TensorView attn = scratch.attn.slice_rows(0, T);
+    const TensorView q = qkv.slice_cols(0, qd), k = qkv.slice_cols(qd, kvd), v = qkv.slice_cols(qd + kvd, kvd);
+
+    backend->embedding(batch.tokens, weights.embed, x);
+    for (std::size_t l = 0; l < weights.layers.size(); ++l) {
+      const LayerWeights& L = weights.layers[l];
+      if (l == 0) {
+        backend->rmsnorm(x, L.input_norm, eps, h);
+      } else {
+        backend->add_rmsnorm(x, delta, L.input_norm, eps, h);
+      }
+      GemmOptions qkv_options;
+      if (L.qkv_bias.data) qkv_options.bias = &L.qkv_bias;
+      backend->gemm(h, L.qkv, qkv, qkv_options);
+      backend->rotary(q, k, positions, rope);
+      backend->kv_write(k, v, device_layers[l], slots);
+      backend->paged_attention(q, device_layers[l], attn_seqs, attention, attn);
+      backend->gemm(attn, L.o, delta);
+      backend->add_rmsnorm(x, delta, L.post_norm, eps, h);
+      mlp(L, T);
+    }
+    backend->add(x, delta);
+    if (S == 0) {
+      backend->synchronize();
+      return;
+    }
+    const TensorView xs = scratch.xs.slice_rows(0, S), hs = scratch.hs.slice_rows(0, S);
+    const TensorView logits = scratch.logits.slice_rows(0, S);
+    backend->gather_rows(x, sample_rows, xs);
+    backend->rmsnorm(xs, weights.final_norm, eps, hs);
+    backend->gemm(hs, weights.lm_head, logits);
+    out.sampled.resize(static_cast<std::size_t>(S));
+    backend->sample(logits, sampling, out.sampled);
+    if (batch.return_logits) {
+      out.logits.resize(static_cast<std::size_t>(S * config.vocab_size));
+      backend->download(out.logits.data(), logits.data, out.logits.size() * sizeof(float));
+    }
+  }
+
+  void move_blocks(const std::vector<KvCacheView>& src, const std::vector<KvCacheView>& dst,
+                   std::span<const KvBlockMove> moves, std::int64_t src_blocks, std::int64_t dst_blocks) {
+    if (moves.empty()) return;
+    if (host_layers.empty()) throw Error("swap requested but the runner has no host swap space (num_host_blocks = 0)");
+    std::vector<BlockCopy> pairs;
+    pairs.reserve(moves.size());
+    for (const KvBlockMove& m : moves) {
+      if (m.src < 0 || m.src >= src_blocks || m.dst < 0 || m.dst >= dst_blocks) {
+        throw Error("swap copy " + std::to_string(m.src) + " -> " + std::to_string(m.dst) + " outside the caches");
+      }
+      pairs.push_back({m.src, m.dst});
+    }
+    for (std::size_t l = 0; l < src.size(); ++l) backend->copy_blocks(src[l], dst[l], pairs);
+  }
+};
+
+ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  check_model_config(config);
+  if (options.num_blocks <= 0) throw UsageError("the KV cache needs at least one block (num_gpu_blocks)");
+  if (options.block_size < 1) throw UsageError("block size must be at least 1");
+  m.config = config;
+  m.options = options;
+  BackendOptions backend_options;
+  backend_options.threads = options.threads;
+  m.backend = make_backend(options.backend, backend_options);
+  WeightOptions w;
+  w.dir = options.weights_dir;
+  w.seed = options.seed;
+  w.dtype = options.weight_dtype;
+  m.weights = load_model_weights(*m.backend, config, w);
+  m.device_layers = m.make_cache(m.kv_device, options.num_blocks, MemoryKind::device);
+  m.host_layers = m.make_cache(m.kv_host, options.num_host_blocks, MemoryKind::host);
+  m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
+  m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
+  m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
+  m.rope.head_dim = static_cast<std::int32_t>(config.head_dim);
+  m.rope.theta = static_cast<float>(config.rope_theta);
+}
+
+ModelRunner::~ModelRunner() = default;
+
+const ModelConfig& ModelRunner::config() const { return impl_->config; }
+const RunnerOptions& ModelRunner::options() const { return impl_->options; }
+std::string ModelRunner::device_name() const { return impl_->backend->device_info().name; }
+std::int64_t ModelRunner::weight_bytes() const { return impl_->weights.bytes; }
+std::int64_t ModelRunner::kv_block_bytes() const { return twin::kv_block_bytes(impl_->config, impl_->options.block_size); }
+std::string ModelRunner::weight_dtype_name() const { return std::string(dtype_name(impl_->weights.embed.dtype)); }
+
+void ModelRunner::forward(const ForwardBatch& batch, ForwardOutput& out) { impl_->forward(batch, out); }
+
+void ModelRunner::swap_out(std::span<const KvBlockMove> moves) {
+  impl_->move_blocks(impl_->device_layers, impl_->host_layers, moves, impl_->options.num_blocks,
+                     impl_->options.num_host_blocks);
+}
+
+void ModelRunner::swap_in(std::span<const KvBlockMove> moves) {
+  impl_->move_blocks(impl_->host_layers, impl_->device_layers, moves, impl_->options.num_host_blocks,
+                     impl_->options.num_blocks);
+}
+
+}  // namespace twin

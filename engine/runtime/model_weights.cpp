@@ -1,0 +1,219 @@
+#include "engine/runtime/model_weights.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <span>
+
+#include "engine/backend/sampling.hpp"
+#include "engine/core/error.hpp"
+#include "engine/runtime/safetensors.hpp"
+
+namespace twin {
+namespace {
+
+// One source tensor (a Hugging Face name). A 1-D source (norm, bias) has
+// rows == 1 and `one_dim`.
+struct Part {
+  std::string name;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  bool one_dim = false;
+  double init_scale = 0;  // random init: uniform with this standard deviation; 0 = ones
+  std::int64_t numel() const { return rows * cols; }
+};
+
+// A view the forward pass reads, filled from its parts one after another in
+// memory: matrices stacked by rows, 1-D biases concatenated.
+struct Target {
+  TensorView* view = nullptr;
+  std::int64_t rows = 0, cols = 0;
+  bool keep_f32 = false;  // norms and biases stay f32
+  std::vector<Part> parts;
+};
+
+Part mat(std::string name, std::int64_t rows, std::int64_t cols, double scale) {
+  return {std::move(name), rows, cols, false, scale};
+}
+Part vec(std::string name, std::int64_t n, double scale) { return {std::move(name), 1, n, true, scale}; }
+
+std::string shape_text(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::uint64_t name_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+Dtype source_dtype(const std::string& st_dtype) {
+  if (st_dtype == "F32") return Dtype::f32;
+  if (st_dtype == "BF16") return Dtype::bf16;
+  if (st_dtype == "F16") return Dtype::f16;
+  throw Error("unsupported dtype '" + st_dtype + "' (expected F32, F16 or BF16)");
+}
+
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::string& dir) : dir_(dir) {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(dir)) throw Error(dir + ": weights folder not found");
+    std::vector<fs::path> paths;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".safetensors") paths.push_back(e.path());
+    }
+    std::sort(paths.begin(), paths.end());
+    if (paths.empty()) throw Error(dir + ": no *.safetensors file");
+    for (const auto& p : paths) files_.push_back(std::make_unique<SafetensorsFile>(p.string()));
+  }
+  const SafetensorsTensor& get(const std::string& name, const std::vector<std::int64_t>& expected) const {
+    for (const auto& f : files_) {
+      if (const SafetensorsTensor* t = f->find(name)) {
+        if (t->shape != expected) {
+          throw Error(f->path() + ": tensor '" + name + "' has shape " + shape_text(t->shape) + ", the config expects " +
+                      shape_text(expected));
+        }
+        try {
+          (void)source_dtype(t->dtype);
+        } catch (const Error& e) {
+          throw Error(f->path() + ": tensor '" + name + "': " + e.what());
+        }
+        return *t;
+      }
+    }
+    throw Error(dir_ + ": tensor '" + name + "' (shape " + shape_text(expected) + ") is missing");
+  }
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+};
+
+std::vector<Target> plan_targets(const ModelConfig& c, ModelWeights& w) {
+  const std::int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const std::int64_t qd = c.q_dim(), kvd = c.kv_dim();
+  const double in_h = 1.0 / std::sqrt(static_cast<double>(H));
+  const double in_i = 1.0 / std::sqrt(static_cast<double>(I));
+  const double in_q = 1.0 / std::sqrt(static_cast<double>(qd));
+  std::vector<Target> t;
+  w.layers.resize(static_cast<std::size_t>(c.num_layers));
+  t.push_back({&w.embed, V, H, false, {mat("model.embed_tokens.weight", V, H, in_h)}});
+  t.push_back({&w.final_norm, 1, H, true, {vec("model.norm.weight", H, 0)}});
+  if (!c.tie_word_embeddings) t.push_back({&w.lm_head, V, H, false, {mat("lm_head.weight", V, H, in_h)}});
+  for (std::int64_t l = 0; l < c.num_layers; ++l) {
+    LayerWeights& L = w.layers[static_cast<std::size_t>(l)];
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    t.push_back({&L.input_norm, 1, H, true, {vec(p + "input_layernorm.weight", H, 0)}});
+    t.push_back({&L.qkv, qd + 2 * kvd, H, false,
+                 {mat(p + "self_attn.q_proj.weight", qd, H, in_h), mat(p + "self_attn.k_proj.weight", kvd, H, in_h),
+                  mat(p + "self_attn.v_proj.weight", kvd, H, in_h)}});
+    if (c.attention_bias) {
+      t.push_back({&L.qkv_bias, 1, qd + 2 * kvd, true,
+                   {vec(p + "self_attn.q_proj.bias", qd, 0.02), vec(p + "self_attn.k_proj.bias", kvd, 0.02),
+                    vec(p + "self_attn.v_proj.bias", kvd, 0.02)}});
+    }
+    t.push_back({&L.o, H, qd, false, {mat(p + "self_attn.o_proj.weight", H, qd, in_q)}});
+    t.push_back({&L.post_norm, 1, H, true, {vec(p + "post_attention_layernorm.weight", H, 0)}});
+    if (!c.is_moe()) {
+      t.push_back({&L.gate_up, 2 * I, H, false,
+                   {mat(p + "mlp.gate_proj.weight", I, H, in_h), mat(p + "mlp.up_proj.weight", I, H, in_h)}});
+      t.push_back({&L.down, H, I, false, {mat(p + "mlp.down_proj.weight", H, I, in_i)}});
+    } else {
+      const std::string m = p + "block_sparse_moe.";
+      t.push_back({&L.router, c.num_experts, H, false, {mat(m + "gate.weight", c.num_experts, H, in_h)}});
+      L.expert_gate_up.resize(static_cast<std::size_t>(c.num_experts));
+      L.expert_down.resize(static_cast<std::size_t>(c.num_experts));
+      for (std::int64_t e = 0; e < c.num_experts; ++e) {
+        const std::string x = m + "experts." + std::to_string(e) + ".";
+        const auto ei = static_cast<std::size_t>(e);
+        t.push_back({&L.expert_gate_up[ei], 2 * I, H, false,
+                     {mat(x + "w1.weight", I, H, in_h), mat(x + "w3.weight", I, H, in_h)}});
+        t.push_back({&L.expert_down[ei], H, I, false, {mat(x + "w2.weight", H, I, in_i)}});
+      }
+    }
+  }
+  return t;
+}
+
+// The part's values as f32 (random or converted from the checkpoint).
+void part_values(const Part& part, const Checkpoint* ckpt, std::uint64_t seed, std::vector<float>& out) {
+  const std::size_t n = static_cast<std::size_t>(part.numel());
+  out.resize(n);
+  if (ckpt) {
+    const std::vector<std::int64_t> shape = part.one_dim ? std::vector<std::int64_t>{part.cols}
+                                                          : std::vector<std::int64_t>{part.rows, part.cols};
+    const SafetensorsTensor& t = ckpt->get(part.name, shape);
+    convert_to_f32(t.data, source_dtype(t.dtype), out.data(), n);
+    return;
+  }
+  if (part.init_scale == 0) {
+    std::fill(out.begin(), out.end(), 1.0f);
+    return;
+  }
+  // Uniform in [-a, a] has standard deviation a / sqrt(3).
+  const double a = part.init_scale * std::sqrt(3.0);
+  const std::uint64_t key = splitmix64(seed ^ name_hash(part.name));
+  for (std::size_t i = 0; i < n; ++i) {
+    const double u = static_cast<double>(splitmix64(key + i) >> 11) * (1.0 / 9007199254740992.0);
+    out[i] = static_cast<float>((2.0 * u - 1.0) * a);
+  }
+}
+
+}  // namespace
+
+ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options) {
+  check_model_config(config);
+  std::unique_ptr<Checkpoint> ckpt;
+  if (!options.dir.empty()) ckpt = std::make_unique<Checkpoint>(options.dir);
+
+  Dtype matrix_dtype = Dtype::f32;
+  if (options.dtype == "bf16") {
+    matrix_dtype = Dtype::bf16;
+  } else if (options.dtype == "auto") {
+    if (ckpt) {
+      // Keep bf16 checkpoints in bf16 (half the bytes to stream per decode step).
+      const SafetensorsTensor& e =
+          ckpt->get("model.embed_tokens.weight", {config.vocab_size, config.hidden_size});
+      if (e.dtype == "BF16") matrix_dtype = Dtype::bf16;
+    }
+  } else if (options.dtype != "f32") {
+    throw UsageError("weight dtype '" + options.dtype + "' is not one of: auto, f32, bf16");
+  }
+
+  ModelWeights w;
+  std::vector<Target> targets = plan_targets(config, w);
+  std::vector<std::size_t> offsets;
+  std::size_t total = 0;
+  for (const Target& t : targets) {
+    const Dtype d = t.keep_f32 ? Dtype::f32 : matrix_dtype;
+    total = (total + 63) / 64 * 64;
+    offsets.push_back(total);
+    total += static_cast<std::size_t>(t.rows * t.cols) * dtype_bytes(d);
+  }
+  w.storage = backend.allocate(std::max<std::size_t>(total, 64));
+  std::vector<float> values;
+  std::vector<std::byte> staged;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const Target& t = targets[i];
+    const Dtype d = t.keep_f32 ? Dtype::f32 : matrix_dtype;
+    *t.view = w.storage.view(d, t.rows, t.cols, offsets[i]);
+    std::size_t at = 0;  // bytes into the target
+    for (const Part& part : t.parts) {
+      part_values(part, ckpt.get(), options.seed, values);
+      staged.resize(values.size() * dtype_bytes(d));
+      convert_from_f32(values.data(), staged.data(), d, values.size());
+      backend.upload(static_cast<char*>(t.view->data) + at, staged.data(), staged.size());
+      at += staged.size();
+    }
+    w.bytes += static_cast<std::int64_t>(at);
+  }
+  if (config.tie_word_embeddings) w.lm_head = w.embed;
+  backend.synchronize();
+  return w;
+}
+
+}  // namespace twin

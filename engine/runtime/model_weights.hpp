@@ -1,0 +1,51 @@
+#pragma once
+// The transformer's weights in backend memory, laid out for the forward pass:
+// Q, K and V fused into one projection (one GEMM), gate and up fused into one
+// [2I, H] matrix (the layout silu_and_mul and moe_experts expect). Internal to
+// the runtime: includes backend headers, so never include it together with
+// models/ or engine/core/kv_cache.hpp (their Dtype / BlockCopy collide).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.hpp"
+#include "engine/runtime/model_config.hpp"
+
+namespace twin {
+
+struct LayerWeights {
+  TensorView input_norm;     // [1, H]
+  TensorView qkv;            // [q_dim + 2 kv_dim, H]
+  TensorView qkv_bias;       // [1, q_dim + 2 kv_dim] or empty (data == nullptr)
+  TensorView o;              // [H, q_dim]
+  TensorView post_norm;      // [1, H]
+  TensorView gate_up;        // dense: [2I, H]
+  TensorView down;           // dense: [H, I]
+  TensorView router;         // MoE: [E, H]
+  std::vector<TensorView> expert_gate_up;  // MoE: E x [2I, H]
+  std::vector<TensorView> expert_down;     // MoE: E x [H, I]
+};
+
+struct ModelWeights {
+  Buffer storage;
+  TensorView embed;       // [V, H]
+  TensorView final_norm;  // [1, H]
+  TensorView lm_head;     // [V, H]; the embedding when tied
+  std::vector<LayerWeights> layers;
+  std::int64_t bytes = 0;  // parameter bytes as stored (a tied head counted once)
+};
+
+struct WeightOptions {
+  std::string dir;         // safetensors folder; empty: random weights
+  std::uint64_t seed = 0;  // random weights
+  // Storage dtype: "auto" keeps a checkpoint's f32 / bf16 (f16 becomes f32;
+  // random weights are f32), or "f32" / "bf16" to convert.
+  std::string dtype = "auto";
+};
+
+// Loads or initialises every weight of `config` into backend memory. Missing
+// tensors, wrong shapes or unsupported dtypes throw twin::Error naming the
+// tensor and both shapes.
+ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options);
+
+}  // namespace twin

@@ -1,0 +1,159 @@
+#include "engine/runtime/safetensors.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::uint64_t numel(const std::vector<std::int64_t>& shape) {
+  std::uint64_t n = 1;
+  for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d);
+  return n;
+}
+
+}  // namespace
+
+std::size_t safetensors_dtype_bytes(const std::string& dtype) {
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  return 0;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw Error(path + ": cannot stat");
+  }
+  map_bytes_ = static_cast<std::size_t>(st.st_size);
+  if (map_bytes_ < 8) {
+    ::close(fd);
+    throw Error(path + ": not a safetensors file (" + std::to_string(map_bytes_) + " bytes, expected at least 8)");
+  }
+  map_ = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw Error(path + ": mmap failed");
+  }
+  const auto* base = static_cast<const std::byte*>(map_);
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<std::uint64_t>(base[i]);
+  if (header_len > map_bytes_ - 8) {
+    throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the file size " +
+                std::to_string(map_bytes_));
+  }
+  const std::byte* data_start = base + 8 + header_len;
+  const std::uint64_t data_bytes = map_bytes_ - 8 - header_len;
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(reinterpret_cast<const char*>(base + 8),
+                                   reinterpret_cast<const char*>(base + 8 + header_len));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": header is not valid JSON: " + e.what());
+  }
+  if (!header.is_object()) throw Error(path + ": header is not a JSON object");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::string where = path + ": tensor '" + name + "'";
+    try {
+      SafetensorsTensor t;
+      t.dtype = entry.at("dtype").get<std::string>();
+      t.shape = entry.at("shape").get<std::vector<std::int64_t>>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
+      if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_bytes) {
+        throw Error(where + ": data_offsets outside the data section (" + std::to_string(data_bytes) + " bytes)");
+      }
+      for (std::int64_t d : t.shape) {
+        if (d < 0) throw Error(where + ": negative dimension in shape " + shape_text(t.shape));
+      }
+      const std::size_t elem = safetensors_dtype_bytes(t.dtype);
+      if (elem == 0) throw Error(where + ": unknown dtype '" + t.dtype + "'");
+      t.bytes = offsets[1] - offsets[0];
+      if (numel(t.shape) * elem != t.bytes) {
+        throw Error(where + ": " + std::to_string(t.bytes) + " bytes do not hold shape " + shape_text(t.shape) +
+                    " of " + t.dtype);
+      }
+      t.data = data_start + offsets[0];
+      tensors_.emplace(name, std::move(t));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where + ": bad header entry: " + e.what());
+    }
+  }
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, map_bytes_);
+}
+
+SafetensorsFile::SafetensorsFile(SafetensorsFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      map_(std::exchange(o.map_, nullptr)),
+      map_bytes_(std::exchange(o.map_bytes_, 0)),
+      tensors_(std::move(o.tensors_)) {}
+
+SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& o) noexcept {
+  if (this != &o) {
+    if (map_) ::munmap(map_, map_bytes_);
+    path_ = std::move(o.path_);
+    map_ = std::exchange(o.map_, nullptr);
+    map_bytes_ = std::exchange(o.map_bytes_, 0);
+    tensors_ = std::move(o.tensors_);
+  }
+  return *this;
+}
+
+const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
+  const auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+void write_safetensors(const std::string& path, std::span<const SafetensorsWriteTensor> tensors) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  std::uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    const std::size_t elem = safetensors_dtype_bytes(t.dtype);
+    if (elem == 0) throw Error(path + ": tensor '" + t.name + "': unknown dtype '" + t.dtype + "'");
+    if (numel(t.shape) * elem != t.data.size()) {
+      throw Error(path + ": tensor '" + t.name + "': " + std::to_string(t.data.size()) +
+                  " bytes do not hold shape " + shape_text(t.shape) + " of " + t.dtype);
+    }
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    offset += t.data.size();
+  }
+  std::string text = header.dump();
+  while ((text.size() + 8) % 8 != 0) text.push_back(' ');  // the format pads the header with spaces
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path + ": cannot open for writing");
+  unsigned char len[8];
+  std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  out.write(reinterpret_cast<const char*>(len), 8);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  for (const auto& t : tensors) out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
+  out.flush();
+  if (!out) throw Error(path + ": write failed");
+}
+
+}  // namespace twin

@@ -1,0 +1,84 @@
+#include "engine/runtime/wall_clock_driver.hpp"
+
+#include <chrono>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "engine/core/error.hpp"
+#include "engine/runtime/prompt_tokens.hpp"
+
+namespace twin {
+
+DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::function<bool(Request&)>& next,
+                            const DriveOptions& options, const DriveCallbacks& callbacks) {
+  if (!(options.time_scale > 0)) throw UsageError("time scale must be positive");
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  auto clock = [&]() -> Time { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+  const std::int64_t vocab = executor.runner().config().vocab_size;
+
+  DriveStats stats;
+  replica.set_record_steps(true);
+  auto drain = [&] {
+    for (const StepRecord& s : replica.take_steps()) {
+      ++stats.steps;
+      if (callbacks.on_step) callbacks.on_step(s);
+    }
+    for (const RequestRecord& r : replica.take_finished()) {
+      executor.forget(r.id);
+      stats.end_time = std::max(stats.end_time, r.finish);
+      if (callbacks.on_request) callbacks.on_request(r);
+    }
+  };
+
+  Request pending;
+  bool have = next(pending);
+  auto due = [&](const Request& r) -> Time {
+    return options.asap ? 0 : static_cast<Time>(static_cast<double>(r.arrival) / options.time_scale);
+  };
+  Time last_due = 0;
+  while (true) {
+    Time now = clock();
+    while (have && due(pending) <= now) {
+      const Time at = due(pending);
+      if (at < last_due) throw Error("request " + std::to_string(pending.id) + " arrives before the one read before it");
+      last_due = at;
+      pending.arrival = at;  // the engine's timeline: TTFT counts from when the client sent it
+      materialize_prompt_tokens(pending, vocab, options.token_seed);
+      replica.add(std::move(pending), now);
+      ++stats.submitted;
+      pending = Request{};
+      have = next(pending);
+    }
+    drain();
+    if (replica.has_work() && replica.can_plan()) {
+      const StepPlan plan = replica.plan(now);
+      drain();  // a plan may abort cancelled requests
+      if (!plan.empty()) {
+        const StepResult result = executor.execute(plan, replica);
+        replica.complete(plan, result, clock());
+        drain();
+        continue;
+      }
+    }
+    if (!have && !replica.has_work()) break;
+    Time wake = have ? due(pending) : std::numeric_limits<Time>::max();
+    if (const std::optional<Time> w = replica.next_wakeup()) wake = std::min(wake, *w);
+    if (wake == std::numeric_limits<Time>::max()) {
+      // Work remains but nothing can ever make progress: the policy cannot
+      // serve these requests. End them rather than hang.
+      std::vector<RequestId> ids;
+      for (const SeqView& s : replica.live_seqs()) ids.push_back(s.request->id);
+      for (RequestId id : ids) replica.abort(id, clock());
+      stats.unserved += static_cast<std::int64_t>(ids.size());
+      drain();
+      break;
+    }
+    if (wake > now) std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(wake));
+  }
+  stats.wall_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return stats;
+}
+
+}  // namespace twin

@@ -1,0 +1,43 @@
+#pragma once
+// Serves requests on one replica against the wall clock (steady_clock):
+// arrivals are submitted at their trace timestamps (divided by time_scale),
+// or all at t = 0 with asap; every plan the core makes is executed for real
+// and completed at the measured time. Records stream out through callbacks,
+// so the caller decides what to write (tools/twinserve run writes the
+// simulator's files).
+#include <cstdint>
+#include <functional>
+
+#include "engine/core/records.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/request.hpp"
+#include "engine/runtime/executor.hpp"
+
+namespace twin {
+
+struct DriveOptions {
+  double time_scale = 1.0;  // > 0: trace time / time_scale = wall time
+  bool asap = false;        // submit every request at t = 0
+  std::uint64_t token_seed = 0;  // prompt tokens for length-only / hash-id requests
+};
+
+struct DriveCallbacks {
+  std::function<void(const RequestRecord&)> on_request;
+  std::function<void(const StepRecord&)> on_step;
+};
+
+struct DriveStats {
+  std::int64_t submitted = 0;
+  std::int64_t steps = 0;
+  std::int64_t unserved = 0;  // could never be scheduled; aborted at the end
+  Time end_time = 0;          // wall ns since the start when the last request ended
+  double wall_time_s = 0;
+};
+
+// `next` fills a request and returns true, or returns false at the end; the
+// requests must come in arrival order. Throws what the executor, the core or
+// the source throw.
+DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::function<bool(Request&)>& next,
+                            const DriveOptions& options, const DriveCallbacks& callbacks);
+
+}  // namespace twin
