@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "engine/core/error.hpp"
@@ -91,8 +92,10 @@ double RooflineCostModel::efficiency_for(const Op& op) const {
   const bool attention = op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode;
   if (attention && params_.attention_efficiency > 0) return params_.attention_efficiency;
   if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
-  const auto kind = static_cast<std::size_t>(op.kind);
-  EfficiencyMemo& memo = memo_[kind < static_cast<std::size_t>(kNumOpKinds) ? kind : 0];
+  std::uint64_t bits;
+  std::memcpy(&bits, &op.flops, sizeof bits);
+  bits *= 0x9E3779B97F4A7C15ULL;
+  EfficiencyMemo& memo = memo_[(bits >> 52) & (kMemoSize - 1)];
   if (memo.flops != op.flops) {
     memo.flops = op.flops;
     memo.efficiency = std::min(params_.compute_efficiency, params_.gemm_efficiency.at(op.flops));

@@ -69,12 +69,14 @@ class RooflineCostModel final : public CostModel {
   Dtype kv_;
   RooflineParams params_;
   std::vector<Op> ops_;  // reused every step
-  // The last (FLOPs, efficiency) per op kind: steady decode repeats shapes.
+  // Direct-mapped memo of the curve by op FLOPs: GEMM sizes depend only on
+  // the batch's token count, which repeats across steps and replicas.
   struct EfficiencyMemo {
     double flops = -1;
     double efficiency = 0;
   };
-  mutable EfficiencyMemo memo_[kNumOpKinds];
+  static constexpr std::size_t kMemoSize = 4096;
+  mutable std::vector<EfficiencyMemo> memo_ = std::vector<EfficiencyMemo>(kMemoSize);
   double efficiency_for(const Op& op) const;
 };
 
