@@ -110,23 +110,31 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
   }
 
   pool_.parallel_for(static_cast<std::int64_t>(items.size()), [&](std::int64_t b, std::int64_t e) {
-    std::vector<float> scores;  // [group, keys]
+    std::vector<float> scores;              // [group, keys]
+    std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
     for (std::int64_t it = b; it < e; ++it) {
       const WorkItem& w = items[it];
       const SeqAttention& seq = seqs[w.seq];
       const std::int32_t first_pos = seq.context_len - seq.num_query;
+      // Resolve the block table once for every position this item can see.
+      const std::int32_t last_pos = first_pos + w.first_query + w.num_query - 1;
+      key_offsets.resize(static_cast<std::size_t>(last_pos) + 1);
+      for (std::int32_t p = 0, blk = 0; p <= last_pos; p += cache.block_size, ++blk) {
+        const std::int64_t base = static_cast<std::int64_t>(seq.block_table[blk]) * cache.block_size;
+        const std::int32_t end = std::min(last_pos + 1, p + cache.block_size);
+        for (std::int32_t x = p; x < end; ++x) {
+          key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+        }
+      }
       for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
         const std::int32_t pos = first_pos + qi;
         const std::int32_t lo = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
         const std::int32_t n_keys = pos - lo + 1;
-        scores.assign(static_cast<std::size_t>(group) * n_keys, 0.0f);
+        scores.resize(static_cast<std::size_t>(group) * n_keys);
         const std::int64_t row = seq.query_start + qi;
         const float* qrow = static_cast<const float*>(q.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
         for (std::int32_t j = 0; j < n_keys; ++j) {
-          const std::int32_t p = lo + j;
-          const std::int64_t slot =
-              static_cast<std::int64_t>(seq.block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
-          const float* krow = kc + slot * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+          const float* krow = kc + key_offsets[lo + j];
           for (std::int32_t h = 0; h < group; ++h) scores[h * n_keys + j] = dot(qrow + h * hd, krow, hd) * scale;
         }
         float* orow = static_cast<float*>(out.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
@@ -140,10 +148,7 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
           std::fill(orow + h * hd, orow + (h + 1) * hd, 0.0f);
         }
         for (std::int32_t j = 0; j < n_keys; ++j) {
-          const std::int32_t p = lo + j;
-          const std::int64_t slot =
-              static_cast<std::int64_t>(seq.block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
-          const float* vrow = vc + slot * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+          const float* vrow = vc + key_offsets[lo + j];
           for (std::int32_t h = 0; h < group; ++h) {
             const float pj = scores[static_cast<std::int64_t>(h) * n_keys + j];
             float* o = orow + h * hd;
