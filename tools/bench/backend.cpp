@@ -10,6 +10,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,8 +57,11 @@ volatile float sink = 0.0f;
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using namespace twin;
+  // An optional argument (gemm or attention) runs that section and the stream read.
+  const std::string only = argc > 1 ? argv[1] : "";
+  auto run = [&](const char* section) { return only.empty() || only == section; };
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto be = make_cpu_backend(threads);
   std::printf("cpu backend, %d threads\n\n", threads);
@@ -69,6 +73,7 @@ int main() {
   std::printf("%-8s %5s %6s %5s %10s %10s %10s %8s\n", "op", "m", "n", "k", "raw_sgemm", "be_f32", "be_bf16",
               "f32/raw");
   for (std::int64_t m : {1, 8, 32, 512}) {
+    if (!run("gemm")) break;
     double raw_total = 0, f32_total = 0, bf16_total = 0, flops_total = 0;
     for (const Shape& s : shapes) {
       const auto a = random_floats(static_cast<std::size_t>(m * s.k), 1);
@@ -105,7 +110,7 @@ int main() {
   }
 
   // Streaming read: every thread sums its slice of a 256 MiB buffer.
-  const std::size_t stream_floats = 64u << 20;
+  const std::size_t stream_floats = 64u << 20;  // always run: the decode floor needs it
   std::vector<float> big(stream_floats, 1.0f);
   const double read_s = seconds_per_call([&] {
     std::vector<float> partial(static_cast<std::size_t>(threads));
@@ -132,6 +137,7 @@ int main() {
   std::printf("\npaged attention decode (12 q heads, 4 kv heads, dim 64, block 16), one layer\n");
   std::printf("%6s %8s %10s %10s\n", "batch", "context", "us/call", "KV GB/s");
   for (auto [batch, ctx] : {std::pair{1, 1024}, {8, 1024}, {32, 512}, {8, 4096}}) {
+    if (!run("attention")) break;
     const std::int32_t bs = 16, kvh = 4, hd = 64, heads = 12;
     const std::int64_t blocks_per_seq = (ctx + bs - 1) / bs, num_blocks = blocks_per_seq * batch;
     std::vector<float> kc = random_floats(static_cast<std::size_t>(num_blocks * bs * kvh * hd), 3);

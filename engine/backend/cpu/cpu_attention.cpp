@@ -1,8 +1,10 @@
 // Paged KV writes, block copies and paged attention on the CPU.
-// Attention work items are (sequence, kv head, chunk of queries): each item
-// reads its K/V rows once for all query heads of the GQA group and computes
+// Attention work items are (sequence, chunk of queries, kv heads): each item
+// reads its K/V rows once for all query heads of its GQA groups and computes
 // every output element in a fixed order, so results do not depend on the
-// thread count or on which other sequences share the step.
+// thread count or on which other sequences share the step. An item takes all
+// kv heads, so it reads whole contiguous slot rows, unless there are too few
+// items to keep the threads busy; then it takes one kv head.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,7 +21,8 @@ namespace {
 
 constexpr std::int32_t kQueryChunk = 16;
 
-float dot(const float* a, const float* b, std::int32_t n) {
+// AVX2 clone where the CPU has it (same lanes, same order: identical bits).
+__attribute__((target_clones("avx2", "default"))) float dot(const float* a, const float* b, std::int32_t n) {
   float lane[8] = {};
   std::int32_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -32,7 +35,8 @@ float dot(const float* a, const float* b, std::int32_t n) {
 
 struct WorkItem {
   std::int32_t seq;
-  std::int32_t kv_head;
+  std::int32_t kv_head;     // first kv head
+  std::int32_t kv_count;    // kv heads handled
   std::int32_t first_query;  // index within the sequence's new tokens
   std::int32_t num_query;
 };
@@ -100,17 +104,20 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
   const auto* kc = static_cast<const float*>(cache.k);
   const auto* vc = static_cast<const float*>(cache.v);
 
+  std::int64_t chunks = 0;
+  for (const SeqAttention& sq : seqs) chunks += (sq.num_query + kQueryChunk - 1) / kQueryChunk;
+  const std::int32_t kv_per_item = chunks >= 2 * static_cast<std::int64_t>(pool_.size()) ? shape.num_kv_heads : 1;
   std::vector<WorkItem> items;
   for (std::size_t s = 0; s < seqs.size(); ++s) {
-    for (std::int32_t g = 0; g < shape.num_kv_heads; ++g) {
+    for (std::int32_t g = 0; g < shape.num_kv_heads; g += kv_per_item) {
       for (std::int32_t i = 0; i < seqs[s].num_query; i += kQueryChunk) {
-        items.push_back({static_cast<std::int32_t>(s), g, i, std::min(kQueryChunk, seqs[s].num_query - i)});
+        items.push_back({static_cast<std::int32_t>(s), g, kv_per_item, i, std::min(kQueryChunk, seqs[s].num_query - i)});
       }
     }
   }
 
   pool_.parallel_for(static_cast<std::int64_t>(items.size()), [&](std::int64_t b, std::int64_t e) {
-    std::vector<float> scores;              // [group, keys]
+    std::vector<float> scores;              // [query heads of the item, keys]
     std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
     for (std::int64_t it = b; it < e; ++it) {
       const WorkItem& w = items[it];
@@ -123,22 +130,25 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
         const std::int64_t base = static_cast<std::int64_t>(seq.block_table[blk]) * cache.block_size;
         const std::int32_t end = std::min(last_pos + 1, p + cache.block_size);
         for (std::int32_t x = p; x < end; ++x) {
-          key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;
+          key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;  // first kv head
         }
       }
       for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
         const std::int32_t pos = first_pos + qi;
         const std::int32_t lo = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
         const std::int32_t n_keys = pos - lo + 1;
-        scores.resize(static_cast<std::size_t>(group) * n_keys);
+        const std::int32_t nh = group * w.kv_count;  // query heads of this item
+        scores.resize(static_cast<std::size_t>(nh) * n_keys);
         const std::int64_t row = seq.query_start + qi;
         const float* qrow = static_cast<const float*>(q.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
         for (std::int32_t j = 0; j < n_keys; ++j) {
           const float* krow = kc + key_offsets[lo + j];
-          for (std::int32_t h = 0; h < group; ++h) scores[h * n_keys + j] = dot(qrow + h * hd, krow, hd) * scale;
+          for (std::int32_t h = 0; h < nh; ++h) {
+            scores[static_cast<std::int64_t>(h) * n_keys + j] = dot(qrow + h * hd, krow + (h / group) * hd, hd) * scale;
+          }
         }
         float* orow = static_cast<float*>(out.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
-        for (std::int32_t h = 0; h < group; ++h) {
+        for (std::int32_t h = 0; h < nh; ++h) {
           float* sc = scores.data() + static_cast<std::int64_t>(h) * n_keys;
           const float mx = *std::max_element(sc, sc + n_keys);
           float total = 0.0f;
@@ -149,10 +159,11 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
         }
         for (std::int32_t j = 0; j < n_keys; ++j) {
           const float* vrow = vc + key_offsets[lo + j];
-          for (std::int32_t h = 0; h < group; ++h) {
+          for (std::int32_t h = 0; h < nh; ++h) {
             const float pj = scores[static_cast<std::int64_t>(h) * n_keys + j];
+            const float* v = vrow + (h / group) * hd;
             float* o = orow + h * hd;
-            for (std::int32_t d = 0; d < hd; ++d) o[d] += pj * vrow[d];
+            for (std::int32_t d = 0; d < hd; ++d) o[d] += pj * v[d];
           }
         }
       }

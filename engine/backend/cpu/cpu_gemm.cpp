@@ -25,7 +25,9 @@ namespace {
 // cores, large enough for SGEMM to run at speed.
 constexpr std::int64_t kGemmTileCols = 128;
 
-float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
+// AVX2 clone where the CPU has it (same lanes, same order: identical bits;
+// no FMA contraction in ISO C++ mode).
+__attribute__((target_clones("avx2", "default"))) float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
   float lane[8] = {};
   std::int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
