@@ -39,7 +39,7 @@ struct Tracked {
 struct Options {
   std::string preset;
   std::int32_t num_blocks = 160;
-  std::int32_t requests = 1500;
+  std::int32_t requests = 800;
   std::int32_t plans_in_flight = 1;
   bool swap = false;
   bool eos = false;
@@ -78,7 +78,13 @@ void run_random(const Options& o) {
       INFO("request " << rec.id);
       REQUIRE(ended[rec.id] == 1);
       auto& t = tracked.at(rec.id);
-      REQUIRE(rec.output_tokens == t.outputs);
+      if (rec.outcome == Outcome::aborted) {
+        // Aborted inside an outstanding plan: that plan's token is never delivered.
+        REQUIRE(rec.output_tokens <= t.outputs);
+        REQUIRE(rec.output_tokens >= t.outputs - 1);
+      } else {
+        REQUIRE(rec.output_tokens == t.outputs);
+      }
       if (rec.outcome == Outcome::finished) {
         if (!o.eos) REQUIRE(rec.output_tokens == t.req.output_len);
         // Everything but the last sampled token's KV was computed.
@@ -180,10 +186,13 @@ void run_random(const Options& o) {
 TEST_CASE("random workloads keep every invariant through every preset", "[random]") {
   for (const auto& preset : scheduler_preset_names()) {
     SECTION(preset) {
-      Options o;
-      o.preset = preset;
-      if (preset == "lightllm") o.num_blocks = 160 * 16;
-      run_random(o);
+      for (std::uint64_t seed : {1, 2}) {
+        Options o;
+        o.preset = preset;
+        o.seed = seed;
+        if (preset == "lightllm") o.num_blocks = 160 * 16;
+        run_random(o);
+      }
     }
   }
 }
@@ -191,7 +200,8 @@ TEST_CASE("random workloads keep every invariant through every preset", "[random
 TEST_CASE("random workloads: swap preemption, pipeline plans, EOS, other orders", "[random]") {
   Options o;
   o.preset = "vllm";
-  o.requests = 1200;
+  o.requests = 600;
+  o.seed = 7;
   SECTION("swap") {
     o.swap = true;
     run_random(o);
