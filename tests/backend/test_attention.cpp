@@ -187,7 +187,7 @@ TEST_CASE("sliding-window attention sees only the last window keys") {
   CHECK(max_abs_diff(got[1], dense_attention(seqs[1], g, 5)) < 1e-5);
 }
 
-TEST_CASE("kv_write skips negative slots; copy_blocks swaps blocks out to a host cache and back") {
+TEST_CASE("kv_write skips negative slots, and copy_blocks swaps blocks out to a host cache and back") {
   auto be = make_cpu_backend(2);
   const Geometry g{2, 2, 4, 2};
   PagedSetup ps(*be, g, 6, 25);

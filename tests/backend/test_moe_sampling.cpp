@@ -136,7 +136,7 @@ TEST_CASE("seeded sampling is deterministic and independent of the batch around 
   CHECK(seen.size() > 5);
 }
 
-TEST_CASE("top-k and top-p only pick allowed tokens; frequencies follow the probabilities") {
+TEST_CASE("top-k and top-p only pick allowed tokens, and frequencies follow the probabilities") {
   auto be = make_cpu_backend(2);
   const std::int64_t vocab = 10;
   // Probabilities proportional to exp(logit): tokens 4 > 7 > 1 > the rest.

@@ -115,7 +115,7 @@ TEST_CASE("bad arguments throw twin::Error naming the op and shapes") {
   CHECK_THROWS_AS(a.buffer.view(Dtype::f32, 5, 8), Error);
 }
 
-TEST_CASE("make_backend knows cpu and auto; unknown names list the known ones") {
+TEST_CASE("make_backend knows cpu and auto, and unknown names list the known ones") {
   auto be = make_backend("cpu", {.threads = 2});
   CHECK(be->name() == "cpu");
   CHECK(be->device_info().threads == 2);
