@@ -21,8 +21,9 @@ namespace {
 
 constexpr std::int32_t kQueryChunk = 16;
 
-// AVX2 clone where the CPU has it (same lanes, same order: identical bits).
-__attribute__((target_clones("avx2", "default"))) float dot(const float* a, const float* b, std::int32_t n) {
+// Inlined into attend_items, which has an AVX2 clone picked at run time where
+// the CPU has it: same lanes and order in both, so identical bits.
+inline __attribute__((always_inline)) float dot(const float* a, const float* b, std::int32_t n) {
   float lane[8] = {};
   std::int32_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -40,6 +41,81 @@ struct WorkItem {
   std::int32_t first_query;  // index within the sequence's new tokens
   std::int32_t num_query;
 };
+
+struct AttentionJob {
+  const TensorView& q;
+  const TensorView& out;
+  const KvCacheView& cache;
+  std::span<const SeqAttention> seqs;
+  const AttentionShape& shape;
+  std::int32_t group;
+  float scale;
+};
+
+__attribute__((target_clones("avx2", "default"))) void attend_items(const AttentionJob& job, const WorkItem* items,
+                                                                    std::int64_t count) {
+  const TensorView& q = job.q;
+  const TensorView& out = job.out;
+  const KvCacheView& cache = job.cache;
+  const auto seqs = job.seqs;
+  const AttentionShape& shape = job.shape;
+  const std::int32_t group = job.group, hd = shape.head_dim;
+  const float scale = job.scale;
+  const std::int64_t slot_width = cache.slot_elems();
+  const auto* kc = static_cast<const float*>(cache.k);
+  const auto* vc = static_cast<const float*>(cache.v);
+  std::vector<float> scores;              // [query heads of the item, keys]
+  std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
+  for (std::int64_t it = 0; it < count; ++it) {
+    const WorkItem& w = items[it];
+    const SeqAttention& seq = seqs[w.seq];
+    const std::int32_t first_pos = seq.context_len - seq.num_query;
+    // Resolve the block table once for every position this item can see.
+    const std::int32_t last_pos = first_pos + w.first_query + w.num_query - 1;
+    key_offsets.resize(static_cast<std::size_t>(last_pos) + 1);
+    for (std::int32_t p = 0, blk = 0; p <= last_pos; p += cache.block_size, ++blk) {
+      const std::int64_t base = static_cast<std::int64_t>(seq.block_table[blk]) * cache.block_size;
+      const std::int32_t end = std::min(last_pos + 1, p + cache.block_size);
+      for (std::int32_t x = p; x < end; ++x) {
+        key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;  // first kv head
+      }
+    }
+    for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
+      const std::int32_t pos = first_pos + qi;
+      const std::int32_t lo = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
+      const std::int32_t n_keys = pos - lo + 1;
+      const std::int32_t nh = group * w.kv_count;  // query heads of this item
+      scores.resize(static_cast<std::size_t>(nh) * n_keys);
+      const std::int64_t row = seq.query_start + qi;
+      const float* qrow = static_cast<const float*>(q.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
+      for (std::int32_t j = 0; j < n_keys; ++j) {
+        const float* krow = kc + key_offsets[lo + j];
+        for (std::int32_t h = 0; h < nh; ++h) {
+          scores[static_cast<std::int64_t>(h) * n_keys + j] = dot(qrow + h * hd, krow + (h / group) * hd, hd) * scale;
+        }
+      }
+      float* orow = static_cast<float*>(out.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
+      for (std::int32_t h = 0; h < nh; ++h) {
+        float* sc = scores.data() + static_cast<std::int64_t>(h) * n_keys;
+        const float mx = *std::max_element(sc, sc + n_keys);
+        float total = 0.0f;
+        for (std::int32_t j = 0; j < n_keys; ++j) total += (sc[j] = std::exp(sc[j] - mx));
+        const float inv = 1.0f / total;
+        for (std::int32_t j = 0; j < n_keys; ++j) sc[j] *= inv;
+        std::fill(orow + h * hd, orow + (h + 1) * hd, 0.0f);
+      }
+      for (std::int32_t j = 0; j < n_keys; ++j) {
+        const float* vrow = vc + key_offsets[lo + j];
+        for (std::int32_t h = 0; h < nh; ++h) {
+          const float pj = scores[static_cast<std::int64_t>(h) * n_keys + j];
+          const float* v = vrow + (h / group) * hd;
+          float* o = orow + h * hd;
+          for (std::int32_t d = 0; d < hd; ++d) o[d] += pj * v[d];
+        }
+      }
+    }
+  }
+}
 
 }  // namespace
 
@@ -100,9 +176,6 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
   const std::int32_t hd = shape.head_dim;
   const std::int32_t group = shape.num_heads / shape.num_kv_heads;
   const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  const std::int64_t slot_width = cache.slot_elems();
-  const auto* kc = static_cast<const float*>(cache.k);
-  const auto* vc = static_cast<const float*>(cache.v);
 
   std::int64_t chunks = 0;
   for (const SeqAttention& sq : seqs) chunks += (sq.num_query + kQueryChunk - 1) / kQueryChunk;
@@ -116,59 +189,9 @@ void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, 
     }
   }
 
-  pool_.parallel_for(static_cast<std::int64_t>(items.size()), [&](std::int64_t b, std::int64_t e) {
-    std::vector<float> scores;              // [query heads of the item, keys]
-    std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
-    for (std::int64_t it = b; it < e; ++it) {
-      const WorkItem& w = items[it];
-      const SeqAttention& seq = seqs[w.seq];
-      const std::int32_t first_pos = seq.context_len - seq.num_query;
-      // Resolve the block table once for every position this item can see.
-      const std::int32_t last_pos = first_pos + w.first_query + w.num_query - 1;
-      key_offsets.resize(static_cast<std::size_t>(last_pos) + 1);
-      for (std::int32_t p = 0, blk = 0; p <= last_pos; p += cache.block_size, ++blk) {
-        const std::int64_t base = static_cast<std::int64_t>(seq.block_table[blk]) * cache.block_size;
-        const std::int32_t end = std::min(last_pos + 1, p + cache.block_size);
-        for (std::int32_t x = p; x < end; ++x) {
-          key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;  // first kv head
-        }
-      }
-      for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
-        const std::int32_t pos = first_pos + qi;
-        const std::int32_t lo = shape.sliding_window > 0 ? std::max(0, pos - shape.sliding_window + 1) : 0;
-        const std::int32_t n_keys = pos - lo + 1;
-        const std::int32_t nh = group * w.kv_count;  // query heads of this item
-        scores.resize(static_cast<std::size_t>(nh) * n_keys);
-        const std::int64_t row = seq.query_start + qi;
-        const float* qrow = static_cast<const float*>(q.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
-        for (std::int32_t j = 0; j < n_keys; ++j) {
-          const float* krow = kc + key_offsets[lo + j];
-          for (std::int32_t h = 0; h < nh; ++h) {
-            scores[static_cast<std::int64_t>(h) * n_keys + j] = dot(qrow + h * hd, krow + (h / group) * hd, hd) * scale;
-          }
-        }
-        float* orow = static_cast<float*>(out.at(row)) + static_cast<std::int64_t>(w.kv_head) * group * hd;
-        for (std::int32_t h = 0; h < nh; ++h) {
-          float* sc = scores.data() + static_cast<std::int64_t>(h) * n_keys;
-          const float mx = *std::max_element(sc, sc + n_keys);
-          float total = 0.0f;
-          for (std::int32_t j = 0; j < n_keys; ++j) total += (sc[j] = std::exp(sc[j] - mx));
-          const float inv = 1.0f / total;
-          for (std::int32_t j = 0; j < n_keys; ++j) sc[j] *= inv;
-          std::fill(orow + h * hd, orow + (h + 1) * hd, 0.0f);
-        }
-        for (std::int32_t j = 0; j < n_keys; ++j) {
-          const float* vrow = vc + key_offsets[lo + j];
-          for (std::int32_t h = 0; h < nh; ++h) {
-            const float pj = scores[static_cast<std::int64_t>(h) * n_keys + j];
-            const float* v = vrow + (h / group) * hd;
-            float* o = orow + h * hd;
-            for (std::int32_t d = 0; d < hd; ++d) o[d] += pj * v[d];
-          }
-        }
-      }
-    }
-  });
+  const AttentionJob job{q, out, cache, seqs, shape, group, scale};
+  pool_.parallel_for(static_cast<std::int64_t>(items.size()),
+                     [&](std::int64_t b, std::int64_t e) { attend_items(job, items.data() + b, e - b); });
 }
 
 }  // namespace twin
