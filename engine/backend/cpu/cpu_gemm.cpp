@@ -25,9 +25,10 @@ namespace {
 // cores, large enough for SGEMM to run at speed.
 constexpr std::int64_t kGemmTileCols = 128;
 
-// AVX2 clone where the CPU has it (same lanes, same order: identical bits;
-// no FMA contraction in ISO C++ mode).
-__attribute__((target_clones("avx2", "default"))) float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
+// Inlined into bf16_direct_tile, which has an AVX2 clone picked at run time:
+// same lanes and order in both (and no FMA contraction in ISO C++ mode), so
+// identical bits.
+inline __attribute__((always_inline)) float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
   float lane[8] = {};
   std::int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
@@ -36,6 +37,20 @@ __attribute__((target_clones("avx2", "default"))) float dot_bf16(const float* a,
   float total = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
   for (; i < k; ++i) total += a[i] * bf16_to_f32(w[i]);
   return total;
+}
+
+// C[:, j0:j1] (+)= A · W[j0:j1]^T reading bf16 W directly: for few rows of A.
+__attribute__((target_clones("avx2", "default"))) void bf16_direct_tile(const TensorView& a, const TensorView& w,
+                                                                        const TensorView& c, std::int64_t j0,
+                                                                        std::int64_t j1, bool accumulate) {
+  for (std::int64_t j = j0; j < j1; ++j) {
+    const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
+    for (std::int64_t i = 0; i < a.rows; ++i) {
+      float* cij = static_cast<float*>(c.at(i, j));
+      const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, a.cols);
+      *cij = accumulate ? *cij + d : d;
+    }
+  }
 }
 
 void add_bias(const TensorView& c, const TensorView& bias) {
@@ -83,14 +98,7 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
         wp = static_cast<const float*>(w.at(j0));
         ldw = static_cast<blasint>(w.row_stride);
       } else if (m <= kBf16DirectMaxRows) {
-        for (std::int64_t j = j0; j < j0 + cols; ++j) {
-          const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
-          for (std::int64_t i = 0; i < m; ++i) {
-            float* cij = static_cast<float*>(c.at(i, j));
-            const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, k);
-            *cij = options.accumulate ? *cij + d : d;
-          }
-        }
+        bf16_direct_tile(a, w, c, j0, j0 + cols, options.accumulate);
         continue;
       } else {
         panel.resize(static_cast<std::size_t>(cols * k));
