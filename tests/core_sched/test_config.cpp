@@ -38,7 +38,7 @@ TEST_CASE("unknown preset lists the known ones", "[config]") {
   }
 }
 
-TEST_CASE("options are set key by key, bad ones name the key", "[config]") {
+TEST_CASE("options are set key by key - bad ones name the key", "[config]") {
   auto c = replica_preset("vllm");
   set_replica_option(c, "max_num_seqs", "7");
   set_replica_option(c, "order", "longest_prefix");

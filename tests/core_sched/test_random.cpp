@@ -197,7 +197,7 @@ TEST_CASE("random workloads keep every invariant through every preset", "[random
   }
 }
 
-TEST_CASE("random workloads: swap preemption, pipeline plans, EOS, other orders", "[random]") {
+TEST_CASE("random workloads: swap preemption - pipeline plans - EOS - other orders", "[random]") {
   Options o;
   o.preset = "vllm";
   o.requests = 600;

@@ -41,7 +41,7 @@ TEST_CASE("round_robin cycles", "[router]") {
   CHECK(picks == std::vector<std::int32_t>{0, 1, 2, 0, 1});
 }
 
-TEST_CASE("least_outstanding picks the least loaded, ties to the lowest index", "[router]") {
+TEST_CASE("least_outstanding picks the least loaded - ties to the lowest index", "[router]") {
   Cluster c(3);
   Router r(RouterPolicy::least_outstanding, 1);
   CHECK(r.pick(make_request(0, 10, 1), c.view) == 0);
@@ -61,7 +61,7 @@ TEST_CASE("least_kv picks the lowest KV usage", "[router]") {
   CHECK(r.pick(make_request(0, 10, 1), c.view) == 1);
 }
 
-TEST_CASE("prefix_affinity follows the cached prefix, else the least loaded", "[router]") {
+TEST_CASE("prefix_affinity follows the cached prefix - else the least loaded", "[router]") {
   Cluster c(3);
   c[2].add(make_token_request(1, 64, 1, 5, 64), 0);
   while (c[2].has_work()) step(c[2], 0);
@@ -71,7 +71,7 @@ TEST_CASE("prefix_affinity follows the cached prefix, else the least loaded", "[
   CHECK(r.pick(make_token_request(3, 64, 1, 6, 64), c.view) == 1);  // no hit anywhere: least loaded, lowest index
 }
 
-TEST_CASE("power_of_two is seeded, deterministic and prefers the less loaded", "[router]") {
+TEST_CASE("power_of_two is seeded - deterministic and prefers the less loaded", "[router]") {
   Cluster c(4);
   for (int i = 0; i < 5; ++i) c[0].add(make_request(100 + i, 10, 1), 0);
   Router a(RouterPolicy::power_of_two, 42), b(RouterPolicy::power_of_two, 42);

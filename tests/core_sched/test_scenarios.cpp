@@ -18,7 +18,7 @@ const ScheduledSeq* find(const StepPlan& p, RequestId id) {
 
 }  // namespace
 
-TEST_CASE("vllm: running requests are scheduled before waiting ones, in one mixed step", "[scenario]") {
+TEST_CASE("vllm: running requests are scheduled before waiting ones - in one mixed step", "[scenario]") {
   Replica r(config_for("vllm", 100), 0);
   r.add(make_request(1, 100, 10), 0);
   auto p1 = step(r, 0);
@@ -132,7 +132,7 @@ TEST_CASE("lightllm: token-level KV fits more requests than 16-token blocks", "[
   CHECK(run(1, 320) == 18);  // same memory, 17 slots each
 }
 
-TEST_CASE("recompute preemption takes the newest, admits nothing that step, recomputes later", "[scenario]") {
+TEST_CASE("recompute preemption takes the newest - admits nothing that step - recomputes later", "[scenario]") {
   auto cfg = config_for("vllm", 4);
   cfg.kv.enable_prefix_caching = false;
   Replica r(cfg, 0);
