@@ -38,7 +38,7 @@ class Buffer {
 
   // A [rows, cols] contiguous view starting offset_bytes into the buffer.
   // Throws twin::Error if it does not fit.
-  TensorView view(Dtype dtype, std::int64_t rows, std::int64_t cols, std::size_t offset_bytes = 0) const;
+  TensorView view(ElemType dtype, std::int64_t rows, std::int64_t cols, std::size_t offset_bytes = 0) const;
 
  private:
   void swap(Buffer& o) noexcept {

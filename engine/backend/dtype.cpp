@@ -7,11 +7,11 @@
 
 namespace twin {
 
-Dtype parse_dtype(std::string_view name) {
-  if (name == "f32" || name == "float32" || name == "fp32") return Dtype::f32;
-  if (name == "bf16" || name == "bfloat16") return Dtype::bf16;
-  if (name == "f16" || name == "float16" || name == "fp16") return Dtype::f16;
-  if (name == "i32" || name == "int32") return Dtype::i32;
+ElemType parse_elem_type(std::string_view name) {
+  if (name == "f32" || name == "float32" || name == "fp32") return ElemType::f32;
+  if (name == "bf16" || name == "bfloat16") return ElemType::bf16;
+  if (name == "f16" || name == "float16" || name == "fp16") return ElemType::f16;
+  if (name == "i32" || name == "int32") return ElemType::i32;
   throw UsageError("unknown dtype '" + std::string(name) + "' (known: f32, bf16, f16, i32)");
 }
 
@@ -61,40 +61,40 @@ std::uint16_t f32_to_f16(float f) {
   return sign | static_cast<std::uint16_t>(v >> 13);
 }
 
-void convert_to_f32(const void* src, Dtype src_dtype, float* dst, std::size_t n) {
+void convert_to_f32(const void* src, ElemType src_dtype, float* dst, std::size_t n) {
   switch (src_dtype) {
-    case Dtype::f32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case Dtype::bf16: {
+    case ElemType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case ElemType::bf16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
       return;
     }
-    case Dtype::f16: {
+    case ElemType::f16: {
       const auto* s = static_cast<const std::uint16_t*>(src);
       for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
-    case Dtype::i32: break;
+    case ElemType::i32: break;
   }
-  throw Error("convert_to_f32: unsupported source dtype " + std::string(dtype_name(src_dtype)));
+  throw Error("convert_to_f32: unsupported source dtype " + std::string(elem_type_name(src_dtype)));
 }
 
-void convert_from_f32(const float* src, void* dst, Dtype dst_dtype, std::size_t n) {
+void convert_from_f32(const float* src, void* dst, ElemType dst_dtype, std::size_t n) {
   switch (dst_dtype) {
-    case Dtype::f32: std::memcpy(dst, src, n * sizeof(float)); return;
-    case Dtype::bf16: {
+    case ElemType::f32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case ElemType::bf16: {
       auto* d = static_cast<std::uint16_t*>(dst);
       for (std::size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
       return;
     }
-    case Dtype::f16: {
+    case ElemType::f16: {
       auto* d = static_cast<std::uint16_t*>(dst);
       for (std::size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
       return;
     }
-    case Dtype::i32: break;
+    case ElemType::i32: break;
   }
-  throw Error("convert_from_f32: unsupported destination dtype " + std::string(dtype_name(dst_dtype)));
+  throw Error("convert_from_f32: unsupported destination dtype " + std::string(elem_type_name(dst_dtype)));
 }
 
 }  // namespace twin

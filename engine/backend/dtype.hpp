@@ -10,31 +10,31 @@
 
 namespace twin {
 
-enum class Dtype : std::uint8_t { f32, bf16, f16, i32 };
+enum class ElemType : std::uint8_t { f32, bf16, f16, i32 };
 
-constexpr std::size_t dtype_bytes(Dtype d) {
+constexpr std::size_t elem_bytes(ElemType d) {
   switch (d) {
-    case Dtype::f32: return 4;
-    case Dtype::bf16: return 2;
-    case Dtype::f16: return 2;
-    case Dtype::i32: return 4;
+    case ElemType::f32: return 4;
+    case ElemType::bf16: return 2;
+    case ElemType::f16: return 2;
+    case ElemType::i32: return 4;
   }
   return 0;
 }
 
-constexpr std::string_view dtype_name(Dtype d) {
+constexpr std::string_view elem_type_name(ElemType d) {
   switch (d) {
-    case Dtype::f32: return "f32";
-    case Dtype::bf16: return "bf16";
-    case Dtype::f16: return "f16";
-    case Dtype::i32: return "i32";
+    case ElemType::f32: return "f32";
+    case ElemType::bf16: return "bf16";
+    case ElemType::f16: return "f16";
+    case ElemType::i32: return "i32";
   }
   return "?";
 }
 
 // Parses "f32"/"float32", "bf16"/"bfloat16", "f16"/"float16", "i32"/"int32";
 // throws UsageError listing the known names otherwise (defined in dtype.cpp).
-Dtype parse_dtype(std::string_view name);
+ElemType parse_elem_type(std::string_view name);
 
 constexpr float bf16_to_f32(std::uint16_t h) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
@@ -51,7 +51,7 @@ float f16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_f16(float f);
 
 // Converts n elements of `src` (any float dtype) to fp32 / from fp32.
-void convert_to_f32(const void* src, Dtype src_dtype, float* dst, std::size_t n);
-void convert_from_f32(const float* src, void* dst, Dtype dst_dtype, std::size_t n);
+void convert_to_f32(const void* src, ElemType src_dtype, float* dst, std::size_t n);
+void convert_from_f32(const float* src, void* dst, ElemType dst_dtype, std::size_t n);
 
 }  // namespace twin

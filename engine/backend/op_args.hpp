@@ -57,9 +57,4 @@ struct SamplingParams {
   std::int64_t token_index = 0;  // index of the token being sampled in the request's output
 };
 
-struct BlockCopy {
-  BlockId src = 0;
-  BlockId dst = 0;
-};
-
 }  // namespace twin

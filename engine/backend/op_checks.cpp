@@ -21,7 +21,7 @@ std::string shape_str(const TensorView& t) {
   s += ", ";
   s += std::to_string(t.cols);
   s += "] ";
-  s += dtype_name(t.dtype);
+  s += elem_type_name(t.dtype);
   return s;
 }
 
@@ -34,13 +34,13 @@ void check_view(std::string_view op, std::string_view what, const TensorView& t)
 }
 
 void check_dtype(std::string_view op, std::string_view what, const TensorView& t,
-                 std::initializer_list<Dtype> allowed) {
+                 std::initializer_list<ElemType> allowed) {
   check_view(op, what, t);
   std::string names;
-  for (Dtype d : allowed) {
+  for (ElemType d : allowed) {
     if (t.dtype == d) return;
     if (!names.empty()) names += " or ";
-    names += dtype_name(d);
+    names += elem_type_name(d);
   }
   fail(op, std::string(what) + " is " + shape_str(t) + "; expected dtype " + names);
 }
@@ -54,13 +54,13 @@ void check_shape(std::string_view op, std::string_view what, const TensorView& t
 }
 
 void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
-  check_dtype("gemm", "A", a, {Dtype::f32});
-  check_dtype("gemm", "W", w, {Dtype::f32, Dtype::bf16});
-  check_dtype("gemm", "C", c, {Dtype::f32});
+  check_dtype("gemm", "A", a, {ElemType::f32});
+  check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16});
+  check_dtype("gemm", "C", c, {ElemType::f32});
   if (a.cols != w.cols) fail("gemm", "A is " + shape_str(a) + " but W is " + shape_str(w) + " (inner dims differ)");
   check_shape("gemm", "C", c, a.rows, w.rows);
   if (options.bias != nullptr) {
-    check_dtype("gemm", "bias", *options.bias, {Dtype::f32, Dtype::bf16});
+    check_dtype("gemm", "bias", *options.bias, {ElemType::f32, ElemType::bf16});
     check_shape("gemm", "bias", *options.bias, 1, w.rows);
   }
 }
@@ -88,8 +88,8 @@ void check_attention(const TensorView& q, const KvCacheView& cache, std::span<co
                  " of dim " + std::to_string(cache.head_dim));
   }
   const std::int64_t width = static_cast<std::int64_t>(shape.num_heads) * shape.head_dim;
-  check_dtype(op, "q", q, {Dtype::f32});
-  check_dtype(op, "out", out, {Dtype::f32});
+  check_dtype(op, "q", q, {ElemType::f32});
+  check_dtype(op, "out", out, {ElemType::f32});
   check_shape(op, "q", q, q.rows, width);
   check_shape(op, "out", out, q.rows, width);
   for (std::size_t i = 0; i < seqs.size(); ++i) {

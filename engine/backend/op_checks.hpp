@@ -15,7 +15,7 @@ std::string shape_str(const TensorView& t);  // "[rows, cols] dtype"
 
 void check_view(std::string_view op, std::string_view what, const TensorView& t);
 void check_dtype(std::string_view op, std::string_view what, const TensorView& t,
-                 std::initializer_list<Dtype> allowed);
+                 std::initializer_list<ElemType> allowed);
 void check_shape(std::string_view op, std::string_view what, const TensorView& t,
                  std::int64_t rows, std::int64_t cols);
 

@@ -12,7 +12,7 @@ namespace twin {
 
 struct TensorView {
   void* data = nullptr;
-  Dtype dtype = Dtype::f32;
+  ElemType dtype = ElemType::f32;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::int64_t row_stride = 0;  // elements between row starts; >= cols
@@ -22,7 +22,7 @@ struct TensorView {
   // Byte address of element (r, c). Host arithmetic only: never dereference
   // on the host for a device backend.
   void* at(std::int64_t r, std::int64_t c = 0) const {
-    return static_cast<char*>(data) + (r * row_stride + c) * static_cast<std::int64_t>(dtype_bytes(dtype));
+    return static_cast<char*>(data) + (r * row_stride + c) * static_cast<std::int64_t>(elem_bytes(dtype));
   }
   TensorView slice_rows(std::int64_t first, std::int64_t count) const {
     return {at(first), dtype, count, cols, row_stride};
@@ -32,7 +32,7 @@ struct TensorView {
   }
 };
 
-inline TensorView make_view(void* data, Dtype dtype, std::int64_t rows, std::int64_t cols) {
+inline TensorView make_view(void* data, ElemType dtype, std::int64_t rows, std::int64_t cols) {
   return {data, dtype, rows, cols, cols};
 }
 
@@ -43,7 +43,7 @@ inline TensorView make_view(void* data, Dtype dtype, std::int64_t rows, std::int
 struct KvCacheView {
   void* k = nullptr;
   void* v = nullptr;
-  Dtype dtype = Dtype::f32;
+  ElemType dtype = ElemType::f32;
   std::int64_t num_blocks = 0;
   std::int32_t block_size = 0;
   std::int32_t kv_heads = 0;
@@ -52,7 +52,7 @@ struct KvCacheView {
   std::int64_t slot_elems() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
   std::int64_t block_elems() const { return slot_elems() * block_size; }
   std::int64_t bytes_per_tensor() const {
-    return num_blocks * block_elems() * static_cast<std::int64_t>(dtype_bytes(dtype));
+    return num_blocks * block_elems() * static_cast<std::int64_t>(elem_bytes(dtype));
   }
 };
 

@@ -25,12 +25,6 @@ struct KvCacheConfig {
   std::int32_t max_model_len = 0;     // needed by contiguous mode
 };
 
-// One block copy an executor performs (or a cost model prices) for swapping.
-struct BlockCopy {
-  BlockId src = 0;
-  BlockId dst = 0;
-};
-
 // Prefix stats are counted when a fresh sequence is allocated (the moment a
 // lookup result is used), so a request retried at the head of the queue is
 // not counted once per step.

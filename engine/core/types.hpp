@@ -17,6 +17,13 @@ inline constexpr Time kNsPerUs = 1'000;
 inline constexpr Time kNsPerMs = 1'000'000;
 inline constexpr Time kNsPerSec = 1'000'000'000;
 
+// One block copy an executor performs (or a cost model prices): swapping a
+// request's KV between device and host, or moving blocks within one pool.
+struct BlockCopy {
+  BlockId src = 0;
+  BlockId dst = 0;
+};
+
 constexpr double to_seconds(Time t) { return static_cast<double>(t) / 1e9; }
 constexpr double to_millis(Time t) { return static_cast<double>(t) / 1e6; }
 constexpr Time from_seconds(double s) { return static_cast<Time>(s * 1e9 + (s >= 0 ? 0.5 : -0.5)); }

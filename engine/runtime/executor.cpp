@@ -18,13 +18,8 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
   const auto start = std::chrono::steady_clock::now();
   for (RequestId id : plan.aborted) outputs_.erase(id);
   // Copies out first: a block swapped out may be reused by this very step.
-  auto moves = [&](const std::vector<BlockCopy>& copies) -> std::span<const KvBlockMove> {
-    moves_.clear();
-    for (const BlockCopy& c : copies) moves_.push_back({c.src, c.dst});
-    return moves_;
-  };
-  if (!plan.swap_out.empty()) runner_.swap_out(moves(plan.swap_out));
-  if (!plan.swap_in.empty()) runner_.swap_in(moves(plan.swap_in));
+  if (!plan.swap_out.empty()) runner_.swap_out(plan.swap_out);
+  if (!plan.swap_in.empty()) runner_.swap_in(plan.swap_in);
 
   batch_.clear();
   batch_.return_logits = options_.keep_logits;

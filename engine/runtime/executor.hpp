@@ -50,7 +50,6 @@ class Executor {
   std::map<RequestId, std::vector<TokenId>> outputs_;
   ForwardBatch batch_;
   ForwardOutput output_;
-  std::vector<KvBlockMove> moves_;
   Time last_duration_ = 0;
 };
 

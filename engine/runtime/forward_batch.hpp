@@ -41,10 +41,4 @@ struct ForwardOutput {
   std::vector<float> logits;     // [sampling seqs, vocab] when asked for
 };
 
-// A block copy between the device KV cache and the host swap space.
-struct KvBlockMove {
-  BlockId src = 0;
-  BlockId dst = 0;
-};
-
 }  // namespace twin

@@ -1,7 +1,6 @@
 #pragma once
-// The model shape the runtime executes, as plain data. It mirrors models/'s
-// ModelDesc without its Dtype, so runtime files that talk to the backend
-// (which has a Dtype of its own) never include models/ headers.
+// The model shape the runtime executes, as plain data, made from models/'s
+// ModelDesc (model_config_from) and checked once.
 #include <cstdint>
 #include <string>
 

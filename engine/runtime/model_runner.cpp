@@ -25,23 +25,23 @@ void carve(Backend& backend, const ModelConfig& c, std::int64_t T, std::int64_t 
   const std::int64_t E = std::max<std::int64_t>(c.num_experts, 1), K = std::max<std::int64_t>(c.experts_per_token, 1);
   struct Want {
     TensorView* view;
-    Dtype dtype;
+    ElemType dtype;
     std::int64_t rows, cols;
   };
   const std::vector<Want> wants = {
-      {&s.x, Dtype::f32, T, H},          {&s.h, Dtype::f32, T, H},
-      {&s.delta, Dtype::f32, T, H},      {&s.qkv, Dtype::f32, T, c.q_dim() + 2 * c.kv_dim()},
-      {&s.attn, Dtype::f32, T, c.q_dim()}, {&s.gate_up, Dtype::f32, T, 2 * I},
-      {&s.act, Dtype::f32, T, I},        {&s.router_logits, Dtype::f32, T, E},
-      {&s.topk_ids, Dtype::i32, T, K},   {&s.topk_weights, Dtype::f32, T, K},
-      {&s.xs, Dtype::f32, S, H},         {&s.hs, Dtype::f32, S, H},
-      {&s.logits, Dtype::f32, S, c.vocab_size}};
+      {&s.x, ElemType::f32, T, H},          {&s.h, ElemType::f32, T, H},
+      {&s.delta, ElemType::f32, T, H},      {&s.qkv, ElemType::f32, T, c.q_dim() + 2 * c.kv_dim()},
+      {&s.attn, ElemType::f32, T, c.q_dim()}, {&s.gate_up, ElemType::f32, T, 2 * I},
+      {&s.act, ElemType::f32, T, I},        {&s.router_logits, ElemType::f32, T, E},
+      {&s.topk_ids, ElemType::i32, T, K},   {&s.topk_weights, ElemType::f32, T, K},
+      {&s.xs, ElemType::f32, S, H},         {&s.hs, ElemType::f32, S, H},
+      {&s.logits, ElemType::f32, S, c.vocab_size}};
   std::vector<std::size_t> offsets;
   std::size_t total = 0;
   for (const Want& w : wants) {
     total = (total + 63) / 64 * 64;
     offsets.push_back(total);
-    total += static_cast<std::size_t>(w.rows * w.cols) * dtype_bytes(w.dtype);
+    total += static_cast<std::size_t>(w.rows * w.cols) * elem_bytes(w.dtype);
   }
   s.storage = Buffer();  // free the old one first: peak memory stays one scratch
   s.storage = backend.allocate(total);
@@ -79,7 +79,7 @@ struct ModelRunner::Impl {
     std::vector<KvCacheView> layers;
     if (num_blocks <= 0) return layers;
     KvCacheView proto;
-    proto.dtype = Dtype::f32;
+    proto.dtype = ElemType::f32;
     proto.num_blocks = num_blocks;
     proto.block_size = options.block_size;
     proto.kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
@@ -225,18 +225,15 @@ struct ModelRunner::Impl {
   }
 
   void move_blocks(const std::vector<KvCacheView>& src, const std::vector<KvCacheView>& dst,
-                   std::span<const KvBlockMove> moves, std::int64_t src_blocks, std::int64_t dst_blocks) {
+                   std::span<const BlockCopy> moves, std::int64_t src_blocks, std::int64_t dst_blocks) {
     if (moves.empty()) return;
     if (host_layers.empty()) throw Error("swap requested but the runner has no host swap space (num_host_blocks = 0)");
-    std::vector<BlockCopy> pairs;
-    pairs.reserve(moves.size());
-    for (const KvBlockMove& m : moves) {
+    for (const BlockCopy& m : moves) {
       if (m.src < 0 || m.src >= src_blocks || m.dst < 0 || m.dst >= dst_blocks) {
         throw Error("swap copy " + std::to_string(m.src) + " -> " + std::to_string(m.dst) + " outside the caches");
       }
-      pairs.push_back({m.src, m.dst});
     }
-    for (std::size_t l = 0; l < src.size(); ++l) backend->copy_blocks(src[l], dst[l], pairs);
+    for (std::size_t l = 0; l < src.size(); ++l) backend->copy_blocks(src[l], dst[l], moves);
   }
 };
 
@@ -271,16 +268,16 @@ const RunnerOptions& ModelRunner::options() const { return impl_->options; }
 std::string ModelRunner::device_name() const { return impl_->backend->device_info().name; }
 std::int64_t ModelRunner::weight_bytes() const { return impl_->weights.bytes; }
 std::int64_t ModelRunner::kv_block_bytes() const { return twin::kv_block_bytes(impl_->config, impl_->options.block_size); }
-std::string ModelRunner::weight_dtype_name() const { return std::string(dtype_name(impl_->weights.embed.dtype)); }
+std::string ModelRunner::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights.embed.dtype)); }
 
 void ModelRunner::forward(const ForwardBatch& batch, ForwardOutput& out) { impl_->forward(batch, out); }
 
-void ModelRunner::swap_out(std::span<const KvBlockMove> moves) {
+void ModelRunner::swap_out(std::span<const BlockCopy> moves) {
   impl_->move_blocks(impl_->device_layers, impl_->host_layers, moves, impl_->options.num_blocks,
                      impl_->options.num_host_blocks);
 }
 
-void ModelRunner::swap_in(std::span<const KvBlockMove> moves) {
+void ModelRunner::swap_in(std::span<const BlockCopy> moves) {
   impl_->move_blocks(impl_->host_layers, impl_->device_layers, moves, impl_->options.num_host_blocks,
                      impl_->options.num_blocks);
 }

@@ -45,8 +45,8 @@ class ModelRunner {
   void forward(const ForwardBatch& batch, ForwardOutput& out);
 
   // Swap: device blocks -> host blocks, and back.
-  void swap_out(std::span<const KvBlockMove> moves);
-  void swap_in(std::span<const KvBlockMove> moves);
+  void swap_out(std::span<const BlockCopy> moves);
+  void swap_in(std::span<const BlockCopy> moves);
 
  private:
   struct Impl;

@@ -50,10 +50,10 @@ std::uint64_t name_hash(const std::string& s) {
   return h;
 }
 
-Dtype source_dtype(const std::string& st_dtype) {
-  if (st_dtype == "F32") return Dtype::f32;
-  if (st_dtype == "BF16") return Dtype::bf16;
-  if (st_dtype == "F16") return Dtype::f16;
+ElemType source_dtype(const std::string& st_dtype) {
+  if (st_dtype == "F32") return ElemType::f32;
+  if (st_dtype == "BF16") return ElemType::bf16;
+  if (st_dtype == "F16") return ElemType::f16;
   throw Error("unsupported dtype '" + st_dtype + "' (expected F32, F16 or BF16)");
 }
 
@@ -170,15 +170,15 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
   std::unique_ptr<Checkpoint> ckpt;
   if (!options.dir.empty()) ckpt = std::make_unique<Checkpoint>(options.dir);
 
-  Dtype matrix_dtype = Dtype::f32;
+  ElemType matrix_dtype = ElemType::f32;
   if (options.dtype == "bf16") {
-    matrix_dtype = Dtype::bf16;
+    matrix_dtype = ElemType::bf16;
   } else if (options.dtype == "auto") {
     if (ckpt) {
       // Keep bf16 checkpoints in bf16 (half the bytes to stream per decode step).
       const SafetensorsTensor& e =
           ckpt->get("model.embed_tokens.weight", {config.vocab_size, config.hidden_size});
-      if (e.dtype == "BF16") matrix_dtype = Dtype::bf16;
+      if (e.dtype == "BF16") matrix_dtype = ElemType::bf16;
     }
   } else if (options.dtype != "f32") {
     throw UsageError("weight dtype '" + options.dtype + "' is not one of: auto, f32, bf16");
@@ -189,22 +189,22 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
   std::vector<std::size_t> offsets;
   std::size_t total = 0;
   for (const Target& t : targets) {
-    const Dtype d = t.keep_f32 ? Dtype::f32 : matrix_dtype;
+    const ElemType d = t.keep_f32 ? ElemType::f32 : matrix_dtype;
     total = (total + 63) / 64 * 64;
     offsets.push_back(total);
-    total += static_cast<std::size_t>(t.rows * t.cols) * dtype_bytes(d);
+    total += static_cast<std::size_t>(t.rows * t.cols) * elem_bytes(d);
   }
   w.storage = backend.allocate(std::max<std::size_t>(total, 64));
   std::vector<float> values;
   std::vector<std::byte> staged;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
-    const Dtype d = t.keep_f32 ? Dtype::f32 : matrix_dtype;
+    const ElemType d = t.keep_f32 ? ElemType::f32 : matrix_dtype;
     *t.view = w.storage.view(d, t.rows, t.cols, offsets[i]);
     std::size_t at = 0;  // bytes into the target
     for (const Part& part : t.parts) {
       part_values(part, ckpt.get(), options.seed, values);
-      staged.resize(values.size() * dtype_bytes(d));
+      staged.resize(values.size() * elem_bytes(d));
       convert_from_f32(values.data(), staged.data(), d, values.size());
       backend.upload(static_cast<char*>(t.view->data) + at, staged.data(), staged.size());
       at += staged.size();

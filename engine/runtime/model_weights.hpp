@@ -2,8 +2,7 @@
 // The transformer's weights in backend memory, laid out for the forward pass:
 // Q, K and V fused into one projection (one GEMM), gate and up fused into one
 // [2I, H] matrix (the layout silu_and_mul and moe_experts expect). Internal to
-// the runtime: includes backend headers, so never include it together with
-// models/ or engine/core/kv_cache.hpp (their Dtype / BlockCopy collide).
+// the runtime.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -41,9 +41,9 @@ struct DeviceTensor {
 };
 
 template <typename T>
-DeviceTensor to_device(Backend& be, const std::vector<T>& host, Dtype dtype, std::int64_t rows, std::int64_t cols) {
+DeviceTensor to_device(Backend& be, const std::vector<T>& host, ElemType dtype, std::int64_t rows, std::int64_t cols) {
   REQUIRE(static_cast<std::int64_t>(host.size()) == rows * cols);
-  REQUIRE(sizeof(T) == dtype_bytes(dtype));
+  REQUIRE(sizeof(T) == elem_bytes(dtype));
   DeviceTensor t{be.allocate(host.size() * sizeof(T) + 64), {}};
   t.view = t.buffer.view(dtype, rows, cols);
   be.upload(t.view.data, host.data(), host.size() * sizeof(T));
@@ -51,13 +51,13 @@ DeviceTensor to_device(Backend& be, const std::vector<T>& host, Dtype dtype, std
 }
 
 inline DeviceTensor to_device(Backend& be, const std::vector<float>& host, std::int64_t rows, std::int64_t cols) {
-  return to_device(be, host, Dtype::f32, rows, cols);
+  return to_device(be, host, ElemType::f32, rows, cols);
 }
 
-inline DeviceTensor zeros(Backend& be, std::int64_t rows, std::int64_t cols, Dtype dtype = Dtype::f32) {
-  DeviceTensor t{be.allocate(static_cast<std::size_t>(rows * cols) * dtype_bytes(dtype) + 64), {}};
+inline DeviceTensor zeros(Backend& be, std::int64_t rows, std::int64_t cols, ElemType dtype = ElemType::f32) {
+  DeviceTensor t{be.allocate(static_cast<std::size_t>(rows * cols) * elem_bytes(dtype) + 64), {}};
   t.view = t.buffer.view(dtype, rows, cols);
-  std::vector<char> z(static_cast<std::size_t>(rows * cols) * dtype_bytes(dtype), 0);
+  std::vector<char> z(static_cast<std::size_t>(rows * cols) * elem_bytes(dtype), 0);
   be.upload(t.view.data, z.data(), z.size());
   return t;
 }

@@ -65,7 +65,7 @@ struct PagedSetup {
     const std::int64_t width = static_cast<std::int64_t>(g.kv_heads) * g.head_dim;
     k_cache = zeros(be, blocks * g.block_size, width);
     v_cache = zeros(be, blocks * g.block_size, width);
-    view = {k_cache.view.data, v_cache.view.data, Dtype::f32, blocks, g.block_size, g.kv_heads, g.head_dim};
+    view = {k_cache.view.data, v_cache.view.data, ElemType::f32, blocks, g.block_size, g.kv_heads, g.head_dim};
     free_blocks.resize(static_cast<std::size_t>(blocks));
     std::iota(free_blocks.begin(), free_blocks.end(), 0);
     std::mt19937 rng(seed);
@@ -204,7 +204,7 @@ TEST_CASE("kv_write skips negative slots, and copy_blocks swaps blocks out to a 
   // Swap blocks 2 and 0 out to a 3-block host cache, clobber them, swap back in.
   const std::size_t bytes = 3 * 2 * width * sizeof(float);
   Buffer hk = be->allocate(bytes, MemoryKind::host), hv = be->allocate(bytes, MemoryKind::host);
-  const KvCacheView host{hk.data(), hv.data(), Dtype::f32, 3, 2, 2, 4};
+  const KvCacheView host{hk.data(), hv.data(), ElemType::f32, 3, 2, 2, 4};
   const auto before_k = to_host(*be, ps.k_cache.view), before_v = to_host(*be, ps.v_cache.view);
   const std::vector<BlockCopy> out_pairs{{2, 0}, {0, 2}};
   be->copy_blocks(ps.view, host, out_pairs);

@@ -67,9 +67,9 @@ TEST_CASE("gemm with bf16 weights equals f32 on the rounded weights, on both the
   const std::int64_t n = 300, k = 1000;  // several panels of 262 rows
   const auto w = random_floats(n * k, 7, 0.1f);
   const auto w_rounded = bf16_round(w);
-  auto dw = to_device(*be, to_bf16(w), Dtype::bf16, n, k);
+  auto dw = to_device(*be, to_bf16(w), ElemType::bf16, n, k);
   const auto bias = random_floats(n, 9);
-  auto db = to_device(*be, to_bf16(bias), Dtype::bf16, 1, n);
+  auto db = to_device(*be, to_bf16(bias), ElemType::bf16, 1, n);
   const auto bias_rounded = bf16_round(bias);
   for (std::int64_t m : {std::int64_t{1}, std::int64_t{4}, kBf16DirectMaxRows, kBf16DirectMaxRows + 1, std::int64_t{40}}) {
     CAPTURE(m);
@@ -90,7 +90,7 @@ TEST_CASE("embedding gathers rows from f32 and bf16 tables") {
   const auto table = random_floats(vocab * dim, 10);
   const std::vector<TokenId> ids{3, 0, 49, 3, 17};
   auto df = to_device(*be, table, vocab, dim);
-  auto db = to_device(*be, to_bf16(table), Dtype::bf16, vocab, dim);
+  auto db = to_device(*be, to_bf16(table), ElemType::bf16, vocab, dim);
   const auto rounded = bf16_round(table);
   for (bool bf16 : {false, true}) {
     auto out = zeros(*be, static_cast<std::int64_t>(ids.size()), dim);
@@ -179,7 +179,7 @@ TEST_CASE("silu_and_mul, add, copy with dtype conversion, fill and gather_rows")
   be->add(sum.view, out.view);
   for (std::size_t i = 0; i < got.size(); ++i) CHECK(to_host(*be, sum.view)[i] == got[i] + 1.0f);
 
-  auto b16 = zeros(*be, rows, inter, Dtype::bf16);
+  auto b16 = zeros(*be, rows, inter, ElemType::bf16);
   auto back = zeros(*be, rows, inter);
   be->copy(out.view, b16.view);
   be->copy(b16.view, back.view);
@@ -206,6 +206,6 @@ TEST_CASE("dtype conversions round to nearest even and keep special values") {
   }
   CHECK(std::isinf(f16_to_f32(f32_to_f16(70000.0f))));
   CHECK(f16_to_f32(f32_to_f16(1.0f + 1.0f / 4096)) == 1.0f);  // below half an ulp
-  CHECK(parse_dtype("bfloat16") == Dtype::bf16);
-  CHECK_THROWS_AS(parse_dtype("int8"), UsageError);
+  CHECK(parse_elem_type("bfloat16") == ElemType::bf16);
+  CHECK_THROWS_AS(parse_elem_type("int8"), UsageError);
 }

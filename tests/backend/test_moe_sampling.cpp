@@ -20,7 +20,7 @@ TEST_CASE("moe_topk keeps the top experts by softmax weight and renormalises lik
   logits[3 * experts + 1] = logits[3 * experts + 6] = 10.0f;  // a tie: lower id first
   auto dl = to_device(*be, logits, tokens, experts);
   for (bool renorm : {true, false}) {
-    auto ids = zeros(*be, tokens, top_k, Dtype::i32);
+    auto ids = zeros(*be, tokens, top_k, ElemType::i32);
     auto wts = zeros(*be, tokens, top_k);
     be->moe_topk(dl.view, top_k, renorm, ids.view, wts.view);
     const auto got_ids = to_host<std::int32_t>(*be, ids.view);
@@ -53,7 +53,7 @@ TEST_CASE("moe_experts equals the weighted sum of each chosen expert's SwiGLU FF
   for (std::int64_t e = 0; e < experts; ++e) {
     gu.push_back(bf16_round(random_floats(2 * inter * hidden, 50 + e, 0.3f)));
     dn.push_back(random_floats(hidden * inter, 60 + e, 0.3f));
-    dgu.push_back(to_device(*be, to_bf16(gu.back()), Dtype::bf16, 2 * inter, hidden));  // bf16 and f32 experts mixed
+    dgu.push_back(to_device(*be, to_bf16(gu.back()), ElemType::bf16, 2 * inter, hidden));  // bf16 and f32 experts mixed
     ddn.push_back(to_device(*be, dn.back(), hidden, inter));
     gu_views.push_back(dgu.back().view);
     dn_views.push_back(ddn.back().view);
@@ -61,7 +61,7 @@ TEST_CASE("moe_experts equals the weighted sum of each chosen expert's SwiGLU FF
   const std::vector<std::int32_t> ids{0, 3, 3, 1, 2, 0, 1, 2, 3, 0, 2, 1};
   const auto wts = random_floats(tokens * top_k, 42);
   auto dx = to_device(*be, x, tokens, hidden);
-  auto dids = to_device(*be, ids, Dtype::i32, tokens, top_k);
+  auto dids = to_device(*be, ids, ElemType::i32, tokens, top_k);
   auto dw = to_device(*be, wts, tokens, top_k);
   auto out = zeros(*be, tokens, hidden);
   be->moe_experts(dx.view, dids.view, dw.view, gu_views, dn_views, out.view);

@@ -19,7 +19,7 @@ std::vector<float> pipeline(Backend& be) {
     const auto h = to_host(be, v);
     all.insert(all.end(), h.begin(), h.end());
   };
-  auto table = to_device(be, to_bf16(random_floats(vocab * hidden, 80)), Dtype::bf16, vocab, hidden);
+  auto table = to_device(be, to_bf16(random_floats(vocab * hidden, 80)), ElemType::bf16, vocab, hidden);
   std::vector<TokenId> ids(t);
   for (std::int64_t i = 0; i < t; ++i) ids[i] = static_cast<TokenId>((i * 37) % vocab);
   auto x = zeros(be, t, hidden), normed = zeros(be, t, hidden);
@@ -27,7 +27,7 @@ std::vector<float> pipeline(Backend& be) {
   auto norm_w = to_device(be, random_floats(hidden, 81), 1, hidden);
   be.rmsnorm(x.view, norm_w.view, 1e-5f, normed.view);
   const std::int64_t qkv_cols = (heads + 2 * kv_heads) * hd;
-  auto wqkv = to_device(be, to_bf16(random_floats(qkv_cols * hidden, 82, 0.2f)), Dtype::bf16, qkv_cols, hidden);
+  auto wqkv = to_device(be, to_bf16(random_floats(qkv_cols * hidden, 82, 0.2f)), ElemType::bf16, qkv_cols, hidden);
   auto qkv = zeros(be, t, qkv_cols);
   be.gemm(normed.view, wqkv.view, qkv.view);
   const TensorView q = qkv.view.slice_cols(0, heads * hd), k = qkv.view.slice_cols(heads * hd, kv_heads * hd),
@@ -36,7 +36,7 @@ std::vector<float> pipeline(Backend& be) {
   for (std::int64_t i = 0; i < t; ++i) pos[i] = static_cast<std::int32_t>(i < 16 ? i : i - 16 + 40);
   be.rotary(q, k, pos, {.head_dim = hd});
   auto kc = zeros(be, 32 * bs, kv_heads * hd), vc = zeros(be, 32 * bs, kv_heads * hd);
-  const KvCacheView cache{kc.view.data, vc.view.data, Dtype::f32, 32, bs, kv_heads, hd};
+  const KvCacheView cache{kc.view.data, vc.view.data, ElemType::f32, 32, bs, kv_heads, hd};
   // Sequence A: 16 prefill tokens in blocks 3,1,7,0; sequence B: 5 tokens at positions 40..44 in blocks 10..21.
   std::vector<BlockId> ta{3, 1, 7, 0}, tb;
   for (BlockId b = 10; b < 22; ++b) tb.push_back(b);
@@ -93,11 +93,11 @@ TEST_CASE("bad arguments throw twin::Error naming the op and shapes") {
     CHECK(msg.find("[2, 8]") != std::string::npos);
     CHECK(msg.find("[3, 7]") != std::string::npos);
   }
-  auto ids = zeros(*be, 2, 2, Dtype::i32);
+  auto ids = zeros(*be, 2, 2, ElemType::i32);
   CHECK_THROWS_AS(be->gemm(a.view, ids.view, c.view), Error);
 
   auto kc = zeros(*be, 8, 4), vc = zeros(*be, 8, 4);
-  const KvCacheView cache{kc.view.data, vc.view.data, Dtype::f32, 2, 4, 1, 4};
+  const KvCacheView cache{kc.view.data, vc.view.data, ElemType::f32, 2, 4, 1, 4};
   auto q = zeros(*be, 1, 8), out = zeros(*be, 1, 8);
   const std::vector<BlockId> short_table{0};
   const std::vector<SeqAttention> seqs{{0, 1, 5, short_table}};  // 5 tokens need 2 blocks
@@ -112,7 +112,7 @@ TEST_CASE("bad arguments throw twin::Error naming the op and shapes") {
   const std::vector<std::int64_t> slots{8};
   auto k1 = zeros(*be, 1, 4);
   CHECK_THROWS_WITH(be->kv_write(k1.view, k1.view, cache, slots), Catch::Contains("slot 8"));
-  CHECK_THROWS_AS(a.buffer.view(Dtype::f32, 5, 8), Error);
+  CHECK_THROWS_AS(a.buffer.view(ElemType::f32, 5, 8), Error);
 }
 
 TEST_CASE("make_backend knows cpu and auto, and unknown names list the known ones") {

@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
                     static_cast<blasint>(s.k), 0.0f, c.data(), static_cast<blasint>(s.n));
       });
       openblas_set_num_threads(1);  // the backend's setting
-      const TensorView av = make_view(const_cast<float*>(a.data()), Dtype::f32, m, s.k);
-      const TensorView cv = make_view(c.data(), Dtype::f32, m, s.n);
-      const TensorView wf = make_view(const_cast<float*>(w.data()), Dtype::f32, s.n, s.k);
-      const TensorView wbv = make_view(wb.data(), Dtype::bf16, s.n, s.k);
+      const TensorView av = make_view(const_cast<float*>(a.data()), ElemType::f32, m, s.k);
+      const TensorView cv = make_view(c.data(), ElemType::f32, m, s.n);
+      const TensorView wf = make_view(const_cast<float*>(w.data()), ElemType::f32, s.n, s.k);
+      const TensorView wbv = make_view(wb.data(), ElemType::bf16, s.n, s.k);
       const double f32 = seconds_per_call([&] { be->gemm(av, wf, cv); });
       const double bf16 = seconds_per_call([&] { be->gemm(av, wbv, cv); });
       std::printf("%-8s %5lld %6lld %5lld %10.1f %10.1f %10.1f %7.0f%%\n", s.name, static_cast<long long>(m),
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
     const std::int64_t blocks_per_seq = (ctx + bs - 1) / bs, num_blocks = blocks_per_seq * batch;
     std::vector<float> kc = random_floats(static_cast<std::size_t>(num_blocks * bs * kvh * hd), 3);
     std::vector<float> vc = random_floats(kc.size(), 4);
-    const KvCacheView cache{kc.data(), vc.data(), Dtype::f32, num_blocks, bs, kvh, hd};
+    const KvCacheView cache{kc.data(), vc.data(), ElemType::f32, num_blocks, bs, kvh, hd};
     std::vector<BlockId> ids(static_cast<std::size_t>(num_blocks));
     std::iota(ids.begin(), ids.end(), 0);
     std::shuffle(ids.begin(), ids.end(), std::mt19937(5));
@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
       seqs.push_back({s, 1, ctx, std::span<const BlockId>(ids.data() + s * blocks_per_seq, blocks_per_seq)});
     auto q = random_floats(static_cast<std::size_t>(batch * heads * hd), 6);
     std::vector<float> out(q.size());
-    const TensorView qv = make_view(q.data(), Dtype::f32, batch, heads * hd);
-    const TensorView ov = make_view(out.data(), Dtype::f32, batch, heads * hd);
+    const TensorView qv = make_view(q.data(), ElemType::f32, batch, heads * hd);
+    const TensorView ov = make_view(out.data(), ElemType::f32, batch, heads * hd);
     const double s = seconds_per_call(
         [&] { be->paged_attention(qv, cache, seqs, {.num_heads = heads, .num_kv_heads = kvh, .head_dim = hd}, ov); });
     const double bytes = 2.0 * batch * ctx * kvh * hd * 4;

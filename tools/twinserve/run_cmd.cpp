@@ -2,9 +2,6 @@
 // a backend, scheduled by the same core as the simulator) against the wall
 // clock. Writes the simulator's result files, so a run can be replayed and
 // diffed. Scheduler flags are the same vLLM names as `simulate`.
-// Compiled only when twin_runtime says the engine can link into the CLI: see
-// engine/runtime/CMakeLists.txt (TWIN_RUNTIME_CLI).
-#if defined(TWIN_RUNTIME_CLI)
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -281,4 +278,3 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
 
 }  // namespace
 }  // namespace twin::cli
-#endif  // TWIN_RUNTIME_CLI

@@ -122,11 +122,11 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
 void CpuBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                           std::span<const std::int64_t> slots) {
   check_kv_cache("kv_write", cache);
-  if (cache.dtype != Dtype::f32) {
-    throw Error("kv_write: the cpu backend keeps the KV cache in f32, got " + std::string(dtype_name(cache.dtype)));
+  if (cache.dtype != ElemType::f32) {
+    throw Error("kv_write: the cpu backend keeps the KV cache in f32, got " + std::string(elem_type_name(cache.dtype)));
   }
-  check_dtype("kv_write", "k", k, {Dtype::f32});
-  check_dtype("kv_write", "v", v, {Dtype::f32});
+  check_dtype("kv_write", "k", k, {ElemType::f32});
+  check_dtype("kv_write", "v", v, {ElemType::f32});
   const std::int64_t width = cache.slot_elems();
   check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
   check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
@@ -152,7 +152,7 @@ void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std
       src.head_dim != dst.head_dim) {
     throw Error("copy_blocks: source and destination caches differ in dtype or block geometry");
   }
-  const std::size_t block_bytes = static_cast<std::size_t>(src.block_elems()) * dtype_bytes(src.dtype);
+  const std::size_t block_bytes = static_cast<std::size_t>(src.block_elems()) * elem_bytes(src.dtype);
   for (const BlockCopy& p : pairs) {
     if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
       throw Error("copy_blocks: pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
@@ -169,9 +169,9 @@ void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std
 void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
                                  const AttentionShape& shape, const TensorView& out) {
   check_attention(q, cache, seqs, shape, out);
-  if (cache.dtype != Dtype::f32) {
+  if (cache.dtype != ElemType::f32) {
     throw Error("paged_attention: the cpu backend reads an f32 KV cache, got " +
-                std::string(dtype_name(cache.dtype)));
+                std::string(elem_type_name(cache.dtype)));
   }
   const std::int32_t hd = shape.head_dim;
   const std::int32_t group = shape.num_heads / shape.num_kv_heads;

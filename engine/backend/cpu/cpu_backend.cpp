@@ -95,14 +95,14 @@ void CpuBackend::download(void* host_dst, const void* src, std::size_t bytes) {
 }
 
 void CpuBackend::copy(const TensorView& src, const TensorView& dst) {
-  check_dtype("copy", "src", src, {Dtype::f32, Dtype::bf16, Dtype::f16});
-  check_dtype("copy", "dst", dst, {Dtype::f32, Dtype::bf16, Dtype::f16});
+  check_dtype("copy", "src", src, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype("copy", "dst", dst, {ElemType::f32, ElemType::bf16, ElemType::f16});
   check_shape("copy", "dst", dst, src.rows, src.cols);
   pool_.parallel_for(src.rows, [&](std::int64_t r0, std::int64_t r1) {
     std::vector<float> row(static_cast<std::size_t>(src.cols));
     for (std::int64_t r = r0; r < r1; ++r) {
       if (src.dtype == dst.dtype) {
-        std::memcpy(dst.at(r), src.at(r), static_cast<std::size_t>(src.cols) * dtype_bytes(src.dtype));
+        std::memcpy(dst.at(r), src.at(r), static_cast<std::size_t>(src.cols) * elem_bytes(src.dtype));
       } else {
         convert_to_f32(src.at(r), src.dtype, row.data(), row.size());
         convert_from_f32(row.data(), dst.at(r), dst.dtype, row.size());
@@ -112,7 +112,7 @@ void CpuBackend::copy(const TensorView& src, const TensorView& dst) {
 }
 
 void CpuBackend::fill(const TensorView& dst, float value) {
-  check_dtype("fill", "dst", dst, {Dtype::f32});
+  check_dtype("fill", "dst", dst, {ElemType::f32});
   for (std::int64_t r = 0; r < dst.rows; ++r) {
     float* p = static_cast<float*>(dst.at(r));
     std::fill(p, p + dst.cols, value);
@@ -120,8 +120,8 @@ void CpuBackend::fill(const TensorView& dst, float value) {
 }
 
 void CpuBackend::embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) {
-  check_dtype("embedding", "table", table, {Dtype::f32, Dtype::bf16, Dtype::f16});
-  check_dtype("embedding", "out", out, {Dtype::f32});
+  check_dtype("embedding", "table", table, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype("embedding", "out", out, {ElemType::f32});
   check_shape("embedding", "out", out, static_cast<std::int64_t>(ids.size()), table.cols);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= table.rows) {
@@ -135,8 +135,8 @@ void CpuBackend::embedding(std::span<const TokenId> ids, const TensorView& table
 }
 
 void CpuBackend::gather_rows(const TensorView& src, std::span<const std::int32_t> rows, const TensorView& dst) {
-  check_dtype("gather_rows", "src", src, {Dtype::f32});
-  check_dtype("gather_rows", "dst", dst, {Dtype::f32});
+  check_dtype("gather_rows", "src", src, {ElemType::f32});
+  check_dtype("gather_rows", "dst", dst, {ElemType::f32});
   check_shape("gather_rows", "dst", dst, static_cast<std::int64_t>(rows.size()), src.cols);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= src.rows) {
@@ -149,8 +149,8 @@ void CpuBackend::gather_rows(const TensorView& src, std::span<const std::int32_t
 }
 
 void CpuBackend::add(const TensorView& x, const TensorView& y) {
-  check_dtype("add", "x", x, {Dtype::f32});
-  check_dtype("add", "y", y, {Dtype::f32});
+  check_dtype("add", "x", x, {ElemType::f32});
+  check_dtype("add", "y", y, {ElemType::f32});
   check_shape("add", "y", y, x.rows, x.cols);
   pool_.parallel_for(x.rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -162,9 +162,9 @@ void CpuBackend::add(const TensorView& x, const TensorView& y) {
 }
 
 void CpuBackend::rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
-  check_dtype("rmsnorm", "x", x, {Dtype::f32});
-  check_dtype("rmsnorm", "weight", weight, {Dtype::f32, Dtype::bf16, Dtype::f16});
-  check_dtype("rmsnorm", "out", out, {Dtype::f32});
+  check_dtype("rmsnorm", "x", x, {ElemType::f32});
+  check_dtype("rmsnorm", "weight", weight, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype("rmsnorm", "out", out, {ElemType::f32});
   check_shape("rmsnorm", "weight", weight, 1, x.cols);
   check_shape("rmsnorm", "out", out, x.rows, x.cols);
   std::vector<float> w(static_cast<std::size_t>(x.cols));
@@ -181,8 +181,8 @@ void CpuBackend::rmsnorm(const TensorView& x, const TensorView& weight, float ep
 
 void CpuBackend::add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
                              float eps, const TensorView& out) {
-  check_dtype("add_rmsnorm", "residual", residual, {Dtype::f32});
-  check_dtype("add_rmsnorm", "delta", delta, {Dtype::f32});
+  check_dtype("add_rmsnorm", "residual", residual, {ElemType::f32});
+  check_dtype("add_rmsnorm", "delta", delta, {ElemType::f32});
   check_shape("add_rmsnorm", "delta", delta, residual.rows, residual.cols);
   add(residual, delta);
   rmsnorm(residual, weight, eps, out);
@@ -196,8 +196,8 @@ void CpuBackend::rotary(const TensorView& q, const TensorView& k, std::span<cons
     throw Error("rotary: head_dim " + std::to_string(hd) + " / rotary_dim " + std::to_string(rot) +
                 " must be positive with an even rotary_dim <= head_dim");
   }
-  check_dtype("rotary", "q", q, {Dtype::f32});
-  check_dtype("rotary", "k", k, {Dtype::f32});
+  check_dtype("rotary", "q", q, {ElemType::f32});
+  check_dtype("rotary", "k", k, {ElemType::f32});
   const auto tokens = static_cast<std::int64_t>(positions.size());
   if (q.rows != tokens || k.rows != tokens || q.cols % hd != 0 || k.cols % hd != 0) {
     throw Error("rotary: q " + shape_str(q) + " and k " + shape_str(k) + " must have " + std::to_string(tokens) +
@@ -232,8 +232,8 @@ void CpuBackend::rotary(const TensorView& q, const TensorView& k, std::span<cons
 }
 
 void CpuBackend::silu_and_mul(const TensorView& gate_up, const TensorView& out) {
-  check_dtype("silu_and_mul", "gate_up", gate_up, {Dtype::f32});
-  check_dtype("silu_and_mul", "out", out, {Dtype::f32});
+  check_dtype("silu_and_mul", "gate_up", gate_up, {ElemType::f32});
+  check_dtype("silu_and_mul", "out", out, {ElemType::f32});
   check_shape("silu_and_mul", "gate_up", gate_up, out.rows, out.cols * 2);
   pool_.parallel_for(out.rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {

@@ -94,7 +94,7 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
       auto* cp = static_cast<float*>(c.at(0, j0));
       const float* wp = nullptr;
       blasint ldw = 0;
-      if (w.dtype == Dtype::f32) {
+      if (w.dtype == ElemType::f32) {
         wp = static_cast<const float*>(w.at(j0));
         ldw = static_cast<blasint>(w.row_stride);
       } else if (m <= kBf16DirectMaxRows) {
@@ -123,9 +123,9 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
 
 void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
                           const TensorView& topk_ids, const TensorView& topk_weights) {
-  check_dtype("moe_topk", "router_logits", router_logits, {Dtype::f32});
-  check_dtype("moe_topk", "topk_ids", topk_ids, {Dtype::i32});
-  check_dtype("moe_topk", "topk_weights", topk_weights, {Dtype::f32});
+  check_dtype("moe_topk", "router_logits", router_logits, {ElemType::f32});
+  check_dtype("moe_topk", "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype("moe_topk", "topk_weights", topk_weights, {ElemType::f32});
   const std::int64_t experts = router_logits.cols;
   if (top_k <= 0 || top_k > experts) {
     throw Error("moe_topk: top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(experts) + "]");
@@ -160,11 +160,11 @@ void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, co
                              std::span<const TensorView> gate_up, std::span<const TensorView> down,
                              const TensorView& out) {
   constexpr const char* op = "moe_experts";
-  check_dtype(op, "x", x, {Dtype::f32});
-  check_dtype(op, "out", out, {Dtype::f32});
+  check_dtype(op, "x", x, {ElemType::f32});
+  check_dtype(op, "out", out, {ElemType::f32});
   check_shape(op, "out", out, x.rows, x.cols);
-  check_dtype(op, "topk_ids", topk_ids, {Dtype::i32});
-  check_dtype(op, "topk_weights", topk_weights, {Dtype::f32});
+  check_dtype(op, "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype(op, "topk_weights", topk_weights, {ElemType::f32});
   check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
   check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
   if (gate_up.size() != down.size() || gate_up.empty()) {
@@ -174,8 +174,8 @@ void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, co
   const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
   const std::int64_t inter = gate_up[0].rows / 2;
   for (std::size_t e = 0; e < gate_up.size(); ++e) {
-    check_dtype(op, "gate_up", gate_up[e], {Dtype::f32, Dtype::bf16});
-    check_dtype(op, "down", down[e], {Dtype::f32, Dtype::bf16});
+    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
+    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
     check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, hidden);
     check_shape(op, "down[" + std::to_string(e) + "]", down[e], hidden, inter);
   }
@@ -203,11 +203,11 @@ void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, co
     for (std::int64_t r = 0; r < rows; ++r) {
       std::memcpy(xs.data() + r * hidden, x.at(pairs[r] / top_k), static_cast<std::size_t>(hidden) * sizeof(float));
     }
-    const TensorView xv = make_view(xs.data(), Dtype::f32, rows, hidden);
-    const TensorView h2v = make_view(h2.data(), Dtype::f32, rows, 2 * inter);
-    const TensorView hv = make_view(h.data(), Dtype::f32, rows, inter);
+    const TensorView xv = make_view(xs.data(), ElemType::f32, rows, hidden);
+    const TensorView h2v = make_view(h2.data(), ElemType::f32, rows, 2 * inter);
+    const TensorView hv = make_view(h.data(), ElemType::f32, rows, inter);
     std::vector<float> yo(static_cast<std::size_t>(rows * hidden));
-    const TensorView yv = make_view(yo.data(), Dtype::f32, rows, hidden);
+    const TensorView yv = make_view(yo.data(), ElemType::f32, rows, hidden);
     gemm_unchecked(xv, gate_up[expert], h2v, {});
     silu_and_mul(h2v, hv);
     gemm_unchecked(hv, down[expert], yv, {});

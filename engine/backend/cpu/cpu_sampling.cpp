@@ -9,7 +9,7 @@ namespace twin {
 
 void CpuBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
                         std::span<TokenId> out_tokens) {
-  check_dtype("sample", "logits", logits, {Dtype::f32});
+  check_dtype("sample", "logits", logits, {ElemType::f32});
   if (static_cast<std::int64_t>(params.size()) != logits.rows || out_tokens.size() != params.size()) {
     throw Error("sample: logits " + shape_str(logits) + " with " + std::to_string(params.size()) +
                 " parameter sets and " + std::to_string(out_tokens.size()) + " outputs; expected one per row");
