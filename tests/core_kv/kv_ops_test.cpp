@@ -27,7 +27,7 @@ std::string check(const KvCache& kv, std::initializer_list<const SeqKv*> seqs) {
 
 }  // namespace
 
-TEST_CASE("config: block size 1..512, positive pool, watermark in [0,1)") {
+TEST_CASE("config: block size 1..512, positive pool, watermark in 0 to 1 (exclusive)") {
   CHECK_THROWS_AS(KvCache(paged(8, 0)), UsageError);
   CHECK_THROWS_AS(KvCache(paged(8, 513)), UsageError);
   CHECK_THROWS_AS(KvCache(paged(0, 16)), UsageError);
@@ -42,7 +42,7 @@ TEST_CASE("config: block size 1..512, positive pool, watermark in [0,1)") {
   CHECK_THROWS_AS(prompt_block_hashes(iota_request(1, 10), 600), UsageError);
 }
 
-TEST_CASE("allocate grows by whole blocks; free returns them tail first in LRU order") {
+TEST_CASE("allocate grows by whole blocks - free returns them tail first in LRU order") {
   KvCache kv(paged(10, 4));
   const Request a = length_request(1, 10);
   SeqKv sa;
@@ -162,7 +162,7 @@ TEST_CASE("freed published blocks stay cached until reused (lazy eviction)") {
   CHECK(check(kv, {&so}).empty());
 }
 
-TEST_CASE("hits on free cached blocks consume free blocks; watermark holds; failure changes nothing") {
+TEST_CASE("hits on free cached blocks consume free blocks - watermark holds - failure changes nothing") {
   auto c = paged(4, 4);
   c.watermark = 0.5;  // admissions must leave 2 blocks free
   KvCache kv(c);
@@ -216,7 +216,7 @@ TEST_CASE("a hit on a block in use costs no free block") {
   CHECK(check(kv, {}).empty());
 }
 
-TEST_CASE("a duplicate publish keeps the first block; the duplicate stays unpublished") {
+TEST_CASE("a duplicate publish keeps the first block - the duplicate stays unpublished") {
   KvCache kv(paged(16, 4));
   const Request a = iota_request(1, 9);
   SeqKv s1, s2;

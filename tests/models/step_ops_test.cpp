@@ -107,7 +107,7 @@ TEST_CASE("mixed batches split attention into one prefill op and one decode op")
   CHECK(qkv->m == 153);
 }
 
-TEST_CASE("steps without sampling seqs have no LM head; empty batches have no ops") {
+TEST_CASE("steps without sampling seqs have no LM head - empty batches have no ops") {
   auto m = resolve_model("tiny");
   auto ops = ops_for(m, {{{64, 0, false}}});
   CHECK(find(ops, OpKind::lm_head) == nullptr);

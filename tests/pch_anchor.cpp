@@ -1,0 +1,2 @@
+// Anchors the precompiled Catch2 header that every test executable reuses.
+#include <catch2/catch.hpp>
