@@ -23,11 +23,13 @@ constexpr double kRotaryFlopsPerElem = 3;  // two multiplies and an add per rota
 constexpr double kSiluFlopsPerElem = 5;    // exp, add, divide, two multiplies
 constexpr double kSampleFlopsPerElem = 5;  // max, exp, sum, scale, compare
 
-// Attention work of the seqs of one kind, summed.
+// Attention work of the seqs of one kind, summed. The sums are integers and
+// kept as such (this loop runs per scheduled seq per simulated step); they are
+// far below 2^53, so as doubles they are exact whatever the order of the seqs.
 struct AttnSums {
   int64_t seqs = 0, tokens = 0, context = 0;
-  double score_pairs = 0;  // (query, key) pairs with causal masking
-  double kv_tokens = 0;    // KV rows read: context + new
+  int64_t score_pairs = 0;  // (query, key) pairs with causal masking
+  double kv_tokens() const { return static_cast<double>(context + tokens); }  // KV rows read
 };
 
 void add_seq(AttnSums& s, int64_t n, int64_t c) {
@@ -35,9 +37,7 @@ void add_seq(AttnSums& s, int64_t n, int64_t c) {
   s.tokens += n;
   s.context += c;
   // Query i of the new ones sees c + i + 1 keys.
-  s.score_pairs += static_cast<double>(n) * static_cast<double>(c) +
-                   static_cast<double>(n) * static_cast<double>(n + 1) * 0.5;
-  s.kv_tokens += static_cast<double>(c + n);
+  s.score_pairs += n * c + n * (n + 1) / 2;
 }
 
 Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act_bytes,
@@ -79,9 +79,9 @@ Op attention(OpKind kind, const AttnSums& s, int64_t q_heads, int64_t head_dim, 
   op.n = q_heads;
   op.k = head_dim;
   // QK^T and PV: 2 flops per multiply-add, 2 matmuls, per head and dim.
-  op.flops = 4.0 * s.score_pairs * static_cast<double>(head_dim) * static_cast<double>(q_heads);
+  op.flops = 4.0 * static_cast<double>(s.score_pairs) * static_cast<double>(head_dim) * static_cast<double>(q_heads);
   const double new_tokens = static_cast<double>(s.tokens);
-  op.bytes = s.kv_tokens * 2.0 * kv_dim * kvb      // K and V read, context and new
+  op.bytes = s.kv_tokens() * 2.0 * kv_dim * kvb    // K and V read, context and new
              + new_tokens * 2.0 * kv_dim * kvb     // new K and V written to the cache
              + new_tokens * 2.0 * q_dim * act;     // Q read, O written
   op.repeat = static_cast<int32_t>(repeat);
