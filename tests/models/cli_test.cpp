@@ -2,37 +2,13 @@
 // binary (env TWIN_BIN), its --json output and its exit codes.
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
-namespace {
+#include "tests/support/run_cli.hpp"
 
-struct Run {
-  int exit_code = -1;
-  std::string out;  // stdout, and stderr when merged
-};
-
-Run run_twinserve(const std::string& args, bool merge_stderr = false) {
-  const char* bin = std::getenv("TWIN_BIN");
-  REQUIRE(bin != nullptr);  // ctest sets it; by hand: TWIN_BIN=build/tools/twinserve
-  const std::string cmd = std::string("'") + bin + "' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  Run r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-}  // namespace
+using twin::test::run_twinserve;
 
 TEST_CASE("models show --json prints one object with the sizes") {
   auto r = run_twinserve("models show llama-2-7b --json");
