@@ -29,6 +29,7 @@
 #include "metrics/summary_table.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace twin::cli {
@@ -36,8 +37,8 @@ namespace {
 
 struct RunArgs {
   std::string trace, out_dir, trace_format, on_bad_row = "error", backend = "cpu", dtype = "auto";
-  std::optional<std::string> model, weights, scheduler, slo;
-  std::optional<std::int32_t> max_num_batched_tokens, max_num_seqs, block_size, max_model_len, num_gpu_blocks;
+  std::optional<std::string> model, weights, slo;
+  std::optional<std::int32_t> max_model_len, num_gpu_blocks;
   std::optional<std::int64_t> kv_cache_memory_bytes;
   double swap_space_gib = 0;
   double time_scale = 1.0;
@@ -47,8 +48,7 @@ struct RunArgs {
   float temperature = 0.0f, top_p = 1.0f;
   std::int32_t top_k = 0;
   std::optional<std::int32_t> eos_token;
-  bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
-  std::vector<std::string> set_options;
+  SchedulerFlags sched;
   std::int64_t max_requests = 0;
   bool no_steps = false, overwrite = false;
 };
@@ -56,7 +56,7 @@ struct RunArgs {
 constexpr std::int64_t kDefaultKvBytes = std::int64_t{1} << 30;  // the CPU has no memory plan; 1 GiB of KV
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
-  ReplicaConfig rc = replica_preset(a.scheduler.value_or("vllm"));
+  ReplicaConfig rc = replica_preset(a.sched.preset.value_or("vllm"));
   auto opt = [&](const char* key, const std::string& value) { set_replica_option(rc, key, value); };
   const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
   if (a.max_model_len && *a.max_model_len > context) {
@@ -64,19 +64,8 @@ ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
                      model.name + "' (" + std::to_string(context) + ")");
   }
   opt("max_model_len", std::to_string(a.max_model_len.value_or(context)));
-  if (a.max_num_batched_tokens) opt("max_num_batched_tokens", std::to_string(*a.max_num_batched_tokens));
-  if (a.max_num_seqs) opt("max_num_seqs", std::to_string(*a.max_num_seqs));
-  if (a.block_size) opt("block_size", std::to_string(*a.block_size));
-  if (a.prefix_on && a.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
-  if (a.chunked_on && a.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
-  if (a.prefix_on || a.prefix_off) opt("enable_prefix_caching", a.prefix_on ? "true" : "false");
-  if (a.chunked_on || a.chunked_off) opt("enable_chunked_prefill", a.chunked_on ? "true" : "false");
   if (a.eos_token) opt("stop_at_eos", "true");
-  for (const std::string& kv : a.set_options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
-    set_replica_option(rc, kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  for (const auto& [key, value] : scheduler_overrides(a.sched)) set_replica_option(rc, key, value);
   const std::int64_t block_bytes = kv_block_bytes(model, rc.kv.block_size);
   if (a.num_gpu_blocks) {
     if (a.kv_cache_memory_bytes) throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
@@ -253,20 +242,12 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--top-k", a.top_k, "Top-k cut (0: none)");
   sub->add_option("--top-p", a.top_p, "Nucleus cut (1: none)");
   sub->add_option("--eos-token", a.eos_token, "Stop a request when it samples this token (default: run to the trace's output length)");
-  sub->add_option("--scheduler", a.scheduler, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
-  sub->add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "Token budget per step");
-  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running requests at most");
-  sub->add_option("--block-size", a.block_size, "KV block size in tokens");
+  add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks");
   sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes, "KV cache size in bytes (default 1 GiB)");
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)");
-  sub->add_flag("--enable-prefix-caching", a.prefix_on, "Prefix caching on");
-  sub->add_flag("--no-enable-prefix-caching", a.prefix_off, "Prefix caching off");
-  sub->add_flag("--enable-chunked-prefill", a.chunked_on, "Chunked prefill on");
-  sub->add_flag("--no-enable-chunked-prefill", a.chunked_off, "Chunked prefill off");
-  sub->add_option("--set", a.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable)");
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");

@@ -15,19 +15,18 @@
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
 
 namespace twin::cli {
 namespace {
 
 struct SimulateArgs {
   std::string trace, config_path, out_dir, trace_format, on_bad_row = "error";
-  std::optional<std::string> model, hardware, dtype, kv_dtype, scheduler, router, slo;
-  std::optional<std::int32_t> tp, pp, replicas, max_num_batched_tokens, max_num_seqs, block_size, max_model_len,
-      num_gpu_blocks_override;
+  std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo;
+  std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   std::optional<double> gpu_memory_utilization;
   std::optional<std::uint64_t> seed;
-  bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
-  std::vector<std::string> set_options;
+  SchedulerFlags sched;
   std::int64_t max_requests = 0;
   bool no_steps = false, overwrite = false, no_progress = false;
 };
@@ -47,7 +46,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in --config");
     c.groups.front().count = *a.replicas;
   }
-  if (a.scheduler) c.scheduler_preset = *a.scheduler;
+  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
   if (a.router) c.router = *a.router;
   if (a.slo) c.slos = *a.slo;
   if (a.seed) c.seed = *a.seed;
@@ -59,20 +58,8 @@ ClusterConfig make_config(const SimulateArgs& a) {
     c.num_gpu_blocks_override = *a.num_gpu_blocks_override;
     for (auto& g : c.groups) g.num_gpu_blocks_override = -1;
   }
-  auto opt = [&](const char* key, const std::string& value) { c.scheduler_options.emplace_back(key, value); };
-  if (a.max_num_batched_tokens) opt("max_num_batched_tokens", std::to_string(*a.max_num_batched_tokens));
-  if (a.max_num_seqs) opt("max_num_seqs", std::to_string(*a.max_num_seqs));
-  if (a.block_size) opt("block_size", std::to_string(*a.block_size));
-  if (a.max_model_len) opt("max_model_len", std::to_string(*a.max_model_len));
-  if (a.prefix_on && a.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
-  if (a.chunked_on && a.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
-  if (a.prefix_on || a.prefix_off) opt("enable_prefix_caching", a.prefix_on ? "true" : "false");
-  if (a.chunked_on || a.chunked_off) opt("enable_chunked_prefill", a.chunked_on ? "true" : "false");
-  for (const std::string& kv : a.set_options) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
-    c.scheduler_options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  if (a.max_model_len) c.scheduler_options.emplace_back("max_model_len", std::to_string(*a.max_model_len));
+  for (auto& kv : scheduler_overrides(a.sched)) c.scheduler_options.push_back(std::move(kv));
   return c;
 }
 
@@ -119,21 +106,13 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)");
   sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages");
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)");
-  sub->add_option("--scheduler", a.scheduler, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
   sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   sub->add_option("--seed", a.seed, "Seed for the router's random choices");
-  sub->add_option("--max-num-batched-tokens", a.max_num_batched_tokens, "Token budget per step");
-  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running requests per replica at most");
-  sub->add_option("--block-size", a.block_size, "KV block size in tokens");
+  add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most");
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
   sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan");
-  sub->add_flag("--enable-prefix-caching", a.prefix_on, "Prefix caching on");
-  sub->add_flag("--no-enable-prefix-caching", a.prefix_off, "Prefix caching off");
-  sub->add_flag("--enable-chunked-prefill", a.chunked_on, "Chunked prefill on");
-  sub->add_flag("--no-enable-chunked-prefill", a.chunked_off, "Chunked prefill off");
-  sub->add_option("--set", a.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable)");
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");

@@ -1,0 +1,38 @@
+#include "tools/twinserve/scheduler_flags.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "engine/core/error.hpp"
+
+namespace twin::cli {
+
+void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
+  sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
+  sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step");
+  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most");
+  sub.add_option("--block-size", f.block_size, "KV block size in tokens");
+  sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
+  sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
+  sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
+  sub.add_flag("--no-enable-chunked-prefill", f.chunked_off, "Chunked prefill off");
+  sub.add_option("--set", f.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable; see engine/core/scheduler.md)");
+}
+
+std::vector<std::pair<std::string, std::string>> scheduler_overrides(const SchedulerFlags& f) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (f.max_num_batched_tokens) out.emplace_back("max_num_batched_tokens", std::to_string(*f.max_num_batched_tokens));
+  if (f.max_num_seqs) out.emplace_back("max_num_seqs", std::to_string(*f.max_num_seqs));
+  if (f.block_size) out.emplace_back("block_size", std::to_string(*f.block_size));
+  if (f.prefix_on && f.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
+  if (f.chunked_on && f.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
+  if (f.prefix_on || f.prefix_off) out.emplace_back("enable_prefix_caching", f.prefix_on ? "true" : "false");
+  if (f.chunked_on || f.chunked_off) out.emplace_back("enable_chunked_prefill", f.chunked_on ? "true" : "false");
+  for (const std::string& kv : f.set_options) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
+    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return out;
+}
+
+}  // namespace twin::cli
