@@ -92,7 +92,7 @@ struct Simulator::State {
       const std::int32_t slot = run.free_slot();
       if (slot < 0) break;
       StepPlan& plan = run.slots[slot];
-      plan = run.replica.plan(now);
+      run.replica.plan_into(plan, now);
       drain(run);  // a plan may abort cancelled requests
       if (plan.empty()) break;
       run.slot_used[slot] = 1;

@@ -104,6 +104,7 @@ const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
 void Replica::abort(RequestId id, Time now) { impl_->abort(id, now); }
 StepPlan Replica::plan(Time now) { return impl_->plan(now); }
+void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now); }
 void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }
 std::vector<RequestRecord> Replica::take_finished() { return impl_->take_finished(); }
 std::vector<StepRecord> Replica::take_steps() { return impl_->take_steps(); }

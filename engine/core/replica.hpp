@@ -68,6 +68,9 @@ class Replica {
 
   // The next step, or an empty plan when there is nothing to do now.
   StepPlan plan(Time now);
+  // The same, into a plan the caller recycles: its vectors keep their
+  // capacity (no allocation per step). Any previous contents are replaced.
+  void plan_into(StepPlan& plan, Time now);
   // The step `plan` finished at `now`.
   void complete(const StepPlan& plan, const StepResult& result, Time now);
 

@@ -96,8 +96,11 @@ void Scheduler::add(Request request, Time now) {
   }
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   s.req = std::move(request);
+  s.id = s.req.id;
+  s.prompt_len = s.req.prompt_len;
+  s.output_len = s.req.output_len;
   kv_.init_seq(s.req, s.kv);
-  id_to_slot_.emplace(s.req.id, slot);
+  id_to_slot_.emplace(s.id, slot);
   if (s.req.cancel_time != kNoTime) cancels_.emplace(s.req.cancel_time, slot);
   enqueue(slot, false, now);
 }
@@ -120,14 +123,14 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
                             bool remove_from_running) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   RequestRecord r;
-  r.id = s.req.id;
+  r.id = s.id;
   r.replica = index_;
   r.outcome = outcome;
   r.reason = std::move(reason);
   r.arrival = s.req.arrival;
   r.first_token = s.first_token;
   r.finish = now;
-  r.prompt_tokens = s.req.prompt_len;
+  r.prompt_tokens = s.prompt_len;
   r.output_tokens = s.num_output;
   r.cached_prompt_tokens = s.cached_prompt_tokens;
   r.preemptions = s.preemptions;
@@ -154,7 +157,7 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
     case State::ended:
       break;
   }
-  id_to_slot_.erase(s.req.id);
+  id_to_slot_.erase(s.id);
   s.state = State::ended;
   // A request in an outstanding plan keeps its blocks (the executor may be
   // writing them) until that plan completes.
@@ -172,8 +175,19 @@ void Scheduler::release_slot(std::int32_t slot) {
 
 StepPlan Scheduler::plan(Time now) {
   StepPlan plan;
+  plan_into(plan, now);
+  return plan;
+}
+
+void Scheduler::plan_into(StepPlan& plan, Time now) {
+  plan.step_id = 0;
   plan.start = now;
-  if (!can_plan()) return plan;
+  plan.seqs.clear();
+  plan.preempted.clear();
+  plan.aborted.clear();
+  plan.swap_out.clear();
+  plan.swap_in.clear();
+  if (!can_plan()) return;
   process_cancels(now, plan);
   if (batch_mode()) maybe_form_batch(now);
 
@@ -200,7 +214,7 @@ StepPlan Scheduler::plan(Time now) {
     if (!(plan.seqs.empty() && preempted_ && num_in_flight_ == 0)) break;
   }
 
-  if (plan.empty()) return plan;
+  if (plan.empty()) return;
   InFlight* entry = nullptr;
   for (auto& f : in_flight_) {
     if (!f.active) {
@@ -234,7 +248,6 @@ StepPlan Scheduler::plan(Time now) {
     rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
     rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
   }
-  return plan;
 }
 
 void Scheduler::process_cancels(Time now, StepPlan& plan) {
@@ -287,11 +300,11 @@ bool Scheduler::ensure_kv(Seq& s, std::int32_t total_tokens) {
 void Scheduler::add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   ScheduledSeq q;
-  q.id = s.req.id;
+  q.id = s.id;
   q.num_computed = s.num_computed;
   q.num_new = num_new;
   q.samples = s.num_computed + num_new == s.known_tokens();
-  q.is_prefill = !(num_new == 1 && s.num_computed >= s.req.prompt_len);
+  q.is_prefill = !(num_new == 1 && s.num_computed >= s.prompt_len);
   plan.seqs.push_back(q);
   building_slots_.push_back(slot);
   s.scheduled = true;
@@ -367,7 +380,7 @@ void Scheduler::preempt(StepPlan& plan, std::size_t running_index) {
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   ++s.preemptions;
   preempted_ = true;
-  plan.preempted.push_back(s.req.id);
+  plan.preempted.push_back(s.id);
   if (config_.scheduler.preemption == PreemptionMode::swap && kv_.swap_out(s.kv, plan.swap_out)) {
     s.state = State::swapped;
     swapped_.push_back(slot);
@@ -486,21 +499,21 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       release_slot(slot);
       continue;
     }
-    const bool in_prompt = s.num_computed < s.req.prompt_len;
+    const bool in_prompt = s.num_computed < s.prompt_len;
     s.num_computed += q.num_new;
-    if (in_prompt) kv_.publish(s.req, s.kv, std::min(s.num_computed, s.req.prompt_len));
+    if (in_prompt) kv_.publish(s.req, s.kv, std::min(s.num_computed, s.prompt_len));
     if (!q.samples) continue;
     ++s.num_output;
     if (s.num_output == 1) {
       s.first_token = now;
       // Bounded: a huge output_len must not reserve memory it may never use.
-      s.itl.reserve(static_cast<std::size_t>(std::min(s.req.output_len - 1, 4096)));
+      s.itl.reserve(static_cast<std::size_t>(std::min(s.output_len - 1, 4096)));
     } else {
       s.itl.push_back(now - s.last_token);
     }
     s.last_token = now;
-    if (s.num_output >= s.req.output_len ||
-        (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.req.id))) {
+    if (s.num_output >= s.output_len ||
+        (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.id))) {
       end_request(slot, Outcome::finished, "", now, false);
       any_ended = true;
     }

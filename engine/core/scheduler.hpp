@@ -34,6 +34,9 @@ class Scheduler {
   void add(Request request, Time now);
   void abort(RequestId id, Time now);
   StepPlan plan(Time now);
+  // As plan(now), into `plan`: its vectors keep their capacity, so a caller
+  // that recycles plans allocates nothing per step.
+  void plan_into(StepPlan& plan, Time now);
   void complete(const StepPlan& plan, const StepResult& result, Time now);
 
   std::vector<RequestRecord> take_finished();
@@ -57,25 +60,32 @@ class Scheduler {
  private:
   enum class State : std::uint8_t { free, waiting, running, swapped, ended };
 
-  struct Seq {
-    Request req;
-    SeqKv kv;
-    State state = State::free;
+  // Field order is deliberate: the per-step fields (and copies of the
+  // request's id and lengths) share the first cache line with the block
+  // table's pointers, so scheduling and completing a decode touches one line
+  // per request; the request itself and the rest are cold.
+  struct alignas(64) Seq {
+    RequestId id = 0;            // copies of req's, set at add()
+    Time last_token = kNoTime;
     std::int32_t num_computed = 0;
     std::int32_t num_output = 0;
+    std::int32_t prompt_len = 0;
+    std::int32_t output_len = 0;
+    State state = State::free;
     bool in_flight = false;      // in an outstanding plan
     bool scheduled = false;      // in the plan being built
     bool admitted_once = false;
     bool batch_member = false;   // static / dynamic: part of the current batch
+    SeqKv kv;
+    std::vector<Time> itl;
     std::int32_t cached_prompt_tokens = 0;
     std::int32_t preemptions = 0;
     Time queued_at = 0;
     Time first_token = kNoTime;
-    Time last_token = kNoTime;
-    std::vector<Time> itl;
     QueueEntry queue_entry;
+    Request req;
 
-    std::int32_t known_tokens() const { return req.prompt_len + num_output; }
+    std::int32_t known_tokens() const { return prompt_len + num_output; }
   };
 
   struct InFlight {
@@ -103,7 +113,7 @@ class Scheduler {
   std::int32_t chunk(const Seq& s) const;
   void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new);
   bool needs_prefill(const Seq& s) const {
-    return s.num_computed < s.req.prompt_len || s.num_computed + 1 < s.known_tokens();
+    return s.num_computed < s.prompt_len || s.num_computed + 1 < s.known_tokens();
   }
   bool batch_mode() const { return config_.scheduler.batching != BatchingMode::continuous; }
 
