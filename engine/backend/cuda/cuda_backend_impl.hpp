@@ -1,0 +1,115 @@
+#pragma once
+// The CUDA backend's class, shared by its host source files
+// (cuda_backend.cpp: memory, staging, element-wise ops; cuda_ops.cpp: GEMM,
+// attention, KV, MoE, sampling). One in-order stream for the ops, a second
+// one for block copies (swap), ordered with events.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "engine/backend/backend.hpp"
+
+namespace twin {
+
+// Throws twin::Error "cuda backend: <what>: <runtime message>" on failure.
+void cuda_check(cudaError_t err, const char* what);
+void cublas_check(cublasStatus_t status, const char* what);
+
+// Grow-only device memory for an op's temporaries. Growing waits for the
+// stream first, since an earlier op may still read the old memory.
+class DeviceScratch {
+ public:
+  DeviceScratch() = default;
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch();
+  void* ensure(std::size_t bytes, cudaStream_t stream, const char* what);
+  std::size_t capacity() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  ~CudaBackend() override;
+
+  std::string name() const override { return "cuda"; }
+  DeviceInfo device_info() const override;
+
+  Buffer allocate(std::size_t bytes, MemoryKind kind) override;
+  void upload(void* dst, const void* host_src, std::size_t bytes) override;
+  void download(void* host_dst, const void* src, std::size_t bytes) override;
+  void copy(const TensorView& src, const TensorView& dst) override;
+  void fill(const TensorView& dst, float value) override;
+  void synchronize() override;
+
+  void gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) override;
+  void embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) override;
+  void gather_rows(const TensorView& src, std::span<const std::int32_t> rows, const TensorView& dst) override;
+  void add(const TensorView& x, const TensorView& y) override;
+  void rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) override;
+  void add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight, float eps,
+                   const TensorView& out) override;
+  void rotary(const TensorView& q, const TensorView& k, std::span<const std::int32_t> positions,
+              const RopeConfig& rope) override;
+  void silu_and_mul(const TensorView& gate_up, const TensorView& out) override;
+
+  void kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
+                std::span<const std::int64_t> slots) override;
+  void paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
+                       const AttentionShape& shape, const TensorView& out) override;
+  void copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) override;
+
+  void moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize, const TensorView& topk_ids,
+                const TensorView& topk_weights) override;
+  void moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
+                   std::span<const TensorView> gate_up, std::span<const TensorView> down,
+                   const TensorView& out) override;
+
+  void sample(const TensorView& logits, std::span<const SamplingParams> params,
+              std::span<TokenId> out_tokens) override;
+
+ protected:
+  void release(void* data, std::size_t bytes, MemoryKind kind) noexcept override;
+
+ private:
+  // Per-op host metadata (ids, positions, slots, block tables) goes through
+  // a pinned staging area into device memory at the same offset. An op first
+  // reserves the total it will stage (so nothing it staged is overwritten by
+  // a wrap-around), then stages each span.
+  void stage_reserve(std::size_t bytes);
+  const void* stage_bytes(const void* host, std::size_t bytes);
+  template <typename T>
+  const T* stage(std::span<const T> host) {
+    return static_cast<const T*>(stage_bytes(host.data(), host.size_bytes()));
+  }
+  static std::size_t staged_size(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  void gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
+  void after_launch(const char* op);  // checks the launch error
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t ops_done_ = nullptr;
+  cudaEvent_t copies_done_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+
+  char* staging_host_ = nullptr;  // pinned
+  char* staging_device_ = nullptr;
+  std::size_t staging_capacity_ = 0;
+  std::size_t staging_offset_ = 0;
+
+  DeviceScratch gemm_a_;      // A converted to bf16
+  DeviceScratch attention_;   // split-K partials
+  DeviceScratch moe_;         // gathered rows and expert outputs
+};
+
+}  // namespace twin

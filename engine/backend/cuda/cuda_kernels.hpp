@@ -1,0 +1,95 @@
+#pragma once
+// Launchers of the CUDA backend's own kernels (cuda_kernels.cu,
+// cuda_attention.cu). Plain pointers and sizes only, so the host code that
+// calls them is ordinary C++ (built by the host compiler with -Werror) and
+// nvcc compiles as little as possible. Every launcher enqueues on `stream`
+// and returns at once; the caller checks cudaGetLastError.
+//
+// dtype codes are twin::ElemType's values: 0 f32, 1 bf16, 2 f16.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace twin::cuda {
+
+constexpr int kF32 = 0, kBf16 = 1, kF16 = 2;
+
+// dst[r, c] = convert(src[r, c]) between f32/bf16/f16 (strides in elements).
+void launch_convert_2d(const void* src, int src_dtype, std::int64_t src_stride, void* dst, int dst_dtype,
+                       std::int64_t dst_stride, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+void launch_fill_2d(float* dst, std::int64_t stride, std::int64_t rows, std::int64_t cols, float value,
+                    cudaStream_t stream);
+// c[r, :] += bias[0, :]
+void launch_add_bias(float* c, std::int64_t ldc, std::int64_t rows, std::int64_t cols, const void* bias,
+                     int bias_dtype, cudaStream_t stream);
+// out[i, :] = table[ids[i], :] as f32
+void launch_embedding(const std::int32_t* ids, std::int64_t n, const void* table, int table_dtype,
+                      std::int64_t table_stride, float* out, std::int64_t out_stride, std::int64_t cols,
+                      cudaStream_t stream);
+// dst[i, :] = src[rows[i], :]
+void launch_gather_rows(const float* src, std::int64_t src_stride, const std::int32_t* rows, std::int64_t n,
+                        float* dst, std::int64_t dst_stride, std::int64_t cols, cudaStream_t stream);
+// dst[rows[i], :] = src[i, :]
+void launch_scatter_rows(const float* src, std::int64_t src_stride, const std::int32_t* rows, std::int64_t n,
+                         float* dst, std::int64_t dst_stride, std::int64_t cols, cudaStream_t stream);
+void launch_add(float* x, std::int64_t x_stride, const float* y, std::int64_t y_stride, std::int64_t rows,
+                std::int64_t cols, cudaStream_t stream);
+// delta == nullptr: out = rmsnorm(x) * w. Else x += delta first (the fused residual step).
+void launch_add_rmsnorm(float* x, std::int64_t x_stride, const float* delta, std::int64_t delta_stride,
+                        const void* weight, int weight_dtype, float eps, float* out, std::int64_t out_stride,
+                        std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+void launch_rotary(float* q, std::int64_t q_stride, std::int64_t q_heads, float* k, std::int64_t k_stride,
+                   std::int64_t k_heads, const std::int32_t* positions, std::int64_t tokens, int head_dim,
+                   int rotary_dim, double theta, cudaStream_t stream);
+void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, float* out, std::int64_t out_stride,
+                         std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// k/v rows [tokens, width] -> cache slot slots[t] (negative: skipped).
+void launch_kv_write(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,
+                     const std::int64_t* slots, std::int64_t tokens, void* k_cache, void* v_cache, int cache_dtype,
+                     std::int64_t width, cudaStream_t stream);
+void launch_moe_topk(const float* logits, std::int64_t logits_stride, std::int64_t tokens, int experts, int top_k,
+                     bool renormalize, std::int32_t* ids, std::int64_t ids_stride, float* weights,
+                     std::int64_t weights_stride, cudaStream_t stream);
+// out[t, :] = sum_j weights[t, j] * pair_out[t * top_k + j, :]
+void launch_moe_combine(const float* pair_out, const float* weights, std::int64_t weights_stride, int top_k,
+                        float* out, std::int64_t out_stride, std::int64_t tokens, std::int64_t hidden,
+                        cudaStream_t stream);
+
+// One query row of paged attention, resolved on the host: the q/out row, the
+// keys it sees [first_key, position], and its block table in `tables`.
+struct AttnRow {
+  std::int32_t row;
+  std::int32_t position;
+  std::int32_t first_key;
+  std::int32_t table_offset;
+};
+
+struct AttnParams {
+  const float* q;
+  std::int64_t q_stride;
+  float* out;
+  std::int64_t out_stride;
+  const void* k_cache;
+  const void* v_cache;
+  int cache_dtype;
+  int block_size;
+  int kv_heads;
+  int head_dim;
+  int num_heads;
+  float scale;
+  const AttnRow* rows;
+  int num_rows;
+  const std::int32_t* tables;
+  int partition_size;  // keys per split-K partition
+  int max_partitions;  // over all rows
+  float* part_acc;     // [rows, heads, max_partitions, head_dim] when max_partitions > 1
+  float* part_ml;      // [rows, heads, max_partitions, 2] (running max, sum of exp)
+};
+
+// Keys per partition of the split-K kernel; the scores of one partition sit
+// in shared memory.
+constexpr int kAttnPartitionSize = 256;
+
+void launch_paged_attention(const AttnParams& p, cudaStream_t stream);
+
+}  // namespace twin::cuda

@@ -1,0 +1,318 @@
+// CUDA backend: GEMMs on cuBLAS, paged KV and attention, block copies on
+// their own stream, MoE and sampling.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda/cuda_backend_impl.hpp"
+#include "engine/backend/cuda/cuda_kernels.hpp"
+#include "engine/backend/op_checks.hpp"
+#include "engine/backend/paged_index.hpp"
+#include "engine/backend/sampling.hpp"
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+namespace {
+
+int code(ElemType t) { return static_cast<int>(t); }
+
+int blas_int(std::int64_t v, const char* what) {
+  if (v > INT_MAX) throw Error(std::string("gemm: ") + what + " " + std::to_string(v) + " exceeds cuBLAS's int range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+void CudaBackend::gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
+  check_gemm(a, w, c, options);
+  gemm_unchecked(a, w, c, options);
+}
+
+// Row-major C[m,n] = A[m,k] · W[n,k]^T is, read column-major, C^T = W^T-op
+// applied: cuBLAS computes C' (n x m, ldc) = op(W') (n x k) · A' (k x m) with
+// W' = W read column-major (k x n, ldw) transposed.
+void CudaBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c,
+                                 const GemmOptions& options) {
+  const std::int64_t m = a.rows, n = w.rows, k = a.cols;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!options.accumulate) fill(c, 0.0f);
+  } else {
+    const float alpha = 1.0f, beta = options.accumulate ? 1.0f : 0.0f;
+    const int bm = blas_int(n, "n"), bn = blas_int(m, "m"), bk = blas_int(k, "k");
+    const int ldw = blas_int(w.row_stride, "W row stride"), ldc = blas_int(c.row_stride, "C row stride");
+    if (w.dtype == ElemType::f32) {
+      cublas_check(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, bm, bn, bk, &alpha, static_cast<const float*>(w.data),
+                               ldw, static_cast<const float*>(a.data), blas_int(a.row_stride, "A row stride"), &beta,
+                               static_cast<float*>(c.data), ldc),
+                   "gemm (f32 W, cublasSgemm)");
+    } else if (w.dtype == ElemType::bf16) {
+      // The interface keeps activations f32: round A to bf16 (as the tensor
+      // cores consume it), accumulate in fp32, write f32.
+      void* abf = gemm_a_.ensure(static_cast<std::size_t>(m * k) * 2, stream_, "gemm");
+      cuda::launch_convert_2d(a.data, cuda::kF32, a.row_stride, abf, cuda::kBf16, k, m, k, stream_);
+      after_launch("gemm (A to bf16)");
+      cublas_check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, bm, bn, bk, &alpha, w.data, CUDA_R_16BF, ldw, abf,
+                                CUDA_R_16BF, bk, &beta, c.data, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                   "gemm (bf16 W, cublasGemmEx)");
+    } else {
+      throw Error("gemm: W dtype " + std::string(elem_type_name(w.dtype)) + " is not supported by the cuda backend");
+    }
+  }
+  if (options.bias != nullptr) {
+    cuda::launch_add_bias(static_cast<float*>(c.data), c.row_stride, m, n, options.bias->data,
+                          code(options.bias->dtype), stream_);
+    after_launch("gemm (bias)");
+  }
+}
+
+void CudaBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
+                           std::span<const std::int64_t> slots) {
+  check_kv_cache("kv_write", cache);
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16) {
+    throw Error("kv_write: the cuda backend keeps the KV cache in f32, bf16 or f16, got " +
+                std::string(elem_type_name(cache.dtype)));
+  }
+  check_dtype("kv_write", "k", k, {ElemType::f32});
+  check_dtype("kv_write", "v", v, {ElemType::f32});
+  const std::int64_t width = cache.slot_elems();
+  check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
+  check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
+  const std::int64_t num_slots = cache.num_blocks * cache.block_size;
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] >= num_slots) {
+      throw Error("kv_write: slot " + std::to_string(slots[t]) + " of token " + std::to_string(t) +
+                  " is outside the cache's " + std::to_string(num_slots) + " slots");
+    }
+  }
+  if (slots.empty()) return;
+  stage_reserve(staged_size(slots.size_bytes()));
+  const std::int64_t* d_slots = stage(slots);
+  cuda::launch_kv_write(static_cast<const float*>(k.data), k.row_stride, static_cast<const float*>(v.data),
+                        v.row_stride, d_slots, static_cast<std::int64_t>(slots.size()), cache.k, cache.v,
+                        code(cache.dtype), width, stream_);
+  after_launch("kv_write");
+}
+
+void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
+                                  const AttentionShape& shape, const TensorView& out) {
+  check_attention(q, cache, seqs, shape, out);
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16) {
+    throw Error("paged_attention: the cuda backend reads an f32, bf16 or f16 KV cache, got " +
+                std::string(elem_type_name(cache.dtype)));
+  }
+  // Resolve every query row on the host: its position, first visible key and
+  // block table (the tables are concatenated into one staged array).
+  std::vector<cuda::AttnRow> rows;
+  std::vector<std::int32_t> tables;
+  std::int32_t max_partitions = 0;
+  for (const SeqAttention& s : seqs) {
+    if (s.num_query == 0) continue;
+    const auto offset = static_cast<std::int32_t>(tables.size());
+    const std::int32_t blocks = paged::blocks_for(s.context_len, cache.block_size);
+    tables.insert(tables.end(), s.block_table.begin(), s.block_table.begin() + blocks);
+    for (std::int32_t i = 0; i < s.num_query; ++i) {
+      const std::int32_t pos = paged::query_position(s.context_len, s.num_query, i);
+      const std::int32_t first = paged::first_key(pos, shape.sliding_window);
+      rows.push_back({s.query_start + i, pos, first, offset});
+      max_partitions = std::max(max_partitions, paged::num_partitions(pos - first + 1, cuda::kAttnPartitionSize));
+    }
+  }
+  if (rows.empty()) return;
+  if (rows.size() > static_cast<std::size_t>(INT_MAX)) throw Error("paged_attention: too many query rows");
+
+  cuda::AttnParams p{};
+  p.q = static_cast<const float*>(q.data);
+  p.q_stride = q.row_stride;
+  p.out = static_cast<float*>(out.data);
+  p.out_stride = out.row_stride;
+  p.k_cache = cache.k;
+  p.v_cache = cache.v;
+  p.cache_dtype = code(cache.dtype);
+  p.block_size = cache.block_size;
+  p.kv_heads = cache.kv_heads;
+  p.head_dim = shape.head_dim;
+  p.num_heads = shape.num_heads;
+  p.scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  p.num_rows = static_cast<int>(rows.size());
+  p.partition_size = cuda::kAttnPartitionSize;
+  p.max_partitions = max_partitions;
+  if (max_partitions > 1) {
+    const std::size_t slots = rows.size() * static_cast<std::size_t>(shape.num_heads) * max_partitions;
+    const std::size_t acc_bytes = slots * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
+    char* ws = static_cast<char*>(attention_.ensure(acc_bytes + slots * 2 * sizeof(float), stream_, "paged_attention"));
+    p.part_acc = reinterpret_cast<float*>(ws);
+    p.part_ml = reinterpret_cast<float*>(ws + acc_bytes);
+  }
+  stage_reserve(staged_size(rows.size() * sizeof(cuda::AttnRow)) + staged_size(tables.size() * sizeof(std::int32_t)));
+  p.rows = stage(std::span<const cuda::AttnRow>(rows));
+  p.tables = stage(std::span<const std::int32_t>(tables));
+  cuda::launch_paged_attention(p, stream_);
+  after_launch("paged_attention");
+}
+
+void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
+  check_kv_cache("copy_blocks", src);
+  check_kv_cache("copy_blocks", dst);
+  if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
+      src.head_dim != dst.head_dim) {
+    throw Error("copy_blocks: source and destination caches differ in dtype or block geometry");
+  }
+  for (const BlockCopy& p : pairs) {
+    if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
+      throw Error("copy_blocks: pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
+                  " is outside the caches' " + std::to_string(src.num_blocks) + " / " +
+                  std::to_string(dst.num_blocks) + " blocks");
+    }
+  }
+  if (pairs.empty()) return;
+  // The copies wait for the ops enqueued so far and the ops enqueued later
+  // wait for the copies; in between they run on their own stream.
+  const std::size_t block_bytes = static_cast<std::size_t>(src.block_elems()) * elem_bytes(src.dtype);
+  cuda_check(cudaEventRecord(ops_done_, stream_), "copy_blocks");
+  cuda_check(cudaStreamWaitEvent(copy_stream_, ops_done_, 0), "copy_blocks");
+  for (const BlockCopy& p : pairs) {
+    if (src.k == dst.k && p.src == p.dst) continue;
+    for (auto [s, d] : {std::pair{src.k, dst.k}, std::pair{src.v, dst.v}}) {
+      cuda_check(cudaMemcpyAsync(static_cast<char*>(d) + p.dst * block_bytes,
+                                 static_cast<const char*>(s) + p.src * block_bytes, block_bytes, cudaMemcpyDefault,
+                                 copy_stream_),
+                 "copy_blocks");
+    }
+  }
+  cuda_check(cudaEventRecord(copies_done_, copy_stream_), "copy_blocks");
+  cuda_check(cudaStreamWaitEvent(stream_, copies_done_, 0), "copy_blocks");
+}
+
+void CudaBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
+                           const TensorView& topk_ids, const TensorView& topk_weights) {
+  check_dtype("moe_topk", "router_logits", router_logits, {ElemType::f32});
+  check_dtype("moe_topk", "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype("moe_topk", "topk_weights", topk_weights, {ElemType::f32});
+  const std::int64_t experts = router_logits.cols;
+  if (top_k <= 0 || top_k > experts) {
+    throw Error("moe_topk: top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(experts) + "]");
+  }
+  check_shape("moe_topk", "topk_ids", topk_ids, router_logits.rows, top_k);
+  check_shape("moe_topk", "topk_weights", topk_weights, router_logits.rows, top_k);
+  cuda::launch_moe_topk(static_cast<const float*>(router_logits.data), router_logits.row_stride, router_logits.rows,
+                        static_cast<int>(experts), top_k, renormalize, static_cast<std::int32_t*>(topk_ids.data),
+                        topk_ids.row_stride, static_cast<float*>(topk_weights.data), topk_weights.row_stride, stream_);
+  after_launch("moe_topk");
+}
+
+// A simple, correct MoE: the expert ids come to the host (one sync), pairs
+// are grouped by expert in token order, and each expert runs as gather ->
+// GEMM -> SiLU-and-mul -> GEMM -> scatter into its pairs' rows; every token
+// then sums its rows in slot order, as the CPU backend does.
+void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
+                              std::span<const TensorView> gate_up, std::span<const TensorView> down,
+                              const TensorView& out) {
+  constexpr const char* op = "moe_experts";
+  check_dtype(op, "x", x, {ElemType::f32});
+  check_dtype(op, "out", out, {ElemType::f32});
+  check_shape(op, "out", out, x.rows, x.cols);
+  check_dtype(op, "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype(op, "topk_weights", topk_weights, {ElemType::f32});
+  check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
+  check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
+  if (gate_up.size() != down.size() || gate_up.empty()) {
+    throw Error(std::string(op) + ": " + std::to_string(gate_up.size()) + " gate_up and " +
+                std::to_string(down.size()) + " down weights; expected the same non-zero count");
+  }
+  const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
+  const std::int64_t inter = gate_up[0].rows / 2;
+  for (std::size_t e = 0; e < gate_up.size(); ++e) {
+    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
+    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
+    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, hidden);
+    check_shape(op, "down[" + std::to_string(e) + "]", down[e], hidden, inter);
+  }
+  if (tokens == 0) return;
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * top_k));
+  cuda_check(cudaMemcpy2DAsync(ids.data(), static_cast<std::size_t>(top_k) * 4, topk_ids.data,
+                               static_cast<std::size_t>(topk_ids.row_stride) * 4, static_cast<std::size_t>(top_k) * 4,
+                               static_cast<std::size_t>(tokens), cudaMemcpyDeviceToHost, stream_),
+             op);
+  synchronize();
+  std::map<std::int32_t, std::vector<std::int32_t>> by_expert;  // expert -> pair index t * top_k + j
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    for (std::int64_t j = 0; j < top_k; ++j) {
+      const std::int32_t e = ids[static_cast<std::size_t>(t * top_k + j)];
+      if (e < 0 || e >= static_cast<std::int32_t>(gate_up.size())) {
+        throw Error(std::string(op) + ": expert id " + std::to_string(e) + " of token " + std::to_string(t) +
+                    " is outside the " + std::to_string(gate_up.size()) + " experts");
+      }
+      by_expert[e].push_back(static_cast<std::int32_t>(t * top_k + j));
+    }
+  }
+  std::size_t max_rows = 0;
+  for (const auto& [e, pairs] : by_expert) max_rows = std::max(max_rows, pairs.size());
+  const std::size_t pairs_total = static_cast<std::size_t>(tokens * top_k);
+  // Workspace: pair outputs [pairs, H], then per expert xs [rows, H], h2 [rows, 2I], h [rows, I], y [rows, H].
+  const std::size_t f = sizeof(float);
+  const std::size_t pair_bytes = pairs_total * hidden * f;
+  const std::size_t xs_bytes = max_rows * hidden * f, h2_bytes = max_rows * 2 * inter * f, h_bytes = max_rows * inter * f;
+  char* ws = static_cast<char*>(moe_.ensure(pair_bytes + 2 * xs_bytes + h2_bytes + h_bytes, stream_, op));
+  float* pair_out = reinterpret_cast<float*>(ws);
+  float* xs = reinterpret_cast<float*>(ws + pair_bytes);
+  float* h2 = reinterpret_cast<float*>(ws + pair_bytes + xs_bytes);
+  float* h = reinterpret_cast<float*>(ws + pair_bytes + xs_bytes + h2_bytes);
+  float* ys = reinterpret_cast<float*>(ws + pair_bytes + xs_bytes + h2_bytes + h_bytes);
+
+  std::size_t stage_total = 0;
+  for (const auto& [e, pairs] : by_expert) stage_total += 2 * staged_size(pairs.size() * sizeof(std::int32_t));
+  stage_reserve(stage_total);
+  for (const auto& [expert, pairs] : by_expert) {
+    const auto rows = static_cast<std::int64_t>(pairs.size());
+    std::vector<std::int32_t> token_rows(pairs.size());
+    for (std::size_t r = 0; r < pairs.size(); ++r) token_rows[r] = static_cast<std::int32_t>(pairs[r] / top_k);
+    const std::int32_t* d_tokens = stage(std::span<const std::int32_t>(token_rows));
+    const std::int32_t* d_pairs = stage(std::span<const std::int32_t>(pairs));
+    cuda::launch_gather_rows(static_cast<const float*>(x.data), x.row_stride, d_tokens, rows, xs, hidden, hidden,
+                             stream_);
+    after_launch(op);
+    const TensorView xv = make_view(xs, ElemType::f32, rows, hidden);
+    const TensorView h2v = make_view(h2, ElemType::f32, rows, 2 * inter);
+    const TensorView hv = make_view(h, ElemType::f32, rows, inter);
+    const TensorView yv = make_view(ys, ElemType::f32, rows, hidden);
+    gemm_unchecked(xv, gate_up[static_cast<std::size_t>(expert)], h2v, {});
+    silu_and_mul(h2v, hv);
+    gemm_unchecked(hv, down[static_cast<std::size_t>(expert)], yv, {});
+    cuda::launch_scatter_rows(ys, hidden, d_pairs, rows, pair_out, hidden, hidden, stream_);
+    after_launch(op);
+  }
+  cuda::launch_moe_combine(pair_out, static_cast<const float*>(topk_weights.data), topk_weights.row_stride,
+                           static_cast<int>(top_k), static_cast<float*>(out.data), out.row_stride, tokens, hidden,
+                           stream_);
+  after_launch(op);
+}
+
+// The logits come to the host and go through the same sample_reference as
+// on the CPU backend: equal logits give the same tokens bit for bit.
+void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
+                         std::span<TokenId> out_tokens) {
+  check_dtype("sample", "logits", logits, {ElemType::f32});
+  if (static_cast<std::int64_t>(params.size()) != logits.rows || out_tokens.size() != params.size()) {
+    throw Error("sample: logits " + shape_str(logits) + " with " + std::to_string(params.size()) +
+                " parameter sets and " + std::to_string(out_tokens.size()) + " outputs; expected one per row");
+  }
+  if (logits.rows == 0) return;
+  std::vector<float> host(static_cast<std::size_t>(logits.rows * logits.cols));
+  cuda_check(cudaMemcpy2DAsync(host.data(), static_cast<std::size_t>(logits.cols) * sizeof(float), logits.data,
+                               static_cast<std::size_t>(logits.row_stride) * sizeof(float),
+                               static_cast<std::size_t>(logits.cols) * sizeof(float),
+                               static_cast<std::size_t>(logits.rows), cudaMemcpyDefault, stream_),
+             "sample");
+  synchronize();
+  for (std::int64_t r = 0; r < logits.rows; ++r) {
+    out_tokens[static_cast<std::size_t>(r)] =
+        sample_reference(host.data() + r * logits.cols, logits.cols, params[static_cast<std::size_t>(r)]);
+  }
+}
+
+}  // namespace twin
