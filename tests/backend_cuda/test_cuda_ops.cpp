@@ -1,0 +1,345 @@
+// Every backend op on CUDA against the CPU reference, on random inputs, with
+// per-op tolerances: element-wise ops nearly exact, f32 GEMM and attention
+// to float rounding, bf16 GEMM looser (the GPU rounds A to bf16 as well).
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "tests/backend_cuda/cuda_test_util.hpp"
+
+namespace twin::test {
+namespace {
+
+using Result = std::vector<float>;
+
+// Runs f on both backends; returns {cpu, gpu}.
+std::pair<Result, Result> both(BackendPair& be, const std::function<Result(Backend&)>& f) {
+  Result a = f(*be.cpu);
+  Result b = f(*be.gpu);
+  return {a, b};
+}
+
+// A [rows, cols] f32 tensor inside a wider buffer (row stride cols + 3).
+struct Strided {
+  DeviceTensor t;
+  TensorView view;
+};
+Strided strided(Backend& b, const std::vector<float>& host, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> wide(static_cast<std::size_t>(rows * (cols + 3)), -7.0f);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::copy(host.begin() + r * cols, host.begin() + (r + 1) * cols, wide.begin() + r * (cols + 3) + 1);
+  }
+  Strided s{to_device(b, wide, rows, cols + 3), {}};
+  s.view = s.t.view.slice_cols(1, cols);  // column 0 and the last 2 stay padding
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("copy converts f32 <-> bf16 <-> f16 on strided views, and fill sets f32") {
+  BackendPair be;
+  const auto x = random_floats(9 * 21, 1, 3.0f);
+  auto [cpu, gpu] = both(be, [&](Backend& b) {
+    Strided src = strided(b, x, 9, 21);
+    DeviceTensor bf = zeros(b, 9, 21, ElemType::bf16), hf = zeros(b, 9, 21, ElemType::f16), back = zeros(b, 9, 21);
+    b.copy(src.view, bf.view);
+    b.copy(bf.view, hf.view);
+    b.copy(hf.view, back.view);
+    DeviceTensor filled = zeros(b, 4, 5);
+    b.fill(filled.view.slice_rows(1, 2), 2.5f);
+    Result r = to_host(b, back.view);
+    const Result f = to_host(b, filled.view);
+    r.insert(r.end(), f.begin(), f.end());
+    return r;
+  });
+  CHECK(cpu == gpu);  // conversions are exact bit arithmetic on both
+}
+
+TEST_CASE("gemm: f32 weights to float rounding, bf16 weights within bf16 tolerance, bias and accumulate") {
+  BackendPair be;
+  SECTION("f32 W, strided A, one row and many rows") {
+    for (std::int64_t m : {1, 5, 67}) {
+      const std::int64_t n = 70, k = 33;
+      const auto a = random_floats(static_cast<std::size_t>(m * k), 2), w = random_floats(n * k, 3);
+      auto [cpu, gpu] = both(be, [&](Backend& b) {
+        Strided av = strided(b, a, m, k);
+        DeviceTensor wv = to_device(b, w, n, k), c = zeros(b, m, n);
+        b.gemm(av.view, wv.view, c.view);
+        return to_host(b, c.view);
+      });
+      INFO("m " << m);
+      CHECK(max_rel_diff(gpu, cpu) < 1e-4);
+    }
+  }
+  SECTION("bf16 W with bf16 bias and accumulate") {
+    const std::int64_t m = 37, n = 129, k = 64;
+    const auto a = random_floats(m * k, 4), w = random_floats(n * k, 5), c0 = random_floats(m * n, 6);
+    const auto bias = random_floats(n, 7);
+    auto [cpu, gpu] = both(be, [&](Backend& b) {
+      DeviceTensor av = to_device(b, a, m, k), wv = to_device(b, to_bf16(w), ElemType::bf16, n, k);
+      DeviceTensor bv = to_device(b, to_bf16(bias), ElemType::bf16, 1, n), c = to_device(b, c0, m, n);
+      GemmOptions o;
+      o.bias = &bv.view;
+      o.accumulate = true;
+      b.gemm(av.view, wv.view, c.view, o);
+      return to_host(b, c.view);
+    });
+    // A rounded to bf16 on the GPU: |error| <~ sqrt(k) * 2^-9 * |a||w|.
+    CHECK(max_abs_diff(gpu, cpu) < 0.05);
+  }
+  SECTION("an unsupported W dtype names the op and the dtype") {
+    DeviceTensor a = zeros(*be.gpu, 2, 4), w = zeros(*be.gpu, 3, 4, ElemType::f16), c = zeros(*be.gpu, 2, 3);
+    CHECK_THROWS_WITH(be.gpu->gemm(a.view, w.view, c.view), Catch::Contains("gemm") && Catch::Contains("f16"));
+  }
+}
+
+TEST_CASE("embedding, gather_rows, add, rmsnorm, add_rmsnorm, silu_and_mul match the cpu") {
+  BackendPair be;
+  const std::int64_t T = 7, H = 96, V = 50;
+  const auto table = random_floats(V * H, 8), x = random_floats(T * H, 9, 4.0f), d = random_floats(T * H, 10);
+  const auto wn = random_floats(H, 11), gu = random_floats(T * 2 * H, 12, 6.0f);
+  const std::vector<TokenId> ids = {3, 49, 0, 3, 17, 22, 8};
+  const std::vector<std::int32_t> rows = {6, 0, 2};
+  auto [cpu, gpu] = both(be, [&](Backend& b) {
+    Result r;
+    auto append = [&](const Result& v) { r.insert(r.end(), v.begin(), v.end()); };
+    DeviceTensor tab = to_device(b, to_bf16(table), ElemType::bf16, V, H), emb = zeros(b, T, H);
+    b.embedding(ids, tab.view, emb.view);
+    append(to_host(b, emb.view));
+    DeviceTensor xs = to_device(b, x, T, H), g = zeros(b, 3, H);
+    b.gather_rows(xs.view, rows, g.view);
+    append(to_host(b, g.view));
+    Strided ds = strided(b, d, T, H);
+    b.add(xs.view, ds.view);
+    append(to_host(b, xs.view));
+    DeviceTensor w = to_device(b, to_bf16(wn), ElemType::bf16, 1, H), out = zeros(b, T, H);
+    b.rmsnorm(xs.view, w.view, 1e-5f, out.view);
+    append(to_host(b, out.view));
+    b.add_rmsnorm(xs.view, ds.view, w.view, 1e-6f, out.view);
+    append(to_host(b, xs.view));
+    append(to_host(b, out.view));
+    DeviceTensor guv = to_device(b, gu, T, 2 * H), act = zeros(b, T, H);
+    b.silu_and_mul(guv.view, act.view);
+    append(to_host(b, act.view));
+    return r;
+  });
+  CHECK(max_rel_diff(gpu, cpu) < 1e-5);
+}
+
+TEST_CASE("rotary matches the cpu: full and partial rotary_dim, GQA widths") {
+  BackendPair be;
+  for (std::int32_t rot : {0, 8}) {
+    const std::int64_t T = 6, hd = 16, qh = 4, kh = 2;
+    const auto q = random_floats(T * qh * hd, 13), k = random_floats(T * kh * hd, 14);
+    const std::vector<std::int32_t> pos = {0, 1, 7, 100, 4095, 131071};
+    auto [cpu, gpu] = both(be, [&](Backend& b) {
+      DeviceTensor qv = to_device(b, q, T, qh * hd);
+      Strided kv = strided(b, k, T, kh * hd);
+      RopeConfig rope;
+      rope.head_dim = static_cast<std::int32_t>(hd);
+      rope.rotary_dim = rot;
+      rope.theta = 500000.0f;
+      b.rotary(qv.view, kv.view, pos, rope);
+      Result r = to_host(b, qv.view);
+      const Result kr = to_host(b, kv.view);
+      r.insert(r.end(), kr.begin(), kr.end());
+      return r;
+    });
+    INFO("rotary_dim " << rot);
+    CHECK(max_abs_diff(gpu, cpu) < 1e-5);
+  }
+}
+
+namespace {
+
+struct AttnCase {
+  std::int32_t num_heads, kv_heads, head_dim, block_size, window;
+  std::vector<std::pair<std::int32_t, std::int32_t>> seqs;  // (num_query, context_len)
+};
+
+// Writes every sequence's whole context with kv_write (scattered blocks),
+// then runs one paged_attention over all of them.
+Result run_attention(Backend& b, const AttnCase& c, ElemType cache_dtype, bool round_kv) {
+  const std::int32_t width = c.kv_heads * c.head_dim;
+  std::int32_t total_q = 0, blocks = 0;
+  for (auto [nq, ctx] : c.seqs) {
+    total_q += nq;
+    blocks += (ctx + c.block_size - 1) / c.block_size;
+  }
+  const std::int32_t num_blocks = blocks + 3;
+  std::vector<BlockId> ids(static_cast<std::size_t>(num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::uint32_t salt = 99;
+  for (std::size_t i = ids.size(); i > 1; --i) {
+    salt = salt * 1664525u + 1013904223u;
+    std::swap(ids[i - 1], ids[salt % i]);
+  }
+  KvCacheView cache;
+  cache.dtype = cache_dtype;
+  cache.num_blocks = num_blocks;
+  cache.block_size = c.block_size;
+  cache.kv_heads = c.kv_heads;
+  cache.head_dim = c.head_dim;
+  Buffer kb = b.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+  Buffer vb = b.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+  cache.k = kb.data();
+  cache.v = vb.data();
+
+  std::vector<std::vector<BlockId>> tables;
+  std::vector<SeqAttention> seqs;
+  std::int32_t next_block = 0, q_row = 0, s_index = 0;
+  for (auto [nq, ctx] : c.seqs) {
+    const std::int32_t nb = (ctx + c.block_size - 1) / c.block_size;
+    tables.emplace_back(ids.begin() + next_block, ids.begin() + next_block + nb);
+    next_block += nb;
+    auto k = random_floats(static_cast<std::size_t>(ctx) * width, 100 + s_index);
+    auto v = random_floats(static_cast<std::size_t>(ctx) * width, 200 + s_index);
+    if (round_kv) {
+      k = bf16_round(k);
+      v = bf16_round(v);
+    }
+    std::vector<std::int64_t> slots(static_cast<std::size_t>(ctx));
+    for (std::int32_t p = 0; p < ctx; ++p) {
+      slots[p] = static_cast<std::int64_t>(tables.back()[p / c.block_size]) * c.block_size + p % c.block_size;
+    }
+    DeviceTensor kt = to_device(b, k, ctx, width), vt = to_device(b, v, ctx, width);
+    b.kv_write(kt.view, vt.view, cache, slots);
+    seqs.push_back({q_row, nq, ctx, {}});
+    q_row += nq;
+    ++s_index;
+  }
+  for (std::size_t i = 0; i < seqs.size(); ++i) seqs[i].block_table = tables[i];
+  const std::int64_t qw = static_cast<std::int64_t>(c.num_heads) * c.head_dim;
+  const auto q = random_floats(static_cast<std::size_t>(total_q) * qw, 300);
+  DeviceTensor qt = to_device(b, q, total_q, qw), out = zeros(b, total_q, qw);
+  AttentionShape shape;
+  shape.num_heads = c.num_heads;
+  shape.num_kv_heads = c.kv_heads;
+  shape.head_dim = c.head_dim;
+  shape.sliding_window = c.window;
+  b.paged_attention(qt.view, cache, seqs, shape, out.view);
+  return to_host(b, out.view);
+}
+
+}  // namespace
+
+TEST_CASE("paged_attention matches the cpu: decodes (split-K past 256 keys), prefill chunks, GQA, windows") {
+  BackendPair be;
+  const std::vector<AttnCase> cases = {
+      {4, 2, 16, 4, 0, {{1, 1}, {1, 37}, {1, 700}, {5, 5}, {9, 300}}},
+      {8, 1, 64, 16, 0, {{33, 33}, {1, 1024}, {17, 530}}},
+      {4, 4, 128, 1, 0, {{3, 10}, {1, 257}}},
+      {4, 2, 32, 8, 50, {{1, 600}, {20, 90}}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    const Result cpu = run_attention(*be.cpu, cases[i], ElemType::f32, false);
+    const Result gpu = run_attention(*be.gpu, cases[i], ElemType::f32, false);
+    CHECK(max_abs_diff(gpu, cpu) < 2e-5);
+    // A bf16 cache on the GPU equals the CPU on bf16-rounded K and V.
+    const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
+    const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
+    CHECK(max_abs_diff(gpu_bf, cpu_r) < 2e-5);
+  }
+}
+
+TEST_CASE("kv_write skips negative slots, and copy_blocks swaps out to pinned host memory and back") {
+  BackendPair be;
+  auto [cpu, gpu] = both(be, [&](Backend& b) {
+    KvCacheView dev;
+    dev.num_blocks = 6;
+    dev.block_size = 2;
+    dev.kv_heads = 2;
+    dev.head_dim = 4;
+    KvCacheView host = dev;
+    host.num_blocks = 3;
+    Buffer dk = b.allocate(static_cast<std::size_t>(dev.bytes_per_tensor()));
+    Buffer dv = b.allocate(static_cast<std::size_t>(dev.bytes_per_tensor()));
+    Buffer hk = b.allocate(static_cast<std::size_t>(host.bytes_per_tensor()), MemoryKind::host);
+    Buffer hv = b.allocate(static_cast<std::size_t>(host.bytes_per_tensor()), MemoryKind::host);
+    dev.k = dk.data();
+    dev.v = dv.data();
+    host.k = hk.data();
+    host.v = hv.data();
+    const std::int64_t elems = dev.num_blocks * dev.block_elems();
+    std::vector<float> zero(static_cast<std::size_t>(elems), 0.0f);
+    b.upload(dev.k, zero.data(), zero.size() * 4);
+    b.upload(dev.v, zero.data(), zero.size() * 4);
+    DeviceTensor k = to_device(b, random_floats(5 * 8, 20), 5, 8), v = to_device(b, random_floats(5 * 8, 21), 5, 8);
+    b.kv_write(k.view, v.view, dev, std::vector<std::int64_t>{0, -1, 5, 11, 3});
+    b.copy_blocks(dev, host, std::vector<BlockCopy>{{2, 0}, {5, 2}});   // swap out
+    b.copy_blocks(host, dev, std::vector<BlockCopy>{{0, 4}, {2, 1}});   // swap in elsewhere
+    b.copy_blocks(dev, dev, std::vector<BlockCopy>{{1, 3}});           // copy-on-write
+    Result r(static_cast<std::size_t>(elems * 2));
+    b.download(r.data(), dev.k, static_cast<std::size_t>(elems) * 4);
+    b.download(r.data() + elems, dev.v, static_cast<std::size_t>(elems) * 4);
+    return r;
+  });
+  CHECK(cpu == gpu);
+}
+
+TEST_CASE("moe_topk and moe_experts match the cpu (f32 and bf16 experts)") {
+  BackendPair be;
+  const std::int64_t T = 9, H = 32, I = 24, E = 4, K = 2;
+  const auto logits = random_floats(T * E, 30, 3.0f), x = random_floats(T * H, 31);
+  for (ElemType wd : {ElemType::f32, ElemType::bf16}) {
+    auto [cpu, gpu] = both(be, [&](Backend& b) {
+      DeviceTensor rl = to_device(b, logits, T, E), ids = zeros(b, T, K, ElemType::i32), wts = zeros(b, T, K);
+      b.moe_topk(rl.view, static_cast<std::int32_t>(K), true, ids.view, wts.view);
+      std::vector<DeviceTensor> gu, dn;
+      std::vector<TensorView> guv, dnv;
+      for (std::int64_t e = 0; e < E; ++e) {
+        const auto g = random_floats(2 * I * H, 40 + static_cast<std::uint32_t>(e), 0.3f);
+        const auto d = random_floats(H * I, 50 + static_cast<std::uint32_t>(e), 0.3f);
+        if (wd == ElemType::bf16) {
+          gu.push_back(to_device(b, to_bf16(g), ElemType::bf16, 2 * I, H));
+          dn.push_back(to_device(b, to_bf16(d), ElemType::bf16, H, I));
+        } else {
+          gu.push_back(to_device(b, g, 2 * I, H));
+          dn.push_back(to_device(b, d, H, I));
+        }
+        guv.push_back(gu.back().view);
+        dnv.push_back(dn.back().view);
+      }
+      DeviceTensor xv = to_device(b, x, T, H), out = zeros(b, T, H);
+      b.moe_experts(xv.view, ids.view, wts.view, guv, dnv, out.view);
+      const auto id_host = to_host<std::int32_t>(b, ids.view);
+      Result r(id_host.begin(), id_host.end());
+      const Result w = to_host(b, wts.view), o = to_host(b, out.view);
+      r.insert(r.end(), w.begin(), w.end());
+      r.insert(r.end(), o.begin(), o.end());
+      return r;
+    });
+    INFO("experts " << elem_type_name(wd));
+    // Ids exactly, weights to float rounding, outputs per the GEMM's dtype.
+    const std::size_t n_ids = static_cast<std::size_t>(T * K);
+    CHECK(Result(cpu.begin(), cpu.begin() + n_ids) == Result(gpu.begin(), gpu.begin() + n_ids));
+    CHECK(max_abs_diff(gpu, cpu) < (wd == ElemType::f32 ? 1e-5 : 2e-2));
+  }
+}
+
+TEST_CASE("sample gives the cpu's tokens: greedy, temperature, top-k, top-p") {
+  BackendPair be;
+  const std::int64_t V = 1000;
+  const auto logits = random_floats(4 * V, 60, 5.0f);
+  std::vector<SamplingParams> params(4);
+  params[1].temperature = 0.8f;
+  params[2].temperature = 1.2f;
+  params[2].top_k = 20;
+  params[3].temperature = 1.0f;
+  params[3].top_p = 0.9f;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].seed = 7;
+    params[i].request = static_cast<RequestId>(i);
+    params[i].token_index = 3;
+  }
+  std::vector<TokenId> a(4), g(4);
+  DeviceTensor lc = to_device(*be.cpu, logits, 4, V), lg = to_device(*be.gpu, logits, 4, V);
+  be.cpu->sample(lc.view, params, a);
+  be.gpu->sample(lg.view, params, g);
+  CHECK(a == g);
+}
+
+}  // namespace twin::test

@@ -1,0 +1,71 @@
+// The index arithmetic the CUDA kernels use (engine/backend/paged_index.hpp),
+// checked on the CPU: these tests run everywhere, GPU or not.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/paged_index.hpp"
+
+using namespace twin::paged;
+
+TEST_CASE("slot_of follows the block table: block_id * block_size + offset") {
+  const std::vector<std::int32_t> table = {7, 2, 9};
+  CHECK(slot_of(table.data(), 4, 0) == 28);
+  CHECK(slot_of(table.data(), 4, 3) == 31);
+  CHECK(slot_of(table.data(), 4, 4) == 8);
+  CHECK(slot_of(table.data(), 4, 11) == 39);
+  CHECK(slot_of(table.data(), 1, 2) == 9);  // token-level KV
+  // Large ids do not overflow 32 bits.
+  const std::vector<std::int32_t> big = {1 << 30};
+  CHECK(slot_of(big.data(), 512, 511) == (std::int64_t{1} << 39) + 511);
+}
+
+TEST_CASE("kv_offset addresses [blocks, block_size, kv_heads, head_dim]") {
+  CHECK(kv_offset(0, 8, 128, 0) == 0);
+  CHECK(kv_offset(0, 8, 128, 3) == 3 * 128);
+  CHECK(kv_offset(5, 8, 128, 2) == (5 * 8 + 2) * 128);
+  CHECK(kv_offset(std::int64_t{1} << 28, 8, 128, 7) == ((std::int64_t{1} << 28) * 8 + 7) * 128);
+}
+
+TEST_CASE("query positions and the keys a query sees, with and without a sliding window") {
+  CHECK(blocks_for(0, 16) == 0);
+  CHECK(blocks_for(1, 16) == 1);
+  CHECK(blocks_for(16, 16) == 1);
+  CHECK(blocks_for(17, 16) == 2);
+  // A chunk of 5 new tokens after 10 cached ones: positions 10..14.
+  CHECK(query_position(15, 5, 0) == 10);
+  CHECK(query_position(15, 5, 4) == 14);
+  CHECK(query_position(1, 1, 0) == 0);  // first decode of a 1-token prompt
+  CHECK(first_key(14, 0) == 0);
+  CHECK(first_key(14, 4) == 11);  // keys 11..14: exactly the window
+  CHECK(first_key(2, 4) == 0);
+  CHECK(first_key(3, 4) == 0);
+  CHECK(first_key(4, 4) == 1);
+}
+
+TEST_CASE("split-K partitions cover the keys exactly once, in order") {
+  for (std::int32_t first : {0, 3, 100}) {
+    for (std::int32_t count : {1, 2, 255, 256, 257, 700, 1024}) {
+      for (std::int32_t size : {1, 64, 256}) {
+        const std::int32_t parts = num_partitions(count, size);
+        CHECK(parts == (count + size - 1) / size);
+        std::int32_t next = first;
+        for (std::int32_t p = 0; p < parts; ++p) {
+          const KeyRange r = partition_range(first, count, size, p);
+          CHECK(r.begin == next);
+          CHECK(r.end > r.begin);
+          CHECK(r.end - r.begin <= size);
+          next = r.end;
+        }
+        CHECK(next == first + count);
+        // Partitions past the last (the grid is sized for the longest row) are empty.
+        const KeyRange past = partition_range(first, count, size, parts);
+        CHECK(past.begin >= past.end);
+        const KeyRange far = partition_range(first, count, size, parts + 5);
+        CHECK(far.begin >= far.end);
+      }
+    }
+  }
+  CHECK(num_partitions(0, 256) == 0);
+}

@@ -1,0 +1,296 @@
+// CUDA backend speed on the device it finds (prints "no CUDA device:
+// skipped" where there is none): bf16 GEMM TFLOP/s at 4096 tokens for
+// Llama-3.1-8B's projections against the dense bf16 peak; decode step time
+// at batch 1 for Llama-3.1-8B with random bf16 weights against the
+// weights / HBM-bandwidth roofline; paged attention decode bandwidth.
+// Peaks come from a hardware profile (argument 1, default
+// hwprofiles/profiles/h200.json). Prints figures; asserts nothing.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/backend/backend.hpp"
+#include "engine/core/error.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace twin;
+
+// Best seconds per call (fn ends with a synchronize) over 3 trials of
+// enough calls to take ~50 ms.
+double seconds_per_call(const std::function<void()>& fn) {
+  fn();
+  int reps = 1;
+  for (;;) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) fn();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s > 0.05 || reps > (1 << 16)) break;
+    reps *= 2;
+  }
+  double best = 1e30;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) fn();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / reps);
+  }
+  return best;
+}
+
+// Random bf16 values without a per-element host loop over the whole model:
+// one 64 Mi-element random block is uploaded once and copied device to
+// device into every weight.
+class RandomFill {
+ public:
+  explicit RandomFill(Backend& be) : be_(be) {
+    std::vector<std::uint16_t> host(kElems);
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<float> dist(-0.02f, 0.02f);
+    for (auto& h : host) h = f32_to_bf16(dist(rng));
+    seed_ = be.allocate(kElems * 2);
+    be.upload(seed_.data(), host.data(), kElems * 2);
+  }
+  void fill(void* dst, std::int64_t elems) {
+    for (std::int64_t off = 0; off < elems; off += kElems) {
+      const std::int64_t n = std::min<std::int64_t>(kElems, elems - off);
+      be_.copy(make_view(seed_.data(), ElemType::bf16, 1, n),
+               make_view(static_cast<char*>(dst) + off * 2, ElemType::bf16, 1, n));
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kElems = std::int64_t{64} << 20;
+  Backend& be_;
+  Buffer seed_;
+};
+
+struct Weight {
+  Buffer buf;
+  TensorView view;
+};
+
+Weight bf16_weight(Backend& be, RandomFill& rf, std::int64_t rows, std::int64_t cols) {
+  Weight w{be.allocate(static_cast<std::size_t>(rows * cols) * 2), {}};
+  w.view = w.buf.view(ElemType::bf16, rows, cols);
+  rf.fill(w.view.data, rows * cols);
+  return w;
+}
+
+// Llama-3.1-8B.
+constexpr std::int64_t kHidden = 4096, kInter = 14336, kLayers = 32, kHeads = 32, kKvHeads = 8, kHeadDim = 128,
+                       kVocab = 128256;
+
+void bench_gemm(Backend& be, RandomFill& rf, double peak_tflops) {
+  std::printf("\nbf16 GEMM at 4096 tokens (A f32 -> bf16 conversion included), Llama-3.1-8B shapes\n");
+  std::printf("%-10s %7s %7s %9s %9s %8s\n", "gemm", "n", "k", "ms", "TFLOP/s", "of peak");
+  const std::int64_t m = 4096;
+  struct Shape {
+    const char* name;
+    std::int64_t n, k;
+  };
+  const Shape shapes[] = {{"qkv", (kHeads + 2 * kKvHeads) * kHeadDim, kHidden},
+                          {"o", kHidden, kHeads * kHeadDim},
+                          {"gate_up", 2 * kInter, kHidden},
+                          {"down", kHidden, kInter},
+                          {"lm_head", kVocab, kHidden}};
+  double total_flops = 0, total_s = 0;
+  for (const Shape& s : shapes) {
+    Weight w = bf16_weight(be, rf, s.n, s.k);
+    Buffer a = be.allocate(static_cast<std::size_t>(m * s.k) * 4), c = be.allocate(static_cast<std::size_t>(m * s.n) * 4);
+    const TensorView av = a.view(ElemType::f32, m, s.k), cv = c.view(ElemType::f32, m, s.n);
+    be.fill(av, 0.01f);
+    const double sec = seconds_per_call([&] {
+      be.gemm(av, w.view, cv);
+      be.synchronize();
+    });
+    const double flops = 2.0 * m * s.n * s.k;
+    if (std::string(s.name) != "lm_head") {
+      total_flops += flops;
+      total_s += sec;
+    }
+    std::printf("%-10s %7lld %7lld %9.3f %9.1f %7.1f%%\n", s.name, static_cast<long long>(s.n),
+                static_cast<long long>(s.k), sec * 1e3, flops / sec / 1e12, 100.0 * flops / sec / 1e12 / peak_tflops);
+  }
+  std::printf("%-10s %7s %7s %9.3f %9.1f %7.1f%%   (one layer's GEMMs; peak %.1f TFLOP/s)\n", "layer", "", "",
+              total_s * 1e3, total_flops / total_s / 1e12, 100.0 * total_flops / total_s / 1e12 / peak_tflops,
+              peak_tflops);
+}
+
+void bench_decode(Backend& be, RandomFill& rf, double hbm_gbps) {
+  const std::int64_t qd = kHeads * kHeadDim, kvd = kKvHeads * kHeadDim;
+  const std::int32_t context = 512, block = 16;
+  std::printf("\nLlama-3.1-8B bf16 decode, batch 1, context %d (f32 KV cache)\n", context);
+  struct Layer {
+    Weight qkv, o, gate_up, down, n1, n2;
+  };
+  std::vector<Layer> layers;
+  double weight_bytes = 0;
+  for (std::int64_t l = 0; l < kLayers; ++l) {
+    layers.push_back({bf16_weight(be, rf, qd + 2 * kvd, kHidden), bf16_weight(be, rf, kHidden, qd),
+                      bf16_weight(be, rf, 2 * kInter, kHidden), bf16_weight(be, rf, kHidden, kInter),
+                      bf16_weight(be, rf, 1, kHidden), bf16_weight(be, rf, 1, kHidden)});
+    weight_bytes += 2.0 * ((qd + 2 * kvd) * kHidden + kHidden * qd + 2 * kInter * kHidden + kHidden * kInter + 2 * kHidden);
+  }
+  Weight embed = bf16_weight(be, rf, kVocab, kHidden), head = bf16_weight(be, rf, kVocab, kHidden),
+         final_norm = bf16_weight(be, rf, 1, kHidden);
+  weight_bytes += 2.0 * (2 * kVocab * kHidden + kHidden);  // the embedding row read is tiny, counted anyway
+
+  const std::int32_t blocks = context / block + 1;
+  KvCacheView cache;
+  cache.dtype = ElemType::f32;
+  cache.num_blocks = blocks;
+  cache.block_size = block;
+  cache.kv_heads = static_cast<std::int32_t>(kKvHeads);
+  cache.head_dim = static_cast<std::int32_t>(kHeadDim);
+  std::vector<Buffer> kv;
+  std::vector<KvCacheView> caches;
+  for (std::int64_t l = 0; l < kLayers; ++l) {
+    kv.push_back(be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor())));
+    kv.push_back(be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor())));
+    KvCacheView c = cache;
+    c.k = kv[kv.size() - 2].data();
+    c.v = kv.back().data();
+    be.fill(make_view(c.k, ElemType::f32, 1, c.num_blocks * c.block_elems()), 0.01f);
+    be.fill(make_view(c.v, ElemType::f32, 1, c.num_blocks * c.block_elems()), 0.01f);
+    caches.push_back(c);
+  }
+  Buffer act = be.allocate(static_cast<std::size_t>(4 * kHidden + (qd + 2 * kvd) + qd + 2 * kInter + kInter + kVocab) * 4);
+  auto carve = [&, off = std::size_t{0}](std::int64_t cols) mutable {
+    const TensorView v = act.view(ElemType::f32, 1, cols, off);
+    off += static_cast<std::size_t>(cols) * 4;
+    return v;
+  };
+  const TensorView x = carve(kHidden), h = carve(kHidden), delta = carve(kHidden), qkv = carve(qd + 2 * kvd),
+                   attn = carve(qd), gu = carve(2 * kInter), a2 = carve(kInter), logits = carve(kVocab);
+  const TensorView q = qkv.slice_cols(0, qd), k = qkv.slice_cols(qd, kvd), v = qkv.slice_cols(qd + kvd, kvd);
+  std::vector<BlockId> table(static_cast<std::size_t>(blocks));
+  for (std::int32_t i = 0; i < blocks; ++i) table[static_cast<std::size_t>(i)] = i;
+  const std::vector<std::int32_t> positions = {context - 1};
+  const std::vector<std::int64_t> slots = {context - 1};
+  const std::vector<TokenId> token = {42};
+  const std::vector<SeqAttention> seqs = {{0, 1, context, table}};
+  AttentionShape shape;
+  shape.num_heads = static_cast<std::int32_t>(kHeads);
+  shape.num_kv_heads = static_cast<std::int32_t>(kKvHeads);
+  shape.head_dim = static_cast<std::int32_t>(kHeadDim);
+  RopeConfig rope;
+  rope.head_dim = static_cast<std::int32_t>(kHeadDim);
+  rope.theta = 500000.0f;
+  std::vector<SamplingParams> params(1);
+  std::vector<TokenId> sampled(1);
+  const double sec = seconds_per_call([&] {
+    be.embedding(token, embed.view, x);
+    for (std::int64_t l = 0; l < kLayers; ++l) {
+      const Layer& L = layers[static_cast<std::size_t>(l)];
+      if (l == 0) {
+        be.rmsnorm(x, L.n1.view, 1e-5f, h);
+      } else {
+        be.add_rmsnorm(x, delta, L.n1.view, 1e-5f, h);
+      }
+      be.gemm(h, L.qkv.view, qkv);
+      be.rotary(q, k, positions, rope);
+      be.kv_write(k, v, caches[static_cast<std::size_t>(l)], slots);
+      be.paged_attention(q, caches[static_cast<std::size_t>(l)], seqs, shape, attn);
+      be.gemm(attn, L.o.view, delta);
+      be.add_rmsnorm(x, delta, L.n2.view, 1e-5f, h);
+      be.gemm(h, L.gate_up.view, gu);
+      be.silu_and_mul(gu, a2);
+      be.gemm(a2, L.down.view, delta);
+    }
+    be.add(x, delta);
+    be.rmsnorm(x, final_norm.view, 1e-5f, h);
+    be.gemm(h, head.view, logits);
+    be.sample(logits, params, sampled);  // waits for the step
+  });
+  const double roofline = weight_bytes / (hbm_gbps * 1e9);
+  std::printf("%-28s %9.3f ms\n", "decode step", sec * 1e3);
+  std::printf("%-28s %9.3f ms  (%.2f GB of weights at %.0f GB/s)\n", "weights / HBM bandwidth", roofline * 1e3,
+              weight_bytes / 1e9, hbm_gbps);
+  std::printf("%-28s %9.2fx  (target <= 1.33x)\n", "step / roofline", sec / roofline);
+}
+
+void bench_attention(Backend& be, double hbm_gbps) {
+  std::printf("\npaged attention decode, Llama-3.1-8B heads (32 q, 8 kv, dim 128), block 16\n");
+  std::printf("%-6s %6s %8s %9s %9s %8s\n", "cache", "seqs", "context", "ms", "GB/s", "of HBM");
+  for (ElemType dt : {ElemType::f32, ElemType::bf16}) {
+    for (auto [seqs_n, context] : {std::pair{32, 4096}, std::pair{1, 32768}}) {
+      const std::int32_t block = 16, per_seq = context / block;
+      KvCacheView cache;
+      cache.dtype = dt;
+      cache.num_blocks = static_cast<std::int64_t>(seqs_n) * per_seq;
+      cache.block_size = block;
+      cache.kv_heads = static_cast<std::int32_t>(kKvHeads);
+      cache.head_dim = static_cast<std::int32_t>(kHeadDim);
+      Buffer kb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+      Buffer vb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+      cache.k = kb.data();
+      cache.v = vb.data();
+      std::vector<std::vector<BlockId>> tables(static_cast<std::size_t>(seqs_n));
+      std::vector<SeqAttention> seqs;
+      for (std::int32_t s = 0; s < seqs_n; ++s) {
+        for (std::int32_t b = 0; b < per_seq; ++b) tables[static_cast<std::size_t>(s)].push_back(s * per_seq + b);
+      }
+      for (std::int32_t s = 0; s < seqs_n; ++s) seqs.push_back({s, 1, context, tables[static_cast<std::size_t>(s)]});
+      Buffer qo = be.allocate(static_cast<std::size_t>(2 * seqs_n * kHeads * kHeadDim) * 4);
+      const TensorView q = qo.view(ElemType::f32, seqs_n, kHeads * kHeadDim);
+      const TensorView out = qo.view(ElemType::f32, seqs_n, kHeads * kHeadDim,
+                                     static_cast<std::size_t>(seqs_n * kHeads * kHeadDim) * 4);
+      be.fill(q, 0.01f);
+      AttentionShape shape;
+      shape.num_heads = static_cast<std::int32_t>(kHeads);
+      shape.num_kv_heads = static_cast<std::int32_t>(kKvHeads);
+      shape.head_dim = static_cast<std::int32_t>(kHeadDim);
+      const double sec = seconds_per_call([&] {
+        be.paged_attention(q, cache, seqs, shape, out);
+        be.synchronize();
+      });
+      const double bytes = 2.0 * static_cast<double>(cache.bytes_per_tensor());
+      std::printf("%-6s %6d %8d %9.3f %9.1f %7.1f%%\n", std::string(elem_type_name(dt)).c_str(), seqs_n, context,
+                  sec * 1e3, bytes / sec / 1e9, 100.0 * bytes / sec / 1e9 / hbm_gbps);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<Backend> be;
+  try {
+    be = make_backend("cuda");
+  } catch (const std::exception& e) {
+    std::printf("bench_cuda: no CUDA device: skipped (%s)\n", e.what());
+    return 0;
+  }
+  const std::string profile = argc > 1 ? argv[1] : "hwprofiles/profiles/h200.json";
+  double peak = 989.4, hbm = 4800;
+  std::ifstream in(profile);
+  if (in) {
+    const auto j = nlohmann::json::parse(in);
+    peak = j.at("peak_tflops").at("bf16").get<double>();
+    hbm = j.at("memory_bandwidth_gbps").get<double>();
+  } else {
+    std::printf("(no profile at %s: using H200 figures)\n", profile.c_str());
+  }
+  const DeviceInfo info = be->device_info();
+  std::printf("bench_cuda on %s, %.1f GiB; peaks from %s: bf16 %.1f TFLOP/s, HBM %.0f GB/s\n", info.name.c_str(),
+              static_cast<double>(info.total_bytes) / (1 << 30), profile.c_str(), peak, hbm);
+  try {
+    RandomFill rf(*be);
+    bench_gemm(*be, rf, peak);
+    bench_decode(*be, rf, hbm);
+    bench_attention(*be, hbm);
+  } catch (const std::exception& e) {
+    std::printf("bench_cuda: failed: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
