@@ -45,6 +45,11 @@ struct Simulator::State {
   BatchShape shape;  // reused for every plan
   Time now = 0;
   std::int64_t in_flight = 0;
+  // Replicas touched by events at `now`; they plan once every event of this
+  // instant has been applied, as the engine plans after taking in every
+  // arrival due by then (replay parity depends on it).
+  std::vector<std::int32_t> dirty;
+  std::vector<std::uint8_t> is_dirty;
   SimStats stats;
   RecordSink* sink = nullptr;
 
@@ -59,6 +64,7 @@ struct Simulator::State {
       replicas.back().replica.set_record_steps(options.record_steps);
     }
     for (auto& r : replicas) replica_ptrs.push_back(&r.replica);
+    is_dirty.assign(replicas.size(), 0);
     events.reserve(4 * replicas.size() + 16);
   }
 
@@ -125,6 +131,23 @@ struct Simulator::State {
     }
   }
 
+  void mark(std::int32_t index) {
+    if (!is_dirty[index]) {
+      is_dirty[index] = 1;
+      dirty.push_back(index);
+    }
+  }
+
+  // Plans for the replicas touched at `now`, in replica order.
+  void schedule_dirty() {
+    if (dirty.size() > 1) std::sort(dirty.begin(), dirty.end());
+    for (std::int32_t index : dirty) {
+      is_dirty[index] = 0;
+      try_schedule(index);
+    }
+    dirty.clear();
+  }
+
   bool pull_arrival(RequestSource& source, Request& next, Time& last_arrival) {
     if (!source.next(next)) return false;
     // A trace may step back a little within its reader's tolerance; the clock
@@ -171,7 +194,7 @@ SimStats Simulator::run(RequestSource& source, RecordSink& sink) {
         s.stats.max_in_flight = std::max(s.stats.max_in_flight, s.in_flight);
         s.drain(run);  // rejected at once
         have_next = s.pull_arrival(source, next, last_arrival);
-        s.try_schedule(target);
+        s.mark(target);
         break;
       }
       case EventKind::plan_done: {
@@ -179,22 +202,23 @@ SimStats Simulator::run(RequestSource& source, RecordSink& sink) {
         run.replica.complete(run.slots[e.slot], StepResult{}, s.now);
         run.slot_used[e.slot] = 0;
         s.drain(run);
-        s.try_schedule(e.replica);
+        s.mark(e.replica);
         break;
       }
       case EventKind::stage_free: {
         ReplicaRun& run = s.replicas[e.replica];
         if (run.stage_free_event_at == e.time) run.stage_free_event_at = kNoTime;
-        s.try_schedule(e.replica);
+        s.mark(e.replica);
         break;
       }
       case EventKind::wakeup: {
         ReplicaRun& run = s.replicas[e.replica];
         if (run.wakeup_at == e.time) run.wakeup_at = kNoTime;
-        s.try_schedule(e.replica);
+        s.mark(e.replica);
         break;
       }
     }
+    if (s.events.empty() || s.events.top().time != s.now) s.schedule_dirty();
   }
   (void)have_next;
   s.stats.end_time = s.now;

@@ -1,5 +1,6 @@
 #include "engine/runtime/wall_clock_driver.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <thread>
@@ -38,8 +39,14 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
     return options.asap ? 0 : static_cast<Time>(static_cast<double>(r.arrival) / options.time_scale);
   };
   Time last_due = 0;
+  // The engine's timeline, chosen so the simulator can replay it exactly: a
+  // busy engine plans its next step at the instant the previous one
+  // completed, an idle one at the instant it was woken for (an arrival or the
+  // replica's wakeup), taking in every arrival due by then. Host work between
+  // steps and the lateness of a wake-up therefore count in the next step's
+  // measured duration, as they do for a client.
+  Time now = 0;
   while (true) {
-    Time now = clock();
     while (have && due(pending) <= now) {
       const Time at = due(pending);
       if (at < last_due) throw Error("request " + std::to_string(pending.id) + " arrives before the one read before it");
@@ -57,25 +64,28 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
       drain();  // a plan may abort cancelled requests
       if (!plan.empty()) {
         const StepResult result = executor.execute(plan, replica);
-        replica.complete(plan, result, clock());
+        // Strictly after the plan's instant, as a simulated step lasts >= 1 ns.
+        now = std::max(clock(), now + 1);
+        replica.complete(plan, result, now);
         drain();
         continue;
       }
     }
     if (!have && !replica.has_work()) break;
     Time wake = have ? due(pending) : std::numeric_limits<Time>::max();
-    if (const std::optional<Time> w = replica.next_wakeup()) wake = std::min(wake, *w);
+    if (const std::optional<Time> w = replica.next_wakeup(); w && *w > now) wake = std::min(wake, *w);
     if (wake == std::numeric_limits<Time>::max()) {
       // Work remains but nothing can ever make progress: the policy cannot
       // serve these requests. End them rather than hang.
       std::vector<RequestId> ids;
       for (const SeqView& s : replica.live_seqs()) ids.push_back(s.request->id);
-      for (RequestId id : ids) replica.abort(id, clock());
+      for (RequestId id : ids) replica.abort(id, now);
       stats.unserved += static_cast<std::int64_t>(ids.size());
       drain();
       break;
     }
-    if (wake > now) std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(wake));
+    if (wake > clock()) std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(wake));
+    now = std::max(now, wake);
   }
   stats.wall_time_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return stats;
