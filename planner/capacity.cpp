@@ -1,0 +1,117 @@
+#include "planner/capacity.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/run.hpp"
+
+namespace twin {
+namespace {
+
+double metric_p90(const LatencyStats& s) { return s.count == 0 ? std::numeric_limits<double>::quiet_NaN() : s.p90; }
+
+}  // namespace
+
+ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
+  ProbeResult p;
+  p.rate = rate;
+  p.completed = summary.completed;
+  p.rejected = summary.rejected;
+  p.aborted = summary.aborted;
+  p.unserved = static_cast<std::uint64_t>(std::max<std::int64_t>(0, unserved));
+  p.ttft_p90_ms = metric_p90(summary.ttft_ms);
+  p.tpot_p90_ms = metric_p90(summary.tpot_ms);
+  p.e2el_p90_ms = metric_p90(summary.e2el_ms);
+  p.output_throughput = summary.output_throughput;
+  bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0;
+  double worst = 0;
+  for (const SloResult& r : summary.slos) {
+    p.slo_measured_ms.push_back(r.measured_ms);
+    p.slo_fraction_met.push_back(r.request_fraction_met);
+    if (r.slo.percentile > 0) {
+      // A percentile with no data (e.g. TPOT when every output is one token)
+      // cannot be missed.
+      const bool no_data = std::isnan(r.measured_ms);
+      if (!no_data && !r.percentile_met) pass = false;
+      if (!no_data) worst = std::max(worst, r.measured_ms / r.slo.threshold_ms);
+    } else {
+      if (r.request_fraction_met < 1.0) pass = false;
+      worst = std::max(worst, 2.0 - r.request_fraction_met);
+    }
+  }
+  p.pass = pass;
+  p.worst_ratio = worst;
+  return p;
+}
+
+ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate) {
+  const double base = arrival_rate(trace, probe_requests);
+  ScaledTraceSource source(trace, probe_requests, base / rate);
+  RunOutputs outputs;
+  outputs.step_stats = false;
+  const RunResult run = run_simulation(config, source, outputs);
+  return judge(run.summary, run.stats.unserved, rate);
+}
+
+CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
+  CapacityResult out;
+  auto probe = [&](double rate) {
+    out.probes.push_back(probe_rate(config, trace, o.probe_requests, rate));
+    return out.probes.back().pass;
+  };
+  double lo = 0, hi = 0;
+  double rate = o.start_rate;
+  if (probe(rate)) {
+    lo = rate;
+    for (int i = 0; i < o.max_bracket_steps; ++i) {
+      rate *= 2;
+      if (!probe(rate)) {
+        hi = rate;
+        break;
+      }
+      lo = rate;
+    }
+  } else {
+    hi = rate;
+    for (int i = 0; i < o.max_bracket_steps; ++i) {
+      rate /= 2;
+      if (probe(rate)) {
+        lo = rate;
+        break;
+      }
+      hi = rate;
+    }
+  }
+  if (lo > 0 && hi > 0) {
+    while (hi - lo > o.tolerance * lo) {
+      const double mid = 0.5 * (lo + hi);
+      (probe(mid) ? lo : hi) = mid;
+    }
+  }
+  out.feasible = lo > 0;
+  out.capacity = lo;
+  out.upper = hi;
+  return out;
+}
+
+LatencyFloor latency_floor(const ClusterConfig& config, std::int32_t prompt_len, std::int32_t output_len) {
+  ClusterConfig one = config;
+  for (auto& g : one.groups) g.count = 1;
+  Request r;
+  r.id = 0;
+  r.arrival = 0;
+  r.prompt_len = std::max(1, prompt_len);
+  r.output_len = std::max(2, output_len);
+  VectorSource source({r});
+  RunOutputs outputs;
+  outputs.step_stats = false;
+  const RunResult run = run_simulation(one, source, outputs);
+  LatencyFloor f;
+  f.prompt_len = r.prompt_len;
+  f.ttft_ms = run.summary.ttft_ms.count ? run.summary.ttft_ms.mean : std::numeric_limits<double>::quiet_NaN();
+  f.tpot_ms = run.summary.tpot_ms.count ? run.summary.tpot_ms.mean : std::numeric_limits<double>::quiet_NaN();
+  return f;
+}
+
+}  // namespace twin

@@ -1,0 +1,64 @@
+#pragma once
+// The capacity of one replica configuration: the highest arrival rate it
+// sustains while meeting the SLOs on the trace's length mix. Each probe
+// replays the trace's first requests with arrivals rescaled to the probe
+// rate and simulates one replica; the search brackets the rate by doubling
+// or halving from a start rate, then bisects to a relative tolerance.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "metrics/slo.hpp"
+#include "metrics/summary.hpp"
+#include "planner/loaded_trace.hpp"
+#include "sim/cluster_config.hpp"
+
+namespace twin {
+
+// What a plan keeps of one simulation.
+struct ProbeResult {
+  double rate = 0;          // req/s offered
+  bool pass = false;
+  std::vector<double> slo_measured_ms;  // per SLO: the percentile (NaN without one)
+  std::vector<double> slo_fraction_met;
+  double ttft_p90_ms = 0, tpot_p90_ms = 0, e2el_p90_ms = 0;
+  double output_throughput = 0;  // tok/s
+  std::uint64_t completed = 0, rejected = 0, aborted = 0, unserved = 0;
+  double worst_ratio = 0;  // max over SLOs of measured / threshold (per-request SLOs: 1 + share missed)
+};
+
+// The SLO verdict of one run: every SLO with a percentile within its
+// threshold, every per-request SLO met by every request, nothing aborted or
+// left unserved.
+ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate);
+
+struct CapacityOptions {
+  std::size_t probe_requests = 2000;  // first requests of the trace per probe (0: all)
+  double tolerance = 0.02;             // bisect until (hi - lo) <= tolerance * lo
+  double start_rate = 1.0;             // first probe, req/s
+  int max_bracket_steps = 16;          // doublings / halvings before giving up
+};
+
+struct CapacityResult {
+  bool feasible = false;  // some probe passed
+  double capacity = 0;    // highest passing rate, req/s
+  double upper = 0;       // lowest failing rate (0: none found)
+  std::vector<ProbeResult> probes;  // in the order run
+};
+
+// Simulates `config` (one replica) on the first probe_requests of the trace
+// at `rate` req/s.
+ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate);
+
+CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& options);
+
+// Zero-load floors of one replica: TTFT of a lone request with a prompt of
+// `prompt_len` tokens, and TPOT of a lone request decoding `output_len`
+// tokens after it. What no amount of replicas can beat.
+struct LatencyFloor {
+  std::int32_t prompt_len = 0;
+  double ttft_ms = 0, tpot_ms = 0;
+};
+LatencyFloor latency_floor(const ClusterConfig& config, std::int32_t prompt_len, std::int32_t output_len);
+
+}  // namespace twin

@@ -1,0 +1,355 @@
+#include "planner/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "engine/core/error.hpp"
+#include "sim/cluster.hpp"
+#include "sim/run.hpp"
+#include "planner/thread_pool.hpp"
+
+namespace twin {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The latency axis of the plan: the first SLO with a percentile, else E2E p90.
+struct LatencyAxis {
+  std::string name = "e2el_p90";
+  int slo_index = -1;
+};
+
+LatencyAxis latency_axis(const std::vector<Slo>& slos) {
+  LatencyAxis axis;
+  for (std::size_t i = 0; i < slos.size(); ++i) {
+    if (slos[i].percentile > 0) {
+      const std::string text = format_slo(slos[i]);
+      axis.name = text.substr(0, text.find("<="));
+      axis.slo_index = static_cast<int>(i);
+      break;
+    }
+  }
+  return axis;
+}
+
+double axis_value(const LatencyAxis& axis, const ProbeResult& p) {
+  if (axis.slo_index >= 0 && static_cast<std::size_t>(axis.slo_index) < p.slo_measured_ms.size()) {
+    return p.slo_measured_ms[static_cast<std::size_t>(axis.slo_index)];
+  }
+  return p.e2el_p90_ms;
+}
+
+// Prompt length the TTFT floor is quoted at: the first TTFT SLO's percentile
+// of the trace's prompts (p90 without one).
+std::int32_t floor_prompt_len(const LoadedTrace& trace, const std::vector<Slo>& slos) {
+  double p = 90;
+  for (const auto& s : slos) {
+    if (s.metric == Metric::ttft && s.percentile > 0) {
+      p = s.percentile;
+      break;
+    }
+  }
+  return prompt_len_percentile(trace, p);
+}
+
+nlohmann::ordered_json num(double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); }
+double num_from(const nlohmann::json& j) { return j.is_null() ? kNaN : j.get<double>(); }
+
+nlohmann::ordered_json probe_json(const ProbeResult& p) {
+  nlohmann::ordered_json j;
+  j["rate"] = num(p.rate);
+  j["pass"] = p.pass;
+  nlohmann::ordered_json measured = nlohmann::ordered_json::array(), fraction = nlohmann::ordered_json::array();
+  for (double x : p.slo_measured_ms) measured.push_back(num(x));
+  for (double x : p.slo_fraction_met) fraction.push_back(num(x));
+  j["slo_measured_ms"] = std::move(measured);
+  j["slo_fraction_met"] = std::move(fraction);
+  j["ttft_p90_ms"] = num(p.ttft_p90_ms);
+  j["tpot_p90_ms"] = num(p.tpot_p90_ms);
+  j["e2el_p90_ms"] = num(p.e2el_p90_ms);
+  j["output_throughput"] = num(p.output_throughput);
+  j["completed"] = p.completed;
+  j["rejected"] = p.rejected;
+  j["aborted"] = p.aborted;
+  j["unserved"] = p.unserved;
+  j["worst_ratio"] = num(p.worst_ratio);
+  return j;
+}
+
+ProbeResult probe_from(const nlohmann::json& j) {
+  ProbeResult p;
+  p.rate = num_from(j.at("rate"));
+  p.pass = j.at("pass").get<bool>();
+  for (const auto& x : j.at("slo_measured_ms")) p.slo_measured_ms.push_back(num_from(x));
+  for (const auto& x : j.at("slo_fraction_met")) p.slo_fraction_met.push_back(num_from(x));
+  p.ttft_p90_ms = num_from(j.at("ttft_p90_ms"));
+  p.tpot_p90_ms = num_from(j.at("tpot_p90_ms"));
+  p.e2el_p90_ms = num_from(j.at("e2el_p90_ms"));
+  p.output_throughput = num_from(j.at("output_throughput"));
+  p.completed = j.at("completed").get<std::uint64_t>();
+  p.rejected = j.at("rejected").get<std::uint64_t>();
+  p.aborted = j.at("aborted").get<std::uint64_t>();
+  p.unserved = j.at("unserved").get<std::uint64_t>();
+  p.worst_ratio = num_from(j.at("worst_ratio"));
+  return p;
+}
+
+CandidateStatus status_from(const std::string& s) {
+  for (auto st : {CandidateStatus::ok, CandidateStatus::pruned, CandidateStatus::slo_unmet, CandidateStatus::verify_failed,
+                  CandidateStatus::over_max_gpus, CandidateStatus::over_budget}) {
+    if (status_name(st) == s) return st;
+  }
+  throw Error("plan result: unknown status " + s);
+}
+
+}  // namespace
+
+std::string_view status_name(CandidateStatus s) {
+  switch (s) {
+    case CandidateStatus::ok: return "ok";
+    case CandidateStatus::pruned: return "pruned";
+    case CandidateStatus::slo_unmet: return "slo_unmet";
+    case CandidateStatus::verify_failed: return "verify_failed";
+    case CandidateStatus::over_max_gpus: return "over_max_gpus";
+    case CandidateStatus::over_budget: return "over_budget";
+  }
+  return "?";
+}
+
+void check_plan_options(const PlanOptions& o) {
+  if (parse_slos(o.slos).empty()) throw UsageError("--slo: plan needs at least one SLO, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
+  check_search_space(o.space);
+  if (!(o.capacity.tolerance > 0 && o.capacity.tolerance < 1)) throw UsageError("--tolerance: expected a number in (0, 1)");
+  if (o.space.budget && !(*o.space.budget > 0)) throw UsageError("--budget: expected a positive number ($ per hour)");
+  if (o.space.max_gpus && *o.space.max_gpus < 1) throw UsageError("--max-gpus: expected a positive integer");
+}
+
+CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o) {
+  CandidateResult r;
+  r.candidate = c;
+  r.gpus_per_replica = c.tp * c.pp;
+  if (o.space.max_gpus && r.gpus_per_replica > *o.space.max_gpus) {
+    r.reason = "needs " + std::to_string(r.gpus_per_replica) + " GPUs per replica, more than --max-gpus " +
+               std::to_string(*o.space.max_gpus);
+    return r;
+  }
+  const ClusterConfig one = candidate_config(c, 1, o.slos, o.seed);
+  try {
+    const Cluster cluster = build_cluster(one);
+    r.price_per_gpu_hour = cluster.groups.front().hardware.price_per_gpu_hour;
+    r.num_gpu_blocks = cluster.groups.front().memory.num_blocks;
+  } catch (const Error& e) {  // the layout, the memory plan or the knobs rule it out
+    r.reason = e.what();
+    return r;
+  }
+  const std::vector<Slo> slos = parse_slos(o.slos);
+  const LatencyAxis axis = latency_axis(slos);
+  const std::int32_t mean_out = static_cast<std::int32_t>(std::lround(mean_output_tokens(trace)));
+  r.floor = latency_floor(one, floor_prompt_len(trace, slos), mean_out);
+  r.has_floor = true;
+
+  CapacityOptions copt = o.capacity;
+  copt.start_rate = arrival_rate(trace);
+  r.capacity = find_capacity(one, trace, copt);
+  if (!r.capacity.feasible) {
+    r.status = CandidateStatus::slo_unmet;
+    r.reason = "misses the SLOs even at " + std::to_string(r.capacity.probes.back().rate) + " req/s";
+    r.latency_ms = kNaN;
+    return r;
+  }
+  const double verify_rate = arrival_rate(trace, o.verify_requests);
+  const double verify_out = mean_output_tokens(trace, o.verify_requests);
+  r.replicas_estimated = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(verify_rate / r.capacity.capacity - 1e-9)));
+  auto price = [&](std::int32_t replicas) {
+    r.replicas = replicas;
+    r.gpus = replicas * r.gpus_per_replica;
+    r.cost_per_hour = r.gpus * r.price_per_gpu_hour;
+    const double tokens_per_hour = verify_rate * verify_out * 3600.0;
+    r.cost_per_m_output_tokens = tokens_per_hour > 0 ? r.cost_per_hour / tokens_per_hour * 1e6 : kNaN;
+  };
+  price(r.replicas_estimated);
+  r.latency_ms = kNaN;
+  r.status = CandidateStatus::verify_failed;
+  for (std::int32_t n = r.replicas_estimated; n <= r.replicas_estimated + o.max_extra_replicas; ++n) {
+    if (o.space.max_gpus && n * r.gpus_per_replica > *o.space.max_gpus) {
+      price(n);
+      r.status = CandidateStatus::over_max_gpus;
+      r.reason = "needs " + std::to_string(n * r.gpus_per_replica) + " GPUs or more, --max-gpus is " +
+                 std::to_string(*o.space.max_gpus);
+      return r;
+    }
+    ScaledTraceSource source(trace, o.verify_requests, 1.0);
+    RunOutputs outputs;
+    outputs.step_stats = false;
+    const RunResult run = run_simulation(candidate_config(c, n, o.slos, o.seed), source, outputs);
+    r.verify.push_back({n, judge(run.summary, run.stats.unserved, verify_rate)});
+    price(n);
+    r.latency_ms = axis_value(axis, r.verify.back().result);
+    if (r.verify.back().result.pass) {
+      r.status = CandidateStatus::ok;
+      r.reason.clear();
+      break;
+    }
+  }
+  if (r.status == CandidateStatus::verify_failed) {
+    r.reason = "the cluster misses the SLOs on the trace even with " + std::to_string(r.replicas) + " replicas";
+    return r;
+  }
+  if (o.space.budget && r.cost_per_hour > *o.space.budget) {
+    r.status = CandidateStatus::over_budget;
+    r.reason = "costs more than --budget";
+  }
+  return r;
+}
+
+std::vector<Candidate> plan_candidates(const PlanOptions& o) { return enumerate_candidates(o.space); }
+
+std::vector<CandidateResult> evaluate_some(const std::vector<Candidate>& candidates, const std::vector<std::size_t>& which,
+                                           const LoadedTrace& trace, const PlanOptions& o) {
+  std::vector<CandidateResult> all(candidates.size());
+  parallel_for(which, o.jobs, [&](std::size_t i) { all[i] = evaluate_candidate(candidates[i], trace, o); });
+  std::vector<CandidateResult> out;
+  for (std::size_t i : which) out.push_back(std::move(all[i]));
+  return out;
+}
+
+PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& o, std::vector<CandidateResult> results) {
+  const std::vector<Slo> slos = parse_slos(o.slos);
+  PlanResult p;
+  p.trace_path = trace.path;
+  p.trace_requests = trace.requests.size();
+  p.probe_requests = o.capacity.probe_requests == 0 ? trace.requests.size()
+                                                    : std::min(o.capacity.probe_requests, trace.requests.size());
+  p.verify_requests = o.verify_requests == 0 ? trace.requests.size() : std::min(o.verify_requests, trace.requests.size());
+  p.trace_rate = arrival_rate(trace, o.verify_requests);
+  p.mean_output_tokens = mean_output_tokens(trace, o.verify_requests);
+  p.slos = format_slos(slos);
+  p.latency_metric = latency_axis(slos).name;
+  p.tolerance = o.capacity.tolerance;
+  p.prompt_len_for_floor = floor_prompt_len(trace, slos);
+  std::sort(results.begin(), results.end(),
+            [](const CandidateResult& a, const CandidateResult& b) { return a.candidate.index < b.candidate.index; });
+  p.candidates = std::move(results);
+
+  auto latency_key = [](double x) { return std::isnan(x) ? std::numeric_limits<double>::infinity() : x; };
+  for (std::size_t i = 0; i < p.candidates.size(); ++i) {
+    if (p.candidates[i].status == CandidateStatus::ok) p.ranking.push_back(i);
+  }
+  std::stable_sort(p.ranking.begin(), p.ranking.end(), [&](std::size_t a, std::size_t b) {
+    const auto &x = p.candidates[a], &y = p.candidates[b];
+    if (x.cost_per_hour != y.cost_per_hour) return x.cost_per_hour < y.cost_per_hour;
+    return latency_key(x.latency_ms) < latency_key(y.latency_ms);
+  });
+  if (!p.ranking.empty()) p.chosen = static_cast<std::int64_t>(p.ranking.front());
+  double best = std::numeric_limits<double>::infinity();
+  for (std::size_t i : p.ranking) {
+    const double l = latency_key(p.candidates[i].latency_ms);
+    if (l < best) {
+      p.pareto.push_back(i);
+      best = l;
+    }
+  }
+  if (p.ranking.empty()) {
+    // Nearest misses: sized candidates (cheapest first), then those that miss
+    // the SLOs even alone (smallest excess over the thresholds first).
+    std::vector<std::size_t> near;
+    for (std::size_t i = 0; i < p.candidates.size(); ++i) {
+      if (p.candidates[i].status != CandidateStatus::pruned) near.push_back(i);
+    }
+    auto miss = [&](std::size_t i) {
+      const auto& c = p.candidates[i];
+      if (c.status != CandidateStatus::slo_unmet) return std::pair<int, double>{0, c.cost_per_hour};
+      double w = std::numeric_limits<double>::infinity();
+      for (const auto& pr : c.capacity.probes) w = std::min(w, pr.worst_ratio);
+      return std::pair<int, double>{1, w};
+    };
+    std::stable_sort(near.begin(), near.end(), [&](std::size_t a, std::size_t b) { return miss(a) < miss(b); });
+    if (near.size() > 3) near.resize(3);
+    p.closest = std::move(near);
+  }
+  return p;
+}
+
+PlanResult run_plan(const LoadedTrace& trace, const PlanOptions& o) {
+  const std::vector<Candidate> candidates = plan_candidates(o);
+  std::vector<std::size_t> all(candidates.size());
+  std::iota(all.begin(), all.end(), 0);
+  return assemble_plan(trace, o, evaluate_some(candidates, all, trace, o));
+}
+
+nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
+  nlohmann::ordered_json j;
+  j["candidate"] = candidate_json(r.candidate);
+  j["status"] = std::string(status_name(r.status));
+  j["reason"] = r.reason;
+  j["gpus_per_replica"] = r.gpus_per_replica;
+  j["price_per_gpu_hour"] = num(r.price_per_gpu_hour);
+  j["num_gpu_blocks"] = r.num_gpu_blocks;
+  j["capacity_rps"] = num(r.capacity.capacity);
+  j["capacity_upper_rps"] = num(r.capacity.upper);
+  j["capacity_feasible"] = r.capacity.feasible;
+  j["replicas_estimated"] = r.replicas_estimated;
+  j["replicas"] = r.replicas;
+  j["gpus"] = r.gpus;
+  j["cost_per_hour"] = num(r.cost_per_hour);
+  j["cost_per_m_output_tokens"] = num(r.cost_per_m_output_tokens);
+  j["latency_ms"] = num(r.latency_ms);
+  if (r.has_floor) {
+    j["floor"] = {{"prompt_len", r.floor.prompt_len}, {"ttft_ms", num(r.floor.ttft_ms)}, {"tpot_ms", num(r.floor.tpot_ms)}};
+  } else {
+    j["floor"] = nullptr;
+  }
+  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+  for (const auto& p : r.capacity.probes) probes.push_back(probe_json(p));
+  j["probes"] = std::move(probes);
+  nlohmann::ordered_json verify = nlohmann::ordered_json::array();
+  for (const auto& v : r.verify) {
+    nlohmann::ordered_json x = probe_json(v.result);
+    x["replicas"] = v.replicas;
+    verify.push_back(std::move(x));
+  }
+  j["verify"] = std::move(verify);
+  return j;
+}
+
+CandidateResult candidate_result_from_json(const nlohmann::json& j) {
+  CandidateResult r;
+  const auto& c = j.at("candidate");
+  r.candidate.index = c.at("index").get<std::int32_t>();
+  r.candidate.model = c.at("model").get<std::string>();
+  r.candidate.dtype = c.at("dtype").get<std::string>();
+  r.candidate.hardware = c.at("hardware").get<std::string>();
+  r.candidate.tp = c.at("tp").get<std::int32_t>();
+  r.candidate.pp = c.at("pp").get<std::int32_t>();
+  r.candidate.preset = c.at("preset").get<std::string>();
+  r.candidate.max_num_batched_tokens = c.at("max_num_batched_tokens").is_null() ? 0 : c.at("max_num_batched_tokens").get<std::int32_t>();
+  r.candidate.max_num_seqs = c.at("max_num_seqs").is_null() ? 0 : c.at("max_num_seqs").get<std::int32_t>();
+  r.candidate.router = c.at("router").get<std::string>();
+  r.status = status_from(j.at("status").get<std::string>());
+  r.reason = j.at("reason").get<std::string>();
+  r.gpus_per_replica = j.at("gpus_per_replica").get<std::int32_t>();
+  r.price_per_gpu_hour = num_from(j.at("price_per_gpu_hour"));
+  r.num_gpu_blocks = j.at("num_gpu_blocks").get<std::int32_t>();
+  r.capacity.capacity = num_from(j.at("capacity_rps"));
+  r.capacity.upper = num_from(j.at("capacity_upper_rps"));
+  r.capacity.feasible = j.at("capacity_feasible").get<bool>();
+  r.replicas_estimated = j.at("replicas_estimated").get<std::int32_t>();
+  r.replicas = j.at("replicas").get<std::int32_t>();
+  r.gpus = j.at("gpus").get<std::int32_t>();
+  r.cost_per_hour = num_from(j.at("cost_per_hour"));
+  r.cost_per_m_output_tokens = num_from(j.at("cost_per_m_output_tokens"));
+  r.latency_ms = num_from(j.at("latency_ms"));
+  if (!j.at("floor").is_null()) {
+    r.has_floor = true;
+    r.floor.prompt_len = j.at("floor").at("prompt_len").get<std::int32_t>();
+    r.floor.ttft_ms = num_from(j.at("floor").at("ttft_ms"));
+    r.floor.tpot_ms = num_from(j.at("floor").at("tpot_ms"));
+  }
+  for (const auto& p : j.at("probes")) r.capacity.probes.push_back(probe_from(p));
+  for (const auto& v : j.at("verify")) r.verify.push_back({v.at("replicas").get<std::int32_t>(), probe_from(v)});
+  return r;
+}
+
+}  // namespace twin

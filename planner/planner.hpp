@@ -1,0 +1,91 @@
+#pragma once
+// `twinserve plan`: for every candidate replica configuration, its capacity
+// (capacity.hpp), the replicas the trace's rate needs (verified by simulating
+// the whole cluster with its router on the trace), the cost; then the ranking,
+// the chosen configuration and the Pareto front of cost against latency.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/capacity.hpp"
+#include "planner/loaded_trace.hpp"
+#include "planner/search_space.hpp"
+
+namespace twin {
+
+struct PlanOptions {
+  SearchSpace space;
+  std::string slos;              // required: at least one SLO
+  CapacityOptions capacity;      // start_rate is set from the trace
+  std::size_t verify_requests = 0;  // requests of the cluster check (0: the whole trace)
+  std::int32_t max_extra_replicas = 8;  // added one by one when the cluster check fails
+  std::uint64_t seed = 0;
+  int jobs = 0;  // threads; 0: hardware threads
+};
+
+enum class CandidateStatus { ok, pruned, slo_unmet, verify_failed, over_max_gpus, over_budget };
+std::string_view status_name(CandidateStatus status);
+
+struct VerifyRun {
+  std::int32_t replicas = 0;
+  ProbeResult result;
+};
+
+struct CandidateResult {
+  Candidate candidate;
+  CandidateStatus status = CandidateStatus::pruned;
+  std::string reason;  // why not ok
+  std::int32_t gpus_per_replica = 0;
+  double price_per_gpu_hour = 0;
+  std::int32_t num_gpu_blocks = 0;  // per replica
+  CapacityResult capacity;
+  std::int32_t replicas_estimated = 0, replicas = 0, gpus = 0;
+  std::vector<VerifyRun> verify;  // cluster checks, in order
+  double cost_per_hour = 0;
+  double cost_per_m_output_tokens = 0;
+  double latency_ms = std::numeric_limits<double>::quiet_NaN();  // the plan's latency axis at the chosen point (NaN: none)
+  bool has_floor = false;
+  LatencyFloor floor;
+};
+
+struct PlanResult {
+  std::string trace_path;
+  std::size_t trace_requests = 0, probe_requests = 0, verify_requests = 0;
+  double trace_rate = 0, mean_output_tokens = 0;
+  std::string slos;              // canonical
+  std::string latency_metric;    // e.g. "ttft_p90"
+  double tolerance = 0;
+  std::vector<CandidateResult> candidates;  // enumeration order
+  std::vector<std::size_t> ranking;         // ok candidates, cheapest first
+  std::vector<std::size_t> pareto;          // ok candidates on the cost/latency front, cheapest first
+  std::vector<std::size_t> closest;         // when nothing is ok: the nearest misses, best first
+  std::int64_t chosen = -1;                 // index into candidates; -1: none
+  std::int32_t prompt_len_for_floor = 0;
+};
+
+// Validates the options (UsageError for an empty SLO list, unknown names,
+// bad numbers) before any simulation.
+void check_plan_options(const PlanOptions& options);
+
+// Evaluates one candidate: pruning, capacity, sizing, verification, cost.
+CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& options);
+
+// The whole plan in one process (threads).
+PlanResult run_plan(const LoadedTrace& trace, const PlanOptions& options);
+
+// The pieces run_plan is made of, for a run split over MPI ranks: the
+// candidates, the results of some of them, and the assembly of all results.
+std::vector<Candidate> plan_candidates(const PlanOptions& options);
+std::vector<CandidateResult> evaluate_some(const std::vector<Candidate>& candidates, const std::vector<std::size_t>& which,
+                                           const LoadedTrace& trace, const PlanOptions& options);
+PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& options, std::vector<CandidateResult> results);
+
+// Exact round trip (doubles in shortest round-trip form, NaN as null): how
+// results travel between ranks, and the candidate entries of plan.json.
+nlohmann::ordered_json candidate_result_json(const CandidateResult& r);
+CandidateResult candidate_result_from_json(const nlohmann::json& j);
+
+}  // namespace twin

@@ -1,0 +1,192 @@
+#include "planner/search_space.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "engine/core/error.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/router.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/model_desc.hpp"
+
+namespace twin {
+namespace {
+
+const std::set<std::string> kSearchKeys = {"model",        "dtype",   "hardware", "tp",       "pp",
+                                           "preset",       "max_num_batched_tokens", "max_num_seqs",
+                                           "router",       "max_gpus", "budget"};
+
+[[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
+  throw UsageError(origin + ": " + key + ": " + what);
+}
+
+std::string known_keys() {
+  std::string out;
+  for (const auto& k : kSearchKeys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// A value or a list of values.
+std::vector<std::string> strings(const nlohmann::json& v, const std::string& origin, const std::string& key) {
+  std::vector<std::string> out;
+  auto one = [&](const nlohmann::json& x) {
+    if (!x.is_string()) fail(origin, key, "expected a string or a list of strings");
+    out.push_back(x.get<std::string>());
+  };
+  if (v.is_array()) {
+    for (const auto& x : v) one(x);
+  } else {
+    one(v);
+  }
+  if (out.empty()) fail(origin, key, "expected at least one value");
+  return out;
+}
+
+std::vector<std::int32_t> ints(const nlohmann::json& v, const std::string& origin, const std::string& key) {
+  std::vector<std::int32_t> out;
+  auto one = [&](const nlohmann::json& x) {
+    if (!x.is_number_integer() || x.get<std::int64_t>() < 1 || x.get<std::int64_t>() > 1'000'000'000) {
+      fail(origin, key, "expected a positive integer or a list of them");
+    }
+    out.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+  };
+  if (v.is_array()) {
+    for (const auto& x : v) one(x);
+  } else {
+    one(v);
+  }
+  if (out.empty()) fail(origin, key, "expected at least one value");
+  return out;
+}
+
+}  // namespace
+
+void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::string& origin) {
+  if (!json.is_object()) fail(origin, "(top level)", "expected a JSON object");
+  for (const auto& [key, v] : json.items()) {
+    if (!kSearchKeys.count(key)) fail(origin, key, "unknown key (known: " + known_keys() + ")");
+    if (key == "model" || key == "dtype") {
+      if (!v.is_string()) fail(origin, key, "expected a string");
+      (key == "model" ? s.model : s.dtype) = v.get<std::string>();
+    } else if (key == "hardware") {
+      s.hardware = strings(v, origin, key);
+    } else if (key == "preset") {
+      s.presets = strings(v, origin, key);
+    } else if (key == "router") {
+      s.routers = strings(v, origin, key);
+    } else if (key == "tp") {
+      s.tp = ints(v, origin, key);
+    } else if (key == "pp") {
+      s.pp = ints(v, origin, key);
+    } else if (key == "max_num_batched_tokens") {
+      s.max_num_batched_tokens = ints(v, origin, key);
+    } else if (key == "max_num_seqs") {
+      s.max_num_seqs = ints(v, origin, key);
+    } else if (key == "max_gpus") {
+      s.max_gpus = ints(v, origin, key).front();
+      if (v.is_array()) fail(origin, key, "expected one positive integer");
+    } else if (key == "budget") {
+      if (!v.is_number() || !(v.get<double>() > 0)) fail(origin, key, "expected a positive number ($ per hour)");
+      s.budget = v.get<double>();
+    }
+  }
+}
+
+void load_search_file(SearchSpace& space, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot open the search file");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(path + ": not valid JSON: " + e.what());
+  }
+  apply_search_json(space, json, path);
+}
+
+void check_search_space(const SearchSpace& s) {
+  (void)resolve_model(s.model);
+  for (const auto& hw : s.hardware) (void)resolve_hardware(hw);
+  for (const auto& p : s.presets) (void)replica_preset(p);
+  for (const auto& r : s.routers) (void)router_policy(r);
+  if (s.hardware.empty() || s.tp.empty() || s.pp.empty() || s.presets.empty() || s.routers.empty()) {
+    throw UsageError("search space: hardware, tp, pp, preset and router need at least one value each");
+  }
+}
+
+std::vector<Candidate> enumerate_candidates(const SearchSpace& s) {
+  const std::vector<std::int32_t> mbt = s.max_num_batched_tokens.empty() ? std::vector<std::int32_t>{0} : s.max_num_batched_tokens;
+  const std::vector<std::int32_t> seqs = s.max_num_seqs.empty() ? std::vector<std::int32_t>{0} : s.max_num_seqs;
+  std::vector<Candidate> out;
+  for (const auto& hw : s.hardware)
+    for (auto tp : s.tp)
+      for (auto pp : s.pp)
+        for (const auto& preset : s.presets)
+          for (auto m : mbt)
+            for (auto q : seqs)
+              for (const auto& router : s.routers) {
+                Candidate c;
+                c.index = static_cast<std::int32_t>(out.size());
+                c.model = s.model;
+                c.dtype = s.dtype;
+                c.hardware = hw;
+                c.tp = tp;
+                c.pp = pp;
+                c.preset = preset;
+                c.max_num_batched_tokens = m;
+                c.max_num_seqs = q;
+                c.router = router;
+                out.push_back(std::move(c));
+              }
+  return out;
+}
+
+std::string candidate_label(const Candidate& c) {
+  std::string out = c.hardware + " tp=" + std::to_string(c.tp);
+  if (c.pp != 1) out += " pp=" + std::to_string(c.pp);
+  out += " " + c.preset;
+  if (c.max_num_batched_tokens > 0) out += " mbt=" + std::to_string(c.max_num_batched_tokens);
+  if (c.max_num_seqs > 0) out += " seqs=" + std::to_string(c.max_num_seqs);
+  out += " " + c.router;
+  return out;
+}
+
+nlohmann::ordered_json candidate_json(const Candidate& c) {
+  nlohmann::ordered_json j;
+  j["index"] = c.index;
+  j["label"] = candidate_label(c);
+  j["model"] = c.model;
+  j["dtype"] = c.dtype;
+  j["hardware"] = c.hardware;
+  j["tp"] = c.tp;
+  j["pp"] = c.pp;
+  j["preset"] = c.preset;
+  j["max_num_batched_tokens"] = c.max_num_batched_tokens > 0 ? nlohmann::ordered_json(c.max_num_batched_tokens) : nullptr;
+  j["max_num_seqs"] = c.max_num_seqs > 0 ? nlohmann::ordered_json(c.max_num_seqs) : nullptr;
+  j["router"] = c.router;
+  return j;
+}
+
+ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const std::string& slos, std::uint64_t seed) {
+  ClusterConfig config;
+  ReplicaGroupConfig g;
+  g.model = c.model;
+  g.dtype = c.dtype;
+  g.hardware = c.hardware;
+  g.tp = c.tp;
+  g.pp = c.pp;
+  g.count = replicas;
+  config.groups.push_back(std::move(g));
+  config.scheduler_preset = c.preset;
+  if (c.max_num_batched_tokens > 0) config.scheduler_options.emplace_back("max_num_batched_tokens", std::to_string(c.max_num_batched_tokens));
+  if (c.max_num_seqs > 0) config.scheduler_options.emplace_back("max_num_seqs", std::to_string(c.max_num_seqs));
+  config.router = c.router;
+  config.slos = slos;
+  config.seed = seed;
+  return config;
+}
+
+}  // namespace twin

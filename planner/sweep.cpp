@@ -1,0 +1,277 @@
+#include "planner/sweep.hpp"
+
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <numeric>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "engine/core/error.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/router.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/model_desc.hpp"
+#include "planner/thread_pool.hpp"
+#include "sim/cluster.hpp"
+#include "sim/run.hpp"
+
+namespace twin {
+namespace {
+
+const std::set<std::string> kTopKeys = {"router", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"};
+const std::set<std::string> kGroupKeys = {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "replicas"};
+
+enum class KeyKind { top, group, preset, scheduler, rate_scale };
+
+KeyKind key_kind(const std::string& key) {
+  if (key == "rate_scale") return KeyKind::rate_scale;
+  if (key == "preset" || key == "scheduler.preset") return KeyKind::preset;
+  if (kTopKeys.count(key)) return KeyKind::top;
+  if (kGroupKeys.count(key)) return KeyKind::group;
+  return KeyKind::scheduler;
+}
+
+std::string scheduler_key(const std::string& key) {
+  return key.rfind("scheduler.", 0) == 0 ? key.substr(10) : key;
+}
+
+// Numbers and booleans as JSON literals, everything else a string.
+nlohmann::json value_json(const std::string& text) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(text);
+    if (j.is_number() || j.is_boolean()) return j;
+  } catch (const nlohmann::json::parse_error&) {
+  }
+  return text;
+}
+
+std::string known_keys() {
+  std::string out = "rate_scale, preset";
+  for (const auto& k : kTopKeys) out += ", " + k;
+  for (const auto& k : kGroupKeys) out += ", " + k;
+  return out + ", or any scheduler / KV option (e.g. max_num_batched_tokens, block_size, enable_prefix_caching)";
+}
+
+std::string fixed(double x, int decimals) {
+  if (!std::isfinite(x)) return "";
+  std::ostringstream s;
+  s.imbue(std::locale::classic());
+  s << std::fixed << std::setprecision(decimals) << x;
+  return s.str();
+}
+
+double pct(const LatencyStats& s, double LatencyStats::*field) {
+  return s.count ? s.*field : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+VaryAxis parse_vary(std::string_view text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    throw UsageError("--vary '" + std::string(text) + "': expected KEY=V1,V2,...");
+  }
+  VaryAxis axis;
+  axis.key = std::string(text.substr(0, eq));
+  std::string rest(text.substr(eq + 1));
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = rest.find(',', start);
+    std::string v = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (v.empty()) throw UsageError("--vary " + axis.key + ": an empty value in '" + rest + "'");
+    axis.values.push_back(std::move(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return axis;
+}
+
+ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const std::vector<std::string>& values,
+                         double& rate_scale) {
+  nlohmann::json json = nlohmann::json::parse(cluster_config_json(base).dump());
+  if (json["groups"].empty()) json["groups"] = nlohmann::json::array({nlohmann::json::object()});
+  rate_scale = 1.0;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const std::string& key = axes[i].key;
+    const std::string& value = values[i];
+    switch (key_kind(key)) {
+      case KeyKind::rate_scale: {
+        const nlohmann::json v = value_json(value);
+        if (!v.is_number() || !(v.get<double>() > 0)) throw UsageError("--vary rate_scale: expected positive numbers, got " + value);
+        rate_scale = v.get<double>();
+        break;
+      }
+      case KeyKind::preset: json["scheduler"]["preset"] = value; break;
+      case KeyKind::top: json[key] = key == "router" ? nlohmann::json(value) : value_json(value); break;
+      case KeyKind::group: {
+        const std::string k = key == "replicas" ? "count" : key;
+        const bool text = k == "model" || k == "hardware" || k == "dtype" || k == "kv_dtype";
+        for (auto& g : json["groups"]) g[k] = text ? nlohmann::json(value) : value_json(value);
+        break;
+      }
+      case KeyKind::scheduler: json["scheduler"][scheduler_key(key)] = value; break;
+    }
+  }
+  try {
+    return parse_cluster_config(json, "--vary");
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axes) {
+  if (axes.empty()) throw UsageError("sweep: give at least one --vary KEY=V1,V2,...");
+  std::set<std::string> seen;
+  for (const auto& axis : axes) {
+    if (!seen.insert(axis.key).second) throw UsageError("--vary " + axis.key + ": the key is given twice");
+    const KeyKind kind = key_kind(axis.key);
+    for (const auto& v : axis.values) {
+      try {
+        if (kind == KeyKind::scheduler) {
+          ReplicaConfig probe = replica_preset(base.scheduler_preset);
+          set_replica_option(probe, scheduler_key(axis.key), v);
+        } else if (kind == KeyKind::preset) {
+          (void)replica_preset(v);
+        } else if (axis.key == "router") {
+          (void)router_policy(v);
+        } else if (axis.key == "hardware") {
+          (void)resolve_hardware(v);
+        } else if (axis.key == "model") {
+          (void)resolve_model(v);
+        }
+        double scale = 1;
+        (void)apply_vary(base, {axis}, {v}, scale);
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (kind == KeyKind::scheduler && what.find("unknown replica option") != std::string::npos) {
+          throw UsageError("--vary " + axis.key + ": unknown key; known: " + known_keys());
+        }
+        throw UsageError("--vary " + axis.key + "=" + v + ": " + what);
+      }
+    }
+  }
+}
+
+std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,
+                                  const SweepOptions& options) {
+  std::size_t total = 1;
+  for (const auto& a : axes) total *= a.values.size();
+  std::vector<SweepPoint> points(total);
+  for (std::size_t p = 0; p < total; ++p) {
+    std::size_t rest = p;
+    points[p].values.resize(axes.size());
+    for (std::size_t i = axes.size(); i-- > 0;) {
+      points[p].values[i] = axes[i].values[rest % axes[i].values.size()];
+      rest /= axes[i].values.size();
+    }
+  }
+  std::vector<std::size_t> all(total);
+  std::iota(all.begin(), all.end(), 0);
+  parallel_for(all, options.jobs, [&](std::size_t p) {
+    SweepPoint& point = points[p];
+    double scale = 1;
+    const ClusterConfig config = apply_vary(base, axes, point.values, scale);
+    try {
+      const Cluster cluster = build_cluster(config);
+      for (const auto& g : cluster.groups) {
+        point.replicas += g.config.count;
+        point.gpus += g.config.count * g.layout.tp * g.layout.pp;
+        point.cost_per_hour += g.config.count * g.layout.tp * g.layout.pp * g.hardware.price_per_gpu_hour;
+      }
+      ScaledTraceSource source(trace, options.max_requests, 1.0 / scale);
+      RunOutputs outputs;
+      outputs.step_stats = false;
+      const RunResult run = run_simulation(config, source, outputs);
+      const Summary& s = run.summary;
+      point.result = judge(s, run.stats.unserved, arrival_rate(trace, options.max_requests) * scale);
+      point.has_slos = !s.slos.empty();
+      point.ttft_p50_ms = pct(s.ttft_ms, &LatencyStats::p50);
+      point.ttft_p99_ms = pct(s.ttft_ms, &LatencyStats::p99);
+      point.tpot_p50_ms = pct(s.tpot_ms, &LatencyStats::p50);
+      point.tpot_p99_ms = pct(s.tpot_ms, &LatencyStats::p99);
+      point.itl_p99_ms = pct(s.itl_ms, &LatencyStats::p99);
+      point.e2el_p50_ms = pct(s.e2el_ms, &LatencyStats::p50);
+      point.request_throughput = s.request_throughput;
+      point.goodput = s.goodput;
+      point.prefix_cache_hit_rate = s.prefix_cache_hit_rate;
+      point.num_requests = s.num_requests;
+      point.preemptions = s.preemptions;
+    } catch (const Error& e) {
+      point.error = e.what();
+    }
+  });
+  return points;
+}
+
+namespace {
+const char* const kColumns[] = {"status", "replicas", "gpus", "cost_per_hour", "rate_rps", "num_requests", "completed",
+                                "rejected", "aborted", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_p50_ms",
+                                "tpot_p90_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p50_ms", "e2el_p90_ms",
+                                "request_throughput", "output_throughput", "goodput", "slo_met", "prefix_cache_hit_rate",
+                                "preemptions"};
+
+std::vector<std::string> point_cells(const SweepPoint& p) {
+  if (!p.error.empty()) return {"error"};
+  const ProbeResult& r = p.result;
+  return {"ok", std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.cost_per_hour, 2), fixed(r.rate, 4),
+          std::to_string(p.num_requests), std::to_string(r.completed), std::to_string(r.rejected), std::to_string(r.aborted),
+          fixed(p.ttft_p50_ms, 3), fixed(r.ttft_p90_ms, 3), fixed(p.ttft_p99_ms, 3), fixed(p.tpot_p50_ms, 3),
+          fixed(r.tpot_p90_ms, 3), fixed(p.tpot_p99_ms, 3), fixed(p.itl_p99_ms, 3), fixed(p.e2el_p50_ms, 3),
+          fixed(r.e2el_p90_ms, 3), fixed(p.request_throughput, 4), fixed(r.output_throughput, 2), fixed(p.goodput, 4),
+          p.has_slos ? (r.pass ? "yes" : "no") : "", fixed(p.prefix_cache_hit_rate, 4), std::to_string(p.preemptions)};
+}
+
+std::string csv_text(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+void write_sweep_csv(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points) {
+  for (const auto& a : axes) out << csv_text(a.key) << ",";
+  for (const char* c : kColumns) out << c << ",";
+  out << "error\n";
+  const std::size_t ncols = std::size(kColumns);
+  for (const auto& p : points) {
+    for (const auto& v : p.values) out << csv_text(v) << ",";
+    std::vector<std::string> cells = point_cells(p);
+    cells.resize(ncols);
+    for (const auto& c : cells) out << c << ",";
+    out << csv_text(p.error) << "\n";
+  }
+}
+
+void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points) {
+  for (const auto& a : axes) out << std::left << std::setw(std::max<int>(12, static_cast<int>(a.key.size()) + 2)) << a.key;
+  out << std::right << std::setw(11) << "ttft_p90" << std::setw(11) << "ttft_p99" << std::setw(10) << "tpot_p90"
+      << std::setw(10) << "tpot_p99" << std::setw(11) << "e2el_p90" << std::setw(10) << "req/s" << std::setw(10) << "tok/s"
+      << std::setw(10) << "goodput" << std::setw(6) << "SLO" << std::setw(8) << "$/h" << "\n";
+  for (const auto& p : points) {
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      out << std::left << std::setw(std::max<int>(12, static_cast<int>(axes[i].key.size()) + 2)) << p.values[i];
+    }
+    if (!p.error.empty()) {
+      out << "error: " << p.error << "\n";
+      continue;
+    }
+    const ProbeResult& r = p.result;
+    auto show = [](double x, int d) { const std::string s = fixed(x, d); return s.empty() ? std::string("-") : s; };
+    out << std::right << std::setw(11) << show(r.ttft_p90_ms, 1) << std::setw(11) << show(p.ttft_p99_ms, 1) << std::setw(10)
+        << show(r.tpot_p90_ms, 2) << std::setw(10) << show(p.tpot_p99_ms, 2) << std::setw(11) << show(r.e2el_p90_ms, 1)
+        << std::setw(10) << show(p.request_throughput, 3) << std::setw(10) << show(r.output_throughput, 1) << std::setw(10)
+        << show(p.goodput, 3) << std::setw(6) << (p.has_slos ? (r.pass ? "yes" : "no") : "-") << std::setw(8)
+        << show(p.cost_per_hour, 2) << "\n";
+  }
+  out << "(latencies in ms; " << points.size() << " points)\n";
+}
+
+}  // namespace twin

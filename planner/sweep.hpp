@@ -1,0 +1,61 @@
+#pragma once
+// `twinserve sweep`: a grid of simulations over cluster-config keys (the
+// cartesian product of every --vary), one row per point. A generic tool for
+// policy studies: chunk size, block size, prefix caching, router, TP, ...
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/capacity.hpp"
+#include "planner/loaded_trace.hpp"
+#include "sim/cluster_config.hpp"
+
+namespace twin {
+
+struct VaryAxis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// "key=v1,v2,..."; UsageError naming the text otherwise.
+VaryAxis parse_vary(std::string_view text);
+
+// Keys: the cluster config's top-level keys (router, seed,
+// gpu_memory_utilization, num_gpu_blocks_override), its group keys (model,
+// hardware, dtype, kv_dtype, tp, pp, count, alias replicas: set on every
+// group), preset, any scheduler / KV option set_replica_option takes (also as
+// scheduler.KEY), and rate_scale (arrivals divided by it). Throws UsageError
+// naming the key (with the known ones) or a bad value, before anything runs.
+void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axes);
+
+// The config of one grid point (values[i] for axes[i]) and its rate scale.
+ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>& axes,
+                         const std::vector<std::string>& values, double& rate_scale);
+
+struct SweepPoint {
+  std::vector<std::string> values;  // one per axis
+  std::string error;                // the point could not run (e.g. a layout that does not divide the heads)
+  std::int32_t replicas = 0, gpus = 0;
+  double cost_per_hour = 0;
+  ProbeResult result;               // SLO verdict and p90s
+  double ttft_p50_ms = 0, ttft_p99_ms = 0, tpot_p50_ms = 0, tpot_p99_ms = 0, itl_p99_ms = 0, e2el_p50_ms = 0;
+  double request_throughput = 0, goodput = 0, prefix_cache_hit_rate = 0;
+  std::uint64_t num_requests = 0, preemptions = 0;
+  bool has_slos = false;
+};
+
+struct SweepOptions {
+  std::size_t max_requests = 0;  // first requests of the trace (0: all)
+  int jobs = 0;
+};
+
+// Points in grid order: the first axis varies slowest.
+std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,
+                                  const SweepOptions& options);
+
+void write_sweep_csv(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points);
+void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points);
+
+}  // namespace twin
