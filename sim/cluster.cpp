@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/core/error.hpp"
+#include "sim/calibrated_cost_model.hpp"
 
 namespace twin {
 namespace {
@@ -105,6 +106,11 @@ Cluster build_cluster(const ClusterConfig& config) {
     g.kv_dtype = gc.kv_dtype.empty() ? (g.dtype == Dtype::fp32 ? Dtype::fp32
                                         : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16))
                                      : parse_dtype(gc.kv_dtype);
+    std::shared_ptr<const CalibratedTables> profile;
+    if (!gc.profile.empty()) {
+      profile = load_calibrated_tables(gc.profile);
+      apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
+    }
     g.layout = ParallelLayout{gc.tp, gc.pp};
     check_layout(g.model, g.layout);
 
@@ -152,7 +158,12 @@ Cluster build_cluster(const ClusterConfig& config) {
     params.host_link = cluster.topology.host_path(gpus.front());
     if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
     params.kv_block_bytes_per_gpu = g.memory.block_bytes;
-    auto model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
+    std::shared_ptr<CostModel> model;
+    if (profile) {
+      model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
+    } else {
+      model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
+    }
     for (std::int32_t r = 0; r < gc.count; ++r) {
       cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp});
     }

@@ -26,6 +26,9 @@ struct ReplicaGroupConfig {
   double gpu_memory_utilization = 0;       // 0: the cluster's
   std::int32_t num_gpu_blocks_override = -1;  // -1: the cluster's; 0: none
   OptionList scheduler_options;            // applied after the cluster's
+  // `profile` is a calibrated profile (`twinserve calibrate`): the calibrated
+  // cost model; the group's dtypes default to the profile's.
+  std::string profile;
 };
 
 struct ClusterConfig {

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.hpp"
 #include "metrics/summary_table.hpp"
+#include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster_config.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
@@ -23,6 +24,7 @@ namespace {
 struct SimulateArgs {
   std::string trace, config_path, out_dir, trace_format, on_bad_row = "error";
   std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo;
+  std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   std::optional<double> gpu_memory_utilization;
   std::optional<std::uint64_t> seed;
@@ -41,6 +43,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.kv_dtype) g.kv_dtype = *a.kv_dtype;
     if (a.tp) g.tp = *a.tp;
     if (a.pp) g.pp = *a.pp;
+    if (a.profile) g.profile = *a.profile;
   }
   if (a.replicas) {
     if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in --config");
@@ -77,7 +80,11 @@ void run(const SimulateArgs& a) {
   nlohmann::ordered_json extra;
   extra["trace"] = a.trace;
   if (a.max_requests > 0) extra["max_requests"] = a.max_requests;
+  const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   const RunResult result = run_simulation(config, source, outputs, extra);
+  if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
+    std::cerr << "calibrated cost model: " << outside << " op lookups beyond the profile's tables (extrapolated along the roofline)\n";
+  }
   const auto& report = source.reader().report();
   if (report.skipped_bad > 0 || report.skipped_failed > 0 || report.reordered > 0) {
     std::cerr << "trace: " << report.skipped_bad << " bad rows skipped, " << report.skipped_failed
@@ -113,6 +120,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most");
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
   sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan");
+  sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");

@@ -1,0 +1,358 @@
+#include "hwprofiles/calibrated_profile.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include "engine/core/error.hpp"
+#include "models/json_fields.hpp"
+
+namespace twin {
+namespace {
+
+using Json = nlohmann::json;
+using OJson = nlohmann::ordered_json;
+
+// ---- writing ---------------------------------------------------------------
+
+OJson point_json(const CalibratedPoint& p, const char* x_key) {
+  OJson j;
+  j[x_key] = p.x;
+  j["time_ns"] = p.time_ns;
+  j["p10_ns"] = p.p10_ns;
+  j["p90_ns"] = p.p90_ns;
+  j["flops"] = p.flops;
+  j["bytes"] = p.bytes;
+  return j;
+}
+
+OJson points_json(const std::vector<CalibratedPoint>& points, const char* x_key) {
+  OJson a = OJson::array();
+  for (const CalibratedPoint& p : points) a.push_back(point_json(p, x_key));
+  return a;
+}
+
+const char* curve_x_key(TableKind kind) { return kind == TableKind::gemm ? "m" : "tokens"; }
+const char* row_key_name(OpKind op) { return op == OpKind::attn_prefill ? "tokens_per_seq" : "num_seqs"; }
+
+// ---- reading ---------------------------------------------------------------
+
+struct Reader {
+  const std::string& origin;
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw Error(origin + ": key '" + path + "': " + what);
+  }
+
+  void check_keys(const Json& obj, const std::string& path, const std::set<std::string>& known) const {
+    if (!obj.is_object()) fail(path.empty() ? "(top level)" : path, "expected a JSON object, got " + obj.dump());
+    for (const auto& [key, value] : obj.items()) {
+      if (known.count(key)) continue;
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      fail(path.empty() ? key : path + "." + key, "unknown key (known: " + list + ")");
+    }
+    for (const auto& k : known) {
+      if (!obj.contains(k)) fail(path.empty() ? k : path + "." + k, "missing required key");
+    }
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  double number(const Json& obj, const std::string& path, const char* key) const {
+    const Json& v = obj.at(key);
+    if (!v.is_number()) fail(join(path, key), "expected a number, got " + v.dump());
+    const double d = v.get<double>();
+    if (!std::isfinite(d)) fail(join(path, key), "expected a finite number");
+    return d;
+  }
+  double positive(const Json& obj, const std::string& path, const char* key) const {
+    const double d = number(obj, path, key);
+    if (!(d > 0)) fail(join(path, key), "expected a positive number, got " + obj.at(key).dump());
+    return d;
+  }
+  double non_negative(const Json& obj, const std::string& path, const char* key) const {
+    const double d = number(obj, path, key);
+    if (d < 0) fail(join(path, key), "expected a non-negative number, got " + obj.at(key).dump());
+    return d;
+  }
+  std::int64_t integer(const Json& obj, const std::string& path, const char* key, std::int64_t lo) const {
+    const Json& v = obj.at(key);
+    if (!v.is_number_integer()) fail(join(path, key), "expected an integer, got " + v.dump());
+    const std::int64_t i = v.get<std::int64_t>();
+    if (i < lo) fail(join(path, key), "expected an integer >= " + std::to_string(lo) + ", got " + v.dump());
+    return i;
+  }
+  std::string string(const Json& obj, const std::string& path, const char* key) const {
+    const Json& v = obj.at(key);
+    if (!v.is_string()) fail(join(path, key), "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+  bool boolean(const Json& obj, const std::string& path, const char* key) const {
+    const Json& v = obj.at(key);
+    if (!v.is_boolean()) fail(join(path, key), "expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+  const Json& array(const Json& obj, const std::string& path, const char* key) const {
+    const Json& v = obj.at(key);
+    if (!v.is_array()) fail(join(path, key), "expected an array, got " + v.dump());
+    return v;
+  }
+
+  OpKind op(const Json& obj, const std::string& path, TableKind want) const {
+    const std::string name = string(obj, path, "op");
+    OpKind kind{};
+    try {
+      kind = parse_op_kind(name);
+    } catch (const UsageError& e) {
+      fail(join(path, "op"), e.what());
+    }
+    if (table_kind(kind) != want) fail(join(path, "op"), "op '" + name + "' has no table in this section");
+    return kind;
+  }
+
+  std::vector<CalibratedPoint> points(const Json& obj, const std::string& path, const char* x_key,
+                                      bool x_may_be_zero) const {
+    const Json& a = array(obj, path, "points");
+    if (a.empty()) fail(join(path, "points"), "expected at least one point");
+    std::vector<CalibratedPoint> out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string p = join(path, "points") + "[" + std::to_string(i) + "]";
+      check_keys(a[i], p, {x_key, "time_ns", "p10_ns", "p90_ns", "flops", "bytes"});
+      CalibratedPoint pt;
+      pt.x = x_may_be_zero ? non_negative(a[i], p, x_key) : positive(a[i], p, x_key);
+      pt.time_ns = positive(a[i], p, "time_ns");
+      pt.p10_ns = non_negative(a[i], p, "p10_ns");
+      pt.p90_ns = non_negative(a[i], p, "p90_ns");
+      pt.flops = non_negative(a[i], p, "flops");
+      pt.bytes = non_negative(a[i], p, "bytes");
+      if (!out.empty() && !(pt.x > out.back().x)) fail(join(p, x_key), "points must ascend in " + std::string(x_key));
+      out.push_back(pt);
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+TableKind table_kind(OpKind op) {
+  switch (op) {
+    case OpKind::qkv_proj:
+    case OpKind::o_proj:
+    case OpKind::gate_up_proj:
+    case OpKind::down_proj:
+    case OpKind::moe_router:
+    case OpKind::lm_head:
+      return TableKind::gemm;
+    case OpKind::embed:
+    case OpKind::rmsnorm:
+    case OpKind::rotary:
+    case OpKind::silu_mul:
+    case OpKind::final_norm:
+    case OpKind::sample:
+      return TableKind::elementwise;
+    case OpKind::attn_prefill:
+    case OpKind::attn_decode:
+      return TableKind::attention;
+    default:
+      return TableKind::none;
+  }
+}
+
+nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
+  OJson j;
+  j["format"] = kCalibratedProfileFormat;
+  j["version"] = kCalibratedProfileVersion;
+  const ProfileMetadata& m = p.metadata;
+  OJson meta;
+  meta["model"] = m.model;
+  meta["dtype"] = m.dtype;
+  meta["kv_dtype"] = m.kv_dtype;
+  meta["backend"] = m.backend;
+  meta["device"] = m.device;
+  meta["cpu_model"] = m.cpu_model;
+  meta["hostname"] = m.hostname;
+  meta["date"] = m.date;
+  meta["git_commit"] = m.git_commit;
+  meta["twinserve_version"] = m.twinserve_version;
+  meta["threads"] = m.threads;
+  meta["tp"] = m.tp;
+  meta["block_size"] = m.block_size;
+  meta["max_tokens"] = m.max_tokens;
+  meta["repeats"] = m.repeats;
+  meta["quick"] = m.quick;
+  meta["seconds"] = m.seconds;
+  j["metadata"] = std::move(meta);
+
+  OJson over;
+  over["base_ns"] = p.overhead.base_ns;
+  over["per_seq_ns"] = p.overhead.per_seq_ns;
+  OJson samples = OJson::array();
+  for (const OverheadSample& s : p.overhead.samples) {
+    OJson o;
+    o["label"] = s.label;
+    o["num_seqs"] = s.num_seqs;
+    o["new_tokens"] = s.new_tokens;
+    o["measured_ns"] = s.measured_ns;
+    o["ops_ns"] = s.ops_ns;
+    samples.push_back(std::move(o));
+  }
+  over["samples"] = std::move(samples);
+  j["step_overhead"] = std::move(over);
+
+  auto curves = [](const std::vector<CurveTable>& tables, TableKind kind) {
+    OJson a = OJson::array();
+    for (const CurveTable& t : tables) {
+      OJson o;
+      o["op"] = std::string(op_name(t.op));
+      o["n"] = t.n;
+      if (kind == TableKind::gemm) o["k"] = t.k;
+      o["points"] = points_json(t.points, curve_x_key(kind));
+      a.push_back(std::move(o));
+    }
+    return a;
+  };
+  j["gemm"] = curves(p.gemm, TableKind::gemm);
+  j["elementwise"] = curves(p.elementwise, TableKind::elementwise);
+  OJson attn = OJson::array();
+  for (const GridTable& t : p.attention) {
+    OJson o;
+    o["op"] = std::string(op_name(t.op));
+    o["heads"] = t.heads;
+    o["head_dim"] = t.head_dim;
+    OJson rows = OJson::array();
+    for (const GridRow& r : t.rows) {
+      OJson row;
+      row[row_key_name(t.op)] = r.key;
+      row["points"] = points_json(r.points, "context_per_seq");
+      rows.push_back(std::move(row));
+    }
+    o["rows"] = std::move(rows);
+    attn.push_back(std::move(o));
+  }
+  j["attention"] = std::move(attn);
+  return j;
+}
+
+std::string calibrated_profile_text(const CalibratedProfile& profile) {
+  return calibrated_profile_json(profile).dump(1) + "\n";
+}
+
+void write_calibrated_profile(const std::string& path, const CalibratedProfile& profile) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path + ": cannot open for writing");
+  out << calibrated_profile_text(profile);
+  out.flush();
+  if (!out) throw Error(path + ": write failed");
+}
+
+CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin) {
+  const Reader r{origin};
+  r.check_keys(json, "", {"format", "version", "metadata", "step_overhead", "gemm", "elementwise", "attention"});
+  if (r.string(json, "", "format") != kCalibratedProfileFormat) {
+    r.fail("format", "expected \"" + std::string(kCalibratedProfileFormat) + "\" (not a calibrated profile?)");
+  }
+  if (r.integer(json, "", "version", 0) != kCalibratedProfileVersion) {
+    r.fail("version", "expected " + std::to_string(kCalibratedProfileVersion) + ", got " + json.at("version").dump());
+  }
+  CalibratedProfile p;
+  const Json& meta = json.at("metadata");
+  r.check_keys(meta, "metadata",
+               {"model", "dtype", "kv_dtype", "backend", "device", "cpu_model", "hostname", "date", "git_commit",
+                "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "quick", "seconds"});
+  ProfileMetadata& m = p.metadata;
+  m.model = r.string(meta, "metadata", "model");
+  m.dtype = r.string(meta, "metadata", "dtype");
+  m.kv_dtype = r.string(meta, "metadata", "kv_dtype");
+  m.backend = r.string(meta, "metadata", "backend");
+  m.device = r.string(meta, "metadata", "device");
+  m.cpu_model = r.string(meta, "metadata", "cpu_model");
+  m.hostname = r.string(meta, "metadata", "hostname");
+  m.date = r.string(meta, "metadata", "date");
+  m.git_commit = r.string(meta, "metadata", "git_commit");
+  m.twinserve_version = r.string(meta, "metadata", "twinserve_version");
+  m.threads = r.integer(meta, "metadata", "threads", 0);
+  m.tp = r.integer(meta, "metadata", "tp", 1);
+  m.block_size = r.integer(meta, "metadata", "block_size", 1);
+  m.max_tokens = r.integer(meta, "metadata", "max_tokens", 1);
+  m.repeats = r.integer(meta, "metadata", "repeats", 1);
+  m.quick = r.boolean(meta, "metadata", "quick");
+  m.seconds = r.non_negative(meta, "metadata", "seconds");
+
+  const Json& over = json.at("step_overhead");
+  r.check_keys(over, "step_overhead", {"base_ns", "per_seq_ns", "samples"});
+  p.overhead.base_ns = r.number(over, "step_overhead", "base_ns");
+  p.overhead.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
+  const Json& samples = r.array(over, "step_overhead", "samples");
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const std::string path = "step_overhead.samples[" + std::to_string(i) + "]";
+    r.check_keys(samples[i], path, {"label", "num_seqs", "new_tokens", "measured_ns", "ops_ns"});
+    OverheadSample s;
+    s.label = r.string(samples[i], path, "label");
+    s.num_seqs = r.non_negative(samples[i], path, "num_seqs");
+    s.new_tokens = r.non_negative(samples[i], path, "new_tokens");
+    s.measured_ns = r.non_negative(samples[i], path, "measured_ns");
+    s.ops_ns = r.non_negative(samples[i], path, "ops_ns");
+    p.overhead.samples.push_back(std::move(s));
+  }
+
+  auto read_curves = [&](const char* section, TableKind kind, std::vector<CurveTable>& out) {
+    const Json& a = r.array(json, "", section);
+    std::set<std::pair<int, std::pair<std::int64_t, std::int64_t>>> seen;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string path = std::string(section) + "[" + std::to_string(i) + "]";
+      if (kind == TableKind::gemm)
+        r.check_keys(a[i], path, {"op", "n", "k", "points"});
+      else
+        r.check_keys(a[i], path, {"op", "n", "points"});
+      CurveTable t;
+      t.op = r.op(a[i], path, kind);
+      t.n = r.integer(a[i], path, "n", 1);
+      if (kind == TableKind::gemm) t.k = r.integer(a[i], path, "k", 1);
+      if (!seen.insert({static_cast<int>(t.op), {t.n, t.k}}).second) {
+        r.fail(path, "a second table for op '" + std::string(op_name(t.op)) + "' at the same shape");
+      }
+      t.points = r.points(a[i], path, curve_x_key(kind), false);
+      out.push_back(std::move(t));
+    }
+  };
+  read_curves("gemm", TableKind::gemm, p.gemm);
+  read_curves("elementwise", TableKind::elementwise, p.elementwise);
+
+  const Json& attn = r.array(json, "", "attention");
+  std::set<std::pair<int, std::pair<std::int64_t, std::int64_t>>> seen;
+  for (std::size_t i = 0; i < attn.size(); ++i) {
+    const std::string path = "attention[" + std::to_string(i) + "]";
+    r.check_keys(attn[i], path, {"op", "heads", "head_dim", "rows"});
+    GridTable t;
+    t.op = r.op(attn[i], path, TableKind::attention);
+    t.heads = r.integer(attn[i], path, "heads", 1);
+    t.head_dim = r.integer(attn[i], path, "head_dim", 1);
+    if (!seen.insert({static_cast<int>(t.op), {t.heads, t.head_dim}}).second) {
+      r.fail(path, "a second table for op '" + std::string(op_name(t.op)) + "' at the same shape");
+    }
+    const Json& rows = r.array(attn[i], path, "rows");
+    if (rows.empty()) r.fail(path + ".rows", "expected at least one row");
+    const char* key = row_key_name(t.op);
+    for (std::size_t j = 0; j < rows.size(); ++j) {
+      const std::string rp = path + ".rows[" + std::to_string(j) + "]";
+      r.check_keys(rows[j], rp, {key, "points"});
+      GridRow row;
+      row.key = r.positive(rows[j], rp, key);
+      if (!t.rows.empty() && !(row.key > t.rows.back().key)) r.fail(rp + "." + key, "rows must ascend in " + std::string(key));
+      row.points = r.points(rows[j], rp, "context_per_seq", t.op == OpKind::attn_prefill);
+      t.rows.push_back(std::move(row));
+    }
+    p.attention.push_back(std::move(t));
+  }
+  return p;
+}
+
+CalibratedProfile load_calibrated_profile(const std::string& path) {
+  return parse_calibrated_profile(read_json_file(path), path);
+}
+
+}  // namespace twin

@@ -1,0 +1,123 @@
+#pragma once
+// A calibrated hardware profile: the engine's own ops timed on one machine
+// (`twinserve calibrate`), keyed by the op names and shapes of
+// models/step_ops so the simulator's calibrated cost model reads it without
+// translation. One profile is for one model at one dtype on one backend.
+//
+// Tables (times are ns for ONE instance of the op, i.e. one layer):
+//   gemm:        per op (qkv_proj, o_proj, gate_up_proj, down_proj, lm_head,
+//                moe_router) a weight shape n x k and points over m (tokens;
+//                lm_head: sampling seqs);
+//   elementwise: per op (embed, rmsnorm, rotary, silu_mul, final_norm,
+//                sample) a width n and points over tokens (sample: sampling seqs);
+//   attention:   attn_prefill rows over new tokens per seq, attn_decode rows
+//                over batch size, each row's points over context per seq.
+// Every point keeps the median, the p10 and p90 of its repeats, and the op's
+// FLOPs and bytes at that shape (from step_ops), which extrapolation uses.
+// The file layout is fixed (tables in op order, keys in a fixed order), so
+// the same profile writes the same bytes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/step_ops.hpp"
+
+namespace twin {
+
+inline constexpr const char* kCalibratedProfileFormat = "twinserve calibrated profile";
+inline constexpr std::int64_t kCalibratedProfileVersion = 1;
+
+struct CalibratedPoint {
+  double x = 0;        // m, tokens or context per seq (see the table kind)
+  double time_ns = 0;  // median of the repeats, > 0
+  double p10_ns = 0;
+  double p90_ns = 0;
+  double flops = 0;    // one instance at this shape
+  double bytes = 0;
+};
+
+// GEMM (x = m) or elementwise (x = tokens) op: one varying dimension.
+struct CurveTable {
+  OpKind op = OpKind::embed;
+  std::int64_t n = 0;  // GEMM: output features; elementwise: row width
+  std::int64_t k = 0;  // GEMM: input features; elementwise: 0
+  std::vector<CalibratedPoint> points;  // ascending x
+};
+
+// attn_prefill: key = new tokens per seq; attn_decode: key = seqs in the batch.
+struct GridRow {
+  double key = 0;
+  std::vector<CalibratedPoint> points;  // x = context tokens per seq, ascending
+};
+
+struct GridTable {
+  OpKind op = OpKind::attn_prefill;
+  std::int64_t heads = 0;     // query heads (step_ops' n)
+  std::int64_t head_dim = 0;  // step_ops' k
+  std::vector<GridRow> rows;  // ascending key
+};
+
+// One kind of whole step measured through the engine's executor.
+struct OverheadSample {
+  std::string label;          // e.g. "decode x8"
+  double num_seqs = 0;        // median over the kind's steps
+  double new_tokens = 0;
+  double measured_ns = 0;     // median step time (plan to completion)
+  double ops_ns = 0;          // median sum of the op tables' predictions
+};
+
+// step overhead = base_ns + per_seq_ns * scheduled seqs: what the op sum misses
+// (scheduling, batch building, sampling bookkeeping, the loop).
+struct StepOverhead {
+  double base_ns = 0;
+  double per_seq_ns = 0;
+  std::vector<OverheadSample> samples;
+};
+
+struct ProfileMetadata {
+  std::string model;         // models/ name
+  std::string dtype;         // weights, models/ dtype name (fp32, bf16)
+  std::string kv_dtype;      // KV cache (fp32 on the CPU engine)
+  std::string backend;       // cpu or cuda
+  std::string device;        // DeviceInfo name
+  std::string cpu_model;     // /proc/cpuinfo "model name", or "unknown"
+  std::string hostname;
+  std::string date;          // UTC, ISO 8601
+  std::string git_commit;    // at build time, or "unknown"
+  std::string twinserve_version;
+  std::int64_t threads = 0;  // CPU worker threads the ops ran with (0 on a GPU)
+  std::int64_t tp = 1;
+  std::int64_t block_size = 16;
+  std::int64_t max_tokens = 0;  // the GEMM / elementwise grid's top
+  std::int64_t repeats = 0;     // timed repeats per point (after warm-up)
+  bool quick = false;
+  double seconds = 0;           // calibration wall time
+};
+
+struct CalibratedProfile {
+  ProfileMetadata metadata;
+  StepOverhead overhead;
+  std::vector<CurveTable> gemm;
+  std::vector<CurveTable> elementwise;
+  std::vector<GridTable> attention;
+};
+
+// Which section an op's table belongs to.
+enum class TableKind { gemm, elementwise, attention, none };
+TableKind table_kind(OpKind op);
+
+nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& profile);
+// Pretty-printed JSON with a trailing newline.
+std::string calibrated_profile_text(const CalibratedProfile& profile);
+// Throws twin::Error naming the path when it cannot be written.
+void write_calibrated_profile(const std::string& path, const CalibratedProfile& profile);
+
+// Strict: an unknown key, a missing key, a wrong type, a non-positive time,
+// points out of order or an op in the wrong section is twin::Error naming
+// `origin` and the key's path (e.g. "gemm[0].points[3].m").
+CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin);
+CalibratedProfile load_calibrated_profile(const std::string& path);
+
+}  // namespace twin

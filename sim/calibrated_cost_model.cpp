@@ -1,0 +1,94 @@
+#include "sim/calibrated_cost_model.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "engine/core/error.hpp"
+
+namespace twin {
+
+std::shared_ptr<const CalibratedTables> load_calibrated_tables(const std::string& path) {
+  return std::make_shared<const CalibratedTables>(load_calibrated_profile(path), path);
+}
+
+void apply_profile_dtypes(const CalibratedTables& tables, const std::string& group_dtype,
+                          const std::string& group_kv_dtype, Dtype& weights, Dtype& kv) {
+  const ProfileMetadata& m = tables.profile().metadata;
+  auto adopt = [&](const std::string& given, const std::string& measured, const char* what, Dtype& out) {
+    const Dtype d = parse_dtype(measured);
+    if (!given.empty() && parse_dtype(given) != d) {
+      throw UsageError(tables.origin() + ": the profile was measured with " + what + " " + measured +
+                       ", the group asks for " + given + " (leave it unset to use the profile's)");
+    }
+    out = d;
+  };
+  adopt(group_dtype, m.dtype, "dtype", weights);
+  adopt(group_kv_dtype, m.kv_dtype, "kv_dtype", kv);
+}
+
+CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CalibratedTables> tables, ModelDesc model,
+                                         ParallelLayout layout, Dtype weights, Dtype kv, double kv_block_bytes)
+    : tables_(std::move(tables)), model_(std::move(model)), layout_(layout), weights_(weights), kv_(kv),
+      kv_block_bytes_(kv_block_bytes) {
+  check_layout(model_, layout_);
+  const ProfileMetadata& m = tables_->profile().metadata;
+  const std::string& origin = tables_->origin();
+  if (m.model != model_.name) {
+    throw UsageError(origin + ": the profile was measured for model '" + m.model + "' (" + m.dtype +
+                     "), the group runs '" + model_.name + "' (" + std::string(dtype_name(weights_)) +
+                     "); calibrate that model");
+  }
+  if (parse_dtype(m.dtype) != weights_ || parse_dtype(m.kv_dtype) != kv_) {
+    throw UsageError(origin + ": the profile was measured for " + m.model + " at dtype " + m.dtype + ", KV " +
+                     m.kv_dtype + "; the group runs " + model_.name + " at dtype " + std::string(dtype_name(weights_)) +
+                     ", KV " + std::string(dtype_name(kv_)));
+  }
+  if ((layout_.tp != m.tp || layout_.pp != 1) && m.backend == "cpu") {
+    throw UsageError(origin + ": the profile was measured on the CPU backend at tp=" + std::to_string(m.tp) +
+                     ", pp=1; the group runs tp=" + std::to_string(layout_.tp) + ", pp=" + std::to_string(layout_.pp) +
+                     " (the CPU engine has no collectives to measure)");
+  }
+  ops_.reserve(32);
+}
+
+Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
+  ops_.clear();
+  step_ops(model_, *step.shape, layout_, weights_, kv_, step.stage, ops_);
+  if (ops_.empty()) return 0;
+  std::int64_t seqs = 0;
+  for (const SeqShape& s : step.shape->seqs) seqs += s.new_tokens > 0 ? 1 : 0;
+  double total = tables_->overhead_ns(seqs);
+  std::int64_t outside = 0;
+  for (const Op& op : ops_) {
+    const OpLookup l = tables_->op_time(op);
+    const double t = l.time_ns * op.repeat;
+    total += t;
+    outside += l.out_of_range ? 1 : 0;
+    if (breakdown) {
+      OpCost c;
+      c.kind = op.kind;
+      c.time_ns = t;
+      c.flops = op.flops * op.repeat;
+      c.bytes = op.bytes * op.repeat;
+      c.comm_bytes = op.comm_bytes * op.repeat;
+      c.repeat = op.repeat;
+      c.compute_bound = op.flops / tables_->flops_per_ns() > op.bytes / tables_->bytes_per_ns();
+      breakdown->push_back(c);
+    }
+  }
+  if (outside > 0) {
+    out_of_range_ += outside;
+    total_out_of_range_ += outside;
+  }
+  // A step takes at least 1 ns (a negative fitted overhead cannot undo that).
+  return std::max<Time>(1, static_cast<Time>(std::llround(total)));
+}
+
+Time CalibratedCostModel::swap_time(std::int64_t num_blocks) {
+  if (num_blocks <= 0) return 0;
+  // Not measured: a read and a write of the blocks at the best byte rate seen.
+  const double bytes = 2.0 * kv_block_bytes_ * static_cast<double>(num_blocks);
+  return static_cast<Time>(std::llround(bytes / tables_->bytes_per_ns()));
+}
+
+}  // namespace twin

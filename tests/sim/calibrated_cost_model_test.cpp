@@ -1,0 +1,291 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "hwprofiles/calibrated_lookup.hpp"
+#include "hwprofiles/calibrated_profile.hpp"
+#include "models/model_desc.hpp"
+#include "sim/calibrated_cost_model.hpp"
+#include "sim_test_util.hpp"
+
+using namespace twin;
+using namespace twin::test;
+
+namespace {
+
+// A synthetic time: launch + the roofline of a made-up machine, so tests know
+// every table value without timing anything.
+double fake_time(const Op& op) { return 1000.0 + op.flops / 50.0 + op.bytes / 10.0; }
+
+Op op_of(const ModelDesc& m, const BatchShape& b, OpKind kind) {
+  std::vector<Op> ops;
+  step_ops(m, b, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
+  for (Op& op : ops) {
+    // A one-token chunk after a context: the prefill table's first row.
+    if (op.kind == OpKind::attn_decode && kind == OpKind::attn_prefill && op.num_seqs == 1) op.kind = kind;
+    if (op.kind == kind) return op;
+  }
+  FAIL("no op " << op_name(kind));
+  return {};
+}
+
+BatchShape seqs(int count, int tokens, int context, bool samples) {
+  BatchShape b;
+  b.seqs.assign(count, SeqShape{tokens, context, samples});
+  return b;
+}
+
+CalibratedPoint pt(double x, const Op& op) { return {x, fake_time(op), fake_time(op) * 0.9, fake_time(op) * 1.1, op.flops, op.bytes}; }
+
+// Tables for tiny over tokens 1..64, seqs 1..16, prefill 1..64 x context
+// 0..256, decode 1..16 x context 16..256.
+CalibratedProfile tiny_profile() {
+  const ModelDesc m = resolve_model("tiny");
+  CalibratedProfile p;
+  p.metadata.model = "tiny";
+  p.metadata.dtype = "fp32";
+  p.metadata.kv_dtype = "fp32";
+  p.metadata.backend = "cpu";
+  p.metadata.device = "cpu (2 threads)";
+  p.metadata.cpu_model = "test";
+  p.metadata.hostname = "test";
+  p.metadata.date = "2025-01-01T00:00:00Z";
+  p.metadata.git_commit = "unknown";
+  p.metadata.twinserve_version = "0.1";
+  p.metadata.threads = 2;
+  p.metadata.max_tokens = 64;
+  p.metadata.repeats = 3;
+  p.overhead.base_ns = 5000;
+  p.overhead.per_seq_ns = 100;
+  p.overhead.samples.push_back({"decode x1 decode", 1, 1, 9000, 4000});
+  const int tokens[] = {1, 2, 4, 8, 16, 32, 64};
+  for (OpKind k : {OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary, OpKind::o_proj,
+                   OpKind::gate_up_proj, OpKind::silu_mul, OpKind::down_proj, OpKind::final_norm}) {
+    CurveTable t;
+    t.op = k;
+    for (int x : tokens) {
+      const Op op = op_of(m, seqs(1, x, 0, false), k);
+      t.n = op.n;
+      t.k = table_kind(k) == TableKind::gemm ? op.k : 0;
+      t.points.push_back(pt(x, op));
+    }
+    (table_kind(k) == TableKind::gemm ? p.gemm : p.elementwise).push_back(t);
+  }
+  for (OpKind k : {OpKind::lm_head, OpKind::sample}) {
+    CurveTable t;
+    t.op = k;
+    for (int x : {1, 2, 4, 8, 16}) {
+      const Op op = op_of(m, seqs(x, 1, 0, true), k);
+      t.n = op.n;
+      t.k = table_kind(k) == TableKind::gemm ? op.k : 0;
+      t.points.push_back(pt(x, op));
+    }
+    (table_kind(k) == TableKind::gemm ? p.gemm : p.elementwise).push_back(t);
+  }
+  GridTable pre;
+  pre.op = OpKind::attn_prefill;
+  for (int n : {1, 4, 16, 64}) {
+    GridRow row;
+    row.key = n;
+    for (int c : {0, 16, 64, 256}) {
+      const Op op = op_of(m, seqs(1, n, c, false), OpKind::attn_prefill);
+      pre.heads = op.n;
+      pre.head_dim = op.k;
+      row.points.push_back(pt(c, op));
+    }
+    pre.rows.push_back(row);
+  }
+  GridTable dec;
+  dec.op = OpKind::attn_decode;
+  for (int b : {1, 4, 16}) {
+    GridRow row;
+    row.key = b;
+    for (int c : {16, 64, 256}) {
+      const Op op = op_of(m, seqs(b, 1, c, false), OpKind::attn_decode);
+      dec.heads = op.n;
+      dec.head_dim = op.k;
+      row.points.push_back(pt(c, op));
+    }
+    dec.rows.push_back(row);
+  }
+  p.attention = {pre, dec};
+  return p;
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("twin_calib_" + std::to_string(::getpid()) + "_" + name)).string()) {}
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    parse_calibrated_profile(j, "p.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("calibrated profile round trip is byte identical") {
+  const CalibratedProfile p = tiny_profile();
+  TempFile f("round.json");
+  write_calibrated_profile(f.path, p);
+  const CalibratedProfile back = load_calibrated_profile(f.path);
+  CHECK(calibrated_profile_text(back) == calibrated_profile_text(p));
+  CHECK(back.gemm.size() == p.gemm.size());
+  CHECK(back.attention.at(1).rows.at(2).points.at(1).time_ns == p.attention.at(1).rows.at(2).points.at(1).time_ns);
+}
+
+TEST_CASE("calibrated profile parsing names the bad key") {
+  const nlohmann::json good = nlohmann::json::parse(calibrated_profile_text(tiny_profile()));
+  nlohmann::json j = good;
+  j["metadata"]["colour"] = "blue";
+  CHECK_THAT(error_of(j), Catch::Contains("p.json") && Catch::Contains("metadata.colour") && Catch::Contains("unknown key"));
+  j = good;
+  j["gemm"][0]["points"][3]["m"] = "four";
+  CHECK_THAT(error_of(j), Catch::Contains("gemm[0].points[3].m") && Catch::Contains("expected a number"));
+  j = good;
+  j["metadata"]["threads"] = 1.5;
+  CHECK_THAT(error_of(j), Catch::Contains("metadata.threads") && Catch::Contains("integer"));
+  j = good;
+  j["elementwise"][0]["points"][1]["time_ns"] = 0;
+  CHECK_THAT(error_of(j), Catch::Contains("elementwise[0].points[1].time_ns") && Catch::Contains("positive"));
+  j = good;
+  j["gemm"][0]["points"][2]["m"] = 1;
+  CHECK_THAT(error_of(j), Catch::Contains("ascend"));
+  j = good;
+  j["gemm"][0]["op"] = "rmsnorm";
+  CHECK_THAT(error_of(j), Catch::Contains("gemm[0].op"));
+  j = good;
+  j["attention"][0].erase("rows");
+  CHECK_THAT(error_of(j), Catch::Contains("attention[0].rows") && Catch::Contains("missing"));
+  j = good;
+  j["format"] = "something else";
+  CHECK_THAT(error_of(j), Catch::Contains("format"));
+  CHECK_THROWS_WITH(load_calibrated_profile("/nonexistent/profile.json"), Catch::Contains("/nonexistent/profile.json"));
+}
+
+TEST_CASE("table lookups are exact at grid points and monotone between them") {
+  const ModelDesc m = resolve_model("tiny");
+  const CalibratedTables t(tiny_profile(), "p.json");
+  for (int x : {1, 2, 4, 8, 16, 32, 64}) {
+    const Op op = op_of(m, seqs(1, x, 0, false), OpKind::gate_up_proj);
+    const OpLookup l = t.op_time(op);
+    CHECK(l.time_ns == fake_time(op));
+    CHECK_FALSE(l.out_of_range);
+  }
+  double last = 0;
+  for (int x = 1; x <= 64; ++x) {
+    const OpLookup l = t.op_time(op_of(m, seqs(1, x, 0, false), OpKind::qkv_proj));
+    CHECK(l.time_ns >= last);
+    CHECK_FALSE(l.out_of_range);
+    last = l.time_ns;
+  }
+  // Attention grids: exact at points, monotone in context and in batch.
+  const Op pre = op_of(m, seqs(1, 16, 64, false), OpKind::attn_prefill);
+  CHECK(t.op_time(pre).time_ns == Approx(fake_time(pre)).epsilon(1e-12));
+  const Op dec = op_of(m, seqs(4, 1, 64, false), OpKind::attn_decode);
+  CHECK(t.op_time(dec).time_ns == Approx(fake_time(dec)).epsilon(1e-12));
+  double prev = 0;
+  for (int c = 16; c <= 256; c += 8) {
+    const double v = t.op_time(op_of(m, seqs(6, 1, c, false), OpKind::attn_decode)).time_ns;
+    CHECK(v >= prev);
+    prev = v;
+  }
+  prev = 0;
+  for (int n = 1; n <= 64; ++n) {
+    const double v = t.op_time(op_of(m, seqs(1, n, 30, false), OpKind::attn_prefill)).time_ns;
+    CHECK(v >= prev);
+    prev = v;
+  }
+}
+
+TEST_CASE("lookups beyond a table extrapolate along the roofline and are flagged") {
+  const ModelDesc m = resolve_model("tiny");
+  const CalibratedTables t(tiny_profile(), "p.json");
+  const Op edge = op_of(m, seqs(1, 64, 0, false), OpKind::down_proj);
+  const Op far = op_of(m, seqs(1, 256, 0, false), OpKind::down_proj);
+  const OpLookup l = t.op_time(far);
+  CHECK(l.out_of_range);
+  const double roof_far = std::max(far.flops / t.flops_per_ns(), far.bytes / t.bytes_per_ns());
+  const double roof_edge = std::max(edge.flops / t.flops_per_ns(), edge.bytes / t.bytes_per_ns());
+  CHECK(l.time_ns == Approx(fake_time(edge) * roof_far / roof_edge));
+  CHECK(l.time_ns > fake_time(edge));
+  CHECK(t.op_time(op_of(m, seqs(32, 1, 64, false), OpKind::attn_decode)).out_of_range);
+  CHECK(t.op_time(op_of(m, seqs(1, 8, 1000, false), OpKind::attn_prefill)).out_of_range);
+}
+
+TEST_CASE("calibrated step time is the sum of table lookups plus the overhead") {
+  TempFile f("step.json");
+  write_calibrated_profile(f.path, tiny_profile());
+  ClusterConfig c = one_group("tiny", "cpu");
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  Cluster cluster = build_cluster(c);
+  CHECK(cluster.groups[0].dtype == Dtype::fp32);  // taken from the profile
+  CostModel& model = *cluster.replicas[0].cost_model;
+  const ModelDesc m = resolve_model("tiny");
+  const CalibratedTables t(tiny_profile(), f.path);
+  BatchShape mixed = seqs(3, 1, 40, true);
+  mixed.seqs.push_back(SeqShape{20, 0, true});
+  for (const BatchShape& shape : {seqs(1, 1, 16, true), seqs(8, 1, 100, true), seqs(1, 48, 0, true), mixed}) {
+    std::vector<Op> ops;
+    step_ops(m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
+    double expected = 5000 + 100.0 * static_cast<double>(shape.seqs.size());
+    for (const Op& op : ops) expected += t.op_time(op).time_ns * op.repeat;
+    std::vector<OpCost> breakdown;
+    const Time got = price(model, shape, &breakdown);
+    CHECK(got == static_cast<Time>(std::llround(expected)));
+    CHECK(breakdown.size() == ops.size());
+  }
+  auto* calibrated = dynamic_cast<CalibratedCostModel*>(&model);
+  REQUIRE(calibrated != nullptr);
+  const std::int64_t before = calibrated->out_of_range();
+  price(model, seqs(1, 500, 0, true));
+  CHECK(calibrated->out_of_range() > before);
+}
+
+TEST_CASE("a profile for another model or dtype is an error naming both") {
+  TempFile f("mismatch.json");
+  write_calibrated_profile(f.path, tiny_profile());
+  ClusterConfig c = one_group("small", "cpu");
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("'tiny'") && Catch::Contains("'small'") && Catch::Contains(f.path));
+  c = one_group("tiny", "cpu", 1, 1, 1, "bf16");
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("fp32") && Catch::Contains("bf16"));
+  c = one_group("tiny", "cpu", 2);
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains("CPU") && Catch::Contains("tp=2"));
+  c = one_group("tiny", "cpu");
+  c.groups[0].profile = f.path + ".missing";
+  CHECK_THROWS_WITH(build_cluster(c), Catch::Contains(f.path + ".missing"));
+}
+
+TEST_CASE("a profile without a table the step needs names the op") {
+  CalibratedProfile p = tiny_profile();
+  p.elementwise.erase(p.elementwise.begin() + 1);  // rmsnorm
+  const CalibratedTables t(p, "p.json");
+  const ModelDesc m = resolve_model("tiny");
+  CHECK_THROWS_WITH(t.op_time(op_of(m, seqs(1, 4, 0, false), OpKind::rmsnorm)),
+                    Catch::Contains("'rmsnorm'") && Catch::Contains("p.json"));
+}
+
+TEST_CASE("cluster config takes a profile key and echoes it") {
+  const nlohmann::json j = nlohmann::json::parse(R"({"groups": [{"model": "tiny", "profile": "x.json"}]})");
+  const ClusterConfig c = parse_cluster_config(j, "c.json");
+  CHECK(c.groups.at(0).profile == "x.json");
+  CHECK(cluster_config_json(c)["groups"][0]["profile"] == "x.json");
+  const nlohmann::json bad = nlohmann::json::parse(R"({"groups": [{"model": "tiny", "profile": 3}]})");
+  CHECK_THROWS_WITH(parse_cluster_config(bad, "c.json"), Catch::Contains("profile"));
+}
