@@ -69,3 +69,19 @@ TEST_CASE("split-K partitions cover the keys exactly once, in order") {
   }
   CHECK(num_partitions(0, 256) == 0);
 }
+
+#include "engine/backend/cuda/memory_plan.hpp"
+#include "engine/core/error.hpp"
+
+TEST_CASE("the KV memory plan gives the cache what is left of the utilization budget") {
+  const std::int64_t gib = std::int64_t{1} << 30;
+  // 80 GiB device, 1 GiB in use, 16 GiB weights, 2 GiB workspace, 0.9: 72 - 19 = 53 GiB of KV.
+  const twin::KvMemoryPlan p = twin::plan_kv_memory(80 * gib, 79 * gib, 0.9, 16 * gib, 2 * gib, 2 << 20);
+  CHECK(p.budget_bytes == static_cast<std::int64_t>(80.0 * gib * 0.9));
+  CHECK(p.kv_bytes == p.budget_bytes - 19 * gib);
+  CHECK(p.num_blocks == p.kv_bytes / (2 << 20));
+  CHECK_THROWS_AS(twin::plan_kv_memory(80 * gib, 80 * gib, 0.0, 0, 0, 1), twin::UsageError);
+  CHECK_THROWS_AS(twin::plan_kv_memory(80 * gib, 80 * gib, 1.5, 0, 0, 1), twin::UsageError);
+  CHECK_THROWS_WITH(twin::plan_kv_memory(16 * gib, 16 * gib, 0.9, 16 * gib, gib, 1 << 20),
+                    Catch::Contains("no KV block") && Catch::Contains("weights"));
+}

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/backend/backend.hpp"
+#include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/core/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/runtime/executor.hpp"
@@ -41,6 +43,7 @@ struct RunArgs {
   std::optional<std::int32_t> max_model_len, num_gpu_blocks;
   std::optional<std::int64_t> kv_cache_memory_bytes;
   double swap_space_gib = 0;
+  double gpu_memory_utilization = 0.9;
   double time_scale = 1.0;
   bool asap = false;
   std::uint64_t seed = 0;
@@ -54,6 +57,54 @@ struct RunArgs {
 };
 
 constexpr std::int64_t kDefaultKvBytes = std::int64_t{1} << 30;  // the CPU has no memory plan; 1 GiB of KV
+
+// Parameter bytes the runner will hold: bf16 matrices with --dtype bf16,
+// else f32 (a bf16 checkpoint under --dtype auto is counted at 4 bytes: the
+// plan errs on the side of fitting).
+std::int64_t planned_weight_bytes(const ModelConfig& m, const std::string& dtype) {
+  const std::int64_t H = m.hidden_size, I = m.intermediate_size, qkv = m.q_dim() + 2 * m.kv_dim();
+  const std::int64_t E = std::max<std::int64_t>(m.num_experts, 1);
+  std::int64_t per_layer = qkv * H + m.q_dim() * H + 2 * H + E * 3 * I * H + (m.is_moe() ? E * H : 0);
+  if (m.attention_bias) per_layer += qkv;
+  const std::int64_t params = m.num_layers * per_layer + m.vocab_size * H * (m.tie_word_embeddings ? 1 : 2) + H;
+  return params * (dtype == "bf16" ? 2 : 4);
+}
+
+// Activation workspace at the step budget: the runner's f32 scratch (which
+// grows by doubling, hence 2x), the backend's bf16 GEMM input and MoE rows,
+// the attention split-K partials (256 MiB at most) and 512 MiB for cuBLAS
+// and allocator slack.
+std::int64_t planned_workspace_bytes(const ModelConfig& m, const SchedulerConfig& sc) {
+  const std::int64_t T = effective_token_budget(sc), S = sc.max_num_seqs;
+  const std::int64_t H = m.hidden_size, I = m.intermediate_size, qkv = m.q_dim() + 2 * m.kv_dim();
+  const std::int64_t K = std::max<std::int64_t>(m.experts_per_token, 1);
+  const std::int64_t per_token = 3 * H + qkv + m.q_dim() + 3 * I + std::max<std::int64_t>(m.num_experts, 1) + 2 * K;
+  const std::int64_t runner = 2 * (T * per_token + S * (2 * H + m.vocab_size)) * 4;
+  const std::int64_t gemm_in = 2 * T * std::max({H, I, m.q_dim()}) * 2;
+  const std::int64_t moe = m.is_moe() ? 2 * T * K * (2 * H + 3 * I) * 4 : 0;
+  return runner + gemm_in + moe + (std::int64_t{768} << 20);
+}
+
+// --gpu-memory-utilization (vLLM's plan) on a CUDA device: the KV cache gets
+// what is left of that fraction of device memory after what is in use, the
+// weights and the workspace. The CPU has no plan: 1 GiB of KV. Only asked
+// when neither --num-gpu-blocks-override nor --kv-cache-memory-bytes is given.
+std::int64_t default_kv_bytes(const RunArgs& a, const ModelConfig& m, const SchedulerConfig& sc,
+                              std::int64_t block_bytes) {
+  if (a.backend == "cpu") return kDefaultKvBytes;
+  BackendOptions bo;
+  bo.threads = 1;
+  const std::unique_ptr<Backend> probe = make_backend(a.backend, bo);  // throws with the reason for "cuda"
+  if (probe->name() != "cuda") return kDefaultKvBytes;                 // "auto" without a device
+  const DeviceInfo info = probe->device_info();
+  const KvMemoryPlan plan = plan_kv_memory(info.total_bytes, info.free_bytes, a.gpu_memory_utilization,
+                                           planned_weight_bytes(m, a.dtype), planned_workspace_bytes(m, sc), block_bytes);
+  auto gib = [](std::int64_t b) { return static_cast<double>(b) / static_cast<double>(std::int64_t{1} << 30); };
+  std::cerr << "memory plan on " << info.name << ": " << a.gpu_memory_utilization << " x " << gib(info.total_bytes)
+            << " GiB - " << gib(plan.in_use_bytes) << " GiB in use - " << gib(plan.weight_bytes) << " GiB weights - "
+            << gib(plan.workspace_bytes) << " GiB workspace = " << gib(plan.kv_bytes) << " GiB of KV\n";
+  return plan.kv_bytes;
+}
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
   ReplicaConfig rc = replica_preset(a.sched.preset.value_or("vllm"));
@@ -71,7 +122,8 @@ ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
     if (a.kv_cache_memory_bytes) throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
     opt("num_gpu_blocks", std::to_string(*a.num_gpu_blocks));
   } else if (rc.kv.num_blocks == 0) {
-    const std::int64_t bytes = a.kv_cache_memory_bytes.value_or(kDefaultKvBytes);
+    const std::int64_t bytes = a.kv_cache_memory_bytes ? *a.kv_cache_memory_bytes
+                                                       : default_kv_bytes(a, model, rc.scheduler, block_bytes);
     if (bytes < block_bytes) {
       throw UsageError("--kv-cache-memory-bytes " + std::to_string(bytes) + " holds no KV block of " +
                        std::to_string(block_bytes) + " bytes");
@@ -246,7 +298,10 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks");
-  sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes, "KV cache size in bytes (default 1 GiB)");
+  sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
+                  "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)");
+  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
+                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9)");
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)");
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");

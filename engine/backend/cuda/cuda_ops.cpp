@@ -20,6 +20,9 @@ namespace {
 
 int code(ElemType t) { return static_cast<int>(t); }
 
+// Split-K partials of one attention launch at most; more rows take more launches.
+constexpr std::size_t kAttnWorkspaceBytes = std::size_t{256} << 20;
+
 int blas_int(std::int64_t v, const char* what) {
   if (v > INT_MAX) throw Error(std::string("gemm: ") + what + " " + std::to_string(v) + " exceeds cuBLAS's int range");
   return static_cast<int>(v);
@@ -109,7 +112,6 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   // block table (the tables are concatenated into one staged array).
   std::vector<cuda::AttnRow> rows;
   std::vector<std::int32_t> tables;
-  std::int32_t max_partitions = 0;
   for (const SeqAttention& s : seqs) {
     if (s.num_query == 0) continue;
     const auto offset = static_cast<std::int32_t>(tables.size());
@@ -119,7 +121,6 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
       const std::int32_t pos = paged::query_position(s.context_len, s.num_query, i);
       const std::int32_t first = paged::first_key(pos, shape.sliding_window);
       rows.push_back({s.query_start + i, pos, first, offset});
-      max_partitions = std::max(max_partitions, paged::num_partitions(pos - first + 1, cuda::kAttnPartitionSize));
     }
   }
   if (rows.empty()) return;
@@ -138,21 +139,51 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   p.head_dim = shape.head_dim;
   p.num_heads = shape.num_heads;
   p.scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  p.num_rows = static_cast<int>(rows.size());
   p.partition_size = cuda::kAttnPartitionSize;
-  p.max_partitions = max_partitions;
-  if (max_partitions > 1) {
-    const std::size_t slots = rows.size() * static_cast<std::size_t>(shape.num_heads) * max_partitions;
-    const std::size_t acc_bytes = slots * static_cast<std::size_t>(shape.head_dim) * sizeof(float);
-    char* ws = static_cast<char*>(attention_.ensure(acc_bytes + slots * 2 * sizeof(float), stream_, "paged_attention"));
+  // Rows go in launches whose split-K partials fit a bounded workspace
+  // (rows x their widest partition count, per head), so a long prefill does
+  // not need rows x context memory.
+  const std::size_t slot_bytes = static_cast<std::size_t>(shape.num_heads) * (shape.head_dim + 2) * sizeof(float);
+  const std::size_t limit_slots = std::max<std::size_t>(1, kAttnWorkspaceBytes / slot_bytes);
+  struct Launch {
+    std::size_t first, count;
+    std::int32_t parts;
+  };
+  std::vector<Launch> launches;
+  std::size_t need_slots = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::int32_t parts =
+        paged::num_partitions(rows[i].position - rows[i].first_key + 1, cuda::kAttnPartitionSize);
+    if (!launches.empty()) {
+      Launch& last = launches.back();
+      const std::int32_t widest = std::max(last.parts, parts);
+      if ((last.count + 1) * static_cast<std::size_t>(widest) <= limit_slots) {
+        last.count += 1;
+        last.parts = widest;
+        continue;
+      }
+    }
+    launches.push_back({i, 1, parts});
+  }
+  for (const Launch& l : launches) {
+    if (l.parts > 1) need_slots = std::max(need_slots, l.count * static_cast<std::size_t>(l.parts));
+  }
+  if (need_slots > 0) {
+    const std::size_t acc_bytes = need_slots * static_cast<std::size_t>(shape.num_heads) * shape.head_dim * sizeof(float);
+    char* ws = static_cast<char*>(attention_.ensure(slot_bytes * need_slots, stream_, "paged_attention"));
     p.part_acc = reinterpret_cast<float*>(ws);
     p.part_ml = reinterpret_cast<float*>(ws + acc_bytes);
   }
   stage_reserve(staged_size(rows.size() * sizeof(cuda::AttnRow)) + staged_size(tables.size() * sizeof(std::int32_t)));
-  p.rows = stage(std::span<const cuda::AttnRow>(rows));
+  const cuda::AttnRow* d_rows = stage(std::span<const cuda::AttnRow>(rows));
   p.tables = stage(std::span<const std::int32_t>(tables));
-  cuda::launch_paged_attention(p, stream_);
-  after_launch("paged_attention");
+  for (const Launch& l : launches) {
+    p.rows = d_rows + l.first;
+    p.num_rows = static_cast<int>(l.count);
+    p.max_partitions = l.parts;
+    cuda::launch_paged_attention(p, stream_);
+    after_launch("paged_attention");
+  }
 }
 
 void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
