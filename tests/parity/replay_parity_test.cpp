@@ -1,0 +1,191 @@
+// Replay parity through code: the engine (tiny model, random weights, CPU
+// backend) serves a trace against the wall clock; the simulator, given the
+// same replica config and the engine's step log as its cost model, must
+// reproduce every request's arrival, first token, finish, inter-token gaps,
+// cached tokens and preemptions to the nanosecond. The traces are built so
+// that requests queue, the engine idles and is woken by arrivals, prompts
+// share prefixes and the KV cache runs out.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/core/replica.hpp"
+#include "engine/runtime/executor.hpp"
+#include "engine/runtime/model_config.hpp"
+#include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/wall_clock_driver.hpp"
+#include "models/model_desc.hpp"
+#include "sim/cluster.hpp"
+#include "sim/replay_cost_model.hpp"
+#include "sim/simulator.hpp"
+#include "tests/parity/parity_support.hpp"
+
+namespace twin::test {
+namespace {
+
+constexpr double kTimeScale = 2.0;  // the trace runs twice as fast on the engine
+
+struct RunRecords {
+  std::vector<RequestRecord> requests;
+  std::vector<StepRecord> steps;
+};
+
+// One replica group of the tiny model with these scheduler options; the
+// engine takes the simulator's resolved ReplicaConfig, so both run the same
+// policy by construction (the CLI test checks the flags agree too).
+ClusterConfig tiny_cluster(const std::string& preset, std::int32_t blocks, const OptionList& options) {
+  ClusterConfig c;
+  c.groups.emplace_back();
+  c.groups.front().model = "tiny";
+  c.groups.front().hardware = "cpu";
+  c.scheduler_preset = preset;
+  c.num_gpu_blocks_override = blocks;
+  c.scheduler_options = options;
+  return c;
+}
+
+RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace) {
+  RunnerOptions ro;
+  ro.threads = 1;
+  ro.seed = 3;
+  ro.num_blocks = rc.kv.num_blocks;
+  ro.block_size = rc.kv.block_size;
+  ro.num_host_blocks = rc.kv.num_host_blocks;
+  ModelRunner runner(model_config_from(resolve_model("tiny")), ro);
+  Executor executor(runner);
+  Replica replica(rc, 0);
+  RunRecords out;
+  DriveCallbacks cb;
+  cb.on_request = [&](const RequestRecord& r) { out.requests.push_back(r); };
+  cb.on_step = [&](const StepRecord& s) { out.steps.push_back(s); };
+  DriveOptions options;
+  options.time_scale = kTimeScale;
+  options.token_seed = 3;
+  std::size_t i = 0;
+  const DriveStats stats = drive_wall_clock(
+      replica, executor,
+      [&](Request& r) {
+        if (i == trace.size()) return false;
+        r = trace[i++];
+        return true;
+      },
+      options, cb);
+  CHECK(stats.unserved == 0);
+  return out;
+}
+
+class VectorSource final : public RequestSource {
+ public:
+  explicit VectorSource(std::vector<Request> requests) : requests_(std::move(requests)) {}
+  bool next(Request& out) override {
+    if (i_ == requests_.size()) return false;
+    out = requests_[i_++];
+    return true;
+  }
+
+ private:
+  std::vector<Request> requests_;
+  std::size_t i_ = 0;
+};
+
+class CollectSink final : public RecordSink {
+ public:
+  void on_request(const RequestRecord& r) override { requests.push_back(r); }
+  std::vector<RequestRecord> requests;
+};
+
+std::vector<RequestRecord> replay(Cluster cluster, const std::vector<Request>& trace, const RunRecords& engine) {
+  auto model = std::make_shared<ReplayCostModel>(engine.steps, "engine step log");
+  cluster.replicas.front().cost_model = model;
+  // The simulator sees arrivals on the engine's timeline (trace time / scale).
+  std::vector<Request> scaled = trace;
+  for (Request& r : scaled) r.arrival = static_cast<Time>(static_cast<double>(r.arrival) / kTimeScale);
+  VectorSource source(scaled);
+  CollectSink sink;
+  Simulator sim(std::move(cluster.replicas), SimOptions{});
+  sim.run(source, sink);
+  CHECK(model->remaining() == 0);  // every recorded step was replayed
+  return sink.requests;
+}
+
+// Runs both sides and checks parity; returns the engine's records for the
+// caller's coverage checks.
+RunRecords check_parity(const ClusterConfig& config, const std::vector<Request>& trace) {
+  Cluster cluster = build_cluster(config);
+  const ReplicaConfig rc = cluster.groups.front().replica;
+  RunRecords engine = run_engine(rc, trace);
+  REQUIRE(engine.requests.size() == trace.size());
+  const std::vector<RequestRecord> sim = replay(std::move(cluster), trace, engine);
+  CHECK(check_same_records(engine.requests, sim, true) == 0);
+  return engine;
+}
+
+bool some_step_waited(const RunRecords& r) {
+  for (const StepRecord& s : r.steps) {
+    if (s.waiting > 0) return true;
+  }
+  return false;
+}
+
+// The engine went idle: a step began after the previous one had ended.
+bool engine_idled(const RunRecords& r) {
+  for (std::size_t k = 1; k < r.steps.size(); ++k) {
+    if (r.steps[k].start > r.steps[k - 1].start + r.steps[k - 1].duration) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("replay parity with queueing and idle gaps under chunked prefill") {
+  // A 32-token budget chunks the longer prompts over several steps.
+  const auto config = tiny_cluster("vllm", 256, {{"max_model_len", "256"}, {"max_num_batched_tokens", "32"}});
+  std::vector<Request> trace = bursty_trace(40, 30.0, 60, 12);
+  trace[12].prompt_len = 300;  // beyond max_model_len: rejected on arrival, on both sides alike
+  const RunRecords engine = check_parity(config, trace);
+  CHECK(some_step_waited(engine));
+  CHECK(engine_idled(engine));
+  std::int64_t rejected = 0;
+  for (const RequestRecord& r : engine.requests) rejected += r.outcome == Outcome::rejected;
+  CHECK(rejected == 1);
+}
+
+TEST_CASE("replay parity with shared prefixes hitting the prefix cache") {
+  const auto config = tiny_cluster("vllm", 256, {{"max_model_len", "256"}, {"block_size", "16"}});
+  std::vector<Request> trace = bursty_trace(30, 20.0, 40, 8);
+  add_shared_prefixes(trace, 16, 3);
+  const RunRecords engine = check_parity(config, trace);
+  std::int64_t cached = 0;
+  for (const RequestRecord& r : engine.requests) cached += r.cached_prompt_tokens;
+  CHECK(cached > 0);
+}
+
+TEST_CASE("replay parity when the KV cache runs out and requests are preempted") {
+  for (const char* mode : {"recompute", "swap"}) {
+    INFO("preemption " << mode);
+    // 12 blocks of 8 tokens hold 96 tokens: a burst of five requests growing
+    // to ~60 tokens each cannot all stay.
+    const auto config = tiny_cluster("vllm", 12, {{"max_model_len", "96"}, {"block_size", "8"},
+                                                  {"preemption", mode}, {"num_host_blocks", "64"}});
+    const std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
+    const RunRecords engine = check_parity(config, trace);
+    std::int64_t preemptions = 0;
+    for (const RequestRecord& r : engine.requests) preemptions += r.preemptions;
+    CHECK(preemptions > 0);
+  }
+}
+
+TEST_CASE("replay parity under every scheduler preset") {
+  for (const std::string& preset : replica_preset_names()) {
+    INFO("preset " << preset);
+    OptionList options = {{"max_model_len", "128"}};
+    if (preset == "lightllm") options.emplace_back("block_size", "1");
+    const auto config = tiny_cluster(preset, preset == "lightllm" ? 2048 : 128, options);
+    check_parity(config, bursty_trace(20, 15.0, 40, 6));
+  }
+}
+
+}  // namespace twin::test

@@ -1,0 +1,114 @@
+// `twinserve validate` end to end on the tiny model: replay parity is exact
+// at every load, report.json carries every key, the per-load folders hold
+// each run's files, and bad input fails with a message.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_cli.hpp"
+
+namespace fs = std::filesystem;
+using twin::test::run_twinserve;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("twin_validate_cli_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A calibrated profile of the tiny model on this machine.
+std::string make_profile(const fs::path& dir) {
+  const std::string profile = (dir / "tiny-profile.json").string();
+  std::ofstream(profile) << "{}\n";  // TODO(h1): twinserve calibrate --model tiny --out profile
+  return profile;
+}
+
+}  // namespace
+
+TEST_CASE("validate on the tiny model: exact replay parity and a complete report") {
+  const fs::path dir = fresh_dir("ok");
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 40 --rate 50 --prompt uniform:8:48 --output uniform:2:12 "
+                        "--seed 4 " + trace).exit_code == 0);
+  const std::string profile = make_profile(dir);
+  const fs::path out = dir / "out";
+  const auto r = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
+                                   " --loads 0.5,0.9 --threads 1 --seed 2 --max-num-batched-tokens 64"
+                                   " --num-gpu-blocks-override 64 --out " + out.string(),
+                               true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(out / "report.json");
+  const auto report = nlohmann::json::parse(in);
+  CHECK(report["replay_parity_exact"] == true);
+  CHECK(report["capacity_rps"].get<double>() > 0);
+  REQUIRE(report["loads"].size() == 2);
+  for (const auto& load : report["loads"]) {
+    INFO(load.dump());
+    CHECK(load["replay_parity_max_abs_ns"] == 0);
+    for (const char* metric : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"}) {
+      for (const char* stat : {"p50", "p90", "p99"}) {
+        for (const char* key : {"measured", "predicted", "error_pct"}) {
+          INFO(metric << " " << stat << " " << key);
+          CHECK(load[metric][stat][key].is_number());
+        }
+      }
+    }
+    for (const char* key : {"measured", "predicted", "error_pct"}) CHECK(load["output_throughput"][key].is_number());
+    CHECK(load["step_time_error"].size() >= 1);
+    CHECK(load["roofline"]["ttft_ms"]["p50"]["predicted"].is_number());
+    const fs::path folder = out / load["folder"].get<std::string>();
+    CHECK(fs::exists(folder / "trace.jsonl"));
+    for (const char* run : {"engine", "calibrated", "replay", "roofline"}) {
+      for (const char* file : {"requests.csv", "steps.csv", "summary.json"}) CHECK(fs::exists(folder / run / file));
+    }
+    // The replay wrote what the engine wrote, byte for byte.
+    std::ifstream a(folder / "engine" / "requests.csv"), b(folder / "replay" / "requests.csv");
+    CHECK(std::string(std::istreambuf_iterator<char>(a), {}) == std::string(std::istreambuf_iterator<char>(b), {}));
+  }
+  CHECK(fs::exists(out / "report.md"));
+  CHECK(r.out.find("replay parity") != std::string::npos);
+
+  // Results already there are kept unless --overwrite.
+  const auto again = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
+                                       " --loads 0.5 --out " + out.string(),
+                                   true);
+  CHECK(again.exit_code == 2);
+  CHECK(again.out.find("--overwrite") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("validate: bad input exits non-zero with a message") {
+  const fs::path dir = fresh_dir("bad");
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 4 --rate 50 --seed 1 " + trace).exit_code == 0);
+  const std::string profile = make_profile(dir);
+  const std::string base = "validate --trace " + trace + " --model tiny --out " + (dir / "out").string();
+
+  const auto no_profile = run_twinserve(base, true);
+  CHECK(no_profile.exit_code == 2);
+  CHECK(no_profile.out.find("--profile") != std::string::npos);
+  CHECK(no_profile.out.find("calibrate") != std::string::npos);
+
+  const auto missing = run_twinserve(base + " --profile " + (dir / "none.json").string(), true);
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.out.find("none.json") != std::string::npos);
+
+  for (const char* loads : {"0.3,abc", "0.5,-1", "0", "0.3,,0.9"}) {
+    INFO(loads);
+    const auto bad = run_twinserve(base + " --profile " + profile + " --loads '" + loads + "'", true);
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.out.find("--loads") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir / "out" / "report.json"));
+  fs::remove_all(dir);
+}

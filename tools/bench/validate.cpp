@@ -1,0 +1,101 @@
+// bench_validate: the calibrate -> validate loop on the `small` model, as a
+// user runs it: `twinserve calibrate` profiles this machine, then
+// `twinserve validate` serves a chat-like trace at three loads on the engine
+// and compares it with the simulator. Prints the errors against the targets
+// of issue 7 (|error| <= 5% on p50 and p90 of TTFT, TPOT and E2EL, <= 3% on
+// output throughput) and the replay parity figure. Asserts nothing: these
+// machines are noisy.
+//
+// bench_validate [WORK_DIR] [PROFILE.json]: results go to WORK_DIR (default
+// bench_validate_out in the current folder); an existing PROFILE skips the
+// calibration.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int shell(const std::string& cmd) {
+  std::printf("$ %s\n", cmd.c_str());
+  std::fflush(stdout);
+  return std::system(cmd.c_str());
+}
+
+std::string pct(const nlohmann::json& v) {
+  if (!v.is_number()) return "    –  ";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+6.1f%%", v.get<double>());
+  return buf;
+}
+
+bool within(const nlohmann::json& v, double bound) { return v.is_number() && std::abs(v.get<double>()) <= bound; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path bin = fs::absolute(fs::path(argv[0])).parent_path() / "twinserve";
+  const fs::path work = fs::absolute(argc > 1 ? fs::path(argv[1]) : fs::path("bench_validate_out"));
+  fs::create_directories(work);
+  const fs::path profile = argc > 2 ? fs::path(argv[2]) : work / "small-cpu.json";
+  const fs::path trace = work / "chat.jsonl";
+  const fs::path out = work / "validation";
+  const std::string b = "'" + bin.string() + "'";
+
+  if (shell(b + " trace generate --requests 48 --rate 1 --arrivals gamma --cv 1.5 --prompt uniform:32:192 "
+                "--output uniform:8:48 --seed 7 '" + trace.string() + "' --force >/dev/null") != 0) {
+    std::printf("bench_validate: trace generate failed\n");
+    return 0;
+  }
+  if (!fs::exists(profile)) {
+    if (shell(b + " calibrate --model small --backend cpu --out '" + profile.string() + "'") != 0) {
+      std::printf("bench_validate: calibrate failed (is `twinserve calibrate` built?)\n");
+      return 0;
+    }
+  }
+  if (shell(b + " validate --trace '" + trace.string() + "' --model small --profile '" + profile.string() +
+            "' --loads 0.3,0.6,0.9 --seed 1 --out '" + out.string() + "' --overwrite") != 0) {
+    std::printf("bench_validate: validate failed\n");
+  }
+  std::ifstream in(out / "report.json");
+  if (!in) return 0;
+  const auto report = nlohmann::json::parse(in);
+  std::printf("\nsmall model, %s requests, predicted capacity %.3f req/s; targets: |err| <= 5%% (p50, p90), <= 3%% "
+              "(throughput)\n",
+              report["requests"].dump().c_str(), report["capacity_rps"].get<double>());
+  std::printf("%-5s %-11s %8s %8s %8s %8s %8s %8s %9s %s\n", "load", "", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90",
+              "E2EL p50", "E2EL p90", "out tok/s", "parity ns");
+  int met = 0, total = 0;
+  for (const auto& l : report["loads"]) {
+    for (const char* model : {"calibrated", "roofline"}) {
+      const auto& m = std::string(model) == "calibrated" ? l : l["roofline"];
+      std::printf("%-5.2f %-11s", l["load"].get<double>(), model);
+      for (const char* metric : {"ttft_ms", "tpot_ms", "e2el_ms"}) {
+        for (const char* stat : {"p50", "p90"}) {
+          const auto& e = m[metric][stat]["error_pct"];
+          std::printf(" %8s", pct(e).c_str());
+          if (std::string(model) == "calibrated") {
+            ++total;
+            met += within(e, 5.0);
+          }
+        }
+      }
+      const auto& t = m["output_throughput"]["error_pct"];
+      std::printf(" %9s", pct(t).c_str());
+      if (std::string(model) == "calibrated") {
+        ++total;
+        met += within(t, 3.0);
+        std::printf(" %s", l["replay_parity_max_abs_ns"].dump().c_str());
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("calibrated: %d of %d figures within target; report: %s\n", met, total, (out / "report.md").c_str());
+  return 0;
+}

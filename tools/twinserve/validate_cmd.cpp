@@ -1,0 +1,93 @@
+// twinserve validate: the engine against the simulator on the same requests
+// at several loads — calibrated prediction, exact replay parity, roofline
+// baseline — with a report (docs/validate.md).
+#include <CLI/CLI.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/core/error.hpp"
+#include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
+#include "validate/report.hpp"
+#include "validate/validation.hpp"
+
+namespace twin::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string trace, model, profile, out_dir = "validation", loads = "0.3,0.6,0.9", backend = "cpu", trace_format;
+  std::int64_t max_requests = 0;
+  std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0;
+  std::uint64_t seed = 0;
+  SchedulerFlags sched;
+  bool overwrite = false, no_plots = false, quiet = false;
+};
+
+void run(const ValidateArgs& a) {
+  ValidateOptions o;
+  o.trace = a.trace;
+  o.trace_format = a.trace_format;
+  o.model = a.model;
+  o.profile = a.profile;
+  o.loads = parse_loads(a.loads);
+  if (a.max_requests < 0) throw UsageError("--max-requests must be >= 0");
+  o.max_requests = a.max_requests;
+  o.backend = a.backend;
+  o.threads = a.threads;
+  o.seed = a.seed;
+  o.scheduler_preset = a.sched.preset.value_or("vllm");
+  for (auto& kv : scheduler_overrides(a.sched)) o.scheduler_options.push_back(std::move(kv));
+  if (a.num_gpu_blocks < 0) throw UsageError("--num-gpu-blocks-override must be >= 0");
+  o.num_gpu_blocks = a.num_gpu_blocks;
+  o.max_model_len = a.max_model_len;
+  o.out_dir = a.out_dir;
+  o.overwrite = a.overwrite;
+  o.plots = !a.no_plots;
+  if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "validate: " << line << "\n"; };
+
+  const ValidationResult result = run_validation(o);
+  const std::string plot_note = write_plots(result, o.out_dir, o.plots);
+  {
+    std::ofstream json(o.out_dir / "report.json", std::ios::binary);
+    json << report_json(result).dump(2) << "\n";
+    if (!json) throw Error((o.out_dir / "report.json").string() + ": write failed");
+    std::ofstream md(o.out_dir / "report.md", std::ios::binary);
+    write_report_markdown(md, result, plot_note);
+    if (!md) throw Error((o.out_dir / "report.md").string() + ": write failed");
+  }
+  print_validation_table(std::cout, result);
+  if (!plot_note.empty()) std::cerr << "validate: " << plot_note << "\n";
+  std::cout << "Wrote " << (o.out_dir / "report.md").string() << " and report.json\n";
+  // A replay that does not reproduce the engine is a bug, never a figure.
+  if (!result.parity_exact()) throw Error("replay parity failed: the simulator did not reproduce the engine's run (see report.md)");
+}
+
+const RegisterCommand registration{"validate", [](CLI::App& root) {
+  auto args = std::make_shared<ValidateArgs>();
+  auto* sub = root.add_subcommand("validate", "Engine vs simulator on the same requests at several loads, with a report");
+  auto& a = *args;
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load")->required();
+  sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
+  sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
+  sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
+  sub->add_option("--max-requests", a.max_requests, "Use the first N requests of the trace");
+  sub->add_option("--backend", a.backend, "Engine backend: auto, cpu or cuda");
+  sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)");
+  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling");
+  add_scheduler_flags(*sub, a.sched);
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
+  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks (default: 1 GiB of KV, as run)");
+  sub->add_option("--out", a.out_dir, "Output folder (default ./validation)");
+  sub->add_flag("--overwrite", a.overwrite, "Replace results already in --out");
+  sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
+  sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
+  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
+  sub->callback([args] { run(*args); });
+}};
+
+}  // namespace
+}  // namespace twin::cli

@@ -1,0 +1,29 @@
+#pragma once
+// The validation's outputs: report.json (machine-readable, the keys of
+// docs/validate.md), report.md (tables and plot links), gnuplot plots per
+// load, and a compact table for the terminal.
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "validate/validation.hpp"
+
+namespace twin {
+
+nlohmann::ordered_json report_json(const ValidationResult& result);
+
+// Writes each load folder's plot data (requests.dat, steps.dat) and plots.gp,
+// and runs gnuplot on it when `run_gnuplot` and gnuplot is on the PATH.
+// Returns "" when the plots were made, else why not (for report.md).
+std::string write_plots(const ValidationResult& result, const std::filesystem::path& out_dir, bool run_gnuplot);
+
+// report.md; `plot_note` is write_plots' answer.
+void write_report_markdown(std::ostream& out, const ValidationResult& result, const std::string& plot_note);
+
+// A few lines per load: p50/p90 of TTFT, TPOT, E2EL and throughput, measured,
+// calibrated and roofline, with the parity figure.
+void print_validation_table(std::ostream& out, const ValidationResult& result);
+
+}  // namespace twin

@@ -1,0 +1,104 @@
+#include <cmath>
+
+#include "validate/report.hpp"
+
+namespace twin {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json num(double v) {
+  if (!std::isfinite(v)) return nullptr;
+  return std::round(v * 1e6) / 1e6;
+}
+
+Json metric_json(const std::vector<MetricComparison>& metrics) {
+  Json out = Json::object();
+  for (const MetricComparison& m : metrics) {
+    Json v;
+    v["measured"] = num(m.measured);
+    v["predicted"] = num(m.predicted);
+    v["error_pct"] = num(m.error_pct);
+    if (m.stat == "value") out[m.metric] = std::move(v);
+    else out[m.metric][m.stat] = std::move(v);
+  }
+  return out;
+}
+
+Json model_details(const ModelResult& m) {
+  Json out;
+  Json req = Json::object();
+  for (const RequestErrorStats& e : m.request_errors) {
+    req[e.metric] = Json{{"count", e.count}, {"p10", num(e.p10)}, {"p50", num(e.p50)}, {"p90", num(e.p90)},
+                         {"mean_abs", num(e.mean_abs)}};
+  }
+  out["per_request_error_pct"] = std::move(req);
+  Json steps = Json::array();
+  for (const CompositionError& c : m.step_errors) {
+    Json j;
+    j["composition"] = std::string(composition_name(c.composition));
+    j["steps"] = c.steps;
+    j["measured_ms_mean"] = num(c.measured_ms_mean);
+    j["predicted_ms_mean"] = num(c.predicted_ms_mean);
+    j["error_pct"] = num(c.error_pct_of_total);
+    j["mean_abs_error_pct"] = num(c.mean_abs_error_pct);
+    j["p50_error_pct"] = num(c.p50_error_pct);
+    j["p90_abs_error_pct"] = num(c.p90_abs_error_pct);
+    Json ops = Json::object();
+    for (int k = 0; k < kNumOpKinds; ++k) {
+      if (c.op_ms_mean[k] > 0) ops[std::string(op_name(static_cast<OpKind>(k)))] = num(c.op_ms_mean[k]);
+    }
+    j["predicted_op_ms_mean"] = std::move(ops);
+    steps.push_back(std::move(j));
+  }
+  out["step_time_error"] = std::move(steps);
+  return out;
+}
+
+}  // namespace
+
+nlohmann::ordered_json report_json(const ValidationResult& r) {
+  Json out;
+  out["model"] = r.model;
+  out["profile"] = r.profile;
+  out["trace"] = r.trace;
+  out["requests"] = r.requests;
+  out["trace_rate_rps"] = num(r.trace_rate_rps);
+  out["capacity_rps"] = num(r.capacity_rps);
+  out["engine"] = r.engine_description;
+  out["replay_parity_exact"] = r.parity_exact();
+  Json loads = Json::array();
+  for (const LoadResult& l : r.loads) {
+    Json j;
+    j["load"] = num(l.load);
+    j["rate_rps"] = num(l.rate_rps);
+    j["folder"] = l.folder;
+    const ModelResult& predicted = l.models.front();
+    // Named, not iterated as temporaries: items() of a temporary would dangle.
+    const Json metrics = metric_json(predicted.metrics);
+    for (const auto& [key, value] : metrics.items()) j[key] = value;
+    if (l.parity_error.empty()) {
+      j["replay_parity_max_abs_ns"] = l.parity.max_abs_ns;
+    } else {
+      j["replay_parity_max_abs_ns"] = nullptr;
+    }
+    j["replay_parity_mismatched_requests"] = l.parity.mismatched;
+    if (!l.parity_error.empty() || !l.parity.first_mismatch.empty()) {
+      j["replay_parity_error"] = l.parity_error.empty() ? l.parity.first_mismatch : l.parity_error;
+    }
+    const Json details = model_details(predicted);
+    for (const auto& [key, value] : details.items()) j[key] = value;
+    j["engine_steps"] = l.engine.steps.size();
+    for (std::size_t m = 1; m < l.models.size(); ++m) {
+      Json other = metric_json(l.models[m].metrics);
+      const Json other_details = model_details(l.models[m]);
+      for (const auto& [key, value] : other_details.items()) other[key] = value;
+      j[l.models[m].name] = std::move(other);
+    }
+    loads.push_back(std::move(j));
+  }
+  out["loads"] = std::move(loads);
+  return out;
+}
+
+}  // namespace twin

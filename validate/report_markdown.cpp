@@ -1,0 +1,136 @@
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <string>
+
+#include "validate/report.hpp"
+
+namespace twin {
+namespace {
+
+std::string f(double v, int decimals = 3) {
+  if (!std::isfinite(v)) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string signed_pct(double v) {
+  if (!std::isfinite(v)) return "–";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+  return buf;
+}
+
+std::string parity_text(const LoadResult& l) {
+  if (!l.parity_error.empty()) return "FAILED: " + l.parity_error;
+  if (l.parity.exact()) return "exact (max |error| 0 ns over " + std::to_string(l.parity.requests) + " requests)";
+  return "FAILED: " + std::to_string(l.parity.mismatched) + " requests differ, max |error| " +
+         std::to_string(l.parity.max_abs_ns) + " ns; first: " + l.parity.first_mismatch;
+}
+
+// The two op kinds the model spends most of a composition's predicted time on.
+std::string top_ops(const CompositionError& c) {
+  int best = -1, second = -1;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    if (best < 0 || c.op_ms_mean[k] > c.op_ms_mean[best]) {
+      second = best;
+      best = k;
+    } else if (second < 0 || c.op_ms_mean[k] > c.op_ms_mean[second]) {
+      second = k;
+    }
+  }
+  std::string out;
+  for (int k : {best, second}) {
+    if (k < 0 || c.op_ms_mean[k] <= 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(op_name(static_cast<OpKind>(k))) + " " + f(c.op_ms_mean[k], 3);
+  }
+  return out.empty() ? "–" : out;
+}
+
+}  // namespace
+
+void write_report_markdown(std::ostream& out, const ValidationResult& r, const std::string& plot_note) {
+  out << "# Validation: " << r.model << "\n\n";
+  out << "- trace: `" << r.trace << "`, " << r.requests << " requests (" << f(r.trace_rate_rps) << " req/s as recorded)\n";
+  out << "- calibrated profile: `" << r.profile << "`\n";
+  out << "- engine: " << r.engine_description << "\n";
+  out << "- predicted capacity (calibrated model, every request at t=0): **" << f(r.capacity_rps) << " req/s**\n";
+  out << "- replay parity: **" << (r.parity_exact() ? "exact at every load" : "FAILED") << "**\n\n";
+  out << "Errors are (predicted − measured) / measured. The replay run feeds the engine's own step times to the "
+         "simulator: it must reproduce every request exactly, so any error left in a prediction is its cost "
+         "model's. Folders per load hold the engine's and each simulation's requests.csv, steps.csv and "
+         "summary.json.\n\n";
+  if (!plot_note.empty()) out << "**Plots:** " << plot_note << ".\n\n";
+
+  for (const LoadResult& l : r.loads) {
+    out << "## Load " << f(l.load, 2) << " (" << f(l.rate_rps) << " req/s) — [`" << l.folder << "/`](" << l.folder
+        << "/)\n\n";
+    out << "Replay parity: " << parity_text(l) << ".\n\n";
+    out << "| metric | measured |";
+    for (const ModelResult& m : l.models) out << ' ' << m.name << " | error |";
+    out << "\n|---|---:|";
+    for (std::size_t m = 0; m < l.models.size(); ++m) out << "---:|---:|";
+    out << "\n";
+    const std::size_t rows = l.models.front().metrics.size();
+    for (std::size_t i = 0; i < rows; ++i) {
+      const MetricComparison& base = l.models.front().metrics[i];
+      out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured) << " |";
+      for (const ModelResult& m : l.models) {
+        out << ' ' << f(m.metrics[i].predicted) << " | " << signed_pct(m.metrics[i].error_pct) << " |";
+      }
+      out << "\n";
+    }
+    out << "\nPer-request error (signed %, requests finished in both runs):\n\n";
+    out << "| model | metric | requests | p10 | p50 | p90 | mean abs |\n|---|---|---:|---:|---:|---:|---:|\n";
+    for (const ModelResult& m : l.models) {
+      for (const RequestErrorStats& e : m.request_errors) {
+        out << "| " << m.name << " | " << e.metric << " | " << e.count << " | " << signed_pct(e.p10) << " | "
+            << signed_pct(e.p50) << " | " << signed_pct(e.p90) << " | " << f(e.mean_abs, 1) << "% |\n";
+      }
+    }
+    out << "\nStep time on the engine's own steps, by batch composition (each model prices exactly the steps the "
+           "engine ran; op columns: where the model puts its predicted time, ms per step):\n\n";
+    out << "| model | composition | steps | measured ms | predicted ms | error of total | mean abs | p90 abs | top "
+           "predicted ops |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+    for (const ModelResult& m : l.models) {
+      for (const CompositionError& c : m.step_errors) {
+        out << "| " << m.name << " | " << composition_name(c.composition) << " | " << c.steps << " | "
+            << f(c.measured_ms_mean) << " | " << f(c.predicted_ms_mean) << " | " << signed_pct(c.error_pct_of_total)
+            << " | " << f(c.mean_abs_error_pct, 1) << "% | " << f(c.p90_abs_error_pct, 1) << "% | " << top_ops(c)
+            << " |\n";
+      }
+    }
+    if (plot_note.empty()) {
+      out << "\n![predicted vs measured](" << l.folder << "/scatter.svg)\n";
+      out << "![latency CDFs](" << l.folder << "/cdf.svg)\n";
+      out << "![step-time error vs batch size](" << l.folder << "/step_error.svg)\n";
+    }
+    out << "\n";
+  }
+}
+
+void print_validation_table(std::ostream& out, const ValidationResult& r) {
+  out << "Predicted capacity " << f(r.capacity_rps) << " req/s (" << r.requests << " requests)\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s\n", "load", "metric", "stat", "measured",
+                "calibrated", "error", "roofline", "error");
+  out << line;
+  for (const LoadResult& l : r.loads) {
+    const auto& cal = l.models.front().metrics;
+    for (std::size_t i = 0; i < cal.size(); ++i) {
+      const MetricComparison& c = cal[i];
+      if (c.stat == "p99" || c.metric == "itl_ms") continue;  // the compact view; report.md has all
+      const MetricComparison& roof = l.models.size() > 1 ? l.models[1].metrics[i] : c;
+      std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s\n", f(l.load, 2).c_str(),
+                    c.metric.c_str(), c.stat == "value" ? "" : c.stat.c_str(), f(c.measured).c_str(),
+                    f(c.predicted).c_str(), signed_pct(c.error_pct).c_str(), f(roof.predicted).c_str(),
+                    signed_pct(roof.error_pct).c_str());
+      out << line;
+    }
+    out << "       replay parity: " << parity_text(l) << "\n";
+  }
+}
+
+}  // namespace twin

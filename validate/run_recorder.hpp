@@ -1,0 +1,46 @@
+#pragma once
+// Records of one run (engine or simulator) kept in memory for the
+// comparison and written in the shared schema (requests.csv, steps.csv,
+// summary.json) into the run's folder, as `twinserve run` / `simulate` do.
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "engine/core/records.hpp"
+#include "metrics/collector.hpp"
+#include "metrics/output_dir.hpp"
+#include "metrics/request_csv.hpp"
+#include "metrics/step_csv.hpp"
+#include "metrics/summary.hpp"
+
+namespace twin {
+
+struct RunRecords {
+  std::vector<RequestRecord> requests;  // in end order, with their ITL gaps
+  std::vector<StepRecord> steps;
+  Summary summary;
+};
+
+class RunRecorder {
+ public:
+  // An empty dir writes nothing. Existing result files need overwrite
+  // (UsageError naming the file otherwise).
+  RunRecorder(const std::filesystem::path& dir, bool overwrite);
+  void on_request(const RequestRecord& record);
+  void on_step(const StepRecord& record);
+  // Summarises, writes summary.json and hands the records over.
+  RunRecords finish(const SummaryContext& context);
+
+ private:
+  std::filesystem::path dir_;
+  std::optional<OutputDir> out_;
+  std::ofstream requests_file_, steps_file_;
+  std::unique_ptr<RequestCsvWriter> request_writer_;
+  std::unique_ptr<StepCsvWriter> step_writer_;
+  MetricsCollector collector_;
+  RunRecords records_;
+};
+
+}  // namespace twin

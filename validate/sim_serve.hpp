@@ -1,0 +1,31 @@
+#pragma once
+// The simulator side of a validation: the same requests (already on the
+// engine's timeline) through a one-replica cluster, with the cluster's own
+// cost model or one put in its place (the replay, wrapped for pricing).
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/request.hpp"
+#include "sim/cluster.hpp"
+#include "sim/cluster_config.hpp"
+#include "sim/cost_model.hpp"
+#include "validate/run_recorder.hpp"
+
+namespace twin {
+
+// Builds the cluster of `config`, replaces every replica's cost model with
+// `model` when given, simulates `trace` and writes dir's result files (none
+// when dir is empty). `cost_model` labels the run in summary.json's config.
+RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Request>& trace,
+                             const std::filesystem::path& dir, bool overwrite, const std::string& cost_model,
+                             std::shared_ptr<CostModel> model = nullptr,
+                             const nlohmann::ordered_json& extra_echo = nlohmann::ordered_json::object());
+
+// The first replica's cost model of the cluster `config` describes.
+std::shared_ptr<CostModel> cost_model_of(const ClusterConfig& config);
+
+}  // namespace twin

@@ -1,0 +1,219 @@
+#include "validate/validation.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "engine/core/error.hpp"
+#include "engine/runtime/model_config.hpp"
+#include "engine/runtime/model_runner.hpp"
+#include "models/model_desc.hpp"
+#include "sim/cluster.hpp"
+#include "sim/replay_cost_model.hpp"
+#include "traces/trace_reader.hpp"
+#include "traces/trace_writer.hpp"
+#include "validate/engine_serve.hpp"
+#include "validate/load_scaling.hpp"
+#include "validate/sim_serve.hpp"
+
+namespace fs = std::filesystem;
+
+namespace twin {
+namespace {
+
+constexpr std::int64_t kDefaultKvBytes = std::int64_t{1} << 30;  // as `twinserve run` on the CPU
+
+std::vector<Request> read_trace(const ValidateOptions& o) {
+  TraceReadOptions read;
+  if (!o.trace_format.empty()) read.format = parse_format_name(o.trace_format);
+  TraceReader reader(o.trace, read);
+  std::vector<Request> out;
+  Request r;
+  while ((o.max_requests <= 0 || static_cast<std::int64_t>(out.size()) < o.max_requests) && reader.next(r)) {
+    out.push_back(r);
+  }
+  if (out.empty()) throw Error(o.trace + ": the trace has no requests to validate with");
+  return out;
+}
+
+// The calibrated cost model is a cluster group's `profile` key.
+void use_profile(ReplicaGroupConfig& group, const std::string& profile) {
+  // TODO(h1): group.profile = profile; until the calibrated model lands, the roofline stands in.
+  (void)group;
+  (void)profile;
+}
+
+std::string load_folder(double load) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "load_%.2f", load);
+  return buf;
+}
+
+void say(const ValidateOptions& o, const std::string& line) {
+  if (o.progress) o.progress(line);
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+bool ValidationResult::parity_exact() const {
+  for (const LoadResult& l : loads) {
+    if (!l.parity_error.empty() || !l.parity.exact()) return false;
+  }
+  return true;
+}
+
+std::vector<double> parse_loads(const std::string& text) {
+  std::vector<double> out;
+  if (!text.empty() && text.back() == ',') throw UsageError("--loads '" + text + "' ends with a comma; expected e.g. 0.3,0.6,0.9");
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != part.size() || !(v > 0) || !std::isfinite(v)) {
+      throw UsageError("--loads: '" + part + "' is not a load; expected positive fractions of the predicted capacity, e.g. 0.3,0.6,0.9");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError("--loads is empty; expected e.g. 0.3,0.6,0.9");
+  return out;
+}
+
+ValidationResult run_validation(const ValidateOptions& o) {
+  if (o.profile.empty()) {
+    throw UsageError("validate needs --profile FILE.json, a calibrated hardware profile: make one with "
+                     "`twinserve calibrate --model " + (o.model.empty() ? std::string("NAME") : o.model) +
+                     " --out FILE.json` (docs/validate.md)");
+  }
+  if (!fs::is_regular_file(o.profile)) throw Error("--profile " + o.profile + ": no such file");
+  if (o.loads.empty()) throw UsageError("--loads is empty; expected e.g. 0.3,0.6,0.9");
+  if (o.out_dir.empty()) throw UsageError("validate needs --out DIR");
+  for (const char* name : {"report.json", "report.md"}) {
+    if (!o.overwrite && fs::exists(o.out_dir / name)) {
+      throw UsageError((o.out_dir / name).string() + " already exists; pass --overwrite to replace it");
+    }
+  }
+
+  ValidationResult result;
+  result.model = o.model;
+  result.profile = o.profile;
+  result.trace = o.trace;
+  const std::vector<Request> trace = read_trace(o);
+  result.requests = static_cast<std::int64_t>(trace.size());
+  result.trace_rate_rps = trace_rate(trace);
+
+  // One cluster config for every side, so the engine and the three
+  // simulations run the same policy; the engine takes the resolved
+  // ReplicaConfig of the simulator's cluster itself.
+  const ModelConfig model = model_config_from(resolve_model(o.model));
+  OptionList options;
+  const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
+  options.emplace_back("max_model_len", std::to_string(o.max_model_len > 0 ? o.max_model_len : context));
+  for (const auto& kv : o.scheduler_options) options.push_back(kv);
+  ReplicaConfig probe = replica_preset(o.scheduler_preset);
+  for (const auto& [key, value] : options) set_replica_option(probe, key, value);
+  std::int32_t blocks = o.num_gpu_blocks;
+  if (blocks <= 0) {
+    blocks = static_cast<std::int32_t>(std::min<std::int64_t>(kDefaultKvBytes / kv_block_bytes(model, probe.kv.block_size), 1 << 30));
+  }
+  ClusterConfig roofline;
+  roofline.groups.emplace_back();
+  roofline.groups.front().model = o.model;
+  roofline.groups.front().hardware = o.roofline_hardware;
+  roofline.scheduler_preset = o.scheduler_preset;
+  roofline.scheduler_options = options;
+  roofline.num_gpu_blocks_override = blocks;
+  roofline.seed = o.seed;
+  ClusterConfig calibrated = roofline;
+  use_profile(calibrated.groups.front(), o.profile);
+
+  EngineSpec spec;
+  spec.model = o.model;
+  spec.backend = o.backend;
+  spec.threads = o.threads;
+  spec.seed = o.seed;
+  spec.replica = build_cluster(calibrated).groups.front().replica;
+  const std::shared_ptr<CostModel> calibrated_model = cost_model_of(calibrated);
+  const std::shared_ptr<CostModel> roofline_model = cost_model_of(roofline);
+
+  // Capacity: the request throughput of a saturated run (every request at
+  // t = 0), as the calibrated model predicts it.
+  const RunRecords saturated = simulate_requests(calibrated, all_at_once(trace), {}, false, "calibrated");
+  result.capacity_rps = saturated.summary.request_throughput;
+  if (!(result.capacity_rps > 0)) throw Error("the calibrated model predicts no throughput for " + o.trace);
+  say(o, "capacity: " + fixed(result.capacity_rps, 3) + " req/s predicted (calibrated, " +
+             std::to_string(trace.size()) + " requests at t=0)");
+
+  EngineServer engine(spec);
+  result.engine_description = engine.description();
+  say(o, "engine: " + result.engine_description);
+  fs::create_directories(o.out_dir);
+
+  for (double load : o.loads) {
+    LoadResult lr;
+    lr.load = load;
+    lr.rate_rps = load * result.capacity_rps;
+    lr.folder = load_folder(load);
+    const fs::path dir = o.out_dir / lr.folder;
+    fs::create_directories(dir);
+    const std::vector<Request> scaled = scale_to_rate(trace, lr.rate_rps);
+    {
+      TraceWriter writer((dir / "trace.jsonl").string(), o.overwrite);
+      for (const Request& r : scaled) writer.write(r);
+      writer.close();
+    }
+    nlohmann::ordered_json echo;
+    echo["trace"] = (dir / "trace.jsonl").string();
+    echo["load"] = load;
+    echo["rate_rps"] = lr.rate_rps;
+    say(o, "load " + fixed(load, 2) + ": " + fixed(lr.rate_rps, 3) + " req/s, serving " +
+               std::to_string(scaled.size()) + " requests on the engine (" +
+               fixed(to_seconds(scaled.back().arrival), 1) + " s of arrivals)");
+    lr.engine = engine.serve(scaled, dir / "engine", o.overwrite, echo);
+
+    say(o, "load " + fixed(load, 2) + ": simulating (calibrated, roofline, replay)");
+    ModelResult cal{"calibrated", simulate_requests(calibrated, scaled, dir / "calibrated", o.overwrite, "calibrated",
+                                                    nullptr, echo),
+                    {}, {}, {}};
+    ModelResult roof{"roofline", simulate_requests(roofline, scaled, dir / "roofline", o.overwrite, "roofline", nullptr, echo),
+                     {}, {}, {}};
+
+    auto replay = std::make_shared<ReplayCostModel>(lr.engine.steps, (dir / "engine" / "steps.csv").string());
+    auto pricing = std::make_shared<PricingCostModel>(
+        replay, std::vector<std::shared_ptr<CostModel>>{calibrated_model, roofline_model});
+    try {
+      lr.replay = simulate_requests(roofline, scaled, dir / "replay", o.overwrite, "replay", pricing, echo);
+      lr.parity = compare_parity(lr.engine.requests, lr.replay.requests);
+      if (replay->remaining() != 0) {
+        lr.parity_error = std::to_string(replay->remaining()) + " recorded steps were never replayed";
+      }
+    } catch (const Error& e) {
+      lr.parity_error = e.what();
+    }
+    lr.priced_steps = pricing->steps();
+    std::size_t index = 0;
+    for (ModelResult* m : {&cal, &roof}) {
+      m->metrics = compare_summaries(lr.engine.summary, m->run.summary);
+      m->request_errors = request_errors(lr.engine.requests, m->run.requests);
+      m->step_errors = composition_errors(lr.priced_steps, index++);
+    }
+    lr.models.push_back(std::move(cal));
+    lr.models.push_back(std::move(roof));
+    result.loads.push_back(std::move(lr));
+  }
+  return result;
+}
+
+}  // namespace twin

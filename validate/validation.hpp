@@ -1,0 +1,79 @@
+#pragma once
+// `twinserve validate`: close the loop between the engine and the simulator.
+// The simulator with the calibrated cost model predicts one replica's
+// capacity; for each load (a fraction of it) the trace is rescaled, served
+// by the engine for real, and simulated three ways on the same requests:
+// calibrated (the prediction), replay of the engine's step log (parity: must
+// be exact, so any error left is the cost model's) and roofline (the
+// uncalibrated baseline). docs/validate.md describes the outputs.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/cluster_config.hpp"
+#include "validate/comparison.hpp"
+#include "validate/run_recorder.hpp"
+#include "validate/step_pricing.hpp"
+
+namespace twin {
+
+struct ValidateOptions {
+  std::string trace;
+  std::string trace_format;      // empty: detected
+  std::string model;             // name or config path
+  std::string profile;           // calibrated hardware profile (twinserve calibrate); required
+  std::string roofline_hardware = "cpu";
+  std::vector<double> loads = {0.3, 0.6, 0.9};
+  std::int64_t max_requests = 0;  // 0: the whole trace
+  std::string backend = "cpu";
+  std::int32_t threads = 0;
+  std::uint64_t seed = 0;
+  std::string scheduler_preset = "vllm";
+  OptionList scheduler_options;        // as set_replica_option takes them, applied in order
+  std::int32_t num_gpu_blocks = 0;     // 0: 1 GiB of KV, as `twinserve run`
+  std::int32_t max_model_len = 0;      // 0: the model's context, as `twinserve run`
+  std::filesystem::path out_dir;
+  bool overwrite = false;
+  bool plots = true;                   // run gnuplot when it is installed
+  std::function<void(const std::string&)> progress;  // one line per stage
+};
+
+// Loads must be positive and finite; throws UsageError naming the bad value.
+std::vector<double> parse_loads(const std::string& text);
+
+struct ModelResult {  // one simulated prediction of a load
+  std::string name;   // calibrated, roofline
+  RunRecords run;
+  std::vector<MetricComparison> metrics;
+  std::vector<RequestErrorStats> request_errors;
+  std::vector<CompositionError> step_errors;
+};
+
+struct LoadResult {
+  double load = 0;
+  double rate_rps = 0;
+  std::string folder;  // relative to the output folder
+  RunRecords engine;
+  RunRecords replay;
+  ParityResult parity;
+  std::string parity_error;  // the replay failed (diverged): why
+  std::vector<ModelResult> models;  // calibrated first, then roofline
+  std::vector<PricedStep> priced_steps;  // per engine step: measured, then each model's price
+};
+
+struct ValidationResult {
+  std::string model, profile, trace;
+  std::int64_t requests = 0;
+  double trace_rate_rps = 0;
+  double capacity_rps = 0;  // predicted, saturated run, calibrated model
+  std::string engine_description;
+  std::vector<LoadResult> loads;
+  bool parity_exact() const;
+};
+
+// Runs everything and writes the per-load folders (not the report).
+ValidationResult run_validation(const ValidateOptions& options);
+
+}  // namespace twin
