@@ -38,11 +38,7 @@ std::vector<Request> read_trace(const ValidateOptions& o) {
 }
 
 // The calibrated cost model is a cluster group's `profile` key.
-void use_profile(ReplicaGroupConfig& group, const std::string& profile) {
-  // TODO(h1): group.profile = profile; until the calibrated model lands, the roofline stands in.
-  (void)group;
-  (void)profile;
-}
+void use_profile(ReplicaGroupConfig& group, const std::string& profile) { group.profile = profile; }
 
 std::string load_folder(double load) {
   char buf[32];

@@ -25,10 +25,12 @@ fs::path fresh_dir(const std::string& name) {
   return d;
 }
 
-// A calibrated profile of the tiny model on this machine.
+// A calibrated profile of the tiny model on this machine (the quick grid).
 std::string make_profile(const fs::path& dir) {
   const std::string profile = (dir / "tiny-profile.json").string();
-  std::ofstream(profile) << "{}\n";  // TODO(h1): twinserve calibrate --model tiny --out profile
+  const auto r = run_twinserve("calibrate --model tiny --quick --threads 1 --out " + profile, true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
   return profile;
 }
 
@@ -55,6 +57,12 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   for (const auto& load : report["loads"]) {
     INFO(load.dump());
     CHECK(load["replay_parity_max_abs_ns"] == 0);
+    // A loose bound: a broken calibration path is off by far more than this.
+    for (const char* metric : {"ttft_ms", "tpot_ms", "e2el_ms"}) {
+      INFO(metric);
+      CHECK(std::abs(load[metric]["p50"]["error_pct"].get<double>()) <= 25.0);
+    }
+    CHECK(std::abs(load["output_throughput"]["error_pct"].get<double>()) <= 25.0);
     for (const char* metric : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"}) {
       for (const char* stat : {"p50", "p90", "p99"}) {
         for (const char* key : {"measured", "predicted", "error_pct"}) {
@@ -91,7 +99,8 @@ TEST_CASE("validate: bad input exits non-zero with a message") {
   const fs::path dir = fresh_dir("bad");
   const std::string trace = (dir / "t.jsonl").string();
   REQUIRE(run_twinserve("trace generate --requests 4 --rate 50 --seed 1 " + trace).exit_code == 0);
-  const std::string profile = make_profile(dir);
+  const std::string profile = (dir / "profile.json").string();  // never read: the loads fail first
+  std::ofstream(profile) << "{}\n";
   const std::string base = "validate --trace " + trace + " --model tiny --out " + (dir / "out").string();
 
   const auto no_profile = run_twinserve(base, true);

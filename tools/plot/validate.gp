@@ -8,7 +8,7 @@
 # tokens, composition 0 decode-only 1 prefill-only 2 mixed, step ms measured
 # / calibrated / roofline, error % calibrated / roofline).
 if (!exists("dir")) dir = "."
-set terminal svg size 1100,480 dynamic font "sans,11"
+set terminal svg size 1100,480 dynamic noenhanced font "sans,11"
 set datafile missing "nan"
 set key top left
 set grid
