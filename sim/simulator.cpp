@@ -68,13 +68,19 @@ struct Simulator::State {
     events.reserve(4 * replicas.size() + 16);
   }
 
+  // Record buffers trade places with the replicas' (no allocation per step).
+  std::vector<RequestRecord> finished_buffer;
+  std::vector<StepRecord> steps_buffer;
+
   void drain(ReplicaRun& run) {
-    for (const RequestRecord& rec : run.replica.take_finished()) {
+    run.replica.take_finished(finished_buffer);
+    for (const RequestRecord& rec : finished_buffer) {
       --in_flight;
       sink->on_request(rec);
     }
     if (options.record_steps) {
-      for (const StepRecord& step : run.replica.take_steps()) sink->on_step(step);
+      run.replica.take_steps(steps_buffer);
+      for (const StepRecord& step : steps_buffer) sink->on_step(step);
     }
   }
 

@@ -160,7 +160,14 @@ void KvCache::publish(const Request& req, SeqKv& seq, std::int32_t num_computed_
 
 void KvCache::free(SeqKv& seq) {
   // Tail first: the tail reaches the free list first, so it is evicted first.
-  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) pool_.release(*it);
+  // The blocks' states are scattered over the pool: load a few ahead.
+  const std::size_t n = seq.blocks.size();
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < std::min(n, kAhead); ++i) pool_.prefetch(seq.blocks[n - 1 - i]);
+  for (std::size_t i = n; i-- > 0;) {
+    if (i >= kAhead) pool_.prefetch(seq.blocks[i - kAhead]);
+    pool_.release(seq.blocks[i]);
+  }
   seq.blocks.clear();
   seq.num_published = 0;
 }

@@ -108,6 +108,8 @@ void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now);
 void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }
 std::vector<RequestRecord> Replica::take_finished() { return impl_->take_finished(); }
 std::vector<StepRecord> Replica::take_steps() { return impl_->take_steps(); }
+void Replica::take_finished(std::vector<RequestRecord>& out) { impl_->take_finished(out); }
+void Replica::take_steps(std::vector<StepRecord>& out) { impl_->take_steps(out); }
 void Replica::set_record_steps(bool on) { impl_->set_record_steps(on); }
 std::optional<Time> Replica::next_wakeup() const { return impl_->next_wakeup(); }
 bool Replica::can_plan() const { return impl_->can_plan(); }

@@ -78,6 +78,11 @@ class Replica {
   std::vector<RequestRecord> take_finished();
   // Step records since the last call.
   std::vector<StepRecord> take_steps();
+  // The same two, into a buffer the caller recycles (cleared first): buffers
+  // trade places with the replica's, so a loop calling these allocates
+  // nothing per step.
+  void take_finished(std::vector<RequestRecord>& out);
+  void take_steps(std::vector<StepRecord>& out);
   void set_record_steps(bool on);
 
   // When plan() may have work without any new arrival or completion (dynamic

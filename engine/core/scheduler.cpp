@@ -134,6 +134,7 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
   r.output_tokens = s.num_output;
   r.cached_prompt_tokens = s.cached_prompt_tokens;
   r.preemptions = s.preemptions;
+  if (s.num_output > 0) flush_itl(s, 0);
   r.itl = std::move(s.itl);
   finished_.push_back(std::move(r));
 
@@ -489,6 +490,8 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     stopped_sorted_.assign(result.stopped.begin(), result.stopped.end());
     std::sort(stopped_sorted_.begin(), stopped_sorted_.end());
   }
+  const std::int64_t completion = done_base_ + static_cast<std::int64_t>(done_times_.size());
+  done_times_.push_back(now);
   bool any_ended = false;
   for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
     const std::int32_t slot = entry->slots[j];
@@ -506,12 +509,13 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     ++s.num_output;
     if (s.num_output == 1) {
       s.first_token = now;
-      // Bounded: a huge output_len must not reserve memory it may never use.
-      s.itl.reserve(static_cast<std::size_t>(std::min(s.output_len - 1, 4096)));
+    } else if (s.last_sample + 1 == completion) {
+      ++s.run_gaps;  // the common decode step: no store outside the hot line
     } else {
-      s.itl.push_back(now - s.last_token);
+      flush_itl(s, 1);
+      s.itl.push_back(now - done_at(s.last_sample));
     }
-    s.last_token = now;
+    s.last_sample = completion;
     if (s.num_output >= s.output_len ||
         (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.id))) {
       end_request(slot, Outcome::finished, "", now, false);
@@ -533,6 +537,33 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   entry->active = false;
   entry->slots.clear();  // keeps its capacity for the next plan
   --num_in_flight_;
+  if (done_times_.size() >= trim_at_) trim_done_times();
+}
+
+void Scheduler::flush_itl(Seq& s, std::size_t extra) {
+  const std::size_t need = s.itl.size() + static_cast<std::size_t>(s.run_gaps) + extra;
+  if (need > s.itl.capacity()) {
+    // Bounded: a huge output_len must not reserve memory it may never use.
+    const auto expected = static_cast<std::size_t>(std::min(s.output_len - 1, 4096));
+    s.itl.reserve(std::max({need, expected, 2 * s.itl.capacity()}));
+  }
+  for (std::int64_t c = s.last_sample - s.run_gaps + 1; c <= s.last_sample; ++c) {
+    s.itl.push_back(done_at(c) - done_at(c - 1));
+  }
+  s.run_gaps = 0;
+}
+
+// Drops the completion times no live request's ITL run still needs. Called
+// when the log has doubled since the last trim: amortised O(1) per step.
+void Scheduler::trim_done_times() {
+  std::int64_t keep_from = done_base_ + static_cast<std::int64_t>(done_times_.size());
+  for (const Seq& s : seqs_) {
+    if (s.state == State::free || s.state == State::ended || s.num_output == 0) continue;
+    keep_from = std::min(keep_from, s.last_sample - s.run_gaps);
+  }
+  done_times_.erase(done_times_.begin(), done_times_.begin() + static_cast<std::ptrdiff_t>(keep_from - done_base_));
+  done_base_ = keep_from;
+  trim_at_ = std::max<std::size_t>(4096, 2 * done_times_.size());
 }
 
 // ---- queries ----------------------------------------------------------------

@@ -41,6 +41,14 @@ class Scheduler {
 
   std::vector<RequestRecord> take_finished();
   std::vector<StepRecord> take_steps();
+  void take_finished(std::vector<RequestRecord>& out) {
+    out.clear();
+    out.swap(finished_);
+  }
+  void take_steps(std::vector<StepRecord>& out) {
+    out.clear();
+    out.swap(steps_);
+  }
   void set_record_steps(bool on) { record_steps_ = on; }
   std::optional<Time> next_wakeup() const;
 
@@ -64,9 +72,16 @@ class Scheduler {
   // request's id and lengths) share the first cache line with the block
   // table's pointers, so scheduling and completing a decode touches one line
   // per request; the request itself and the rest are cold.
+  //
+  // Inter-token gaps are not stored per token: a request that samples in
+  // consecutive completions of this replica has gaps equal to the differences
+  // of those completions' times (done_times_), so only the run's length is
+  // counted here; the gaps are written into `itl` when the run breaks or the
+  // request ends (a store per token into a line per request was a sixth of a
+  // big simulation's time).
   struct alignas(64) Seq {
     RequestId id = 0;            // copies of req's, set at add()
-    Time last_token = kNoTime;
+    std::int64_t last_sample = -1;  // completion index of the last sampled token
     std::int32_t num_computed = 0;
     std::int32_t num_output = 0;
     std::int32_t prompt_len = 0;
@@ -74,10 +89,11 @@ class Scheduler {
     State state = State::free;
     bool in_flight = false;      // in an outstanding plan
     bool scheduled = false;      // in the plan being built
-    bool admitted_once = false;
-    bool batch_member = false;   // static / dynamic: part of the current batch
+    std::int32_t run_gaps = 0;   // gaps of completions (last_sample - run_gaps, last_sample] not yet in itl
     SeqKv kv;
     std::vector<Time> itl;
+    bool admitted_once = false;
+    bool batch_member = false;   // static / dynamic: part of the current batch
     std::int32_t cached_prompt_tokens = 0;
     std::int32_t preemptions = 0;
     Time queued_at = 0;
@@ -111,6 +127,11 @@ class Scheduler {
   void preempt(StepPlan& plan, std::size_t running_index);
   bool ensure_kv(Seq& s, std::int32_t total_tokens);
   std::int32_t chunk(const Seq& s) const;
+  Time done_at(std::int64_t completion) const {
+    return done_times_[static_cast<std::size_t>(completion - done_base_)];
+  }
+  void flush_itl(Seq& s, std::size_t extra);
+  void trim_done_times();
   void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new);
   bool needs_prefill(const Seq& s) const {
     return s.num_computed < s.prompt_len || s.num_computed + 1 < s.known_tokens();
@@ -145,6 +166,11 @@ class Scheduler {
   std::int32_t num_in_flight_ = 0;
   std::uint64_t next_step_id_ = 0;
   std::vector<RequestId> stopped_sorted_;
+  // Times of this replica's step completions, complete() by complete(), from
+  // completion index done_base_ on: what the live requests' ITL runs need.
+  std::vector<Time> done_times_;
+  std::int64_t done_base_ = 0;
+  std::size_t trim_at_ = 4096;
 
   bool record_steps_ = false;
   std::vector<RequestRecord> finished_;

@@ -1,6 +1,10 @@
 // Simulator speed and memory: a big cluster run and a single-replica run.
 //   bench_sim [REQUESTS]   (or TWIN_BENCH_SIM_REQUESTS; default 200,000 to keep
 //                           `make bench` short; the figure is 1,000,000)
+//   TWIN_BENCH_SIM_OUT=DIR  also writes the cluster run's requests.csv,
+//                           steps.csv and summary.json there (overwriting), to
+//                           check that a speed change left every byte alone
+//   TWIN_BENCH_SIM_ONLY=1   runs only the cluster run with step records
 // Workload: Azure-2023-conversation-like lengths (log-normal fits of its
 // prompt p50 1020 / mean 1155 and output p50 129 / mean 211), Poisson
 // arrivals at 80% of the cluster's measured saturated request rate.
@@ -55,7 +59,8 @@ double saturated_rate() {
   return r.summary.request_throughput;
 }
 
-void run(const char* label, int replicas, std::int64_t requests, double rate, bool step_stats = true) {
+void run(const char* label, int replicas, std::int64_t requests, double rate, bool step_stats = true,
+         const char* out_dir = nullptr) {
   GeneratorOptions gen;
   gen.max_requests = requests;
   gen.rate = rate;
@@ -67,6 +72,10 @@ void run(const char* label, int replicas, std::int64_t requests, double rate, bo
   const std::clock_t cpu_start = std::clock();
   RunOutputs outputs;
   outputs.step_stats = step_stats;
+  if (out_dir) {
+    outputs.out_dir = out_dir;
+    outputs.overwrite = true;
+  }
   const RunResult r = run_simulation(cluster(replicas), src, outputs);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
@@ -93,10 +102,12 @@ int main(int argc, char** argv) {
   std::int64_t requests = 200'000;
   if (const char* env = std::getenv("TWIN_BENCH_SIM_REQUESTS")) requests = std::atoll(env);
   if (argc > 1) requests = std::atoll(argv[1]);
+  const char* out_dir = std::getenv("TWIN_BENCH_SIM_OUT");
+  const bool only_cluster = std::getenv("TWIN_BENCH_SIM_ONLY") != nullptr;
   const double per_replica = saturated_rate();
   std::printf("one Llama-3.1-8B H100 replica saturates at %.2f req/s on this workload\n", per_replica);
-  run("single replica (target < 0.5 s)", 1, 10'000, 0.8 * per_replica);
-  run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32);
-  run("cluster, no step records", 32, requests, 0.8 * per_replica * 32, false);
+  if (!only_cluster) run("single replica (target < 0.5 s)", 1, 10'000, 0.8 * per_replica);
+  run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32, true, out_dir);
+  if (!only_cluster) run("cluster, no step records", 32, requests, 0.8 * per_replica * 32, false);
   return 0;
 }
