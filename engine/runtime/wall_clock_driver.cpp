@@ -53,7 +53,10 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
       last_due = at;
       pending.arrival = at;  // the engine's timeline: TTFT counts from when the client sent it
       materialize_prompt_tokens(pending, vocab, options.token_seed);
-      replica.add(std::move(pending), now);
+      // Queued as of its arrival, not of when the loop took it in (after the
+      // step in flight): rejections and the dynamic batcher's timeout count
+      // from there, as in the simulator, which adds at the arrival instant.
+      replica.add(std::move(pending), at);
       ++stats.submitted;
       pending = Request{};
       have = next(pending);
