@@ -1,0 +1,164 @@
+// twinserve plan: the cheapest deployment that meets the SLOs on a trace
+// (docs/plan.md). Candidates run on a thread pool; under mpirun they are
+// spread over the ranks and gathered on rank 0, which alone writes.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.hpp"
+#include "metrics/output_dir.hpp"
+#include "planner/mpi_split.hpp"
+#include "planner/plan_report.hpp"
+#include "planner/planner.hpp"
+#include "planner/thread_pool.hpp"
+#include "tools/twinserve/command_registry.hpp"
+
+namespace twin::cli {
+namespace {
+
+struct PlanArgs {
+  std::string trace, slo, out_dir, search_path, trace_format, dtype;
+  std::optional<std::string> model;
+  std::vector<std::string> hardware, presets, routers;
+  std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
+  std::optional<std::int32_t> max_gpus;
+  std::optional<double> budget;
+  double tolerance = 0.02;
+  std::int64_t probe_requests = 2000, verify_requests = 0;
+  std::int32_t max_extra_replicas = 8;
+  std::uint64_t seed = 0;
+  int jobs = 0;
+  bool overwrite = false, no_plots = false;
+};
+
+PlanOptions make_options(const PlanArgs& a) {
+  PlanOptions o;
+  if (!a.search_path.empty()) load_search_file(o.space, a.search_path);
+  if (a.model) o.space.model = *a.model;
+  if (!a.dtype.empty()) o.space.dtype = a.dtype;
+  if (!a.hardware.empty()) o.space.hardware = a.hardware;
+  if (!a.tp.empty()) o.space.tp = a.tp;
+  if (!a.pp.empty()) o.space.pp = a.pp;
+  if (!a.presets.empty()) o.space.presets = a.presets;
+  if (!a.routers.empty()) o.space.routers = a.routers;
+  if (!a.max_num_batched_tokens.empty()) o.space.max_num_batched_tokens = a.max_num_batched_tokens;
+  if (!a.max_num_seqs.empty()) o.space.max_num_seqs = a.max_num_seqs;
+  if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
+  if (a.budget) o.space.budget = *a.budget;
+  o.slos = a.slo;
+  o.capacity.tolerance = a.tolerance;
+  if (a.probe_requests < 0) throw UsageError("--probe-requests: expected 0 (all) or a positive count");
+  if (a.verify_requests < 0) throw UsageError("--verify-requests: expected 0 (all) or a positive count");
+  if (a.max_extra_replicas < 0) throw UsageError("--max-extra-replicas: expected a count >= 0");
+  o.capacity.probe_requests = static_cast<std::size_t>(a.probe_requests);
+  o.verify_requests = static_cast<std::size_t>(a.verify_requests);
+  o.max_extra_replicas = a.max_extra_replicas;
+  o.seed = a.seed;
+  o.jobs = a.jobs;
+  return o;
+}
+
+void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const PlanOptions options = make_options(a);
+  check_plan_options(options);
+  if (mpi.rank() == 0) {
+    const OutputDir refuse_early(a.out_dir, a.overwrite, plan_files());  // before the long part
+  }
+  TraceReadOptions read;
+  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
+  const LoadedTrace trace = load_trace(a.trace, read);
+  if (arrival_rate(trace) <= 0) {
+    throw Error(a.trace + ": plan needs at least two requests with different arrival times (a rate to size for)");
+  }
+
+  const std::vector<Candidate> candidates = plan_candidates(options);
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (static_cast<int>(i % static_cast<std::size_t>(mpi.size())) == mpi.rank()) mine.push_back(i);
+  }
+  std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, options);
+  if (mpi.active() && mpi.size() > 1) {
+    std::vector<std::pair<std::size_t, std::string>> items;
+    for (std::size_t k = 0; k < mine.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
+    const auto gathered = mpi.gather(items);
+    if (mpi.rank() != 0) return;
+    results.clear();
+    for (const auto& [index, text] : gathered) results.push_back(candidate_result_from_json(nlohmann::json::parse(text)));
+    if (results.size() != candidates.size()) throw Error("plan: gathered " + std::to_string(results.size()) + " of " +
+                                                          std::to_string(candidates.size()) + " candidates");
+  }
+  const PlanResult plan = assemble_plan(trace, options, std::move(results));
+  print_plan(std::cout, plan);
+  const std::string plots = write_plan_outputs(a.out_dir, a.overwrite, !a.no_plots, plan, options);
+  std::size_t probes = 0, checks = 0;
+  for (const auto& c : plan.candidates) {
+    probes += c.capacity.probes.size();
+    checks += c.verify.size();
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  std::cout << "\nEvaluated " << candidates.size() << " candidates (" << probes << " capacity probes, " << checks
+            << " cluster checks) in " << wall << " s wall on " << (options.jobs > 0 ? options.jobs : default_jobs())
+            << " threads" << (mpi.size() > 1 ? " x " + std::to_string(mpi.size()) + " MPI ranks" : "") << "\n";
+  std::cout << "Wrote plan.json, plan.csv, pareto.csv to " << a.out_dir << "; " << plots << "\n";
+}
+
+const RegisterCommand registration{"plan", [](CLI::App& root) {
+  auto args = std::make_shared<PlanArgs>();
+  auto& a = *args;
+  auto* sub = root.add_subcommand("plan", "Find the cheapest deployment that meets SLOs on a trace (capacity planning)");
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required();
+  sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
+  sub->add_option("--out", a.out_dir, "Write plan.json, plan.csv, pareto.csv and plots here")->required();
+  sub->add_flag("--overwrite", a.overwrite, "Replace plan files already in --out");
+  sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
+  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
+  sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
+  sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');
+  sub->add_option("--tp", a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',');
+  sub->add_option("--pp", a.pp, "PP sizes to try (default 1)")->delimiter(',');
+  sub->add_option("--scheduler", a.presets, "Scheduler presets to try (default vllm)")->delimiter(',');
+  sub->add_option("--max-num-batched-tokens,--chunk-size", a.max_num_batched_tokens,
+                  "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',');
+  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',');
+  sub->add_option("--router", a.routers, "Routers to try for the replicas (default least_outstanding)")->delimiter(',');
+  sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment");
+  sub->add_option("--budget", a.budget, "At most this many $ per hour");
+  sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)");
+  sub->add_option("--probe-requests", a.probe_requests,
+                  "Requests per capacity probe: the trace's first N (default 2000; 0: all)");
+  sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)");
+  sub->add_option("--max-extra-replicas", a.max_extra_replicas,
+                  "Replicas added one at a time when the cluster check fails (default 8)");
+  sub->add_option("--seed", a.seed, "Seed for the routers' random choices");
+  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)");
+  sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
+  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
+  sub->callback([args] {
+    MpiSession mpi;
+    if (!mpi.active() || mpi.size() == 1) {
+      run_plan_command(*args, mpi);
+      return;
+    }
+    int code = 0;
+    try {
+      run_plan_command(*args, mpi);
+    } catch (const UsageError& e) {
+      if (mpi.rank() == 0) std::cerr << "twinserve: error: " << e.what() << "\n";
+      code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "twinserve: error (rank " << mpi.rank() << "): " << e.what() << "\n";
+      code = 1;
+    }
+    if (code != 0) mpi.abort(code);
+  });
+}};
+
+}  // namespace
+}  // namespace twin::cli
