@@ -35,6 +35,14 @@ std::string pct(const nlohmann::json& v) {
   return buf;
 }
 
+// Single-quoted for the shell (appends: GCC 12's -Wrestrict misfires on "'" + s + "'").
+std::string quoted(const std::string& s) {
+  std::string out(1, '\'');
+  out.append(s);
+  out.push_back('\'');
+  return out;
+}
+
 bool within(const nlohmann::json& v, double bound) { return v.is_number() && std::abs(v.get<double>()) <= bound; }
 
 }  // namespace
@@ -46,7 +54,7 @@ int main(int argc, char** argv) {
   const fs::path profile = argc > 2 ? fs::path(argv[2]) : work / "small-cpu.json";
   const fs::path trace = work / "chat.jsonl";
   const fs::path out = work / "validation";
-  const std::string b = "'" + bin.string() + "'";
+  const std::string b = quoted(bin.string());
 
   if (shell(b + " trace generate --requests 48 --rate 1 --arrivals gamma --cv 1.5 --prompt uniform:32:192 "
                 "--output uniform:8:48 --seed 7 '" + trace.string() + "' --force >/dev/null") != 0) {
