@@ -1,0 +1,100 @@
+// twinserve plan / sweep end to end: outputs, bad input, same bytes for any
+// thread count and under MPI.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/planner/planner_test_util.hpp"
+#include "tests/support/run_cli.hpp"
+
+namespace twin {
+namespace {
+
+std::string plan_args(const std::string& trace, const std::filesystem::path& out) {
+  return "plan --trace '" + trace + "' --model llama-3.1-8b --hw h100-80gb,a100-80gb --tp 1,3 --max-num-batched-tokens 1024,4096 "
+         "--slo 'ttft_p90<=1s,tpot_p90<=60ms' --probe-requests 120 --tolerance 0.05 --no-plots --out '" +
+         out.string() + "'";
+}
+
+TEST_CASE("plan writes its files and gives the same bytes on 1 and 2 threads") {
+  const std::string trace = test::write_vidur(test::chat_trace(200, 15.0), "cli_trace.csv");
+  const auto a = test::planner_tmp("plan_j1"), b = test::planner_tmp("plan_j2");
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
+  const auto r1 = test::run_twinserve(plan_args(trace, a) + " --jobs 1", true);
+  INFO(r1.out);
+  REQUIRE(r1.exit_code == 0);
+  CHECK_THAT(r1.out, Catch::Contains("Chosen:"));
+  CHECK_THAT(r1.out, Catch::Contains("Pruned (4)"));
+  const auto r2 = test::run_twinserve(plan_args(trace, b) + " --jobs 2", true);
+  REQUIRE(r2.exit_code == 0);
+  for (const char* f : {"plan.json", "plan.csv", "pareto.csv"}) {
+    INFO(f);
+    CHECK(!test::read_file(a / f).empty());
+    CHECK(test::read_file(a / f) == test::read_file(b / f));
+  }
+  // No overwrite without --overwrite.
+  const auto again = test::run_twinserve(plan_args(trace, a), true);
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.out, Catch::Contains("--overwrite"));
+}
+
+TEST_CASE("plan under mpirun -n 2 writes the single-process bytes") {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun not found: MPI comparison skipped");
+    return;
+  }
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);
+  const std::string trace = test::write_vidur(test::chat_trace(200, 15.0), "mpi_trace.csv");
+  const auto single = test::planner_tmp("plan_single"), multi = test::planner_tmp("plan_mpi");
+  std::filesystem::remove_all(single);
+  std::filesystem::remove_all(multi);
+  REQUIRE(test::run_twinserve(plan_args(trace, single) + " --jobs 1").exit_code == 0);
+  const std::string cmd = "mpirun --allow-run-as-root --oversubscribe -n 2 '" + std::string(bin) + "' " + plan_args(trace, multi) +
+                          " --jobs 1 > '" + test::planner_tmp("mpi.log").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  INFO(test::read_file(test::planner_tmp("mpi.log")));
+  REQUIRE(status == 0);
+  CHECK_THAT(test::read_file(test::planner_tmp("mpi.log")), Catch::Contains("2 MPI ranks"));
+  for (const char* f : {"plan.json", "plan.csv", "pareto.csv"}) {
+    INFO(f);
+    CHECK(test::read_file(single / f) == test::read_file(multi / f));
+  }
+}
+
+TEST_CASE("plan and sweep reject bad input naming the key") {
+  const std::string trace = test::write_vidur(test::chat_trace(30, 5.0), "bad_trace.csv");
+  const std::string search = test::planner_tmp("bad_search.json").string();
+  std::ofstream(search) << R"({"hardware": ["h100-80gb"], "tensor_parallel": [1]})";
+  const auto out = test::planner_tmp("plan_bad");
+  const auto r = test::run_twinserve("plan --trace '" + trace + "' --search '" + search + "' --slo 'ttft_p90<=1s' --out '" +
+                                         out.string() + "'",
+                                     true);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out, Catch::Contains("tensor_parallel"));
+  const auto no_slo = test::run_twinserve("plan --trace '" + trace + "' --slo '' --out '" + out.string() + "'", true);
+  CHECK(no_slo.exit_code == 2);
+  const auto s = test::run_twinserve("sweep --trace '" + trace + "' --vary max_num_batched_tokens=512 --vary chunky=1,2", true);
+  CHECK(s.exit_code == 2);
+  CHECK_THAT(s.out, Catch::Contains("chunky"));
+}
+
+TEST_CASE("sweep prints a table and writes sweep.csv") {
+  const std::string trace = test::write_vidur(test::chat_trace(40, 5.0), "sweep_trace.csv");
+  const auto out = test::planner_tmp("sweep_out");
+  std::filesystem::remove_all(out);
+  const auto r = test::run_twinserve("sweep --trace '" + trace + "' --vary router=round_robin,least_outstanding --vary replicas=1,2 "
+                                     "--slo 'ttft_p90<=1s' --out '" + out.string() + "'",
+                                     true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("least_outstanding"));
+  const std::string csv = test::read_file(out / "sweep.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+}
+
+}  // namespace
+}  // namespace twin

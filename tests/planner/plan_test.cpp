@@ -1,0 +1,129 @@
+// Plan behaviour: monotonicity, pruning, an SLO nobody meets, exact round trip.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "engine/core/error.hpp"
+#include "planner/planner.hpp"
+#include "planner/plan_report.hpp"
+#include "tests/planner/planner_test_util.hpp"
+
+namespace twin {
+namespace {
+
+PlanOptions two_gpu_kinds(const std::string& slos) {
+  PlanOptions o;
+  o.space.model = "llama-3.1-8b";
+  o.space.hardware = {"a100-80gb", "h100-80gb"};
+  o.space.tp = {1};
+  o.slos = slos;
+  o.capacity.probe_requests = 150;
+  o.capacity.tolerance = 0.05;
+  o.jobs = 2;
+  return o;
+}
+
+const std::string kTight = "ttft_p90<=150ms,tpot_p90<=25ms";
+const std::string kLoose = "ttft_p90<=2s,tpot_p90<=100ms";
+
+double chosen_cost(const PlanResult& p) {
+  REQUIRE(p.chosen >= 0);
+  return p.candidates[static_cast<std::size_t>(p.chosen)].cost_per_hour;
+}
+
+TEST_CASE("a looser SLO never costs more and a higher rate never costs less") {
+  const LoadedTrace trace = test::chat_trace(300, 40.0);
+  const PlanResult tight = run_plan(trace, two_gpu_kinds(kTight));
+  const PlanResult loose = run_plan(trace, two_gpu_kinds(kLoose));
+  CHECK(chosen_cost(loose) <= chosen_cost(tight));
+  for (std::size_t i = 0; i < tight.candidates.size(); ++i) {
+    CHECK(loose.candidates[i].capacity.capacity >= tight.candidates[i].capacity.capacity);
+  }
+  const PlanResult faster = run_plan(test::scale_rate(trace, 10.0), two_gpu_kinds(kLoose));
+  CHECK(chosen_cost(faster) >= chosen_cost(loose));
+  CHECK(faster.candidates[static_cast<std::size_t>(faster.chosen)].replicas >= 2);
+}
+
+TEST_CASE("candidates that cannot run are pruned with the reason") {
+  PlanOptions o = two_gpu_kinds(kLoose);
+  const LoadedTrace trace = test::chat_trace(20, 5.0);
+  Candidate big;
+  big.model = "llama-3.1-70b";
+  big.hardware = "a100-80gb";
+  big.preset = "vllm";
+  big.router = "round_robin";
+  const CandidateResult too_big = evaluate_candidate(big, trace, o);
+  CHECK(too_big.status == CandidateStatus::pruned);
+  CHECK_THAT(too_big.reason, Catch::Contains("llama-3.1-70b"));
+  CHECK(too_big.capacity.probes.empty());
+
+  Candidate odd = big;
+  odd.model = "llama-3.1-8b";
+  odd.tp = 3;  // 32 heads, 8 KV heads
+  const CandidateResult bad_tp = evaluate_candidate(odd, trace, o);
+  CHECK(bad_tp.status == CandidateStatus::pruned);
+  CHECK_THAT(bad_tp.reason, Catch::Contains("tp"));
+
+  o.space.max_gpus = 2;
+  Candidate wide = odd;
+  wide.tp = 4;
+  const CandidateResult too_wide = evaluate_candidate(wide, trace, o);
+  CHECK(too_wide.status == CandidateStatus::pruned);
+  CHECK_THAT(too_wide.reason, Catch::Contains("--max-gpus"));
+}
+
+TEST_CASE("an SLO no candidate meets is an answer with the closest candidates and their floors") {
+  PlanOptions o = two_gpu_kinds("ttft_p90<=1ms");
+  o.space.tp = {1, 3};  // tp=3 is pruned and never listed as close
+  o.capacity.max_bracket_steps = 4;
+  const LoadedTrace trace = test::chat_trace(60, 5.0);
+  const PlanResult p = run_plan(trace, o);
+  CHECK(p.chosen < 0);
+  CHECK(p.ranking.empty());
+  REQUIRE(p.closest.size() == 2);
+  for (std::size_t i : p.closest) {
+    const CandidateResult& c = p.candidates[i];
+    CHECK(c.status == CandidateStatus::slo_unmet);
+    REQUIRE(c.has_floor);
+    CHECK(c.floor.ttft_ms > 1.0);  // the floor is what rules it out
+    CHECK(c.floor.prompt_len == p.prompt_len_for_floor);
+  }
+  // H100 prefills faster than A100: it is the closer miss.
+  CHECK(p.candidates[p.closest.front()].candidate.hardware == "h100-80gb");
+  std::ostringstream out;
+  print_plan(out, p);
+  CHECK_THAT(out.str(), Catch::Contains("No candidate meets the SLOs"));
+  CHECK_THAT(out.str(), Catch::Contains("zero-load floor"));
+}
+
+TEST_CASE("budget and GPU limits exclude candidates from the choice") {
+  PlanOptions o = two_gpu_kinds(kLoose);
+  o.space.budget = 0.01;
+  const PlanResult p = run_plan(test::chat_trace(100, 20.0), o);
+  CHECK(p.chosen < 0);
+  for (const auto& c : p.candidates) CHECK(c.status == CandidateStatus::over_budget);
+}
+
+TEST_CASE("candidate results survive the JSON round trip exactly") {
+  PlanOptions o = two_gpu_kinds(kLoose);
+  o.space.hardware = {"h100-80gb"};
+  const PlanResult p = run_plan(test::chat_trace(100, 20.0), o);
+  const auto j = candidate_result_json(p.candidates[0]);
+  const CandidateResult back = candidate_result_from_json(nlohmann::json::parse(j.dump()));
+  CHECK(candidate_result_json(back).dump() == j.dump());
+  CHECK(back.capacity.capacity == p.candidates[0].capacity.capacity);
+}
+
+TEST_CASE("search files check every key") {
+  SearchSpace s;
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"tpp": [1]})"), "s.json"),
+                    Catch::Contains("tpp") && Catch::Contains("unknown key"));
+  CHECK_THROWS_AS(apply_search_json(s, nlohmann::json::parse(R"({"tp": "two"})"), "s.json"), UsageError);
+  apply_search_json(s, nlohmann::json::parse(R"({"hardware": "h200", "tp": [1, 2], "max_num_batched_tokens": [512, 2048]})"), "s.json");
+  CHECK(enumerate_candidates(s).size() == 4);
+  s.hardware = {"no-such-gpu"};
+  CHECK_THROWS_AS(check_search_space(s), UsageError);
+}
+
+}  // namespace
+}  // namespace twin
