@@ -1,0 +1,304 @@
+#include "engine/profiler/calibrate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <unistd.h>
+
+#include "engine/core/error.hpp"
+#include "engine/profiler/op_bench.hpp"
+#include "engine/profiler/step_overhead.hpp"
+#include "engine/runtime/model_config.hpp"
+#include "hwprofiles/calibrated_lookup.hpp"
+#include "models/model_math.hpp"
+
+#ifndef TWIN_GIT_COMMIT
+#define TWIN_GIT_COMMIT "unknown"
+#endif
+#ifndef TWIN_VERSION
+#define TWIN_VERSION "unknown"
+#endif
+
+namespace twin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Token counts 1, 2, 3, 4, 6, 8, 12, ... (x1.5 / x1.33 steps) up to `top`,
+// which is always the last point.
+std::vector<std::int64_t> log_grid(std::int64_t top, bool coarse) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t p = 1; p <= top; p *= 2) {
+    out.push_back(p);
+    if (!coarse && p >= 2 && p + p / 2 <= top) out.push_back(p + p / 2);
+  }
+  if (coarse) {
+    std::vector<std::int64_t> every_other;
+    for (std::size_t i = 0; i < out.size(); i += 2) every_other.push_back(out[i]);
+    out = every_other;
+  }
+  if (out.empty() || out.back() != top) out.push_back(top);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) {
+        std::string v = line.substr(colon + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    }
+  }
+  return "unknown";
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The op of `kind` step_ops emits for `batch`.
+// A one-token chunk after a context is a decode to step_ops; the prefill
+// table's first row still wants it (same formulas), relabelled.
+Op op_of(const ModelDesc& m, const BatchShape& batch, Dtype w, Dtype kv, OpKind kind) {
+  std::vector<Op> ops;
+  step_ops(m, batch, ParallelLayout{}, w, kv, 0, ops);
+  for (Op& op : ops) {
+    if (op.kind == OpKind::attn_decode && kind == OpKind::attn_prefill && op.num_seqs == 1) op.kind = kind;
+    if (op.kind == kind) return op;
+  }
+  throw Error("profiler: step_ops emits no '" + std::string(op_name(kind)) + "' for this batch");
+}
+
+BatchShape one_seq(std::int64_t tokens, std::int64_t context, bool samples) {
+  BatchShape b;
+  b.seqs.push_back({tokens, context, samples});
+  return b;
+}
+
+BatchShape many_seqs(std::int64_t seqs, std::int64_t tokens, std::int64_t context, bool samples) {
+  BatchShape b;
+  b.seqs.assign(static_cast<std::size_t>(seqs), SeqShape{tokens, context, samples});
+  return b;
+}
+
+CalibratedPoint point(double x, const Op& op, const TimingStats& t) {
+  return {x, t.median_ns, t.p10_ns, t.p90_ns, op.flops, op.bytes};
+}
+
+}  // namespace
+
+CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& options) {
+  const auto wall_start = Clock::now();
+  if (options.tp != 1) {
+    throw UsageError(options.backend == "cpu"
+                         ? "calibrate: --tp " + std::to_string(options.tp) +
+                               " cannot run on the CPU backend (one process, no collectives); use --tp 1"
+                         : "calibrate: --tp " + std::to_string(options.tp) + ": the engine runs one device; use --tp 1");
+  }
+  if (model.is_moe()) {
+    throw UsageError("calibrate: model '" + model.name + "' is a mixture of experts; its expert ops are not profiled yet");
+  }
+  const ModelConfig config = model_config_from(model);
+  const std::int64_t context = config.max_position_embeddings;
+  const std::int64_t max_tokens =
+      std::min(context, options.max_tokens > 0 ? options.max_tokens : (options.quick ? 256 : 4096));
+  const std::int64_t max_seqs = std::min<std::int64_t>(options.quick ? 32 : 256, max_tokens);
+  std::ostream* log = options.progress;
+
+  OpBenchOptions bo;
+  bo.backend = options.backend;
+  bo.threads = options.threads;
+  bo.weights_dir = options.weights_dir;
+  bo.weight_dtype = options.dtype;
+  bo.seed = options.seed;
+  bo.max_tokens = max_tokens;
+  bo.max_seqs = max_seqs;
+  auto bench = std::make_unique<OpBench>(config, bo);
+
+  CalibratedProfile p;
+  ProfileMetadata& meta = p.metadata;
+  const DeviceInfo dev = bench->device_info();
+  meta.model = model.name;
+  meta.dtype = bench->weight_dtype_name() == "bf16" ? "bf16" : "fp32";
+  meta.kv_dtype = "fp32";  // the engine's KV cache is f32
+  meta.backend = bench->backend_name();
+  meta.device = dev.name;
+  meta.cpu_model = cpu_model_name();
+  meta.hostname = host_name();
+  meta.date = utc_now();
+  meta.git_commit = TWIN_GIT_COMMIT;
+  meta.twinserve_version = TWIN_VERSION;
+  meta.threads = dev.threads;
+  meta.tp = 1;
+  meta.block_size = 16;
+  meta.max_tokens = max_tokens;
+  meta.quick = options.quick;
+  const Dtype w = parse_dtype(meta.dtype), kv = Dtype::fp32;
+
+  TimingPolicy policy;
+  if (options.quick) {
+    policy.warmup = 1;
+    policy.min_repeats = 3;
+    policy.max_repeats = 3;
+    policy.budget_ns = 0;
+  } else {
+    policy.warmup = 1;
+    policy.min_repeats = 5;
+    policy.max_repeats = 15;
+    policy.budget_ns = 30e6;
+  }
+  meta.repeats = policy.min_repeats;
+
+  // The grids.
+  const std::vector<std::int64_t> tokens = log_grid(max_tokens, options.quick);
+  const std::vector<std::int64_t> seqs = log_grid(max_seqs, options.quick);
+  std::vector<std::int64_t> prefill_n, contexts, batches, decode_ctx;
+  for (std::int64_t n = 1; n <= max_tokens; n *= 4) prefill_n.push_back(n);
+  if (prefill_n.back() != max_tokens) prefill_n.push_back(max_tokens);
+  contexts.push_back(0);
+  for (std::int64_t c = 16; c < context; c *= 4) contexts.push_back(c);
+  for (std::int64_t b = 1; b <= max_seqs; b *= (options.quick ? 4 : 2)) batches.push_back(b);
+  if (batches.back() != max_seqs) batches.push_back(max_seqs);
+  for (std::int64_t c = 16; c < context; c *= 4) decode_ctx.push_back(c);
+  // A decode point holds batch x context tokens of one layer's KV.
+  const std::int64_t kv_cap = options.quick ? 8192 : 131072;
+
+  const OpKind token_ops[] = {OpKind::embed,        OpKind::rmsnorm,  OpKind::qkv_proj,  OpKind::rotary,
+                              OpKind::o_proj,       OpKind::gate_up_proj, OpKind::silu_mul, OpKind::down_proj,
+                              OpKind::final_norm};
+  const OpKind seq_ops[] = {OpKind::lm_head, OpKind::sample};
+  std::int64_t total_points = static_cast<std::int64_t>(std::size(token_ops) * tokens.size() + std::size(seq_ops) * seqs.size());
+  for (std::int64_t n : prefill_n)
+    for (std::int64_t c : contexts) total_points += n + c <= context ? 1 : 0;
+  for (std::int64_t b : batches)
+    for (std::int64_t c : decode_ctx) total_points += b * c <= kv_cap ? 1 : 0;
+  std::int64_t done = 0;
+  auto report = [&](const std::string& what, std::size_t points) {
+    done += static_cast<std::int64_t>(points);
+    if (log) {
+      *log << "calibrate: " << what << ": " << points << " points (" << done << "/" << total_points << ", "
+           << static_cast<std::int64_t>(std::chrono::duration<double>(Clock::now() - wall_start).count()) << " s)\n";
+      log->flush();
+    }
+  };
+  if (log) {
+    *log << "calibrate: " << model.name << " (" << meta.dtype << ") on " << meta.device << ", " << total_points
+         << " points, tokens up to " << max_tokens << (options.quick ? " (quick)" : "") << "\n";
+  }
+
+  auto curve = [&](OpKind kind, const std::vector<std::int64_t>& xs, bool per_seq) {
+    CurveTable t;
+    t.op = kind;
+    for (std::int64_t x : xs) {
+      const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, false), w, kv, kind);
+      t.n = op.n;
+      t.k = table_kind(kind) == TableKind::gemm ? op.k : 0;
+      t.points.push_back(point(static_cast<double>(x), op, bench->time(op, policy)));
+    }
+    report(std::string(op_name(kind)), t.points.size());
+    (table_kind(kind) == TableKind::gemm ? p.gemm : p.elementwise).push_back(std::move(t));
+  };
+  for (OpKind kind : token_ops) curve(kind, tokens, false);
+  for (OpKind kind : seq_ops) curve(kind, seqs, true);
+
+  GridTable prefill;
+  prefill.op = OpKind::attn_prefill;
+  std::size_t prefill_points = 0;
+  for (std::int64_t n : prefill_n) {
+    GridRow row;
+    row.key = static_cast<double>(n);
+    for (std::int64_t c : contexts) {
+      if (n + c > context) continue;
+      const Op op = op_of(model, one_seq(n, c, false), w, kv, OpKind::attn_prefill);
+      prefill.heads = op.n;
+      prefill.head_dim = op.k;
+      row.points.push_back(point(static_cast<double>(c), op, bench->time(op, policy)));
+    }
+    prefill_points += row.points.size();
+    if (!row.points.empty()) prefill.rows.push_back(std::move(row));
+  }
+  report("attn_prefill", prefill_points);
+  GridTable decode;
+  decode.op = OpKind::attn_decode;
+  std::size_t decode_points = 0;
+  for (std::int64_t b : batches) {
+    GridRow row;
+    row.key = static_cast<double>(b);
+    for (std::int64_t c : decode_ctx) {
+      if (b * c > kv_cap) continue;
+      const Op op = op_of(model, many_seqs(b, 1, c, false), w, kv, OpKind::attn_decode);
+      decode.heads = op.n;
+      decode.head_dim = op.k;
+      row.points.push_back(point(static_cast<double>(c), op, bench->time(op, policy)));
+    }
+    decode_points += row.points.size();
+    if (!row.points.empty()) decode.rows.push_back(std::move(row));
+  }
+  report("attn_decode", decode_points);
+  p.attention.push_back(std::move(prefill));
+  p.attention.push_back(std::move(decode));
+  bench.reset();  // free its weights before the runner loads its own
+
+  // Whole steps through the executor: decode-only, prefill-only and mixed.
+  std::vector<StepScenario> scenarios;
+  const auto cap = [&](std::int64_t v) { return static_cast<std::int32_t>(std::min<std::int64_t>(v, context / 2)); };
+  if (options.quick) {
+    scenarios = {{"decode x1", 1, cap(16), 6, 0, 0, 0},
+                 {"decode x8", 8, cap(16), 6, 0, 0, 0},
+                 {"prefill", 1, cap(64), 1, 0, 0, 0},
+                 {"prefill", 1, cap(64), 1, 0, 0, 0},
+                 {"prefill", 1, cap(64), 1, 0, 0, 0},
+                 {"mixed x4", 4, cap(16), 8, 2, cap(48), 3}};
+  } else {
+    scenarios = {{"decode x1", 1, cap(64), 24, 0, 0, 0},
+                 {"decode x8", 8, cap(64), 24, 0, 0, 0},
+                 {"decode x32", 32, cap(64), 16, 0, 0, 0},
+                 {"prefill 128", 1, cap(128), 1, 0, 0, 0},
+                 {"prefill 512", 1, cap(512), 1, 0, 0, 0},
+                 {"prefill 4x256", 4, cap(256), 1, 0, 0, 0},
+                 {"mixed x8", 8, cap(64), 24, 3, cap(256), 6}};
+    // Repeat the short prefill-only scenarios: one step each.
+    const std::vector<StepScenario> base = scenarios;
+    for (int r = 0; r < 4; ++r)
+      for (const StepScenario& s : base)
+        if (s.output == 1) scenarios.push_back(s);
+  }
+  RunnerOptions ro;
+  ro.backend = options.backend;
+  ro.threads = options.threads;
+  ro.weights_dir = options.weights_dir;
+  ro.seed = options.seed;
+  ro.weight_dtype = options.dtype;
+  ro.block_size = static_cast<std::int32_t>(meta.block_size);
+  const std::vector<MeasuredStep> steps = measure_steps(config, ro, scenarios);
+  const CalibratedTables tables(p, "(calibration in progress)");
+  p.overhead = fit_step_overhead(steps, tables, model, w, kv);
+  if (log) {
+    *log << "calibrate: step overhead from " << steps.size() << " engine steps: " << p.overhead.base_ns / 1e3
+         << " us + " << p.overhead.per_seq_ns / 1e3 << " us per seq\n";
+  }
+  meta.seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  return p;
+}
+
+}  // namespace twin
