@@ -1,0 +1,138 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "engine/profiler/calibrate.hpp"
+#include "engine/profiler/op_timer.hpp"
+#include "engine/profiler/step_overhead.hpp"
+#include "engine/runtime/model_config.hpp"
+#include "hwprofiles/calibrated_lookup.hpp"
+#include "models/model_desc.hpp"
+#include "tests/support/run_cli.hpp"
+
+using namespace twin;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() : path(std::filesystem::temp_directory_path() / ("twin_profiler_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+CalibratedProfile quick_tiny() {
+  CalibrateOptions o;
+  o.quick = true;
+  return calibrate(resolve_model("tiny"), o);
+}
+
+}  // namespace
+
+TEST_CASE("quantiles of repeats") {
+  CHECK(quantile({3, 1, 2}, 0.5) == 2);
+  CHECK(quantile({4, 1, 3, 2}, 0.5) == 2.5);
+  CHECK(quantile({5}, 0.9) == 5);
+}
+
+TEST_CASE("a quick calibration of tiny covers every op its steps need") {
+  const CalibratedProfile p = quick_tiny();
+  CHECK(p.metadata.model == "tiny");
+  CHECK(p.metadata.dtype == "fp32");
+  CHECK(p.metadata.kv_dtype == "fp32");
+  CHECK(p.metadata.backend == "cpu");
+  CHECK(p.metadata.threads >= 1);
+  CHECK(p.metadata.quick);
+  CHECK(p.gemm.size() == 5);
+  CHECK(p.elementwise.size() == 6);
+  REQUIRE(p.attention.size() == 2);
+  for (const auto& t : p.gemm) {
+    for (const auto& pt : t.points) {
+      CHECK(pt.time_ns > 0);
+      CHECK(pt.p10_ns <= pt.time_ns);
+      CHECK(pt.time_ns <= pt.p90_ns);
+    }
+  }
+  CHECK_FALSE(p.overhead.samples.empty());
+  // Every op of a mixed step prices without a missing table.
+  const CalibratedTables tables(p, "quick");
+  BatchShape b;
+  b.seqs = {{1, 40, true}, {1, 100, true}, {30, 0, true}, {20, 16, false}};
+  std::vector<Op> scratch;
+  const StepLookup l = lookup_step(tables, resolve_model("tiny"), b, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
+  CHECK(l.ops_ns > 0);
+  CHECK(l.out_of_range == 0);
+}
+
+TEST_CASE("calibrated predictions of real engine steps are within a loose bound") {
+  const CalibratedProfile p = quick_tiny();
+  const CalibratedTables tables(p, "quick");
+  const ModelDesc model = resolve_model("tiny");
+  RunnerOptions ro;
+  ro.block_size = 16;
+  const std::vector<StepScenario> scenarios = {{"decode x4", 4, 16, 12, 0, 0, 0}, {"mixed x2", 2, 16, 10, 2, 48, 3}};
+  const std::vector<MeasuredStep> steps = measure_steps(model_config_from(model), ro, scenarios);
+  REQUIRE(steps.size() > 10);
+  std::vector<double> ratios;
+  std::vector<Op> scratch;
+  for (const MeasuredStep& s : steps) {
+    const StepLookup l = lookup_step(tables, model, s.shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
+    ratios.push_back(l.total_ns() / s.measured_ns);
+  }
+  // Loose: machines are noisy; the tight figure is measured by hand (docs/calibrate.md).
+  const double median = quantile(ratios, 0.5);
+  INFO("median predicted / measured " << median);
+  CHECK(median > 0.5);
+  CHECK(median < 1.5);
+}
+
+TEST_CASE("twinserve calibrate --quick writes a profile simulate --profile accepts") {
+  TempDir dir;
+  const std::string profile = dir.file("tiny.json");
+  auto r = test::run_twinserve("calibrate --model tiny --quick --out '" + profile + "'", true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(std::filesystem::exists(profile));
+  CHECK_NOTHROW(load_calibrated_profile(profile));
+  // Without --overwrite an existing profile is kept.
+  r = test::run_twinserve("calibrate --model tiny --quick --out '" + profile + "'", true);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains(profile));
+
+  const std::string trace = dir.file("trace.jsonl");
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 6; ++i)
+      t << "{\"id\":" << i << ",\"arrival_s\":" << 0.01 * i << ",\"prompt_len\":" << 20 + 10 * i
+        << ",\"output_len\":" << 8 << "}\n";
+  }
+  r = test::run_twinserve("simulate --trace '" + trace + "' --model tiny --hw cpu --num-gpu-blocks-override 64 --profile '" +
+                              profile + "' --no-progress",
+                          true);
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+
+  // Bad input: a profile of another model, a missing profile, tp > 1 on the CPU.
+  r = test::run_twinserve("simulate --trace '" + trace + "' --model small --hw cpu --num-gpu-blocks-override 64 --profile '" +
+                              profile + "' --no-progress",
+                          true);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out, Catch::Contains(profile) && Catch::Contains("tiny") && Catch::Contains("small"));
+  r = test::run_twinserve("simulate --trace '" + trace + "' --model tiny --hw cpu --profile '" + dir.file("none.json") +
+                              "' --no-progress",
+                          true);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.out, Catch::Contains(dir.file("none.json")));
+  r = test::run_twinserve("calibrate --model tiny --quick --tp 2 --out '" + dir.file("tp2.json") + "'", true);
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.out, Catch::Contains("CPU"));
+  r = test::run_twinserve("calibrate --model no-such-model --quick --out '" + dir.file("x.json") + "'", true);
+  CHECK(r.exit_code == 2);
+}
