@@ -4,6 +4,7 @@
 
 #include "engine/core/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "sim/replay_cost_model.hpp"
 
 namespace twin {
 namespace {
@@ -108,6 +109,7 @@ Cluster build_cluster(const ClusterConfig& config) {
                                      : parse_dtype(gc.kv_dtype);
     std::shared_ptr<const CalibratedTables> profile;
     if (!gc.profile.empty()) {
+      if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
       profile = load_calibrated_tables(gc.profile);
       apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
     }
@@ -159,7 +161,10 @@ Cluster build_cluster(const ClusterConfig& config) {
     if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
     params.kv_block_bytes_per_gpu = g.memory.block_bytes;
     std::shared_ptr<CostModel> model;
-    if (profile) {
+    if (!gc.replay.empty()) {
+      if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
+      model = std::make_shared<ReplayCostModel>(ReplayCostModel::from_file(gc.replay));
+    } else if (profile) {
       model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
     } else {
       model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);

@@ -91,7 +91,7 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
 ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
   check_keys(g, origin, where,
              {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "gpu_memory_utilization",
-              "num_gpu_blocks_override", "scheduler", "profile"});
+              "num_gpu_blocks_override", "scheduler", "replay", "profile"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
@@ -106,6 +106,7 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
     else if (key == "num_gpu_blocks_override")
       out.num_gpu_blocks_override = static_cast<std::int32_t>(get_int(v, origin, name, 0, std::numeric_limits<std::int32_t>::max()));
     else if (key == "scheduler") out.scheduler_options = get_options(v, origin, name, nullptr);
+    else if (key == "replay") out.replay = get_string(v, origin, name);
     else if (key == "profile") out.profile = get_string(v, origin, name);
   }
   return out;
@@ -178,6 +179,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     if (g.gpu_memory_utilization > 0) j["gpu_memory_utilization"] = g.gpu_memory_utilization;
     if (g.num_gpu_blocks_override >= 0) j["num_gpu_blocks_override"] = g.num_gpu_blocks_override;
     if (!g.scheduler_options.empty()) j["scheduler"] = options_json(g.scheduler_options);
+    if (!g.replay.empty()) j["replay"] = g.replay;
     if (!g.profile.empty()) j["profile"] = g.profile;
     groups.push_back(std::move(j));
   }

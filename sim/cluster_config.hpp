@@ -26,6 +26,10 @@ struct ReplicaGroupConfig {
   double gpu_memory_utilization = 0;       // 0: the cluster's
   std::int32_t num_gpu_blocks_override = -1;  // -1: the cluster's; 0: none
   OptionList scheduler_options;            // applied after the cluster's
+  // Cost model: empty = roofline from the hardware profile. `replay` is an
+  // engine run's steps.csv: every step lasts what it measured (the replay
+  // parity check; pp must be 1).
+  std::string replay;
   // `profile` is a calibrated profile (`twinserve calibrate`): the calibrated
   // cost model; the group's dtypes default to the profile's.
   std::string profile;

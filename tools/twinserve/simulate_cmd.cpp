@@ -23,7 +23,7 @@ namespace {
 
 struct SimulateArgs {
   std::string trace, config_path, out_dir, trace_format, on_bad_row = "error";
-  std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo;
+  std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo, replay;
   std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   std::optional<double> gpu_memory_utilization;
@@ -43,6 +43,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.kv_dtype) g.kv_dtype = *a.kv_dtype;
     if (a.tp) g.tp = *a.tp;
     if (a.pp) g.pp = *a.pp;
+    if (a.replay) g.replay = *a.replay;
     if (a.profile) g.profile = *a.profile;
   }
   if (a.replicas) {
@@ -121,6 +122,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
   sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan");
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
+  sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
