@@ -1,5 +1,6 @@
 #include "engine/core/prefix_hash.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "engine/core/error.hpp"
@@ -41,7 +42,9 @@ void hash_tokens(const Request& req, std::int32_t block_size, std::vector<BlockH
                 std::to_string(req.prompt_tokens.size()) + " tokens, expected prompt_len " +
                 std::to_string(req.prompt_len));
   }
-  const std::int32_t full = req.prompt_len / block_size;
+  const std::int32_t named =
+      req.named_prompt_tokens < 0 ? req.prompt_len : std::min(req.named_prompt_tokens, req.prompt_len);
+  const std::int32_t full = named / block_size;
   out.reserve(static_cast<std::size_t>(full));
   BlockHash parent = 0;
   for (std::int32_t k = 0; k < full; ++k) {

@@ -18,6 +18,13 @@ struct Request {
   // Optional concrete prompt (engine runs, or traces that carry tokens).
   // When present its size equals prompt_len.
   std::vector<TokenId> prompt_tokens;
+  // Leading prompt tokens whose content names prefix-cache blocks; -1: all.
+  // The engine fills prompt positions a trace leaves unnamed (no hash id)
+  // with per-request filler tokens and sets this to the named count, so its
+  // cache names exactly the blocks the simulator names from the hash ids
+  // (filler would otherwise let a request hit its own blocks after a
+  // recompute preemption where the simulator cannot: replay parity).
+  std::int32_t named_prompt_tokens = -1;
 
   // Optional Mooncake-style block ids: hash_ids[i] names prompt tokens
   // [i * hash_block_size, (i + 1) * hash_block_size). Requests that share a

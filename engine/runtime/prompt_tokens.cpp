@@ -41,6 +41,7 @@ void materialize_prompt_tokens(Request& req, std::int64_t vocab_size, std::uint6
       for (std::size_t j = 0; j < hbs && covered < n; ++j) req.prompt_tokens[covered++] = token_of(key, j, vocab_size);
     }
   }
+  req.named_prompt_tokens = static_cast<std::int32_t>(covered);
   const std::uint64_t key = mix(mix(seed) ^ static_cast<std::uint64_t>(req.id));
   for (std::size_t i = covered; i < n; ++i) req.prompt_tokens[i] = token_of(key, i, vocab_size);
 }

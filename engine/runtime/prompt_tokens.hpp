@@ -5,7 +5,9 @@
 //   (seed, h, j) alone: requests sharing a leading run of ids share that
 //   token prefix (and the core hashes real tokens, as it would for text);
 // - prompt positions no hash id covers, and length-only requests, get tokens
-//   from (seed, request id, position): no accidental sharing.
+//   from (seed, request id, position): no accidental sharing. Such filler is
+//   not content: named_prompt_tokens stops at it, so the prefix cache names
+//   the same blocks as the simulator does from the hash ids.
 #include <cstdint>
 
 #include "engine/core/request.hpp"

@@ -168,14 +168,13 @@ TEST_CASE("replay parity when the KV cache runs out and requests are preempted")
     INFO("preemption " << mode);
     // 12 blocks of 8 tokens hold 96 tokens: a burst of five requests growing
     // to ~60 tokens each cannot all stay.
-    // Prefix caching off: with it, a recomputed request can hit blocks of its
-    // own generated tokens on the engine (hashed from real token ids) that
-    // the simulator, which has no output token ids, does not hit; that
-    // divergence is open (docs/validate.md).
+    // Prefix caching on, half the requests sharing a prefix: a recomputed
+    // request hits what is still cached of its own named prompt blocks on
+    // both sides, and never the engine's filler tokens (named_prompt_tokens).
     const auto config = tiny_cluster("vllm", 12, {{"max_model_len", "96"}, {"block_size", "8"},
-                                                  {"preemption", mode}, {"num_host_blocks", "64"},
-                                                  {"enable_prefix_caching", "false"}});
-    const std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
+                                                  {"preemption", mode}, {"num_host_blocks", "64"}});
+    std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
+    add_shared_prefixes(trace, 8, 1);
     const RunRecords engine = check_parity(config, trace);
     std::int64_t preemptions = 0;
     for (const RequestRecord& r : engine.requests) preemptions += r.preemptions;
