@@ -140,24 +140,50 @@ StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const Cal
     rs.push_back(quantile(g.residual, 0.5));
   }
   if (xs.empty()) return o;
-  double mx = 0, mr = 0;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    mx += xs[i];
-    mr += rs[i];
+  // Fit residual = base + per_seq * seqs with both terms >= 0, minimising
+  // the RELATIVE error of the step time: an unweighted fit lets the long
+  // prefill groups (whose residuals are mostly op-table noise of tens of ms)
+  // set a negative base that then under-predicts every short decode step.
+  std::vector<double> ws;
+  for (const OverheadSample& sample : o.samples) {
+    const double m = std::max(sample.measured_ns, 1.0);
+    ws.push_back(1.0 / (m * m));
   }
-  mx /= static_cast<double>(xs.size());
-  mr /= static_cast<double>(xs.size());
-  double sxx = 0, sxr = 0;
+  auto cost = [&](double base, double slope) {
+    double c = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const double e = base + slope * xs[i] - rs[i];
+      c += ws[i] * e * e;
+    }
+    return c;
+  };
+  double sw = 0, swx = 0, swr = 0, swxx = 0, swxr = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) {
-    sxx += (xs[i] - mx) * (xs[i] - mx);
-    sxr += (xs[i] - mx) * (rs[i] - mr);
+    sw += ws[i];
+    swx += ws[i] * xs[i];
+    swr += ws[i] * rs[i];
+    swxx += ws[i] * xs[i] * xs[i];
+    swxr += ws[i] * xs[i] * rs[i];
   }
-  if (sxx > 0 && sxr > 0) {
-    o.per_seq_ns = sxr / sxx;
-    o.base_ns = mr - o.per_seq_ns * mx;
-  } else {
-    // No positive slope in the noise: a constant overhead.
-    o.base_ns = quantile(rs, 0.5);
+  // Candidates: the unconstrained fit when both terms come out >= 0, a
+  // constant only, a slope only, nothing; the cheapest feasible one wins.
+  std::vector<std::pair<double, double>> candidates = {{0.0, 0.0}};
+  if (sw > 0) candidates.emplace_back(std::max(0.0, swr / sw), 0.0);
+  if (swxx > 0) candidates.emplace_back(0.0, std::max(0.0, swxr / swxx));
+  const double det = sw * swxx - swx * swx;
+  if (det > 0) {
+    const double base = (swxx * swr - swx * swxr) / det;
+    const double slope = (sw * swxr - swx * swr) / det;
+    if (base >= 0 && slope >= 0) candidates.emplace_back(base, slope);
+  }
+  double best = cost(0.0, 0.0);
+  for (const auto& [base, slope] : candidates) {
+    const double c = cost(base, slope);
+    if (c < best) {
+      best = c;
+      o.base_ns = base;
+      o.per_seq_ns = slope;
+    }
   }
   return o;
 }
