@@ -11,10 +11,6 @@
 #include "engine/core/error.hpp"
 #include "metrics/output_dir.hpp"
 
-#ifndef TWIN_PLOT_DIR
-#define TWIN_PLOT_DIR "tools/plot"
-#endif
-
 namespace twin {
 namespace {
 
@@ -210,13 +206,9 @@ void print_plan(std::ostream& out, const PlanResult& p) {
 }
 
 const std::vector<std::string>& plan_files() {
-  static const std::vector<std::string> files = {"plan.json", "plan.csv", "pareto.csv", "frontier.svg", "capacity.svg"};
+  static const std::vector<std::string> files = {"plan.json", "plan.csv", "pareto.csv", "plan.gp", "frontier.svg",
+                                                 "capacity.svg"};
   return files;
-}
-
-std::string plot_script(const std::string& name) {
-  if (const char* dir = std::getenv("TWIN_PLOT_DIR")) return std::string(dir) + "/" + name;
-  return std::string(TWIN_PLOT_DIR) + "/" + name;
 }
 
 bool run_gnuplot(const std::string& script, const std::string& dir, std::string& why) {
@@ -267,9 +259,15 @@ std::string write_plan_outputs(const std::string& dir, bool overwrite, bool plot
     write_pareto_csv(f, plan);
     if (!f) throw Error(dir + "/pareto.csv: write failed");
   }
+  {
+    // The script goes with the data, so the plots can be redrawn by hand.
+    std::ofstream f = out.open("plan.gp");
+    f << plan_plot_script();
+    if (!f) throw Error(dir + "/plan.gp: write failed");
+  }
   if (!plots) return "plots off (--no-plots)";
   std::string why;
-  if (!run_gnuplot(plot_script("plan.gp"), dir, why)) return why;
+  if (!run_gnuplot(dir + "/plan.gp", dir, why)) return why;
   return "wrote frontier.svg and capacity.svg";
 }
 

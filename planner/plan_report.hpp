@@ -29,7 +29,7 @@ std::string write_plan_outputs(const std::string& dir, bool overwrite, bool plot
 // Runs gnuplot on `script` with `dir` as its data and output folder; false
 // (and a reason) when gnuplot is missing or fails.
 bool run_gnuplot(const std::string& script, const std::string& dir, std::string& why);
-// tools/plot/<name>, from the TWIN_PLOT_DIR environment variable or the source tree.
-std::string plot_script(const std::string& name);
+// tools/plot/plan.gp as built into the binary.
+const char* plan_plot_script();
 
 }  // namespace twin

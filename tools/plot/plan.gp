@@ -1,5 +1,6 @@
-# Plots of `twinserve plan` (docs/plan.md). Run by the plan command as
-#   gnuplot -e "dir='OUT'" tools/plot/plan.gp
+# Plots of `twinserve plan` (docs/plan.md). Built into the binary; the plan
+# command writes it to OUT/plan.gp and runs
+#   gnuplot -e "dir='OUT'" OUT/plan.gp
 # Reads OUT/plan.csv and OUT/pareto.csv; writes OUT/frontier.svg (cost per
 # hour against the latency metric, every sized candidate, the Pareto front
 # joined) and OUT/capacity.svg (capacity of one replica per configuration).
