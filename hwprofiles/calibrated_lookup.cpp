@@ -188,14 +188,18 @@ OpLookup CalibratedTables::op_time(const Op& op) const {
   }
 }
 
-double CalibratedTables::overhead_ns(std::int64_t num_seqs) const {
-  return profile_.overhead.base_ns + profile_.overhead.per_seq_ns * static_cast<double>(num_seqs);
+double CalibratedTables::overhead_ns(std::int64_t num_seqs, double idle_ns) const {
+  const StepOverhead& o = profile_.overhead;
+  double t = o.base_ns + o.per_seq_ns * static_cast<double>(num_seqs);
+  if (o.idle_tau_ns > 0 && idle_ns > 0) t += o.idle_ns * -std::expm1(-idle_ns / o.idle_tau_ns);
+  return t;
 }
 
 StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, const BatchShape& batch,
                        const ParallelLayout& layout, Dtype weights, Dtype kv, int stage, std::vector<Op>& scratch,
-                       std::vector<std::pair<Op, double>>* per_op) {
+                       std::vector<std::pair<Op, double>>* per_op, double idle_ns) {
   StepLookup s;
+  s.op_scale = tables.op_scale();
   scratch.clear();
   step_ops(model, batch, layout, weights, kv, stage, scratch);
   if (scratch.empty()) return s;
@@ -205,9 +209,9 @@ StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, c
     const double t = l.time_ns * op.repeat;
     s.ops_ns += t;
     s.out_of_range += l.out_of_range ? 1 : 0;
-    if (per_op) per_op->emplace_back(op, t);
+    if (per_op) per_op->emplace_back(op, t * s.op_scale);
   }
-  s.overhead_ns = tables.overhead_ns(s.num_seqs);
+  s.overhead_ns = tables.overhead_ns(s.num_seqs, idle_ns);
   return s;
 }
 

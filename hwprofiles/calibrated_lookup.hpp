@@ -36,8 +36,11 @@ class CalibratedTables {
   // Throws twin::Error naming the op, its shape and the profile when no table
   // covers it (e.g. tp_allreduce, or a GEMM of another width).
   OpLookup op_time(const Op& op) const;
-  // Per-step overhead for a step with `num_seqs` scheduled seqs.
-  double overhead_ns(std::int64_t num_seqs) const;
+  // Per-step overhead (see StepOverhead) for a step with `num_seqs` scheduled
+  // seqs that starts after the engine sat idle for `idle_ns`.
+  double overhead_ns(std::int64_t num_seqs, double idle_ns = 0) const;
+  // The factor on the sum of the op tables' times.
+  double op_scale() const { return profile_.overhead.op_scale; }
 
   const CalibratedProfile& profile() const { return profile_; }
   const std::string& origin() const { return origin_; }
@@ -74,17 +77,19 @@ class CalibratedTables {
 
 // One step priced from the tables.
 struct StepLookup {
-  double ops_ns = 0;        // sum of op time x repeat
+  double ops_ns = 0;        // sum of op time x repeat, as the tables say
+  double op_scale = 1;      // the profile's factor on ops_ns
   double overhead_ns = 0;   // the profile's per-step overhead
   std::int64_t num_seqs = 0;
   std::int64_t out_of_range = 0;  // ops extrapolated beyond their table
-  double total_ns() const { return ops_ns + overhead_ns; }
+  double total_ns() const { return op_scale * ops_ns + overhead_ns; }
 };
 
-// Prices the ops of the step (stage `stage`) with step_ops. `scratch` is
-// reused. With `per_op`, appends (op, time of all its repeats) pairs.
+// Prices the ops of the step (stage `stage`) with step_ops, after `idle_ns`
+// of idleness. `scratch` is reused. With `per_op`, appends (op, time of all
+// its repeats, op_scale applied) pairs.
 StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, const BatchShape& batch,
                        const ParallelLayout& layout, Dtype weights, Dtype kv, int stage, std::vector<Op>& scratch,
-                       std::vector<std::pair<Op, double>>* per_op = nullptr);
+                       std::vector<std::pair<Op, double>>* per_op = nullptr, double idle_ns = 0);
 
 }  // namespace twin

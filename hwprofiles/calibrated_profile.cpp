@@ -45,7 +45,9 @@ struct Reader {
     throw Error(origin + ": key '" + path + "': " + what);
   }
 
-  void check_keys(const Json& obj, const std::string& path, const std::set<std::string>& known) const {
+  // Every key of `known` is required except those in `optional`.
+  void check_keys(const Json& obj, const std::string& path, const std::set<std::string>& known,
+                  const std::set<std::string>& optional = {}) const {
     if (!obj.is_object()) fail(path.empty() ? "(top level)" : path, "expected a JSON object, got " + obj.dump());
     for (const auto& [key, value] : obj.items()) {
       if (known.count(key)) continue;
@@ -54,7 +56,7 @@ struct Reader {
       fail(path.empty() ? key : path + "." + key, "unknown key (known: " + list + ")");
     }
     for (const auto& k : known) {
-      if (!obj.contains(k)) fail(path.empty() ? k : path + "." + k, "missing required key");
+      if (!obj.contains(k) && !optional.count(k)) fail(path.empty() ? k : path + "." + k, "missing required key");
     }
   }
 
@@ -188,8 +190,11 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   j["metadata"] = std::move(meta);
 
   OJson over;
+  over["op_scale"] = p.overhead.op_scale;
   over["base_ns"] = p.overhead.base_ns;
   over["per_seq_ns"] = p.overhead.per_seq_ns;
+  over["idle_ns"] = p.overhead.idle_ns;
+  over["idle_tau_ns"] = p.overhead.idle_tau_ns;
   OJson samples = OJson::array();
   for (const OverheadSample& s : p.overhead.samples) {
     OJson o;
@@ -201,6 +206,15 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     samples.push_back(std::move(o));
   }
   over["samples"] = std::move(samples);
+  OJson idle = OJson::array();
+  for (const IdleSample& s : p.overhead.idle_samples) {
+    OJson o;
+    o["gap_ns"] = s.gap_ns;
+    o["measured_ns"] = s.measured_ns;
+    o["extra_ns"] = s.extra_ns;
+    idle.push_back(std::move(o));
+  }
+  over["idle_samples"] = std::move(idle);
   j["step_overhead"] = std::move(over);
 
   auto curves = [](const std::vector<CurveTable>& tables, TableKind kind) {
@@ -283,9 +297,28 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   m.seconds = r.non_negative(meta, "metadata", "seconds");
 
   const Json& over = json.at("step_overhead");
-  r.check_keys(over, "step_overhead", {"base_ns", "per_seq_ns", "samples"});
+  // op_scale, the idle terms and idle_samples came later: a profile without
+  // them reads as op_scale 1 and no idle warm-up.
+  r.check_keys(over, "step_overhead",
+               {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples", "idle_samples"},
+               {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"});
+  if (over.contains("op_scale")) p.overhead.op_scale = r.positive(over, "step_overhead", "op_scale");
   p.overhead.base_ns = r.number(over, "step_overhead", "base_ns");
   p.overhead.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
+  if (over.contains("idle_ns")) p.overhead.idle_ns = r.non_negative(over, "step_overhead", "idle_ns");
+  if (over.contains("idle_tau_ns")) p.overhead.idle_tau_ns = r.non_negative(over, "step_overhead", "idle_tau_ns");
+  if (over.contains("idle_samples")) {
+    const Json& idle = r.array(over, "step_overhead", "idle_samples");
+    for (std::size_t i = 0; i < idle.size(); ++i) {
+      const std::string path = "step_overhead.idle_samples[" + std::to_string(i) + "]";
+      r.check_keys(idle[i], path, {"gap_ns", "measured_ns", "extra_ns"});
+      IdleSample s;
+      s.gap_ns = r.non_negative(idle[i], path, "gap_ns");
+      s.measured_ns = r.non_negative(idle[i], path, "measured_ns");
+      s.extra_ns = r.number(idle[i], path, "extra_ns");
+      p.overhead.idle_samples.push_back(s);
+    }
+  }
   const Json& samples = r.array(over, "step_overhead", "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::string path = "step_overhead.samples[" + std::to_string(i) + "]";

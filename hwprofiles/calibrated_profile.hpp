@@ -68,12 +68,30 @@ struct OverheadSample {
   double ops_ns = 0;          // median sum of the op tables' predictions
 };
 
-// step overhead = base_ns + per_seq_ns * scheduled seqs: what the op sum misses
-// (scheduling, batch building, sampling bookkeeping, the loop).
+// A step started after the engine sat idle for gap_ns: its median time and
+// what it took beyond the same step run back to back (gap 0).
+struct IdleSample {
+  double gap_ns = 0;
+  double measured_ns = 0;
+  double extra_ns = 0;
+};
+
+// What a whole step costs beyond its ops priced one by one from the tables:
+//   step = op_scale x (sum of op times) + base_ns + per_seq_ns x scheduled seqs
+//          + idle_ns x (1 - exp(-gap / idle_tau_ns))
+// op_scale: ops run slower inside a full forward pass than alone (caches
+// shared with the other ops). base and per_seq: scheduling, batch building,
+// sampling bookkeeping, the loop. The idle term: a step after the engine sat
+// idle for `gap` pays a warm-up (caches and clocks of a machine that went
+// quiet); 0 when idle_tau_ns is 0.
 struct StepOverhead {
+  double op_scale = 1;
   double base_ns = 0;
   double per_seq_ns = 0;
+  double idle_ns = 0;
+  double idle_tau_ns = 0;
   std::vector<OverheadSample> samples;
+  std::vector<IdleSample> idle_samples;
 };
 
 struct ProfileMetadata {

@@ -57,11 +57,12 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
   if (ops_.empty()) return 0;
   std::int64_t seqs = 0;
   for (const SeqShape& s : step.shape->seqs) seqs += s.new_tokens > 0 ? 1 : 0;
-  double total = tables_->overhead_ns(seqs);
+  double total = tables_->overhead_ns(seqs, static_cast<double>(step.idle_ns));
+  const double scale = tables_->op_scale();
   std::int64_t outside = 0;
   for (const Op& op : ops_) {
     const OpLookup l = tables_->op_time(op);
-    const double t = l.time_ns * op.repeat;
+    const double t = l.time_ns * op.repeat * scale;
     total += t;
     outside += l.out_of_range ? 1 : 0;
     if (breakdown) {

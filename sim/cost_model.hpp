@@ -19,6 +19,9 @@ struct StepInput {
   const BatchShape* shape = nullptr;
   std::int32_t replica = 0;
   std::int32_t stage = 0;  // pipeline stage, 0-based
+  // How long this stage sat idle before the step: from the end of its
+  // previous step (or t = 0) to this step's start; 0 when back to back.
+  Time idle_ns = 0;
 };
 
 // The price of one op of the step (all its `repeat` instances together).

@@ -117,6 +117,7 @@ struct Simulator::State {
       for (std::int32_t s = 0; s < run.stages; ++s) {
         input.stage = s;
         const Time start = std::max(t, run.stage_free_at[s]);
+        input.idle_ns = start - run.stage_free_at[s];
         const Time duration = std::max<Time>(1, swap + run.cost->stage_time(input));
         if (s == 0) run.busy_ns += duration;
         run.stage_free_at[s] = start + duration;

@@ -27,7 +27,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Token counts 1, 2, 3, 4, 6, 8, 12, ... (x1.5 / x1.33 steps) up to `top`,
-// which is always the last point.
+// which is always the last point; coarse: 1, 2, 3, 4, then every other.
 std::vector<std::int64_t> log_grid(std::int64_t top, bool coarse) {
   std::vector<std::int64_t> out;
   for (std::int64_t p = 1; p <= top; p *= 2) {
@@ -35,9 +35,14 @@ std::vector<std::int64_t> log_grid(std::int64_t top, bool coarse) {
     if (!coarse && p >= 2 && p + p / 2 <= top) out.push_back(p + p / 2);
   }
   if (coarse) {
-    std::vector<std::int64_t> every_other;
-    for (std::size_t i = 0; i < out.size(); i += 2) every_other.push_back(out[i]);
-    out = every_other;
+    // 1 to 4 always: decode batches live there, and kernels switch paths
+    // there (the CPU GEMM is a GEMV at one row), which interpolation across
+    // 1 -> 4 would smear.
+    std::vector<std::int64_t> thin;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (out[i] <= 4 || i % 2 == 0) thin.push_back(out[i]);
+    }
+    out = thin;
   }
   if (out.empty() || out.back() != top) out.push_back(top);
   std::sort(out.begin(), out.end());
@@ -294,8 +299,19 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   const CalibratedTables tables(p, "(calibration in progress)");
   p.overhead = fit_step_overhead(steps, tables, model, w, kv);
   if (log) {
-    *log << "calibrate: step overhead from " << steps.size() << " engine steps: " << p.overhead.base_ns / 1e3
-         << " us + " << p.overhead.per_seq_ns / 1e3 << " us per seq\n";
+    *log << "calibrate: step terms from " << steps.size() << " engine steps: " << p.overhead.op_scale
+         << " x ops + " << p.overhead.base_ns / 1e3 << " us + " << p.overhead.per_seq_ns / 1e3 << " us per seq\n";
+  }
+  // The warm-up after idleness, on a short prefill (what an arrival to an
+  // idle engine runs); gap 0 is the back-to-back baseline.
+  const std::vector<double> gaps = {0, 0.5e6, 2e6, 8e6, 32e6, 128e6};
+  const IdleWarmup idle = measure_idle_warmup(config, ro, cap(32), gaps, options.quick ? 3 : 7);
+  p.overhead.idle_ns = idle.idle_ns;
+  p.overhead.idle_tau_ns = idle.idle_tau_ns;
+  p.overhead.idle_samples = idle.samples;
+  if (log) {
+    *log << "calibrate: after idle, a step pays up to " << idle.idle_ns / 1e3 << " us more (time constant "
+         << idle.idle_tau_ns / 1e6 << " ms)\n";
   }
   meta.seconds = std::chrono::duration<double>(Clock::now() - wall_start).count();
   return p;

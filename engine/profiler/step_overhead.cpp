@@ -1,6 +1,8 @@
 #include "engine/profiler/step_overhead.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <chrono>
 #include <map>
 
@@ -9,6 +11,7 @@
 #include "engine/profiler/op_timer.hpp"
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
+#include "engine/runtime/wait_until.hpp"
 
 namespace twin {
 
@@ -104,10 +107,74 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
   return out;
 }
 
+StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const std::vector<double>& measured) {
+  StepFit best;
+  if (features.empty() || features.size() != measured.size()) return best;
+  // Minimise the RELATIVE error of the step time: an unweighted fit lets the
+  // long prefill steps (whose residuals are mostly op-table noise of tens of
+  // ms) set terms that under-predict every short decode step.
+  std::vector<double> w;
+  for (double m : measured) w.push_back(1.0 / (std::max(m, 1.0) * std::max(m, 1.0)));
+  auto cost = [&](const std::array<double, 3>& t) {
+    double c = 0;
+    for (std::size_t i = 0; i < features.size(); ++i) {
+      double e = -measured[i];
+      for (int j = 0; j < 3; ++j) e += t[j] * features[i][j];
+      c += w[i] * e * e;
+    }
+    return c;
+  };
+  double best_cost = cost({best.op_scale, best.base_ns, best.per_seq_ns});
+  // The scale is always free; base and per_seq are free or pinned at 0
+  // (each must come out >= 0): the cheapest feasible active set wins.
+  for (int mask = 0; mask < 4; ++mask) {
+    std::vector<int> free = {0};
+    if (mask & 1) free.push_back(1);
+    if (mask & 2) free.push_back(2);
+    const std::size_t n = free.size();
+    std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));  // normal equations
+    for (std::size_t i = 0; i < features.size(); ++i) {
+      for (std::size_t r = 0; r < n; ++r) {
+        for (std::size_t c = 0; c < n; ++c) a[r][c] += w[i] * features[i][free[r]] * features[i][free[c]];
+        a[r][n] += w[i] * features[i][free[r]] * measured[i];
+      }
+    }
+    bool singular = false;
+    for (std::size_t c = 0; c < n && !singular; ++c) {  // Gauss-Jordan with partial pivoting
+      std::size_t piv = c;
+      for (std::size_t r = c + 1; r < n; ++r) {
+        if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+      }
+      if (!(std::abs(a[piv][c]) > 1e-300)) {
+        singular = true;
+        break;
+      }
+      std::swap(a[c], a[piv]);
+      for (std::size_t r = 0; r < n; ++r) {
+        if (r == c) continue;
+        const double f = a[r][c] / a[c][c];
+        for (std::size_t k = c; k <= n; ++k) a[r][k] -= f * a[c][k];
+      }
+    }
+    if (singular) continue;
+    std::array<double, 3> t = {0, 0, 0};
+    for (std::size_t r = 0; r < n; ++r) t[free[r]] = a[r][n] / a[r][r];
+    if (!(t[0] > 0) || t[1] < 0 || t[2] < 0 || !std::isfinite(t[0] + t[1] + t[2])) continue;
+    const double c = cost(t);
+    if (c < best_cost) {
+      best_cost = c;
+      best.op_scale = t[0];
+      best.base_ns = t[1];
+      best.per_seq_ns = t[2];
+    }
+  }
+  return best;
+}
+
 StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
                                const ModelDesc& model, Dtype weights, Dtype kv) {
   struct Group {
-    std::vector<double> seqs, tokens, measured, ops, residual;
+    std::vector<double> seqs, tokens, measured, ops;
   };
   std::map<std::string, Group> groups;  // ordered: deterministic layout
   std::vector<std::string> order;
@@ -123,10 +190,10 @@ StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const Cal
     g.tokens.push_back(tokens);
     g.measured.push_back(s.measured_ns);
     g.ops.push_back(l.ops_ns);
-    g.residual.push_back(s.measured_ns - l.ops_ns);
   }
   StepOverhead o;
-  std::vector<double> xs, rs;
+  std::vector<std::array<double, 3>> features;  // (sum of ops, 1, seqs)
+  std::vector<double> measured;
   for (const std::string& key : order) {
     const Group& g = groups.at(key);
     OverheadSample sample;
@@ -136,56 +203,109 @@ StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const Cal
     sample.measured_ns = quantile(g.measured, 0.5);
     sample.ops_ns = quantile(g.ops, 0.5);
     o.samples.push_back(sample);
-    xs.push_back(sample.num_seqs);
-    rs.push_back(quantile(g.residual, 0.5));
+    features.push_back({sample.ops_ns, 1.0, sample.num_seqs});
+    measured.push_back(sample.measured_ns);
   }
-  if (xs.empty()) return o;
-  // Fit residual = base + per_seq * seqs with both terms >= 0, minimising
-  // the RELATIVE error of the step time: an unweighted fit lets the long
-  // prefill groups (whose residuals are mostly op-table noise of tens of ms)
-  // set a negative base that then under-predicts every short decode step.
-  std::vector<double> ws;
-  for (const OverheadSample& sample : o.samples) {
-    const double m = std::max(sample.measured_ns, 1.0);
-    ws.push_back(1.0 / (m * m));
-  }
-  auto cost = [&](double base, double slope) {
-    double c = 0;
-    for (std::size_t i = 0; i < xs.size(); ++i) {
-      const double e = base + slope * xs[i] - rs[i];
-      c += ws[i] * e * e;
-    }
-    return c;
-  };
-  double sw = 0, swx = 0, swr = 0, swxx = 0, swxr = 0;
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    sw += ws[i];
-    swx += ws[i] * xs[i];
-    swr += ws[i] * rs[i];
-    swxx += ws[i] * xs[i] * xs[i];
-    swxr += ws[i] * xs[i] * rs[i];
-  }
-  // Candidates: the unconstrained fit when both terms come out >= 0, a
-  // constant only, a slope only, nothing; the cheapest feasible one wins.
-  std::vector<std::pair<double, double>> candidates = {{0.0, 0.0}};
-  if (sw > 0) candidates.emplace_back(std::max(0.0, swr / sw), 0.0);
-  if (swxx > 0) candidates.emplace_back(0.0, std::max(0.0, swxr / swxx));
-  const double det = sw * swxx - swx * swx;
-  if (det > 0) {
-    const double base = (swxx * swr - swx * swxr) / det;
-    const double slope = (sw * swxr - swx * swr) / det;
-    if (base >= 0 && slope >= 0) candidates.emplace_back(base, slope);
-  }
-  double best = cost(0.0, 0.0);
-  for (const auto& [base, slope] : candidates) {
-    const double c = cost(base, slope);
-    if (c < best) {
-      best = c;
-      o.base_ns = base;
-      o.per_seq_ns = slope;
-    }
-  }
+  const StepFit fit = fit_step_terms(features, measured);
+  o.op_scale = fit.op_scale;
+  o.base_ns = fit.base_ns;
+  o.per_seq_ns = fit.per_seq_ns;
   return o;
+}
+
+IdleWarmup fit_idle_warmup(std::vector<IdleSample> samples) {
+  IdleWarmup best;
+  best.samples = std::move(samples);
+  double best_cost = 0;
+  for (const IdleSample& s : best.samples) best_cost += s.extra_ns * s.extra_ns;
+  // tau over a log grid from 50 us to 200 ms; the amplitude in closed form.
+  for (int i = 0; i <= 48; ++i) {
+    const double tau = 50e3 * std::pow(4000.0, i / 48.0);
+    double ff = 0, fy = 0;
+    for (const IdleSample& s : best.samples) {
+      const double f = -std::expm1(-s.gap_ns / tau);
+      ff += f * f;
+      fy += f * s.extra_ns;
+    }
+    if (!(ff > 0) || fy <= 0) continue;
+    const double amp = fy / ff;
+    double cost = 0;
+    for (const IdleSample& s : best.samples) {
+      const double e = amp * -std::expm1(-s.gap_ns / tau) - s.extra_ns;
+      cost += e * e;
+    }
+    if (cost < best_cost) {
+      best_cost = cost;
+      best.idle_ns = amp;
+      best.idle_tau_ns = tau;
+    }
+  }
+  return best;
+}
+
+IdleWarmup measure_idle_warmup(const ModelConfig& config, RunnerOptions runner_options, std::int32_t prompt,
+                               const std::vector<double>& gaps_ns, std::int32_t rounds) {
+  if (prompt < 1 || prompt >= config.max_position_embeddings) {
+    throw UsageError("profiler: the idle warm-up prompt must be 1 to " +
+                     std::to_string(config.max_position_embeddings - 1) + " tokens, got " + std::to_string(prompt));
+  }
+  const std::int32_t bs = runner_options.block_size;
+  runner_options.num_blocks = (prompt + 1 + bs - 1) / bs + 2;
+  ModelRunner runner(config, runner_options);
+  ReplicaConfig rc = replica_preset("vllm");
+  set_replica_option(rc, "max_model_len", std::to_string(prompt + 1));
+  rc.kv.num_blocks = runner_options.num_blocks;
+  validate(rc);
+  Replica replica(rc, 0);
+  Executor executor(runner);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0 = Clock::now();
+  auto clock = [&]() -> Time { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
+
+  RequestId next_id = 1;
+  Time now = clock();
+  // One prefill at `at`: submitted, planned and run from that instant.
+  auto step_at = [&](Time at) {
+    Request r;
+    r.id = next_id++;
+    r.arrival = at;
+    r.prompt_len = prompt;
+    r.output_len = 1;
+    materialize_prompt_tokens(r, config.vocab_size, runner_options.seed);
+    replica.add(std::move(r), at);
+    const StepPlan plan = replica.plan(at);
+    if (plan.empty()) throw Error("profiler: the idle warm-up step was not scheduled");
+    const StepResult result = executor.execute(plan, replica);
+    const Time done = std::max(clock(), at + 1);
+    replica.complete(plan, result, done);
+    for (const RequestRecord& rec : replica.take_finished()) executor.forget(rec.id);
+    now = done;
+    return static_cast<double>(done - at);
+  };
+  for (int i = 0; i < 3; ++i) step_at(now);  // warm caches, the pool and the allocator
+  std::vector<std::vector<double>> times(gaps_ns.size());
+  for (std::int32_t round = 0; round < rounds; ++round) {
+    // Rotate the order each round so a drifting machine hits every gap alike.
+    for (std::size_t k = 0; k < gaps_ns.size(); ++k) {
+      const std::size_t g = (k + static_cast<std::size_t>(round)) % gaps_ns.size();
+      const Time wake = now + static_cast<Time>(gaps_ns[g]);
+      if (wake > now) wait_until(t0 + std::chrono::nanoseconds(wake));
+      times[g].push_back(step_at(wake));
+    }
+  }
+  double base = -1;
+  for (std::size_t g = 0; g < gaps_ns.size(); ++g) {
+    if (gaps_ns[g] <= 0) base = quantile(times[g], 0.5);
+  }
+  std::vector<IdleSample> samples;
+  for (std::size_t g = 0; g < gaps_ns.size(); ++g) {
+    IdleSample s;
+    s.gap_ns = gaps_ns[g];
+    s.measured_ns = quantile(times[g], 0.5);
+    s.extra_ns = base >= 0 ? s.measured_ns - base : 0;
+    samples.push_back(s);
+  }
+  return fit_idle_warmup(std::move(samples));
 }
 
 }  // namespace twin

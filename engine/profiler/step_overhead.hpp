@@ -3,6 +3,7 @@
 // way the wall-clock driver times them (from the instant the step is planned
 // to the end of its forward pass), and the per-step overhead fitted from them:
 // what a step costs beyond the sum of its ops' table predictions.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,10 +44,38 @@ struct MeasuredStep {
 std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions runner,
                                         const std::vector<StepScenario>& scenarios);
 
+struct StepFit {
+  double op_scale = 1;
+  double base_ns = 0;
+  double per_seq_ns = 0;
+};
+
+// Least squares on relative error: measured ~ op_scale x ops + base + per_seq
+// x seqs, with features (ops, 1, seqs) per sample, op_scale > 0 and the other
+// two >= 0. Without a feasible fit: scale 1, no overhead.
+StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const std::vector<double>& measured);
+
 // Groups the steps by scenario and class, takes each group's medians and
-// fits overhead = base + per_seq x seqs to the groups' residuals (measured -
-// sum of op predictions) by least squares.
+// fits the step terms (fit_step_terms) to them.
 StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
                                const ModelDesc& model, Dtype weights, Dtype kv);
+
+// The warm-up a step pays after the engine sat idle (StepOverhead's idle
+// terms). Each round submits one request of `prompt` tokens (output 1: one
+// prefill step) at the instant the engine wakes after each gap in turn, the
+// way the wall-clock driver serves an arrival to an idle engine; gap 0 is
+// the same step run back to back. Fits extra(gap) = idle_ns x (1 -
+// exp(-gap / idle_tau_ns)) to the medians' excess over gap 0.
+struct IdleWarmup {
+  double idle_ns = 0;
+  double idle_tau_ns = 0;  // 0: no warm-up measured
+  std::vector<IdleSample> samples;
+};
+IdleWarmup measure_idle_warmup(const ModelConfig& config, RunnerOptions runner, std::int32_t prompt,
+                               const std::vector<double>& gaps_ns, std::int32_t rounds);
+
+// The least-squares fit of measure_idle_warmup over samples' (gap_ns,
+// extra_ns); exposed for tests.
+IdleWarmup fit_idle_warmup(std::vector<IdleSample> samples);
 
 }  // namespace twin

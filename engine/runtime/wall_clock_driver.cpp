@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "engine/core/error.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
+#include "engine/runtime/wait_until.hpp"
 
 namespace twin {
 
@@ -87,7 +87,7 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
       drain();
       break;
     }
-    if (wake > clock()) std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(wake));
+    wait_until(t0 + std::chrono::nanoseconds(wake));
     now = std::max(now, wake);
   }
   stats.wall_time_s = std::chrono::duration<double>(Clock::now() - t0).count();

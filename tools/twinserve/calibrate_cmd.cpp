@@ -50,9 +50,10 @@ void run(const CalibrateArgs& a) {
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
   std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << ") on "
-            << profile.metadata.device << " in " << profile.metadata.seconds << " s; step overhead "
-            << profile.overhead.base_ns / 1e3 << " us + " << profile.overhead.per_seq_ns / 1e3
-            << " us per seq\nWrote " << a.out << "\n";
+            << profile.metadata.device << " in " << profile.metadata.seconds << " s; a step is "
+            << profile.overhead.op_scale << " x its ops + " << profile.overhead.base_ns / 1e3 << " us + "
+            << profile.overhead.per_seq_ns / 1e3 << " us per seq, + up to " << profile.overhead.idle_ns / 1e3
+            << " us after idling\nWrote " << a.out << "\n";
 }
 
 const RegisterCommand registration{"calibrate", [](CLI::App& root) {
