@@ -304,7 +304,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   }
   // The warm-up after idleness, on a short prefill (what an arrival to an
   // idle engine runs); gap 0 is the back-to-back baseline.
-  const std::vector<double> gaps = {0, 0.5e6, 2e6, 8e6, 32e6, 128e6};
+  const std::vector<double> gaps = {0, 0.5e6, 2e6, 8e6, 32e6, 128e6, 512e6};
   const IdleWarmup idle = measure_idle_warmup(config, ro, cap(32), gaps, options.quick ? 3 : 7);
   p.overhead.idle_ns = idle.idle_ns;
   p.overhead.idle_tau_ns = idle.idle_tau_ns;

@@ -218,9 +218,9 @@ IdleWarmup fit_idle_warmup(std::vector<IdleSample> samples) {
   best.samples = std::move(samples);
   double best_cost = 0;
   for (const IdleSample& s : best.samples) best_cost += s.extra_ns * s.extra_ns;
-  // tau over a log grid from 50 us to 200 ms; the amplitude in closed form.
-  for (int i = 0; i <= 48; ++i) {
-    const double tau = 50e3 * std::pow(4000.0, i / 48.0);
+  // tau over a log grid from 50 us to 1 s; the amplitude in closed form.
+  for (int i = 0; i <= 56; ++i) {
+    const double tau = 50e3 * std::pow(20000.0, i / 56.0);
     double ff = 0, fy = 0;
     for (const IdleSample& s : best.samples) {
       const double f = -std::expm1(-s.gap_ns / tau);

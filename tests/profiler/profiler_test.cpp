@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -138,4 +140,58 @@ TEST_CASE("twinserve calibrate --quick writes a profile simulate --profile accep
   CHECK_THAT(r.out, Catch::Contains("CPU"));
   r = test::run_twinserve("calibrate --model no-such-model --quick --out '" + dir.file("x.json") + "'", true);
   CHECK(r.exit_code == 2);
+}
+
+TEST_CASE("the step fit recovers a scale and an overhead, and keeps both terms non-negative") {
+  // measured = 1.15 x ops + 5 us + 0.3 us per seq, exactly.
+  std::vector<std::array<double, 3>> features;
+  std::vector<double> measured;
+  for (const auto& [ops, seqs] : std::vector<std::pair<double, double>>{
+           {20e3, 1}, {60e3, 8}, {100e3, 32}, {150e3, 1}, {800e3, 1}, {1.5e6, 4}, {500e3, 12}}) {
+    features.push_back({ops, 1, seqs});
+    measured.push_back(1.15 * ops + 5e3 + 300 * seqs);
+  }
+  const StepFit fit = fit_step_terms(features, measured);
+  CHECK(fit.op_scale == Approx(1.15).epsilon(1e-6));
+  CHECK(fit.base_ns == Approx(5e3).epsilon(1e-4));
+  CHECK(fit.per_seq_ns == Approx(300).epsilon(1e-4));
+  // Steps that run faster than their ops and shrink with seqs: the fit may
+  // not go negative on base or per_seq; the scale absorbs it.
+  for (std::size_t i = 0; i < measured.size(); ++i) measured[i] = 0.9 * features[i][0] - 100 * features[i][2];
+  const StepFit clamped = fit_step_terms(features, measured);
+  CHECK(clamped.base_ns >= 0);
+  CHECK(clamped.per_seq_ns >= 0);
+  CHECK(clamped.op_scale > 0.8);
+  CHECK(clamped.op_scale < 1.0);
+  CHECK(fit_step_terms({}, {}).op_scale == 1);
+}
+
+TEST_CASE("the idle warm-up fit recovers an amplitude and a time constant") {
+  std::vector<IdleSample> samples;
+  for (double gap : {0.0, 0.5e6, 2e6, 8e6, 32e6, 128e6}) {
+    const double extra = 300e3 * -std::expm1(-gap / 5e6);
+    samples.push_back({gap, 1e6 + extra, extra});
+  }
+  const IdleWarmup fit = fit_idle_warmup(samples);
+  CHECK(fit.idle_ns == Approx(300e3).epsilon(0.05));
+  CHECK(fit.idle_tau_ns == Approx(5e6).epsilon(0.1));
+  CHECK(fit.samples.size() == samples.size());
+  // No warm-up (steps after idle are no slower): no term.
+  for (IdleSample& s : samples) s.extra_ns = -0.01 * s.gap_ns;
+  const IdleWarmup none = fit_idle_warmup(samples);
+  CHECK(none.idle_tau_ns == 0);
+  CHECK(none.idle_ns == 0);
+}
+
+TEST_CASE("a real engine step after idling is measured against the same step back to back") {
+  RunnerOptions ro;
+  ro.block_size = 16;
+  const IdleWarmup w = measure_idle_warmup(model_config_from(resolve_model("tiny")), ro, 16, {0, 1e6, 4e6}, 2);
+  REQUIRE(w.samples.size() == 3);
+  CHECK(w.samples[0].gap_ns == 0);
+  CHECK(w.samples[0].extra_ns == 0);
+  for (const IdleSample& s : w.samples) CHECK(s.measured_ns > 0);
+  CHECK(w.idle_ns >= 0);
+  CHECK_THROWS_WITH(measure_idle_warmup(model_config_from(resolve_model("tiny")), ro, 0, {0}, 1),
+                    Catch::Contains("prompt"));
 }

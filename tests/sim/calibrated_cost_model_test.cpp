@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -250,6 +251,56 @@ TEST_CASE("calibrated step time is the sum of table lookups plus the overhead") 
   const std::int64_t before = calibrated->out_of_range();
   price(model, seqs(1, 500, 0, true));
   CHECK(calibrated->out_of_range() > before);
+}
+
+TEST_CASE("op_scale multiplies the ops and the idle warm-up grows with the gap") {
+  CalibratedProfile p = tiny_profile();
+  p.overhead.op_scale = 1.25;
+  p.overhead.idle_ns = 40'000;
+  p.overhead.idle_tau_ns = 2e6;
+  TempFile f("idle.json");
+  write_calibrated_profile(f.path, p);
+  ClusterConfig c = one_group("tiny", "cpu");
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  Cluster cluster = build_cluster(c);
+  CostModel& model = *cluster.replicas[0].cost_model;
+  const ModelDesc m = resolve_model("tiny");
+  const CalibratedTables t(p, f.path);
+  const BatchShape shape = seqs(1, 24, 0, true);
+  std::vector<Op> ops;
+  step_ops(m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
+  double sum = 0;
+  for (const Op& op : ops) sum += t.op_time(op).time_ns * op.repeat;
+  const double busy = 1.25 * sum + 5000 + 100;
+  StepPlan plan;
+  auto at_idle = [&](Time idle) {
+    StepInput in{&plan, &shape, 0, 0};
+    in.idle_ns = idle;
+    return model.stage_time(in);
+  };
+  CHECK(at_idle(0) == std::llround(busy));
+  CHECK(at_idle(2'000'000) == std::llround(busy + 40'000 * (1 - std::exp(-1.0))));
+  CHECK(at_idle(10'000'000'000) == std::llround(busy + 40'000));
+  // lookup_step (the profiler's and validate's view) agrees.
+  std::vector<Op> scratch;
+  const StepLookup l = lookup_step(t, m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch, nullptr, 2e6);
+  CHECK(std::llround(l.total_ns()) == at_idle(2'000'000));
+}
+
+TEST_CASE("a profile without op_scale or idle terms reads as scale 1 and no warm-up") {
+  nlohmann::json j = nlohmann::json::parse(calibrated_profile_text(tiny_profile()));
+  for (const char* key : {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"}) j["step_overhead"].erase(key);
+  const CalibratedProfile p = parse_calibrated_profile(j, "old.json");
+  CHECK(p.overhead.op_scale == 1);
+  CHECK(p.overhead.idle_tau_ns == 0);
+  const CalibratedTables t(p, "old.json");
+  CHECK(t.overhead_ns(2, 1e9) == 5000 + 200);
+  j["step_overhead"]["op_scale"] = 0;
+  CHECK_THAT(error_of(j), Catch::Contains("step_overhead.op_scale") && Catch::Contains("positive"));
+  j["step_overhead"]["op_scale"] = 1;
+  j["step_overhead"]["idle_samples"] = nlohmann::json::array({{{"gap_ns", 1}, {"measured_ns", 2}}});
+  CHECK_THAT(error_of(j), Catch::Contains("step_overhead.idle_samples[0].extra_ns") && Catch::Contains("missing"));
 }
 
 TEST_CASE("a profile for another model or dtype is an error naming both") {

@@ -205,3 +205,37 @@ TEST_CASE("heterogeneous groups run side by side") {
   for (const auto& r : sink.requests) e2e[r.replica] += static_cast<double>(r.finish - r.arrival);
   CHECK(e2e[1] > 1.2 * e2e[0]);  // the A100 replica is slower
 }
+
+namespace {
+
+// Every step takes 1 ms; remembers the idle gap the simulator passed in.
+class IdleRecorder final : public CostModel {
+ public:
+  std::vector<Time> idle;
+  Time stage_time(const StepInput& step, std::vector<OpCost>*) override {
+    idle.push_back(step.idle_ns);
+    return 1'000'000;
+  }
+  Time swap_time(std::int64_t) override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("the cost model sees how long the replica sat idle before each step") {
+  auto model = std::make_shared<IdleRecorder>();
+  std::vector<SimReplicaSpec> specs(1);
+  specs[0].config = replica_preset("vllm");
+  specs[0].config.kv.num_blocks = 64;
+  specs[0].cost_model = model;
+  Simulator sim(std::move(specs), SimOptions{});
+  // Request 0 arrives at 0 (prefill + one decode: 2 ms of steps), request 1
+  // at 10 ms, after the engine sat idle for 8 ms.
+  VectorSource source = burst(2, 16, 2, 10'000'000);
+  CollectSink sink;
+  sim.run(source, sink);
+  REQUIRE(model->idle.size() == 4);
+  CHECK(model->idle[0] == 0);  // the engine's first step at t = 0
+  CHECK(model->idle[1] == 0);  // back to back
+  CHECK(model->idle[2] == 8'000'000);
+  CHECK(model->idle[3] == 0);
+}
