@@ -89,6 +89,11 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
     const Json details = model_details(predicted);
     for (const auto& [key, value] : details.items()) j[key] = value;
     j["engine_steps"] = l.engine.steps.size();
+    if (!l.engine_repeats.empty()) {
+      Json runs = Json::array();
+      for (const auto& repeat : l.engine_repeats) runs.push_back(metric_json(repeat));
+      j["engine_repeats"] = std::move(runs);
+    }
     for (std::size_t m = 1; m < l.models.size(); ++m) {
       Json other = metric_json(l.models[m].metrics);
       const Json other_details = model_details(l.models[m]);

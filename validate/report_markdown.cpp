@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -82,6 +83,24 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
       }
       out << "\n";
     }
+    if (!l.engine_repeats.empty()) {
+      out << "\nThe engine against itself (" << l.engine_repeats.size() + 1
+          << " runs of the same requests; run k vs run 1): differences this size are the machine's noise, and no "
+             "prediction can be checked more finely.\n\n| metric | run 1 |";
+      for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << " run " << k + 2 << " | diff |";
+      out << "\n|---|---:|";
+      for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << "---:|---:|";
+      out << "\n";
+      for (std::size_t i = 0; i < l.engine_repeats.front().size(); ++i) {
+        const MetricComparison& base = l.engine_repeats.front()[i];
+        out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured)
+            << " |";
+        for (const auto& repeat : l.engine_repeats) {
+          out << ' ' << f(repeat[i].predicted) << " | " << signed_pct(repeat[i].error_pct) << " |";
+        }
+        out << "\n";
+      }
+    }
     out << "\nPer-request error (signed %, requests finished in both runs):\n\n";
     out << "| model | metric | requests | p10 | p50 | p90 | mean abs |\n|---|---|---:|---:|---:|---:|---:|\n";
     for (const ModelResult& m : l.models) {
@@ -113,9 +132,10 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
 
 void print_validation_table(std::ostream& out, const ValidationResult& r) {
   out << "Predicted capacity " << f(r.capacity_rps) << " req/s (" << r.requests << " requests)\n";
+  const bool noise = !r.loads.empty() && !r.loads.front().engine_repeats.empty();
   char line[256];
-  std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s\n", "load", "metric", "stat", "measured",
-                "calibrated", "error", "roofline", "error");
+  std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s%s\n", "load", "metric", "stat", "measured",
+                "calibrated", "error", "roofline", "error", noise ? "     noise" : "");
   out << line;
   for (const LoadResult& l : r.loads) {
     const auto& cal = l.models.front().metrics;
@@ -123,10 +143,21 @@ void print_validation_table(std::ostream& out, const ValidationResult& r) {
       const MetricComparison& c = cal[i];
       if (c.stat == "p99" || c.metric == "itl_ms") continue;  // the compact view; report.md has all
       const MetricComparison& roof = l.models.size() > 1 ? l.models[1].metrics[i] : c;
-      std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s\n", f(l.load, 2).c_str(),
+      // The engine against itself: the largest difference of a repeat run.
+      std::string spread;
+      if (!l.engine_repeats.empty()) {
+        double worst = 0;
+        for (const auto& repeat : l.engine_repeats) {
+          if (std::isfinite(repeat[i].error_pct)) worst = std::max(worst, std::abs(repeat[i].error_pct));
+        }
+        char buf[32];
+        std::snprintf(buf, sizeof buf, " %9s", ("±" + f(worst, 1) + "%").c_str());
+        spread = buf;
+      }
+      std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s%s\n", f(l.load, 2).c_str(),
                     c.metric.c_str(), c.stat == "value" ? "" : c.stat.c_str(), f(c.measured).c_str(),
                     f(c.predicted).c_str(), signed_pct(c.error_pct).c_str(), f(roof.predicted).c_str(),
-                    signed_pct(roof.error_pct).c_str());
+                    signed_pct(roof.error_pct).c_str(), spread.c_str());
       out << line;
     }
     out << "       replay parity: " << parity_text(l) << "\n";

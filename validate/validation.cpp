@@ -95,6 +95,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
   }
   if (!fs::is_regular_file(o.profile)) throw Error("--profile " + o.profile + ": no such file");
   if (o.loads.empty()) throw UsageError("--loads is empty; expected e.g. 0.3,0.6,0.9");
+  if (o.engine_repeats < 1 || o.engine_repeats > 10) {
+    throw UsageError("--engine-repeats must be 1 to 10, got " + std::to_string(o.engine_repeats));
+  }
   if (o.out_dir.empty()) throw UsageError("validate needs --out DIR");
   for (const char* name : {"report.json", "report.md"}) {
     if (!o.overwrite && fs::exists(o.out_dir / name)) {
@@ -178,6 +181,12 @@ ValidationResult run_validation(const ValidateOptions& o) {
                std::to_string(scaled.size()) + " requests on the engine (" +
                fixed(to_seconds(scaled.back().arrival), 1) + " s of arrivals)");
     lr.engine = engine.serve(scaled, dir / "engine", o.overwrite, echo);
+    for (std::int32_t k = 2; k <= o.engine_repeats; ++k) {
+      say(o, "load " + fixed(load, 2) + ": engine run " + std::to_string(k) + " of " +
+                 std::to_string(o.engine_repeats) + " (repeatability)");
+      const RunRecords again = engine.serve(scaled, dir / ("engine_" + std::to_string(k)), o.overwrite, echo);
+      lr.engine_repeats.push_back(compare_summaries(lr.engine.summary, again.summary));
+    }
 
     say(o, "load " + fixed(load, 2) + ": simulating (calibrated, roofline, replay)");
     ModelResult cal{"calibrated", simulate_requests(calibrated, scaled, dir / "calibrated", o.overwrite, "calibrated",

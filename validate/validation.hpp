@@ -37,6 +37,10 @@ struct ValidateOptions {
   std::filesystem::path out_dir;
   bool overwrite = false;
   bool plots = true;                   // run gnuplot when it is installed
+  // Engine runs per load (1 to 10): runs 2.. serve the same requests again
+  // and are compared with run 1, the machine's own run-to-run noise: the
+  // floor under which no prediction error is measurable.
+  std::int32_t engine_repeats = 1;
   std::function<void(const std::string&)> progress;  // one line per stage
 };
 
@@ -56,6 +60,9 @@ struct LoadResult {
   double rate_rps = 0;
   std::string folder;  // relative to the output folder
   RunRecords engine;
+  // Runs 2.. of the engine (--engine-repeats) against run 1 (`engine`):
+  // measured = run 1, predicted = the repeat.
+  std::vector<std::vector<MetricComparison>> engine_repeats;
   RunRecords replay;
   ParityResult parity;
   std::string parity_error;  // the replay failed (diverged): why

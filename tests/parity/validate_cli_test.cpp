@@ -82,6 +82,28 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   CHECK(fs::exists(out / "report.md"));
   CHECK(r.out.find("replay parity") != std::string::npos);
 
+  // --engine-repeats 2: the engine serves each load twice; the second run is
+  // compared with the first (the machine's noise floor).
+  const fs::path twice = dir / "twice";
+  const auto rr = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
+                                    " --loads 0.5 --threads 1 --seed 2 --max-num-batched-tokens 64"
+                                    " --num-gpu-blocks-override 64 --engine-repeats 2 --no-plots --out " +
+                                    twice.string(),
+                                true);
+  INFO(rr.out);
+  REQUIRE(rr.exit_code == 0);
+  CHECK(rr.out.find("noise") != std::string::npos);
+  std::ifstream tin(twice / "report.json");
+  const auto treport = nlohmann::json::parse(tin);
+  const auto& repeats = treport["loads"][0]["engine_repeats"];
+  REQUIRE(repeats.size() == 1);
+  // Run 1 is the measured side of both comparisons.
+  CHECK(repeats[0]["ttft_ms"]["p50"]["measured"] == treport["loads"][0]["ttft_ms"]["p50"]["measured"]);
+  CHECK(repeats[0]["output_throughput"]["error_pct"].is_number());
+  CHECK(fs::exists(twice / "load_0.50" / "engine_2" / "requests.csv"));
+  std::ifstream md(twice / "report.md");
+  CHECK(std::string(std::istreambuf_iterator<char>(md), {}).find("The engine against itself") != std::string::npos);
+
   // Results already there are kept unless --overwrite.
   const auto again = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
                                        " --loads 0.5 --out " + out.string(),
@@ -171,6 +193,9 @@ TEST_CASE("validate: bad input exits non-zero with a message") {
   CHECK(no_profile.exit_code == 2);
   CHECK(no_profile.out.find("--profile") != std::string::npos);
   CHECK(no_profile.out.find("calibrate") != std::string::npos);
+  const auto bad_repeats = run_twinserve(base + " --profile " + profile + " --engine-repeats 0", true);
+  CHECK(bad_repeats.exit_code == 2);
+  CHECK(bad_repeats.out.find("--engine-repeats") != std::string::npos);
 
   const auto missing = run_twinserve(base + " --profile " + (dir / "none.json").string(), true);
   CHECK(missing.exit_code == 1);

@@ -21,7 +21,7 @@ namespace {
 struct ValidateArgs {
   std::string trace, model, profile, out_dir = "validation", loads = "0.3,0.6,0.9", backend = "cpu", trace_format;
   std::int64_t max_requests = 0;
-  std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0;
+  std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0, engine_repeats = 1;
   std::uint64_t seed = 0;
   SchedulerFlags sched;
   bool overwrite = false, no_plots = false, quiet = false;
@@ -47,6 +47,7 @@ void run(const ValidateArgs& a) {
   o.out_dir = a.out_dir;
   o.overwrite = a.overwrite;
   o.plots = !a.no_plots;
+  o.engine_repeats = a.engine_repeats;
   if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "validate: " << line << "\n"; };
 
   const ValidationResult result = run_validation(o);
@@ -82,6 +83,8 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks (default: 1 GiB of KV, as run)");
   sub->add_option("--out", a.out_dir, "Output folder (default ./validation)");
+  sub->add_option("--engine-repeats", a.engine_repeats,
+                  "Engine runs per load (default 1); runs 2.. measure the machine's run-to-run noise");
   sub->add_flag("--overwrite", a.overwrite, "Replace results already in --out");
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
   sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
