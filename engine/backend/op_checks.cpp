@@ -12,6 +12,14 @@ namespace {
   throw Error(std::string(op) + ": " + message);
 }
 
+// Shared so that rmsnorm and add_rmsnorm reject a bad weight or out alike.
+void check_norm_weight_out(std::string_view op, const TensorView& x, const TensorView& weight, const TensorView& out) {
+  check_dtype(op, "weight", weight, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype(op, "out", out, {ElemType::f32});
+  check_shape(op, "weight", weight, 1, x.cols);
+  check_shape(op, "out", out, x.rows, x.cols);
+}
+
 }  // namespace
 
 std::string shape_str(const TensorView& t) {
@@ -53,6 +61,14 @@ void check_shape(std::string_view op, std::string_view what, const TensorView& t
   }
 }
 
+void check_copy(const TensorView& src, const TensorView& dst) {
+  check_dtype("copy", "src", src, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype("copy", "dst", dst, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_shape("copy", "dst", dst, src.rows, src.cols);
+}
+
+void check_fill(const TensorView& dst) { check_dtype("fill", "dst", dst, {ElemType::f32}); }
+
 void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
   check_dtype("gemm", "A", a, {ElemType::f32});
   check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16});
@@ -63,6 +79,71 @@ void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, c
     check_dtype("gemm", "bias", *options.bias, {ElemType::f32, ElemType::bf16});
     check_shape("gemm", "bias", *options.bias, 1, w.rows);
   }
+}
+
+void check_embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) {
+  check_dtype("embedding", "table", table, {ElemType::f32, ElemType::bf16, ElemType::f16});
+  check_dtype("embedding", "out", out, {ElemType::f32});
+  check_shape("embedding", "out", out, static_cast<std::int64_t>(ids.size()), table.cols);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= table.rows) {
+      fail("embedding", "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                            " is outside the table's " + std::to_string(table.rows) + " rows");
+    }
+  }
+}
+
+void check_gather_rows(const TensorView& src, std::span<const std::int32_t> rows, const TensorView& dst) {
+  check_dtype("gather_rows", "src", src, {ElemType::f32});
+  check_dtype("gather_rows", "dst", dst, {ElemType::f32});
+  check_shape("gather_rows", "dst", dst, static_cast<std::int64_t>(rows.size()), src.cols);
+  for (const std::int32_t r : rows) {
+    if (r < 0 || r >= src.rows) {
+      fail("gather_rows", "row " + std::to_string(r) + " is outside src's " + std::to_string(src.rows) + " rows");
+    }
+  }
+}
+
+void check_add(const TensorView& x, const TensorView& y) {
+  check_dtype("add", "x", x, {ElemType::f32});
+  check_dtype("add", "y", y, {ElemType::f32});
+  check_shape("add", "y", y, x.rows, x.cols);
+}
+
+void check_rmsnorm(const TensorView& x, const TensorView& weight, const TensorView& out) {
+  check_dtype("rmsnorm", "x", x, {ElemType::f32});
+  check_norm_weight_out("rmsnorm", x, weight, out);
+}
+
+void check_add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
+                       const TensorView& out) {
+  check_dtype("add_rmsnorm", "residual", residual, {ElemType::f32});
+  check_dtype("add_rmsnorm", "delta", delta, {ElemType::f32});
+  check_shape("add_rmsnorm", "delta", delta, residual.rows, residual.cols);
+  check_norm_weight_out("add_rmsnorm", residual, weight, out);
+}
+
+void check_rotary(const TensorView& q, const TensorView& k, std::span<const std::int32_t> positions,
+                  const RopeConfig& rope) {
+  const std::int32_t hd = rope.head_dim;
+  const std::int32_t rot = rope.rotary_dim > 0 ? rope.rotary_dim : hd;
+  if (hd <= 0 || rot > hd || rot % 2 != 0) {
+    fail("rotary", "head_dim " + std::to_string(hd) + " / rotary_dim " + std::to_string(rot) +
+                       " must be positive with an even rotary_dim <= head_dim");
+  }
+  check_dtype("rotary", "q", q, {ElemType::f32});
+  check_dtype("rotary", "k", k, {ElemType::f32});
+  const auto tokens = static_cast<std::int64_t>(positions.size());
+  if (q.rows != tokens || k.rows != tokens || q.cols % hd != 0 || k.cols % hd != 0) {
+    fail("rotary", "q " + shape_str(q) + " and k " + shape_str(k) + " must have " + std::to_string(tokens) +
+                       " rows (one per position) and a multiple of head_dim " + std::to_string(hd) + " columns");
+  }
+}
+
+void check_silu_and_mul(const TensorView& gate_up, const TensorView& out) {
+  check_dtype("silu_and_mul", "gate_up", gate_up, {ElemType::f32});
+  check_dtype("silu_and_mul", "out", out, {ElemType::f32});
+  check_shape("silu_and_mul", "gate_up", gate_up, out.rows, out.cols * 2);
 }
 
 void check_kv_cache(std::string_view op, const KvCacheView& cache) {
@@ -114,6 +195,95 @@ void check_attention(const TensorView& q, const KvCacheView& cache, std::span<co
                      " is outside the cache's " + std::to_string(cache.num_blocks) + " blocks");
       }
     }
+  }
+}
+
+void check_kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
+                    std::span<const std::int64_t> slots) {
+  check_kv_cache("kv_write", cache);
+  check_dtype("kv_write", "k", k, {ElemType::f32});
+  check_dtype("kv_write", "v", v, {ElemType::f32});
+  const std::int64_t width = cache.slot_elems();
+  check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
+  check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
+  const std::int64_t num_slots = cache.num_blocks * cache.block_size;
+  for (std::size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] >= num_slots) {
+      fail("kv_write", "slot " + std::to_string(slots[t]) + " of token " + std::to_string(t) +
+                           " is outside the cache's " + std::to_string(num_slots) + " slots");
+    }
+  }
+}
+
+void check_copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
+  check_kv_cache("copy_blocks", src);
+  check_kv_cache("copy_blocks", dst);
+  if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
+      src.head_dim != dst.head_dim) {
+    fail("copy_blocks", "source and destination caches differ in dtype or block geometry");
+  }
+  for (const BlockCopy& p : pairs) {
+    if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
+      fail("copy_blocks", "pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
+                              " is outside the caches' " + std::to_string(src.num_blocks) + " / " +
+                              std::to_string(dst.num_blocks) + " blocks");
+    }
+  }
+}
+
+void check_moe_topk(const TensorView& router_logits, std::int32_t top_k, const TensorView& topk_ids,
+                    const TensorView& topk_weights) {
+  check_dtype("moe_topk", "router_logits", router_logits, {ElemType::f32});
+  check_dtype("moe_topk", "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype("moe_topk", "topk_weights", topk_weights, {ElemType::f32});
+  if (top_k <= 0 || top_k > router_logits.cols) {
+    fail("moe_topk", "top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(router_logits.cols) + "]");
+  }
+  check_shape("moe_topk", "topk_ids", topk_ids, router_logits.rows, top_k);
+  check_shape("moe_topk", "topk_weights", topk_weights, router_logits.rows, top_k);
+}
+
+void check_moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
+                       std::span<const TensorView> gate_up, std::span<const TensorView> down, const TensorView& out) {
+  constexpr std::string_view op = "moe_experts";
+  check_dtype(op, "x", x, {ElemType::f32});
+  check_dtype(op, "out", out, {ElemType::f32});
+  check_shape(op, "out", out, x.rows, x.cols);
+  check_dtype(op, "topk_ids", topk_ids, {ElemType::i32});
+  check_dtype(op, "topk_weights", topk_weights, {ElemType::f32});
+  check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
+  check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
+  if (gate_up.size() != down.size() || gate_up.empty()) {
+    fail(op, std::to_string(gate_up.size()) + " gate_up and " + std::to_string(down.size()) +
+                 " down weights; expected the same non-zero count");
+  }
+  const std::int64_t inter = gate_up[0].rows / 2;
+  for (std::size_t e = 0; e < gate_up.size(); ++e) {
+    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
+    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
+    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, x.cols);
+    check_shape(op, "down[" + std::to_string(e) + "]", down[e], x.cols, inter);
+  }
+}
+
+void check_moe_expert_ids(const TensorView& host_ids, std::size_t experts) {
+  for (std::int64_t t = 0; t < host_ids.rows; ++t) {
+    const auto* ids = static_cast<const std::int32_t*>(host_ids.at(t));
+    for (std::int64_t j = 0; j < host_ids.cols; ++j) {
+      if (ids[j] < 0 || static_cast<std::size_t>(ids[j]) >= experts) {
+        fail("moe_experts", "expert id " + std::to_string(ids[j]) + " of token " + std::to_string(t) +
+                                " is outside the " + std::to_string(experts) + " experts");
+      }
+    }
+  }
+}
+
+void check_sample(const TensorView& logits, std::span<const SamplingParams> params,
+                  std::span<const TokenId> out_tokens) {
+  check_dtype("sample", "logits", logits, {ElemType::f32});
+  if (static_cast<std::int64_t>(params.size()) != logits.rows || out_tokens.size() != params.size()) {
+    fail("sample", "logits " + shape_str(logits) + " with " + std::to_string(params.size()) + " parameter sets and " +
+                       std::to_string(out_tokens.size()) + " outputs; expected one per row");
   }
 }
 

@@ -121,44 +121,25 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
 
 void CpuBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                           std::span<const std::int64_t> slots) {
-  check_kv_cache("kv_write", cache);
+  check_kv_write(k, v, cache, slots);
   if (cache.dtype != ElemType::f32) {
     throw Error("kv_write: the cpu backend keeps the KV cache in f32, got " + std::string(elem_type_name(cache.dtype)));
   }
-  check_dtype("kv_write", "k", k, {ElemType::f32});
-  check_dtype("kv_write", "v", v, {ElemType::f32});
   const std::int64_t width = cache.slot_elems();
-  check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
-  check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
-  const std::int64_t num_slots = cache.num_blocks * cache.block_size;
   auto* kc = static_cast<float*>(cache.k);
   auto* vc = static_cast<float*>(cache.v);
   for (std::size_t t = 0; t < slots.size(); ++t) {
     const std::int64_t s = slots[t];
     if (s < 0) continue;
-    if (s >= num_slots) {
-      throw Error("kv_write: slot " + std::to_string(s) + " of token " + std::to_string(t) + " is outside the cache's " +
-                  std::to_string(num_slots) + " slots");
-    }
     std::memcpy(kc + s * width, k.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
     std::memcpy(vc + s * width, v.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
   }
 }
 
 void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
-  check_kv_cache("copy_blocks", src);
-  check_kv_cache("copy_blocks", dst);
-  if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
-      src.head_dim != dst.head_dim) {
-    throw Error("copy_blocks: source and destination caches differ in dtype or block geometry");
-  }
+  check_copy_blocks(src, dst, pairs);
   const std::size_t block_bytes = static_cast<std::size_t>(src.block_elems()) * elem_bytes(src.dtype);
   for (const BlockCopy& p : pairs) {
-    if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
-      throw Error("copy_blocks: pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
-                  " is outside the caches' " + std::to_string(src.num_blocks) + " / " +
-                  std::to_string(dst.num_blocks) + " blocks");
-    }
     for (auto [s, d] : {std::pair{src.k, dst.k}, std::pair{src.v, dst.v}}) {
       std::memmove(static_cast<char*>(d) + p.dst * block_bytes, static_cast<const char*>(s) + p.src * block_bytes,
                    block_bytes);

@@ -95,9 +95,7 @@ void CpuBackend::download(void* host_dst, const void* src, std::size_t bytes) {
 }
 
 void CpuBackend::copy(const TensorView& src, const TensorView& dst) {
-  check_dtype("copy", "src", src, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("copy", "dst", dst, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_shape("copy", "dst", dst, src.rows, src.cols);
+  check_copy(src, dst);
   pool_.parallel_for(src.rows, [&](std::int64_t r0, std::int64_t r1) {
     std::vector<float> row(static_cast<std::size_t>(src.cols));
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -112,7 +110,7 @@ void CpuBackend::copy(const TensorView& src, const TensorView& dst) {
 }
 
 void CpuBackend::fill(const TensorView& dst, float value) {
-  check_dtype("fill", "dst", dst, {ElemType::f32});
+  check_fill(dst);
   for (std::int64_t r = 0; r < dst.rows; ++r) {
     float* p = static_cast<float*>(dst.at(r));
     std::fill(p, p + dst.cols, value);
@@ -120,38 +118,22 @@ void CpuBackend::fill(const TensorView& dst, float value) {
 }
 
 void CpuBackend::embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) {
-  check_dtype("embedding", "table", table, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("embedding", "out", out, {ElemType::f32});
-  check_shape("embedding", "out", out, static_cast<std::int64_t>(ids.size()), table.cols);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= table.rows) {
-      throw Error("embedding: token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                  " is outside the table's " + std::to_string(table.rows) + " rows");
-    }
-  }
+  check_embedding(ids, table, out);
   pool_.parallel_for(out.rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) load_row_f32(table, ids[r], static_cast<float*>(out.at(r)));
   });
 }
 
 void CpuBackend::gather_rows(const TensorView& src, std::span<const std::int32_t> rows, const TensorView& dst) {
-  check_dtype("gather_rows", "src", src, {ElemType::f32});
-  check_dtype("gather_rows", "dst", dst, {ElemType::f32});
-  check_shape("gather_rows", "dst", dst, static_cast<std::int64_t>(rows.size()), src.cols);
+  check_gather_rows(src, rows, dst);
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= src.rows) {
-      throw Error("gather_rows: row " + std::to_string(rows[i]) + " is outside src's " + std::to_string(src.rows) +
-                  " rows");
-    }
     std::memcpy(dst.at(static_cast<std::int64_t>(i)), src.at(rows[i]),
                 static_cast<std::size_t>(src.cols) * sizeof(float));
   }
 }
 
 void CpuBackend::add(const TensorView& x, const TensorView& y) {
-  check_dtype("add", "x", x, {ElemType::f32});
-  check_dtype("add", "y", y, {ElemType::f32});
-  check_shape("add", "y", y, x.rows, x.cols);
+  check_add(x, y);
   pool_.parallel_for(x.rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       float* xp = static_cast<float*>(x.at(r));
@@ -162,11 +144,7 @@ void CpuBackend::add(const TensorView& x, const TensorView& y) {
 }
 
 void CpuBackend::rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
-  check_dtype("rmsnorm", "x", x, {ElemType::f32});
-  check_dtype("rmsnorm", "weight", weight, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("rmsnorm", "out", out, {ElemType::f32});
-  check_shape("rmsnorm", "weight", weight, 1, x.cols);
-  check_shape("rmsnorm", "out", out, x.rows, x.cols);
+  check_rmsnorm(x, weight, out);
   std::vector<float> w(static_cast<std::size_t>(x.cols));
   load_row_f32(weight, 0, w.data());
   pool_.parallel_for(x.rows, [&](std::int64_t r0, std::int64_t r1) {
@@ -181,28 +159,18 @@ void CpuBackend::rmsnorm(const TensorView& x, const TensorView& weight, float ep
 
 void CpuBackend::add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
                              float eps, const TensorView& out) {
-  check_dtype("add_rmsnorm", "residual", residual, {ElemType::f32});
-  check_dtype("add_rmsnorm", "delta", delta, {ElemType::f32});
-  check_shape("add_rmsnorm", "delta", delta, residual.rows, residual.cols);
+  // All checked before add() changes residual, so a bad weight or out leaves it as it was.
+  check_add_rmsnorm(residual, delta, weight, out);
   add(residual, delta);
   rmsnorm(residual, weight, eps, out);
 }
 
 void CpuBackend::rotary(const TensorView& q, const TensorView& k, std::span<const std::int32_t> positions,
                         const RopeConfig& rope) {
+  check_rotary(q, k, positions, rope);
   const std::int32_t hd = rope.head_dim;
   const std::int32_t rot = rope.rotary_dim > 0 ? rope.rotary_dim : hd;
-  if (hd <= 0 || rot > hd || rot % 2 != 0) {
-    throw Error("rotary: head_dim " + std::to_string(hd) + " / rotary_dim " + std::to_string(rot) +
-                " must be positive with an even rotary_dim <= head_dim");
-  }
-  check_dtype("rotary", "q", q, {ElemType::f32});
-  check_dtype("rotary", "k", k, {ElemType::f32});
   const auto tokens = static_cast<std::int64_t>(positions.size());
-  if (q.rows != tokens || k.rows != tokens || q.cols % hd != 0 || k.cols % hd != 0) {
-    throw Error("rotary: q " + shape_str(q) + " and k " + shape_str(k) + " must have " + std::to_string(tokens) +
-                " rows (one per position) and a multiple of head_dim " + std::to_string(hd) + " columns");
-  }
   const std::int32_t half = rot / 2;
   std::vector<double> inv_freq(static_cast<std::size_t>(half));
   for (std::int32_t i = 0; i < half; ++i) {
@@ -232,9 +200,7 @@ void CpuBackend::rotary(const TensorView& q, const TensorView& k, std::span<cons
 }
 
 void CpuBackend::silu_and_mul(const TensorView& gate_up, const TensorView& out) {
-  check_dtype("silu_and_mul", "gate_up", gate_up, {ElemType::f32});
-  check_dtype("silu_and_mul", "out", out, {ElemType::f32});
-  check_shape("silu_and_mul", "gate_up", gate_up, out.rows, out.cols * 2);
+  check_silu_and_mul(gate_up, out);
   pool_.parallel_for(out.rows, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* g = static_cast<const float*>(gate_up.at(r));

@@ -123,15 +123,8 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
 
 void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
                           const TensorView& topk_ids, const TensorView& topk_weights) {
-  check_dtype("moe_topk", "router_logits", router_logits, {ElemType::f32});
-  check_dtype("moe_topk", "topk_ids", topk_ids, {ElemType::i32});
-  check_dtype("moe_topk", "topk_weights", topk_weights, {ElemType::f32});
+  check_moe_topk(router_logits, top_k, topk_ids, topk_weights);
   const std::int64_t experts = router_logits.cols;
-  if (top_k <= 0 || top_k > experts) {
-    throw Error("moe_topk: top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(experts) + "]");
-  }
-  check_shape("moe_topk", "topk_ids", topk_ids, router_logits.rows, top_k);
-  check_shape("moe_topk", "topk_weights", topk_weights, router_logits.rows, top_k);
   pool_.parallel_for(router_logits.rows, [&](std::int64_t t0, std::int64_t t1) {
     std::vector<float> p(static_cast<std::size_t>(experts));
     std::vector<std::int32_t> order(static_cast<std::size_t>(experts));
@@ -159,37 +152,15 @@ void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, b
 void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
                              std::span<const TensorView> gate_up, std::span<const TensorView> down,
                              const TensorView& out) {
-  constexpr const char* op = "moe_experts";
-  check_dtype(op, "x", x, {ElemType::f32});
-  check_dtype(op, "out", out, {ElemType::f32});
-  check_shape(op, "out", out, x.rows, x.cols);
-  check_dtype(op, "topk_ids", topk_ids, {ElemType::i32});
-  check_dtype(op, "topk_weights", topk_weights, {ElemType::f32});
-  check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
-  check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
-  if (gate_up.size() != down.size() || gate_up.empty()) {
-    throw Error(std::string(op) + ": " + std::to_string(gate_up.size()) + " gate_up and " +
-                std::to_string(down.size()) + " down weights; expected the same non-zero count");
-  }
+  check_moe_experts(x, topk_ids, topk_weights, gate_up, down, out);
   const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
   const std::int64_t inter = gate_up[0].rows / 2;
-  for (std::size_t e = 0; e < gate_up.size(); ++e) {
-    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
-    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
-    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, hidden);
-    check_shape(op, "down[" + std::to_string(e) + "]", down[e], hidden, inter);
-  }
+  check_moe_expert_ids(topk_ids, gate_up.size());
   // Group the (token, slot) pairs by expert, in token order.
   std::map<std::int32_t, std::vector<std::int64_t>> by_expert;  // expert -> pair index t * top_k + j
   for (std::int64_t t = 0; t < tokens; ++t) {
     const auto* ids = static_cast<const std::int32_t*>(topk_ids.at(t));
-    for (std::int64_t j = 0; j < top_k; ++j) {
-      if (ids[j] < 0 || ids[j] >= static_cast<std::int32_t>(gate_up.size())) {
-        throw Error(std::string(op) + ": expert id " + std::to_string(ids[j]) + " of token " + std::to_string(t) +
-                    " is outside the " + std::to_string(gate_up.size()) + " experts");
-      }
-      by_expert[ids[j]].push_back(t * top_k + j);
-    }
+    for (std::int64_t j = 0; j < top_k; ++j) by_expert[ids[j]].push_back(t * top_k + j);
   }
   // Each pair's expert output goes to its own row, then every token sums its
   // rows in slot order: the sum does not depend on how tokens were grouped.

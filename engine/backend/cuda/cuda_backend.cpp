@@ -187,9 +187,7 @@ const void* CudaBackend::stage_bytes(const void* host, std::size_t bytes) {
 }
 
 void CudaBackend::copy(const TensorView& src, const TensorView& dst) {
-  check_dtype("copy", "src", src, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("copy", "dst", dst, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_shape("copy", "dst", dst, src.rows, src.cols);
+  check_copy(src, dst);
   if (src.rows * src.cols == 0) return;
   if (src.dtype == dst.dtype) {
     const std::size_t eb = elem_bytes(src.dtype);
@@ -205,21 +203,13 @@ void CudaBackend::copy(const TensorView& src, const TensorView& dst) {
 }
 
 void CudaBackend::fill(const TensorView& dst, float value) {
-  check_dtype("fill", "dst", dst, {ElemType::f32});
+  check_fill(dst);
   cuda::launch_fill_2d(static_cast<float*>(dst.data), dst.row_stride, dst.rows, dst.cols, value, stream_);
   after_launch("fill");
 }
 
 void CudaBackend::embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) {
-  check_dtype("embedding", "table", table, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("embedding", "out", out, {ElemType::f32});
-  check_shape("embedding", "out", out, static_cast<std::int64_t>(ids.size()), table.cols);
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= table.rows) {
-      throw Error("embedding: token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                  " is outside the table's " + std::to_string(table.rows) + " rows");
-    }
-  }
+  check_embedding(ids, table, out);
   if (ids.empty()) return;
   stage_reserve(staged_size(ids.size_bytes()));
   const std::int32_t* d_ids = stage(ids);
@@ -229,15 +219,7 @@ void CudaBackend::embedding(std::span<const TokenId> ids, const TensorView& tabl
 }
 
 void CudaBackend::gather_rows(const TensorView& src, std::span<const std::int32_t> rows, const TensorView& dst) {
-  check_dtype("gather_rows", "src", src, {ElemType::f32});
-  check_dtype("gather_rows", "dst", dst, {ElemType::f32});
-  check_shape("gather_rows", "dst", dst, static_cast<std::int64_t>(rows.size()), src.cols);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= src.rows) {
-      throw Error("gather_rows: row " + std::to_string(rows[i]) + " is outside src's " + std::to_string(src.rows) +
-                  " rows");
-    }
-  }
+  check_gather_rows(src, rows, dst);
   if (rows.empty()) return;
   stage_reserve(staged_size(rows.size_bytes()));
   const std::int32_t* d_rows = stage(rows);
@@ -248,20 +230,14 @@ void CudaBackend::gather_rows(const TensorView& src, std::span<const std::int32_
 }
 
 void CudaBackend::add(const TensorView& x, const TensorView& y) {
-  check_dtype("add", "x", x, {ElemType::f32});
-  check_dtype("add", "y", y, {ElemType::f32});
-  check_shape("add", "y", y, x.rows, x.cols);
+  check_add(x, y);
   cuda::launch_add(static_cast<float*>(x.data), x.row_stride, static_cast<const float*>(y.data), y.row_stride, x.rows,
                    x.cols, stream_);
   after_launch("add");
 }
 
 void CudaBackend::rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
-  check_dtype("rmsnorm", "x", x, {ElemType::f32});
-  check_dtype("rmsnorm", "weight", weight, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("rmsnorm", "out", out, {ElemType::f32});
-  check_shape("rmsnorm", "weight", weight, 1, x.cols);
-  check_shape("rmsnorm", "out", out, x.rows, x.cols);
+  check_rmsnorm(x, weight, out);
   cuda::launch_add_rmsnorm(static_cast<float*>(x.data), x.row_stride, nullptr, 0, weight.data, code(weight.dtype), eps,
                            static_cast<float*>(out.data), out.row_stride, x.rows, x.cols, stream_);
   after_launch("rmsnorm");
@@ -269,13 +245,7 @@ void CudaBackend::rmsnorm(const TensorView& x, const TensorView& weight, float e
 
 void CudaBackend::add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
                               float eps, const TensorView& out) {
-  check_dtype("add_rmsnorm", "residual", residual, {ElemType::f32});
-  check_dtype("add_rmsnorm", "delta", delta, {ElemType::f32});
-  check_shape("add_rmsnorm", "delta", delta, residual.rows, residual.cols);
-  check_dtype("add_rmsnorm", "weight", weight, {ElemType::f32, ElemType::bf16, ElemType::f16});
-  check_dtype("add_rmsnorm", "out", out, {ElemType::f32});
-  check_shape("add_rmsnorm", "weight", weight, 1, residual.cols);
-  check_shape("add_rmsnorm", "out", out, residual.rows, residual.cols);
+  check_add_rmsnorm(residual, delta, weight, out);
   cuda::launch_add_rmsnorm(static_cast<float*>(residual.data), residual.row_stride,
                            static_cast<const float*>(delta.data), delta.row_stride, weight.data, code(weight.dtype), eps,
                            static_cast<float*>(out.data), out.row_stride, residual.rows, residual.cols, stream_);
@@ -284,19 +254,10 @@ void CudaBackend::add_rmsnorm(const TensorView& residual, const TensorView& delt
 
 void CudaBackend::rotary(const TensorView& q, const TensorView& k, std::span<const std::int32_t> positions,
                          const RopeConfig& rope) {
+  check_rotary(q, k, positions, rope);
   const std::int32_t hd = rope.head_dim;
   const std::int32_t rot = rope.rotary_dim > 0 ? rope.rotary_dim : hd;
-  if (hd <= 0 || rot > hd || rot % 2 != 0) {
-    throw Error("rotary: head_dim " + std::to_string(hd) + " / rotary_dim " + std::to_string(rot) +
-                " must be positive with an even rotary_dim <= head_dim");
-  }
-  check_dtype("rotary", "q", q, {ElemType::f32});
-  check_dtype("rotary", "k", k, {ElemType::f32});
   const auto tokens = static_cast<std::int64_t>(positions.size());
-  if (q.rows != tokens || k.rows != tokens || q.cols % hd != 0 || k.cols % hd != 0) {
-    throw Error("rotary: q " + shape_str(q) + " and k " + shape_str(k) + " must have " + std::to_string(tokens) +
-                " rows (one per position) and a multiple of head_dim " + std::to_string(hd) + " columns");
-  }
   if (tokens == 0) return;
   stage_reserve(staged_size(positions.size_bytes()));
   const std::int32_t* d_pos = stage(positions);
@@ -306,9 +267,7 @@ void CudaBackend::rotary(const TensorView& q, const TensorView& k, std::span<con
 }
 
 void CudaBackend::silu_and_mul(const TensorView& gate_up, const TensorView& out) {
-  check_dtype("silu_and_mul", "gate_up", gate_up, {ElemType::f32});
-  check_dtype("silu_and_mul", "out", out, {ElemType::f32});
-  check_shape("silu_and_mul", "gate_up", gate_up, out.rows, out.cols * 2);
+  check_silu_and_mul(gate_up, out);
   cuda::launch_silu_and_mul(static_cast<const float*>(gate_up.data), gate_up.row_stride, static_cast<float*>(out.data),
                             out.row_stride, out.rows, out.cols, stream_);
   after_launch("silu_and_mul");

@@ -75,23 +75,12 @@ void CudaBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const
 
 void CudaBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                            std::span<const std::int64_t> slots) {
-  check_kv_cache("kv_write", cache);
+  check_kv_write(k, v, cache, slots);
   if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16) {
     throw Error("kv_write: the cuda backend keeps the KV cache in f32, bf16 or f16, got " +
                 std::string(elem_type_name(cache.dtype)));
   }
-  check_dtype("kv_write", "k", k, {ElemType::f32});
-  check_dtype("kv_write", "v", v, {ElemType::f32});
   const std::int64_t width = cache.slot_elems();
-  check_shape("kv_write", "k", k, static_cast<std::int64_t>(slots.size()), width);
-  check_shape("kv_write", "v", v, static_cast<std::int64_t>(slots.size()), width);
-  const std::int64_t num_slots = cache.num_blocks * cache.block_size;
-  for (std::size_t t = 0; t < slots.size(); ++t) {
-    if (slots[t] >= num_slots) {
-      throw Error("kv_write: slot " + std::to_string(slots[t]) + " of token " + std::to_string(t) +
-                  " is outside the cache's " + std::to_string(num_slots) + " slots");
-    }
-  }
   if (slots.empty()) return;
   stage_reserve(staged_size(slots.size_bytes()));
   const std::int64_t* d_slots = stage(slots);
@@ -187,19 +176,7 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
 }
 
 void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
-  check_kv_cache("copy_blocks", src);
-  check_kv_cache("copy_blocks", dst);
-  if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
-      src.head_dim != dst.head_dim) {
-    throw Error("copy_blocks: source and destination caches differ in dtype or block geometry");
-  }
-  for (const BlockCopy& p : pairs) {
-    if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {
-      throw Error("copy_blocks: pair " + std::to_string(p.src) + " -> " + std::to_string(p.dst) +
-                  " is outside the caches' " + std::to_string(src.num_blocks) + " / " +
-                  std::to_string(dst.num_blocks) + " blocks");
-    }
-  }
+  check_copy_blocks(src, dst, pairs);
   if (pairs.empty()) return;
   // The copies wait for the ops enqueued so far and the ops enqueued later
   // wait for the copies; in between they run on their own stream.
@@ -221,15 +198,8 @@ void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, st
 
 void CudaBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
                            const TensorView& topk_ids, const TensorView& topk_weights) {
-  check_dtype("moe_topk", "router_logits", router_logits, {ElemType::f32});
-  check_dtype("moe_topk", "topk_ids", topk_ids, {ElemType::i32});
-  check_dtype("moe_topk", "topk_weights", topk_weights, {ElemType::f32});
+  check_moe_topk(router_logits, top_k, topk_ids, topk_weights);
   const std::int64_t experts = router_logits.cols;
-  if (top_k <= 0 || top_k > experts) {
-    throw Error("moe_topk: top_k " + std::to_string(top_k) + " must be in [1, " + std::to_string(experts) + "]");
-  }
-  check_shape("moe_topk", "topk_ids", topk_ids, router_logits.rows, top_k);
-  check_shape("moe_topk", "topk_weights", topk_weights, router_logits.rows, top_k);
   cuda::launch_moe_topk(static_cast<const float*>(router_logits.data), router_logits.row_stride, router_logits.rows,
                         static_cast<int>(experts), top_k, renormalize, static_cast<std::int32_t*>(topk_ids.data),
                         topk_ids.row_stride, static_cast<float*>(topk_weights.data), topk_weights.row_stride, stream_);
@@ -244,25 +214,9 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
                               std::span<const TensorView> gate_up, std::span<const TensorView> down,
                               const TensorView& out) {
   constexpr const char* op = "moe_experts";
-  check_dtype(op, "x", x, {ElemType::f32});
-  check_dtype(op, "out", out, {ElemType::f32});
-  check_shape(op, "out", out, x.rows, x.cols);
-  check_dtype(op, "topk_ids", topk_ids, {ElemType::i32});
-  check_dtype(op, "topk_weights", topk_weights, {ElemType::f32});
-  check_shape(op, "topk_ids", topk_ids, x.rows, topk_ids.cols);
-  check_shape(op, "topk_weights", topk_weights, x.rows, topk_ids.cols);
-  if (gate_up.size() != down.size() || gate_up.empty()) {
-    throw Error(std::string(op) + ": " + std::to_string(gate_up.size()) + " gate_up and " +
-                std::to_string(down.size()) + " down weights; expected the same non-zero count");
-  }
+  check_moe_experts(x, topk_ids, topk_weights, gate_up, down, out);
   const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
   const std::int64_t inter = gate_up[0].rows / 2;
-  for (std::size_t e = 0; e < gate_up.size(); ++e) {
-    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
-    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
-    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, hidden);
-    check_shape(op, "down[" + std::to_string(e) + "]", down[e], hidden, inter);
-  }
   if (tokens == 0) return;
   std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens * top_k));
   cuda_check(cudaMemcpy2DAsync(ids.data(), static_cast<std::size_t>(top_k) * 4, topk_ids.data,
@@ -270,15 +224,11 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
                                static_cast<std::size_t>(tokens), cudaMemcpyDeviceToHost, stream_),
              op);
   synchronize();
+  check_moe_expert_ids(make_view(ids.data(), ElemType::i32, tokens, top_k), gate_up.size());
   std::map<std::int32_t, std::vector<std::int32_t>> by_expert;  // expert -> pair index t * top_k + j
   for (std::int64_t t = 0; t < tokens; ++t) {
     for (std::int64_t j = 0; j < top_k; ++j) {
-      const std::int32_t e = ids[static_cast<std::size_t>(t * top_k + j)];
-      if (e < 0 || e >= static_cast<std::int32_t>(gate_up.size())) {
-        throw Error(std::string(op) + ": expert id " + std::to_string(e) + " of token " + std::to_string(t) +
-                    " is outside the " + std::to_string(gate_up.size()) + " experts");
-      }
-      by_expert[e].push_back(static_cast<std::int32_t>(t * top_k + j));
+      by_expert[ids[static_cast<std::size_t>(t * top_k + j)]].push_back(static_cast<std::int32_t>(t * top_k + j));
     }
   }
   std::size_t max_rows = 0;
@@ -327,11 +277,7 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
 // on the CPU backend: equal logits give the same tokens bit for bit.
 void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
                          std::span<TokenId> out_tokens) {
-  check_dtype("sample", "logits", logits, {ElemType::f32});
-  if (static_cast<std::int64_t>(params.size()) != logits.rows || out_tokens.size() != params.size()) {
-    throw Error("sample: logits " + shape_str(logits) + " with " + std::to_string(params.size()) +
-                " parameter sets and " + std::to_string(out_tokens.size()) + " outputs; expected one per row");
-  }
+  check_sample(logits, params, out_tokens);
   if (logits.rows == 0) return;
   std::vector<float> host(static_cast<std::size_t>(logits.rows * logits.cols));
   cuda_check(cudaMemcpy2DAsync(host.data(), static_cast<std::size_t>(logits.cols) * sizeof(float), logits.data,
