@@ -5,16 +5,27 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+#include <unistd.h>
 
 #include "planner/loaded_trace.hpp"
 #include "traces/generator.hpp"
 
 namespace twin::test {
 
+// A file in this test process's own folder, removed when the process exits.
 inline std::filesystem::path planner_tmp(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("twin_planner_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  struct Folder {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("twin_planner_" + std::to_string(::getpid()));
+    ~Folder() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static Folder folder;
+  std::filesystem::create_directories(folder.path);
+  return folder.path / name;
 }
 
 // n requests at exactly `rate` req/s, every prompt `prompt` tokens, `output` out.
