@@ -14,30 +14,16 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench/best_time.hpp"
 #include "engine/backend/cpu/cpu_backend.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Best seconds per call over repeats of a warmed-up call, each repeat at least ~20 ms.
+// Trials of ~20 ms.
 double seconds_per_call(const std::function<void()>& fn) {
-  fn();
-  int reps = 1;
-  for (;;) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) fn();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s > 0.02 || reps > (1 << 20)) break;
-    reps *= 2;
-  }
-  double best = 1e30;
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / reps);
-  }
-  return best;
+  return twin::bench::best_seconds_per_call(fn, 0.02, 1 << 20);
 }
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/best_time.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/core/error.hpp"
 
@@ -25,25 +26,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace twin;
 
-// Best seconds per call (fn ends with a synchronize) over 3 trials of
-// enough calls to take ~50 ms.
+// Trials of ~50 ms: a GPU call is short and its launch overhead jitters.
 double seconds_per_call(const std::function<void()>& fn) {
-  fn();
-  int reps = 1;
-  for (;;) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) fn();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (s > 0.05 || reps > (1 << 16)) break;
-    reps *= 2;
-  }
-  double best = 1e30;
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < reps; ++i) fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / reps);
-  }
-  return best;
+  return twin::bench::best_seconds_per_call(fn, 0.05, 1 << 16);
 }
 
 // Random bf16 values without a per-element host loop over the whole model:
