@@ -14,9 +14,8 @@
 #include "hwprofiles/calibrated_lookup.hpp"
 #include "models/model_math.hpp"
 
-#ifndef TWIN_GIT_COMMIT
-#define TWIN_GIT_COMMIT "unknown"
-#endif
+#include "git_commit.hpp"  // generated at every build (git_commit.cmake)
+
 #ifndef TWIN_VERSION
 #define TWIN_VERSION "unknown"
 #endif
@@ -151,7 +150,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   meta.cpu_model = cpu_model_name();
   meta.hostname = host_name();
   meta.date = utc_now();
-  meta.git_commit = TWIN_GIT_COMMIT;
+  meta.git_commit = kGitCommit;
   meta.twinserve_version = TWIN_VERSION;
   meta.threads = dev.threads;
   meta.tp = 1;
