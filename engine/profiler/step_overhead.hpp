@@ -1,8 +1,9 @@
 #pragma once
 // Whole steps through the engine's real executor and scheduler, timed the
 // way the wall-clock driver times them (from the instant the step is planned
-// to the end of its forward pass), and the per-step overhead fitted from them:
-// what a step costs beyond the sum of its ops' table predictions.
+// to the end of its forward pass), and the step terms fitted from them (the
+// profile's StepOverhead): how a whole step's time relates to the sum of its
+// ops' table predictions, and what it costs more after the engine sat idle.
 #include <array>
 #include <cstdint>
 #include <string>
