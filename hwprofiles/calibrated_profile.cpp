@@ -147,6 +147,8 @@ TableKind table_kind(OpKind op) {
     case OpKind::gate_up_proj:
     case OpKind::down_proj:
     case OpKind::moe_router:
+    case OpKind::moe_gate_up_proj:
+    case OpKind::moe_down_proj:
     case OpKind::lm_head:
       return TableKind::gemm;
     case OpKind::embed:

@@ -119,9 +119,6 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
                                " cannot run on the CPU backend (one process, no collectives); use --tp 1"
                          : "calibrate: --tp " + std::to_string(options.tp) + ": the engine runs one device; use --tp 1");
   }
-  if (model.is_moe()) {
-    throw UsageError("calibrate: model '" + model.name + "' is a mixture of experts; its expert ops are not profiled yet");
-  }
   const ModelConfig config = model_config_from(model);
   const std::int64_t context = config.max_position_embeddings;
   const std::int64_t max_tokens =
@@ -187,11 +184,17 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // A decode point holds batch x context tokens of one layer's KV.
   const std::int64_t kv_cap = options.quick ? 8192 : 131072;
 
-  const OpKind token_ops[] = {OpKind::embed,        OpKind::rmsnorm,  OpKind::qkv_proj,  OpKind::rotary,
-                              OpKind::o_proj,       OpKind::gate_up_proj, OpKind::silu_mul, OpKind::down_proj,
-                              OpKind::final_norm};
+  // A mixture of experts replaces the dense MLP by the router and the
+  // experts' GEMMs (rows = tokens x top_k, spread over the experts).
+  const std::vector<OpKind> token_ops =
+      model.is_moe() ? std::vector<OpKind>{OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary,
+                                           OpKind::o_proj, OpKind::moe_router, OpKind::moe_gate_up_proj,
+                                           OpKind::silu_mul, OpKind::moe_down_proj, OpKind::final_norm}
+                     : std::vector<OpKind>{OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary,
+                                           OpKind::o_proj, OpKind::gate_up_proj, OpKind::silu_mul,
+                                           OpKind::down_proj, OpKind::final_norm};
   const OpKind seq_ops[] = {OpKind::lm_head, OpKind::sample};
-  std::int64_t total_points = static_cast<std::int64_t>(std::size(token_ops) * tokens.size() + std::size(seq_ops) * seqs.size());
+  std::int64_t total_points = static_cast<std::int64_t>(token_ops.size() * tokens.size() + std::size(seq_ops) * seqs.size());
   for (std::int64_t n : prefill_n)
     for (std::int64_t c : contexts) total_points += n + c <= context ? 1 : 0;
   for (std::int64_t b : batches)
@@ -217,7 +220,10 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
       const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, false), w, kv, kind);
       t.n = op.n;
       t.k = table_kind(kind) == TableKind::gemm ? op.k : 0;
-      t.points.push_back(point(static_cast<double>(x), op, bench->time(op, policy)));
+      // Keyed as the lookup reads it: a GEMM by m, an elementwise op by its
+      // rows (for MoE experts both are tokens x top_k, not tokens).
+      const std::int64_t key = table_kind(kind) == TableKind::gemm ? op.m : op.tokens;
+      t.points.push_back(point(static_cast<double>(key), op, bench->time(op, policy)));
     }
     report(std::string(op_name(kind)), t.points.size());
     (table_kind(kind) == TableKind::gemm ? p.gemm : p.elementwise).push_back(std::move(t));

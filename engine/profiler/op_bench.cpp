@@ -22,7 +22,7 @@ struct OpBench::Impl {
   std::unique_ptr<Backend> backend;
   ModelWeights weights;
   Buffer scratch;
-  TensorView x, h, delta, qkv, attn, gate_up, act, xs, hs, logits;
+  TensorView x, h, delta, qkv, attn, gate_up, act, xs, hs, logits, router_logits;
   Buffer kv;
   KvCacheView cache;
   std::vector<TokenId> ids, sampled;
@@ -37,14 +37,18 @@ struct OpBench::Impl {
   void carve() {
     const std::int64_t T = options.max_tokens, S = options.max_seqs, H = config.hidden_size;
     const std::int64_t I = config.intermediate_size;
+    // MoE: every token is routed to top_k experts, so the expert MLP's rows
+    // (gate_up, act) number tokens x top_k.
+    const std::int64_t R = T * std::max<std::int64_t>(config.experts_per_token, 1);
     struct Want {
       TensorView* view;
       std::int64_t rows, cols;
     };
     const std::vector<Want> wants = {{&x, T, H},          {&h, T, H},           {&delta, T, H},
                                      {&qkv, T, config.q_dim() + 2 * config.kv_dim()},
-                                     {&attn, T, config.q_dim()}, {&gate_up, T, 2 * I}, {&act, T, I},
-                                     {&xs, S, H},         {&hs, S, H},          {&logits, S, config.vocab_size}};
+                                     {&attn, T, config.q_dim()}, {&gate_up, R, 2 * I}, {&act, R, I},
+                                     {&xs, S, H},         {&hs, S, H},          {&logits, S, config.vocab_size},
+                                     {&router_logits, T, std::max<std::int64_t>(config.num_experts, 1)}};
     std::vector<std::size_t> offsets;
     std::size_t total = 0;
     for (const Want& w : wants) {
@@ -114,6 +118,7 @@ struct OpBench::Impl {
     switch (kind) {
       case OpKind::qkv_proj: return L.qkv;
       case OpKind::o_proj: return L.o;
+      case OpKind::moe_router: return L.router;
       case OpKind::gate_up_proj: return L.gate_up;
       case OpKind::down_proj: return L.down;
       default: return weights.lm_head;
@@ -136,6 +141,7 @@ struct OpBench::Impl {
       case OpKind::o_proj:
       case OpKind::gate_up_proj:
       case OpKind::down_proj:
+      case OpKind::moe_router:
       case OpKind::lm_head: {
         const bool head = op.kind == OpKind::lm_head;
         check_rows(op, op.m, head ? options.max_seqs : options.max_tokens, head ? "sampling rows" : "token rows");
@@ -151,6 +157,7 @@ struct OpBench::Impl {
           case OpKind::o_proj: a = attn; c = delta; break;
           case OpKind::gate_up_proj: a = h; c = gate_up; break;
           case OpKind::down_proj: a = act; c = delta; break;
+          case OpKind::moe_router: a = h; c = router_logits; break;
           default: a = hs; c = logits; break;
         }
         a = a.slice_rows(0, op.m);
@@ -160,6 +167,31 @@ struct OpBench::Impl {
           GemmOptions o;
           if (kind == OpKind::qkv_proj && L.qkv_bias.data) o.bias = &L.qkv_bias;
           backend->gemm(a, layer_weight(kind, l), c, o);
+        };
+      }
+      case OpKind::moe_gate_up_proj:
+      case OpKind::moe_down_proj: {
+        // step_ops spreads the op's m rows evenly over num_seqs experts; the
+        // engine runs one GEMM per expert on its rows (moe_experts).
+        const bool up = op.kind == OpKind::moe_gate_up_proj;
+        const std::int64_t experts = op.num_seqs;
+        if (experts < 1 || experts > static_cast<std::int64_t>(weights.layers[0].expert_gate_up.size())) {
+          throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' touches " + std::to_string(experts) +
+                      " experts; the engine's model has " +
+                      std::to_string(weights.layers[0].expert_gate_up.size()));
+        }
+        const std::int64_t per = (op.m + experts - 1) / experts;
+        check_rows(op, per, up ? h.rows : act.rows, "rows per expert");
+        std::vector<std::int64_t> rows(static_cast<std::size_t>(experts), op.m / experts);
+        for (std::int64_t e = 0; e < op.m % experts; ++e) ++rows[static_cast<std::size_t>(e)];
+        const TensorView a = up ? h : act, c = up ? gate_up : delta;
+        return [this, up, rows, a, c](std::size_t l) {
+          const LayerWeights& L = weights.layers[l];
+          for (std::size_t e = 0; e < rows.size(); ++e) {
+            if (rows[e] == 0) continue;
+            backend->gemm(a.slice_rows(0, rows[e]), up ? L.expert_gate_up[e] : L.expert_down[e],
+                          c.slice_rows(0, rows[e]), GemmOptions{});
+          }
         };
       }
       case OpKind::embed: {
@@ -181,7 +213,7 @@ struct OpBench::Impl {
         return [this, q, k, pos](std::size_t) { backend->rotary(q, k, pos, rope); };
       }
       case OpKind::silu_mul: {
-        check_rows(op, op.tokens, options.max_tokens, "token rows");
+        check_rows(op, op.tokens, act.rows, "token rows");  // MoE: tokens x top_k
         const TensorView gu = gate_up.slice_rows(0, op.tokens), a = act.slice_rows(0, op.tokens);
         return [this, gu, a](std::size_t) { backend->silu_and_mul(gu, a); };
       }
@@ -222,7 +254,7 @@ struct OpBench::Impl {
       }
       default:
         throw Error("profiler: op '" + std::string(op_name(op.kind)) +
-                    "' is not profiled (collectives need tp > 1; MoE ops are not timed yet)");
+                    "' is not profiled (collectives need tp > 1)");
     }
   }
 };

@@ -195,3 +195,40 @@ TEST_CASE("a real engine step after idling is measured against the same step bac
   CHECK_THROWS_WITH(measure_idle_warmup(model_config_from(resolve_model("tiny")), ro, 0, {0}, 1),
                     Catch::Contains("prompt"));
 }
+
+TEST_CASE("a mixture of experts is calibrated: router and expert GEMMs get tables the simulator reads") {
+  TempDir dir;
+  const std::string config = dir.file("config.json");
+  std::ofstream(config) << R"({"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 96,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+    "max_position_embeddings": 1024, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "tie_word_embeddings": false, "num_local_experts": 4, "num_experts_per_tok": 2, "torch_dtype": "float32"})";
+  const ModelDesc model = resolve_model(config);
+  REQUIRE(model.is_moe());
+  CalibrateOptions o;
+  o.quick = true;
+  o.threads = 1;
+  const CalibratedProfile p = calibrate(model, o);
+  std::vector<OpKind> gemms;
+  for (const CurveTable& t : p.gemm) gemms.push_back(t.op);
+  for (OpKind k : {OpKind::moe_router, OpKind::moe_gate_up_proj, OpKind::moe_down_proj}) {
+    INFO(op_name(k));
+    CHECK(std::find(gemms.begin(), gemms.end(), k) != gemms.end());
+  }
+  CHECK(std::find(gemms.begin(), gemms.end(), OpKind::gate_up_proj) == gemms.end());
+  // The expert GEMMs are keyed by their rows (tokens x top_k): one token's
+  // step reads the table's 2-row point exactly.
+  for (const CurveTable& t : p.gemm) {
+    if (t.op == OpKind::moe_gate_up_proj) CHECK(t.points.front().x == 2);
+  }
+  // Every op of decode, prefill and mixed steps has a table.
+  const CalibratedTables tables(p, "moe");
+  std::vector<Op> scratch;
+  BatchShape mixed;
+  mixed.seqs = {{1, 40, true}, {1, 12, true}, {24, 0, true}};
+  for (const BatchShape& shape : {mixed, BatchShape{{{64, 0, true}}}}) {
+    const StepLookup l = lookup_step(tables, model, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
+    CHECK(l.ops_ns > 0);
+    CHECK(l.total_ns() > l.ops_ns * 0.5);
+  }
+}
