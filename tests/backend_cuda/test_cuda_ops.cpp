@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -340,6 +341,40 @@ TEST_CASE("sample gives the cpu's tokens: greedy, temperature, top-k, top-p") {
   be.cpu->sample(lc.view, params, a);
   be.gpu->sample(lg.view, params, g);
   CHECK(a == g);
+}
+
+TEST_CASE("greedy rows take the cpu's argmax on the device: ties, NaN, -inf, a large vocabulary, mixed with sampled rows") {
+  BackendPair be;
+  const std::int64_t V = 128256;  // Llama 3's vocabulary: many strided passes per thread
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> logits = random_floats(6 * V, 61, 5.0f);
+  auto row = [&](std::int64_t r) { return logits.data() + r * V; };
+  row(0)[77] = 50.0f;  // a tie: the lower id wins
+  row(0)[90000] = 50.0f;
+  row(1)[0] = nan;  // the host's scan never moves off id 0
+  row(1)[5] = 99.0f;
+  row(2)[3] = nan;  // NaN elsewhere is skipped
+  row(2)[4] = 80.0f;
+  std::fill(row(3), row(3) + V, -inf);  // nothing beats -inf: id 0
+  row(4)[V - 1] = 70.0f;  // the last id
+  std::vector<SamplingParams> params(6);
+  params[4].temperature = 0.7f;  // top_k 1 is greedy whatever the temperature
+  params[4].top_k = 1;
+  params[5].temperature = 1.0f;  // sampled on the host, in the same call
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].seed = 3;
+    params[i].request = static_cast<RequestId>(i);
+  }
+  std::vector<TokenId> a(6), g(6);
+  DeviceTensor lc = to_device(*be.cpu, logits, 6, V), lg = to_device(*be.gpu, logits, 6, V);
+  be.cpu->sample(lc.view, params, a);
+  be.gpu->sample(lg.view, params, g);
+  CHECK(a == g);
+  CHECK(g[0] == 77);
+  CHECK(g[1] == 0);
+  CHECK(g[2] == 4);
+  CHECK(g[3] == 0);
+  CHECK(g[4] == V - 1);
 }
 
 }  // namespace twin::test

@@ -168,6 +168,44 @@ __global__ void moe_combine_kernel(const float* pair_out, const float* w, std::i
   }
 }
 
+// One block per row: each thread keeps the first largest value of its
+// strided slice, then a tree reduction keeps the larger value, the lower id
+// on ties. That is the host's left-to-right scan, whatever the block size.
+__global__ void argmax_rows_kernel(const float* logits, std::int64_t stride, std::int64_t vocab,
+                                   const std::int32_t* rows, std::int32_t* out) {
+  __shared__ float best_v[kThreads];
+  __shared__ std::int64_t best_i[kThreads];
+  const float* x = logits + static_cast<std::int64_t>(rows[blockIdx.x]) * stride;
+  float v = -INFINITY;
+  std::int64_t id = -1;  // none yet
+  for (std::int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float e = x[i];
+    if (e != e) continue;  // NaN: never chosen
+    if (id < 0 || e > v) {
+      v = e;
+      id = i;
+    }
+  }
+  best_v[threadIdx.x] = v;
+  best_i[threadIdx.x] = id;
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      const unsigned o = threadIdx.x + s;
+      const std::int64_t io = best_i[o], it = best_i[threadIdx.x];
+      if (io >= 0 && (it < 0 || best_v[o] > best_v[threadIdx.x] || (best_v[o] == best_v[threadIdx.x] && io < it))) {
+        best_v[threadIdx.x] = best_v[o];
+        best_i[threadIdx.x] = io;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    const bool first_nan = vocab > 0 && x[0] != x[0];
+    out[blockIdx.x] = static_cast<std::int32_t>(first_nan || best_i[0] < 0 ? 0 : best_i[0]);
+  }
+}
+
 }  // namespace
 
 void launch_convert_2d(const void* src, int src_dtype, std::int64_t src_stride, void* dst, int dst_dtype,
@@ -245,6 +283,12 @@ void launch_kv_write(const float* k, std::int64_t k_stride, const float* v, std:
   if (tokens * width == 0) return;
   kv_write_kernel<<<grid_for(tokens * width), kThreads, 0, stream>>>(k, k_stride, v, v_stride, slots, tokens, k_cache,
                                                                       v_cache, cache_dtype, width);
+}
+
+void launch_argmax_rows(const float* logits, std::int64_t stride, std::int64_t vocab, const std::int32_t* rows,
+                        std::int64_t n, std::int32_t* out, cudaStream_t stream) {
+  if (n == 0) return;
+  argmax_rows_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(logits, stride, vocab, rows, out);
 }
 
 void launch_moe_topk(const float* logits, std::int64_t logits_stride, std::int64_t tokens, int experts, int top_k,

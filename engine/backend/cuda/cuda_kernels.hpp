@@ -54,6 +54,11 @@ void launch_moe_topk(const float* logits, std::int64_t logits_stride, std::int64
 void launch_moe_combine(const float* pair_out, const float* weights, std::int64_t weights_stride, int top_k,
                         float* out, std::int64_t out_stride, std::int64_t tokens, std::int64_t hidden,
                         cudaStream_t stream);
+// out[i] = the argmax of logits[rows[i], 0:vocab] exactly as the host's
+// sample_reference picks it: the lowest id of the largest value, NaNs never
+// chosen, and id 0 when logits[row, 0] is NaN (the host's scan never moves).
+void launch_argmax_rows(const float* logits, std::int64_t stride, std::int64_t vocab, const std::int32_t* rows,
+                        std::int64_t n, std::int32_t* out, cudaStream_t stream);
 
 // One query row of paged attention, resolved on the host: the q/out row, the
 // keys it sees [first_key, position], and its block table in `tables`.

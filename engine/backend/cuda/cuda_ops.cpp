@@ -273,22 +273,53 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
   after_launch(op);
 }
 
-// The logits come to the host and go through the same sample_reference as
-// on the CPU backend: equal logits give the same tokens bit for bit.
+// Greedy rows (temperature <= 0 or top_k == 1) take their argmax on the
+// device, so only a token per row crosses the bus instead of a vocabulary of
+// logits; the kernel picks exactly what sample_reference would. Other rows'
+// logits come to the host and go through the same sample_reference as on
+// the CPU backend: equal logits give the same tokens bit for bit.
 void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
                          std::span<TokenId> out_tokens) {
   check_sample(logits, params, out_tokens);
   if (logits.rows == 0) return;
-  std::vector<float> host(static_cast<std::size_t>(logits.rows * logits.cols));
-  cuda_check(cudaMemcpy2DAsync(host.data(), static_cast<std::size_t>(logits.cols) * sizeof(float), logits.data,
-                               static_cast<std::size_t>(logits.row_stride) * sizeof(float),
-                               static_cast<std::size_t>(logits.cols) * sizeof(float),
-                               static_cast<std::size_t>(logits.rows), cudaMemcpyDefault, stream_),
-             "sample");
-  synchronize();
+  std::vector<std::int32_t> greedy;
+  bool any_random = false;
   for (std::int64_t r = 0; r < logits.rows; ++r) {
-    out_tokens[static_cast<std::size_t>(r)] =
-        sample_reference(host.data() + r * logits.cols, logits.cols, params[static_cast<std::size_t>(r)]);
+    const SamplingParams& p = params[static_cast<std::size_t>(r)];
+    if (p.temperature <= 0.0f || p.top_k == 1) {
+      greedy.push_back(static_cast<std::int32_t>(r));
+    } else {
+      any_random = true;
+    }
+  }
+  std::vector<std::int32_t> greedy_tokens(greedy.size());
+  if (!greedy.empty()) {
+    stage_reserve(staged_size(greedy.size() * sizeof(std::int32_t)));
+    const std::int32_t* d_rows = stage(std::span<const std::int32_t>(greedy));
+    auto* d_out = static_cast<std::int32_t*>(sampled_.ensure(greedy.size() * sizeof(std::int32_t), stream_, "sample"));
+    cuda::launch_argmax_rows(static_cast<const float*>(logits.data), logits.row_stride, logits.cols, d_rows,
+                             static_cast<std::int64_t>(greedy.size()), d_out, stream_);
+    after_launch("sample");
+    cuda_check(cudaMemcpyAsync(greedy_tokens.data(), d_out, greedy.size() * sizeof(std::int32_t),
+                               cudaMemcpyDeviceToHost, stream_),
+               "sample");
+  }
+  std::vector<float> host;
+  if (any_random) {
+    host.resize(static_cast<std::size_t>(logits.rows * logits.cols));
+    cuda_check(cudaMemcpy2DAsync(host.data(), static_cast<std::size_t>(logits.cols) * sizeof(float), logits.data,
+                                 static_cast<std::size_t>(logits.row_stride) * sizeof(float),
+                                 static_cast<std::size_t>(logits.cols) * sizeof(float),
+                                 static_cast<std::size_t>(logits.rows), cudaMemcpyDefault, stream_),
+               "sample");
+  }
+  synchronize();
+  for (std::size_t g = 0; g < greedy.size(); ++g) out_tokens[static_cast<std::size_t>(greedy[g])] = greedy_tokens[g];
+  if (!any_random) return;
+  for (std::int64_t r = 0; r < logits.rows; ++r) {
+    const SamplingParams& p = params[static_cast<std::size_t>(r)];
+    if (p.temperature <= 0.0f || p.top_k == 1) continue;
+    out_tokens[static_cast<std::size_t>(r)] = sample_reference(host.data() + r * logits.cols, logits.cols, p);
   }
 }
 
