@@ -16,6 +16,7 @@
 #include "tests/support/run_cli.hpp"
 
 namespace fs = std::filesystem;
+using twin::test::CliRun;
 using twin::test::run_twinserve;
 
 namespace {
@@ -36,19 +37,31 @@ std::string make_profile(const fs::path& dir, const std::string& name = "tiny-pr
   return profile;
 }
 
+// The chat-like trace the tiny validate runs serve.
+std::string make_trace(const fs::path& dir) {
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 100 --rate 50 --prompt uniform:8:48 --output uniform:16:48 "
+                        "--seed 4 " + trace).exit_code == 0);
+  return trace;
+}
+
+// `validate` of the tiny model as every test here runs it, plus `extra` flags.
+CliRun validate_tiny(const std::string& trace, const std::string& profile, const fs::path& out,
+                     const std::string& loads, const std::string& extra = "") {
+  return run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile + " --loads " + loads +
+                           " --threads 1 --seed 2 --max-num-batched-tokens 64 --num-gpu-blocks-override 64 " +
+                           extra + " --out " + out.string(),
+                       true);
+}
+
 }  // namespace
 
 TEST_CASE("validate on the tiny model: exact replay parity and a complete report") {
   const fs::path dir = fresh_dir("ok");
-  const std::string trace = (dir / "t.jsonl").string();
-  REQUIRE(run_twinserve("trace generate --requests 100 --rate 50 --prompt uniform:8:48 --output uniform:16:48 "
-                        "--seed 4 " + trace).exit_code == 0);
+  const std::string trace = make_trace(dir);
   const std::string profile = make_profile(dir);
   const fs::path out = dir / "out";
-  const auto r = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
-                                   " --loads 0.5,0.9 --threads 1 --seed 2 --max-num-batched-tokens 64"
-                                   " --num-gpu-blocks-override 64 --out " + out.string(),
-                               true);
+  const auto r = validate_tiny(trace, profile, out, "0.5,0.9");
   INFO(r.out);
   REQUIRE(r.exit_code == 0);
   std::ifstream in(out / "report.json");
@@ -85,11 +98,7 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   // --engine-repeats 2: the engine serves each load twice; the second run is
   // compared with the first (the machine's noise floor).
   const fs::path twice = dir / "twice";
-  const auto rr = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
-                                    " --loads 0.5 --threads 1 --seed 2 --max-num-batched-tokens 64"
-                                    " --num-gpu-blocks-override 64 --engine-repeats 2 --no-plots --out " +
-                                    twice.string(),
-                                true);
+  const auto rr = validate_tiny(trace, profile, twice, "0.5", "--engine-repeats 2 --no-plots");
   INFO(rr.out);
   REQUIRE(rr.exit_code == 0);
   CHECK(rr.out.find("noise") != std::string::npos);
@@ -146,18 +155,13 @@ TEST_CASE("validate on the tiny model: the calibrated model is within 25% of the
   // row, a broken path misses every time. Latency percentiles are reported
   // only: near capacity queueing turns a 10% step error into 50% of TTFT.
   const fs::path dir = fresh_dir("bound");
-  const std::string trace = (dir / "t.jsonl").string();
-  REQUIRE(run_twinserve("trace generate --requests 100 --rate 50 --prompt uniform:8:48 --output uniform:16:48 "
-                        "--seed 4 " + trace).exit_code == 0);
+  const std::string trace = make_trace(dir);
   std::string misses;
   bool held = false;
   for (int attempt = 0; attempt < 3 && !held; ++attempt) {
     const fs::path out = dir / ("out" + std::to_string(attempt));
     const std::string profile = make_profile(dir, "tiny-" + std::to_string(attempt) + ".json");
-    const auto r = run_twinserve("validate --trace " + trace + " --model tiny --profile " + profile +
-                                     " --loads 0.5,0.9 --threads 1 --seed 2 --max-num-batched-tokens 64"
-                                     " --num-gpu-blocks-override 64 --out " + out.string(),
-                                 true);
+    const auto r = validate_tiny(trace, profile, out, "0.5,0.9");
     INFO(r.out);
     REQUIRE(r.exit_code == 0);
     std::ifstream in(out / "report.json");
