@@ -1,7 +1,8 @@
 #pragma once
 // Paged-KV index arithmetic shared by host code and CUDA kernels: where a
 // token's K/V row lives, which keys a query may see, and how a long context
-// is split into partitions for split-K attention. Plain integer functions on
+// is split into partitions for split-K attention or read in tiles shared by
+// a prefill chunk's rows. Plain integer functions on
 // scalars and raw pointers (no std containers), so nvcc compiles them for the
 // device and the CPU tests check the same code (tests/backend_cuda).
 #include <cstdint>
@@ -64,6 +65,22 @@ TWIN_HOST_DEVICE inline KeyRange partition_range(std::int32_t first, std::int32_
   const std::int32_t limit = first + count;
   r.end = end < limit ? end : limit;
   if (r.begin > limit) r.begin = limit;
+  return r;
+}
+
+// Whether a query at `position` sees the key at `key`: causal, and inside
+// the sliding window when there is one.
+TWIN_HOST_DEVICE inline bool key_visible(std::int32_t key, std::int32_t position, std::int32_t sliding_window) {
+  return key <= position && key >= first_key(position, sliding_window);
+}
+
+// The keys a tile of `count` consecutive query rows from `position` reads:
+// from the first row's first key (a window's start only moves forward) to
+// the last row's own key. Each row masks the keys of the range it does not see.
+TWIN_HOST_DEVICE inline KeyRange tile_keys(std::int32_t position, std::int32_t count, std::int32_t sliding_window) {
+  KeyRange r;
+  r.begin = first_key(position, sliding_window);
+  r.end = count > 0 ? position + count : r.begin;
   return r;
 }
 

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "engine/backend/sampling_walk.hpp"
+
 namespace twin {
 
 namespace {
@@ -23,12 +25,17 @@ TokenId sample_reference(const float* logits, std::int64_t vocab, const Sampling
   if (vocab <= 0) return 0;
   if (params.temperature <= 0.0f || params.top_k == 1) return argmax(logits, vocab);
 
-  const double inv_t = 1.0 / static_cast<double>(params.temperature);
-  const double max_logit = static_cast<double>(logits[argmax(logits, vocab)]);
-  std::vector<double> prob(static_cast<std::size_t>(vocab));
+  // The largest non-NaN logit: NaN compares false, so it never wins.
+  float max_logit = -INFINITY;
   for (std::int64_t i = 0; i < vocab; ++i) {
-    prob[i] = std::exp((static_cast<double>(logits[i]) - max_logit) * inv_t);
+    if (logits[i] > max_logit) max_logit = logits[i];
   }
+  if (!sampling::has_max(max_logit)) return argmax(logits, vocab);
+  const double inv_t = 1.0 / static_cast<double>(params.temperature);
+  // No NaN in prob (sampling::prob maps it to 0), so by_prob is a strict
+  // weak order as std::sort requires.
+  std::vector<double> prob(static_cast<std::size_t>(vocab));
+  for (std::int64_t i = 0; i < vocab; ++i) prob[i] = sampling::prob(logits[i], max_logit, inv_t);
 
   std::vector<std::int32_t> order(static_cast<std::size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);

@@ -32,6 +32,13 @@ constexpr double sampling_uniform(std::uint64_t seed, std::int64_t request, std:
 //   ordered by p descending then id ascending; keep the first top_k (if > 0),
 //   then the shortest prefix whose mass reaches top_p (at least one token);
 //   draw u * (kept mass) and walk the kept tokens in that order.
+// Non-finite logits: the softmax is taken from the largest non-NaN logit
+// and a NaN logit gets probability 0. If that maximum is +inf,
+// every +inf logit gets probability 1 and every other logit 0. If there is
+// no such maximum (every logit NaN or -inf), the result is the greedy
+// argmax's, which is id 0 for such a row.
+// The CUDA backend repeats this on the device (engine/backend/sampling_walk.hpp
+// holds the shared arithmetic).
 TokenId sample_reference(const float* logits, std::int64_t vocab, const SamplingParams& params);
 
 }  // namespace twin

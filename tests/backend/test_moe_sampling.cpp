@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <map>
+#include <limits>
 #include <numeric>
+#include <set>
 
 #include "engine/backend/cpu/cpu_backend.hpp"
 #include "engine/backend/sampling.hpp"
@@ -164,6 +166,44 @@ TEST_CASE("top-k and top-p only pick allowed tokens, and frequencies follow the 
   // A tiny top_p still keeps one token, the most likely.
   const SamplingParams tiny{.temperature = 1.0f, .top_p = 0.01f, .seed = 3};
   CHECK(sample_rows(*be, logits, vocab, {tiny})[0] == 4);
+}
+
+TEST_CASE("sampling with NaN, -inf and +inf logits: NaN is never drawn, +inf takes all the mass") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Draws over many token indices, with and without cuts: the set of tokens seen.
+  auto drawn = [](const std::vector<float>& row, SamplingParams p) {
+    std::set<TokenId> seen;
+    for (int i = 0; i < 400; ++i) {
+      p.token_index = i;
+      seen.insert(sample_reference(row.data(), static_cast<std::int64_t>(row.size()), p));
+    }
+    return seen;
+  };
+  const SamplingParams plain{.temperature = 1.0f, .seed = 4, .request = 1};
+  const SamplingParams cut{.temperature = 0.8f, .top_k = 3, .top_p = 0.9f, .seed = 4, .request = 2};
+  // NaN first (where the greedy scan stays) and in the middle: only the finite ids.
+  const std::vector<float> with_nan = {nan, 1.0f, nan, 1.0f, 0.5f, -inf};
+  CHECK(drawn(with_nan, plain) == std::set<TokenId>{1, 3, 4});
+  CHECK(drawn(with_nan, cut) == std::set<TokenId>{1, 3, 4});
+  CHECK(drawn(with_nan, SamplingParams{.temperature = 1.0f, .top_p = 0.01f, .seed = 4}) == std::set<TokenId>{1});
+  // +inf: the +inf ids share the mass evenly, nothing else is drawn.
+  const std::vector<float> with_inf = {0.0f, inf, 50.0f, nan, inf, -inf};
+  CHECK(drawn(with_inf, plain) == std::set<TokenId>{1, 4});
+  CHECK(drawn(with_inf, cut) == std::set<TokenId>{1, 4});
+  CHECK(drawn(with_inf, SamplingParams{.temperature = 1.0f, .top_k = 1, .seed = 4}) == std::set<TokenId>{1});
+  CHECK(drawn({nan, inf}, plain) == std::set<TokenId>{1});
+  // -inf logits get probability 0 next to a finite maximum.
+  CHECK(drawn({-inf, 2.0f, -inf}, plain) == std::set<TokenId>{1});
+  // No finite or +inf maximum: the greedy argmax, id 0.
+  for (const auto& row : {std::vector<float>(7, nan), std::vector<float>(7, -inf), std::vector<float>{-inf, nan, -inf},
+                          std::vector<float>{nan, -inf, nan}}) {
+    CHECK(drawn(row, plain) == std::set<TokenId>{0});
+    CHECK(drawn(row, cut) == std::set<TokenId>{0});
+  }
+  // A NaN temperature makes every probability 0 rather than NaN: a defined
+  // token (the walk's fallback), the same every time.
+  const auto nan_t = drawn({1.0f, 2.0f, 3.0f}, SamplingParams{.temperature = nan, .seed = 4});
+  CHECK(nan_t.size() == 1);
 }
 
 TEST_CASE("the sampling random number is a pure function of seed, request and token index") {

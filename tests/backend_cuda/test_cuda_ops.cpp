@@ -3,9 +3,12 @@
 // to float rounding, bf16 GEMM looser (the GPU rounds A to bf16 as well).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "tests/backend_cuda/cuda_test_util.hpp"
@@ -226,13 +229,20 @@ Result run_attention(Backend& b, const AttnCase& c, ElemType cache_dtype, bool r
 
 }  // namespace
 
+// Chunks of 4+ new tokens take the tiled prefill kernel (16 rows a tile,
+// keys 32 at a time); decodes and shorter chunks the split-K kernel.
 TEST_CASE("paged_attention matches the cpu: decodes (split-K past 256 keys), prefill chunks, GQA, windows") {
   BackendPair be;
   const std::vector<AttnCase> cases = {
       {4, 2, 16, 4, 0, {{1, 1}, {1, 37}, {1, 700}, {5, 5}, {9, 300}}},
       {8, 1, 64, 16, 0, {{33, 33}, {1, 1024}, {17, 530}}},
-      {4, 4, 128, 1, 0, {{3, 10}, {1, 257}}},
+      {4, 4, 128, 1, 0, {{3, 10}, {1, 257}, {4, 4}}},
       {4, 2, 32, 8, 50, {{1, 600}, {20, 90}}},
+      // head sizes that are not a multiple of 32, a long chunk over a long
+      // context, and 256 (shared memory past 48 KB: the kernel opts in)
+      {8, 2, 80, 16, 0, {{40, 1000}, {4, 4}, {1, 300}}},
+      {2, 2, 96, 32, 0, {{19, 19}, {2, 70}}},
+      {4, 1, 256, 8, 100, {{70, 500}, {16, 16}}},
   };
   for (std::size_t i = 0; i < cases.size(); ++i) {
     INFO("case " << i);
@@ -360,7 +370,7 @@ TEST_CASE("greedy rows take the cpu's argmax on the device: ties, NaN, -inf, a l
   std::vector<SamplingParams> params(6);
   params[4].temperature = 0.7f;  // top_k 1 is greedy whatever the temperature
   params[4].top_k = 1;
-  params[5].temperature = 1.0f;  // sampled on the host, in the same call
+  params[5].temperature = 1.0f;  // sampled on the device, in the same call
   for (std::size_t i = 0; i < params.size(); ++i) {
     params[i].seed = 3;
     params[i].request = static_cast<RequestId>(i);
@@ -375,6 +385,69 @@ TEST_CASE("greedy rows take the cpu's argmax on the device: ties, NaN, -inf, a l
   CHECK(g[2] == 4);
   CHECK(g[3] == 0);
   CHECK(g[4] == V - 1);
+}
+
+TEST_CASE("sampled rows on the device give the cpu's tokens: many rows, cuts, ties, NaN, inf, several chunks") {
+  BackendPair be;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Both backends on the same strided logits, over a few token indices.
+  auto compare = [&](const std::vector<float>& logits, std::int64_t rows, std::int64_t V,
+                     std::vector<SamplingParams> params) {
+    Strided lc = strided(*be.cpu, logits, rows, V), lg = strided(*be.gpu, logits, rows, V);
+    std::set<TokenId> seen;
+    for (std::int64_t t = 0; t < 3; ++t) {
+      for (SamplingParams& p : params) p.token_index = t;
+      std::vector<TokenId> a(static_cast<std::size_t>(rows)), g(static_cast<std::size_t>(rows));
+      be.cpu->sample(lc.view, params, a);
+      be.gpu->sample(lg.view, params, g);
+      CHECK(a == g);
+      seen.insert(g.begin(), g.end());
+    }
+    return seen.size();
+  };
+
+  const std::int64_t V = 32000, rows = 64;
+  std::vector<float> logits = random_floats(static_cast<std::size_t>(rows * V), 62, 4.0f);
+  auto row = [&](std::int64_t r) { return logits.data() + r * V; };
+  std::transform(row(3), row(4), row(3), [](float l) { return std::round(l * 2.0f) / 2.0f; });  // many ties
+  for (std::int64_t i = 0; i < 4; ++i) row(4)[i * 7919] = 30.0f;  // a tied maximum
+  row(5)[0] = nan;  // where the greedy scan stays
+  for (std::int64_t i = 1; i < V; i += 97) row(5)[i] = nan;
+  for (std::int64_t i = 0; i < V; i += 3) row(6)[i] = -inf;
+  row(7)[123] = inf;  // +inf takes all the mass, shared by the +inf ids
+  row(7)[31000] = inf;
+  std::fill(row(8), row(9), nan);
+  std::fill(row(9), row(10), -inf);
+  for (std::int64_t i = 0; i < V; i += 2) row(10)[i] = nan;
+  for (std::int64_t i = 1; i < V; i += 2) row(10)[i] = -inf;
+  const float temperatures[] = {0.0f, 0.3f, 0.7f, 1.0f, 1.3f, 5.0f};
+  const float top_ps[] = {1.0f, 0.9f, 0.5f, 0.01f};
+  const std::int32_t top_ks[] = {0, 5, 50, static_cast<std::int32_t>(V + 10)};
+  std::vector<SamplingParams> params(static_cast<std::size_t>(rows));
+  for (std::size_t r = 0; r < params.size(); ++r) {
+    params[r].temperature = temperatures[(r + 1) % 6];  // rows 5, 11, ... greedy (temperature 0)
+    params[r].top_k = top_ks[(r / 3) % 4];
+    params[r].top_p = top_ps[(r / 2) % 4];
+    params[r].seed = 11;
+    params[r].request = static_cast<RequestId>(r);
+  }
+  params[5].temperature = 0.9f;  // the NaN-at-0 row sampled, not greedy
+  params[63].top_k = 1;           // greedy by top_k
+  CHECK(compare(logits, rows, V, params) > 30);
+
+  // Llama 3's vocabulary, more sampled rows than one sort chunk holds
+  // (2^24 pairs / 128256 = 130 rows), greedy rows in between.
+  const std::int64_t big_v = 128256, big_rows = 144;
+  const std::vector<float> big = random_floats(static_cast<std::size_t>(big_rows * big_v), 63, 6.0f);
+  std::vector<SamplingParams> big_params(static_cast<std::size_t>(big_rows));
+  for (std::size_t r = 0; r < big_params.size(); ++r) {
+    big_params[r].temperature = r % 17 == 0 ? 0.0f : 0.6f + 0.1f * static_cast<float>(r % 9);
+    big_params[r].top_k = r % 3 == 0 ? 0 : 40;
+    big_params[r].top_p = r % 4 == 0 ? 1.0f : 0.92f;
+    big_params[r].seed = 12;
+    big_params[r].request = static_cast<RequestId>(r);
+  }
+  CHECK(compare(big, big_rows, big_v, big_params) > 100);
 }
 
 }  // namespace twin::test

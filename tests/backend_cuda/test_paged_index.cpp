@@ -2,6 +2,7 @@
 // checked on the CPU: these tests run everywhere, GPU or not.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -68,6 +69,31 @@ TEST_CASE("split-K partitions cover the keys exactly once, in order") {
     }
   }
   CHECK(num_partitions(0, 256) == 0);
+}
+
+TEST_CASE("a prefill tile reads every key its rows see, and each row sees exactly its own keys") {
+  for (std::int32_t window : {0, 1, 4, 37}) {
+    for (std::int32_t position : {0, 1, 5, 36, 100}) {
+      for (std::int32_t count : {1, 4, 16}) {
+        const KeyRange keys = tile_keys(position, count, window);
+        for (std::int32_t row = 0; row < count; ++row) {
+          const std::int32_t pos = position + row;
+          std::int32_t seen = 0;
+          for (std::int32_t key = keys.begin; key < keys.end; ++key) seen += key_visible(key, pos, window) ? 1 : 0;
+          // Nothing the row sees lies outside the tile's range.
+          CHECK(first_key(pos, window) >= keys.begin);
+          CHECK(pos < keys.end);
+          const std::int32_t expect = window > 0 ? std::min(window, pos + 1) : pos + 1;
+          CHECK(seen == expect);
+        }
+        CHECK(keys.end == position + count);  // the last row's own key closes the range
+      }
+    }
+  }
+  CHECK_FALSE(key_visible(6, 5, 0));  // causal
+  CHECK(key_visible(5, 5, 0));
+  CHECK_FALSE(key_visible(1, 5, 4));  // outside the window (keys 2..5)
+  CHECK(key_visible(2, 5, 4));
 }
 
 #include "engine/backend/cuda/memory_plan.hpp"

@@ -2,7 +2,8 @@
 // skipped" where there is none): bf16 GEMM TFLOP/s at 4096 tokens for
 // Llama-3.1-8B's projections against the dense bf16 peak; decode step time
 // at batch 1 for Llama-3.1-8B with random bf16 weights against the
-// weights / HBM-bandwidth roofline; paged attention decode bandwidth.
+// weights / HBM-bandwidth roofline; paged attention decode bandwidth and
+// prefill TFLOP/s.
 // Peaks come from a hardware profile (argument 1, default
 // hwprofiles/profiles/h200.json). Prints figures; asserts nothing.
 #include <algorithm>
@@ -203,44 +204,78 @@ void bench_decode(Backend& be, RandomFill& rf, double hbm_gbps) {
   std::printf("%-28s %9.2fx  (target <= 1.33x)\n", "step / roofline", sec / roofline);
 }
 
+// A paged KV cache of `seqs_n` sequences of `context` tokens each, in
+// consecutive blocks, with `num_query` new tokens per sequence and their
+// q/out rows: Llama-3.1-8B's attention shape.
+struct PagedAttentionCase {
+  PagedAttentionCase(Backend& be, ElemType dt, std::int32_t seqs_n, std::int32_t num_query, std::int32_t context) {
+    const std::int32_t block = 16, per_seq = (context + block - 1) / block;
+    cache.dtype = dt;
+    cache.num_blocks = static_cast<std::int64_t>(seqs_n) * per_seq;
+    cache.block_size = block;
+    cache.kv_heads = static_cast<std::int32_t>(kKvHeads);
+    cache.head_dim = static_cast<std::int32_t>(kHeadDim);
+    kb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+    vb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
+    cache.k = kb.data();
+    cache.v = vb.data();
+    tables.resize(static_cast<std::size_t>(seqs_n));
+    for (std::int32_t s = 0; s < seqs_n; ++s) {
+      for (std::int32_t b = 0; b < per_seq; ++b) tables[static_cast<std::size_t>(s)].push_back(s * per_seq + b);
+      seqs.push_back({s * num_query, num_query, context, tables[static_cast<std::size_t>(s)]});
+    }
+    const std::int64_t rows = static_cast<std::int64_t>(seqs_n) * num_query, width = kHeads * kHeadDim;
+    qo = be.allocate(static_cast<std::size_t>(2 * rows * width) * 4);
+    q = qo.view(ElemType::f32, rows, width);
+    out = qo.view(ElemType::f32, rows, width, static_cast<std::size_t>(rows * width) * 4);
+    be.fill(q, 0.01f);
+    shape.num_heads = static_cast<std::int32_t>(kHeads);
+    shape.num_kv_heads = static_cast<std::int32_t>(kKvHeads);
+    shape.head_dim = static_cast<std::int32_t>(kHeadDim);
+  }
+  double seconds(Backend& be) {
+    return seconds_per_call([&] {
+      be.paged_attention(q, cache, seqs, shape, out);
+      be.synchronize();
+    });
+  }
+
+  KvCacheView cache;
+  Buffer kb, vb, qo;
+  std::vector<std::vector<BlockId>> tables;
+  std::vector<SeqAttention> seqs;
+  TensorView q, out;
+  AttentionShape shape;
+};
+
 void bench_attention(Backend& be, double hbm_gbps) {
   std::printf("\npaged attention decode, Llama-3.1-8B heads (32 q, 8 kv, dim 128), block 16\n");
   std::printf("%-6s %6s %8s %9s %9s %8s\n", "cache", "seqs", "context", "ms", "GB/s", "of HBM");
   for (ElemType dt : {ElemType::f32, ElemType::bf16}) {
     for (auto [seqs_n, context] : {std::pair{32, 4096}, std::pair{1, 32768}}) {
-      const std::int32_t block = 16, per_seq = context / block;
-      KvCacheView cache;
-      cache.dtype = dt;
-      cache.num_blocks = static_cast<std::int64_t>(seqs_n) * per_seq;
-      cache.block_size = block;
-      cache.kv_heads = static_cast<std::int32_t>(kKvHeads);
-      cache.head_dim = static_cast<std::int32_t>(kHeadDim);
-      Buffer kb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
-      Buffer vb = be.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
-      cache.k = kb.data();
-      cache.v = vb.data();
-      std::vector<std::vector<BlockId>> tables(static_cast<std::size_t>(seqs_n));
-      std::vector<SeqAttention> seqs;
-      for (std::int32_t s = 0; s < seqs_n; ++s) {
-        for (std::int32_t b = 0; b < per_seq; ++b) tables[static_cast<std::size_t>(s)].push_back(s * per_seq + b);
-      }
-      for (std::int32_t s = 0; s < seqs_n; ++s) seqs.push_back({s, 1, context, tables[static_cast<std::size_t>(s)]});
-      Buffer qo = be.allocate(static_cast<std::size_t>(2 * seqs_n * kHeads * kHeadDim) * 4);
-      const TensorView q = qo.view(ElemType::f32, seqs_n, kHeads * kHeadDim);
-      const TensorView out = qo.view(ElemType::f32, seqs_n, kHeads * kHeadDim,
-                                     static_cast<std::size_t>(seqs_n * kHeads * kHeadDim) * 4);
-      be.fill(q, 0.01f);
-      AttentionShape shape;
-      shape.num_heads = static_cast<std::int32_t>(kHeads);
-      shape.num_kv_heads = static_cast<std::int32_t>(kKvHeads);
-      shape.head_dim = static_cast<std::int32_t>(kHeadDim);
-      const double sec = seconds_per_call([&] {
-        be.paged_attention(q, cache, seqs, shape, out);
-        be.synchronize();
-      });
-      const double bytes = 2.0 * static_cast<double>(cache.bytes_per_tensor());
+      PagedAttentionCase c(be, dt, seqs_n, 1, context);
+      const double sec = c.seconds(be);
+      const double bytes = 2.0 * static_cast<double>(c.cache.bytes_per_tensor());
       std::printf("%-6s %6d %8d %9.3f %9.1f %7.1f%%\n", std::string(elem_type_name(dt)).c_str(), seqs_n, context,
                   sec * 1e3, bytes / sec / 1e9, 100.0 * bytes / sec / 1e9 / hbm_gbps);
+    }
+  }
+}
+
+// The tiled prefill kernel: FLOPs are 2 x (Q.K + P.V) x head_dim per
+// visible (query, key) pair and query head.
+void bench_prefill_attention(Backend& be) {
+  std::printf("\npaged attention prefill (tiled kernel, f32 on the CUDA cores), Llama-3.1-8B heads\n");
+  std::printf("%-6s %6s %8s %9s %9s\n", "cache", "new", "context", "ms", "TFLOP/s");
+  for (ElemType dt : {ElemType::f32, ElemType::bf16}) {
+    for (auto [num_query, context] : {std::pair{2048, 2048}, std::pair{512, 8192}}) {
+      PagedAttentionCase c(be, dt, 1, num_query, context);
+      const double sec = c.seconds(be);
+      double pairs = 0;
+      for (std::int32_t i = 0; i < num_query; ++i) pairs += context - num_query + i + 1;
+      const double flops = 4.0 * static_cast<double>(kHeadDim) * static_cast<double>(kHeads) * pairs;
+      std::printf("%-6s %6d %8d %9.3f %9.1f\n", std::string(elem_type_name(dt)).c_str(), num_query, context,
+                  sec * 1e3, flops / sec / 1e12);
     }
   }
 }
@@ -273,6 +308,7 @@ int main(int argc, char** argv) {
     bench_gemm(*be, rf, peak);
     bench_decode(*be, rf, hbm);
     bench_attention(*be, hbm);
+    bench_prefill_attention(*be);
   } catch (const std::exception& e) {
     std::printf("bench_cuda: failed: %s\n", e.what());
     return 1;

@@ -9,8 +9,9 @@
 // the usual rescaling. The index arithmetic is engine/backend/paged_index.hpp,
 // shared with the host and tested on the CPU.
 //
-// Prefill reads K/V once per query row (no tiling over queries yet), so it is
-// correct but far from FlashAttention speed; see docs/cuda.md.
+// This kernel takes decodes and chunks of under kAttnTileMinRows new tokens;
+// longer prefill chunks go to the tiled kernel (cuda_attention_tiled.cu),
+// which reads each K/V row once per 16 query rows instead of once per row.
 #include "engine/backend/cuda/cuda_device_util.cuh"
 #include "engine/backend/paged_index.hpp"
 

@@ -110,7 +110,8 @@ class CudaBackend final : public Backend {
   DeviceScratch gemm_a_;      // A converted to bf16
   DeviceScratch attention_;   // split-K partials
   DeviceScratch moe_;         // gathered rows and expert outputs
-  DeviceScratch sampled_;     // greedy tokens picked on the device
+  DeviceScratch sampled_;     // tokens picked on the device
+  DeviceScratch sampling_;    // sampled rows' probabilities, ids and sort space
 };
 
 }  // namespace twin

@@ -1,13 +1,15 @@
 #pragma once
 // Launchers of the CUDA backend's own kernels (cuda_kernels.cu,
-// cuda_attention.cu). Plain pointers and sizes only, so the host code that
-// calls them is ordinary C++ (built by the host compiler with -Werror) and
-// nvcc compiles as little as possible. Every launcher enqueues on `stream`
-// and returns at once; the caller checks cudaGetLastError.
+// cuda_attention.cu, cuda_sampling.cu). Plain pointers and sizes only, so
+// the host code that calls them is ordinary C++ (built by the host compiler
+// with -Werror) and nvcc compiles as little as possible. Every launcher
+// enqueues on `stream` and returns at once; the caller checks
+// cudaGetLastError (launch_sample_rows returns its error instead).
 //
 // dtype codes are twin::ElemType's values: 0 f32, 1 bf16, 2 f16.
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace twin::cuda {
@@ -60,6 +62,26 @@ void launch_moe_combine(const float* pair_out, const float* weights, std::int64_
 void launch_argmax_rows(const float* logits, std::int64_t stride, std::int64_t vocab, const std::int32_t* rows,
                         std::int64_t n, std::int32_t* out, cudaStream_t stream);
 
+// A row sampled with temperature / top-k / top-p, resolved on the host: the
+// logits row and its parameters, u = sampling_uniform(seed, request,
+// token_index).
+struct SampleRow {
+  double u;
+  float temperature;
+  float top_p;
+  std::int32_t top_k;
+  std::int32_t row;
+};
+// Device workspace launch_sample_rows needs for n rows of vocab (it sorts
+// the rows in chunks, so this stays under ~400 MiB however many rows).
+std::size_t sample_rows_workspace(std::int64_t vocab, std::int64_t n);
+// out[i] = sample_reference's token for logits[rows[i].row, 0:vocab] (up to
+// exp's last ulp, cuda_sampling.cu). rows and out are device memory. Returns
+// the first launch or CUB error.
+cudaError_t launch_sample_rows(const float* logits, std::int64_t stride, std::int64_t vocab, const SampleRow* rows,
+                               std::int64_t n, void* workspace, std::size_t workspace_bytes, std::int32_t* out,
+                               cudaStream_t stream);
+
 // One query row of paged attention, resolved on the host: the q/out row, the
 // keys it sees [first_key, position], and its block table in `tables`.
 struct AttnRow {
@@ -96,5 +118,30 @@ struct AttnParams {
 constexpr int kAttnPartitionSize = 256;
 
 void launch_paged_attention(const AttnParams& p, cudaStream_t stream);
+
+// A tile of up to kAttnTileRows consecutive query rows of one sequence
+// (a prefill chunk): q/out rows row .. row + count - 1 at positions
+// position .. position + count - 1, one block table.
+struct AttnTile {
+  std::int32_t row;
+  std::int32_t position;
+  std::int32_t count;
+  std::int32_t table_offset;
+};
+
+// Query rows per tile, and the fewest new tokens a sequence needs to be
+// tiled (shorter chunks are cheaper as split-K rows: they keep long
+// contexts spread over many blocks).
+constexpr int kAttnTileRows = 16;
+constexpr int kAttnTileMinRows = 4;
+
+// Whether the tiled kernel runs this head_dim on the current device: at
+// most 256, and its shared memory within the device's opt-in limit.
+bool attention_tiles_supported(int head_dim);
+
+// FlashAttention-style prefill over tiles: p's q/out/cache/shape fields,
+// the tiles and tables; rows/partitions are unused.
+void launch_paged_attention_tiles(const AttnParams& p, const AttnTile* tiles, int num_tiles, int sliding_window,
+                                  cudaStream_t stream);
 
 }  // namespace twin::cuda

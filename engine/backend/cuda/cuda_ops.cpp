@@ -97,23 +97,36 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     throw Error("paged_attention: the cuda backend reads an f32, bf16 or f16 KV cache, got " +
                 std::string(elem_type_name(cache.dtype)));
   }
-  // Resolve every query row on the host: its position, first visible key and
-  // block table (the tables are concatenated into one staged array).
+  // Resolve the work on the host. Prefill chunks go in tiles of consecutive
+  // rows that share each K/V read; decodes and short chunks go as single
+  // rows to the split-K kernel, which spreads a long context over blocks.
+  // The block tables are concatenated into one staged array.
+  const bool tiled = cuda::attention_tiles_supported(shape.head_dim);
   std::vector<cuda::AttnRow> rows;
+  std::vector<cuda::AttnTile> tiles;
   std::vector<std::int32_t> tables;
   for (const SeqAttention& s : seqs) {
     if (s.num_query == 0) continue;
     const auto offset = static_cast<std::int32_t>(tables.size());
     const std::int32_t blocks = paged::blocks_for(s.context_len, cache.block_size);
     tables.insert(tables.end(), s.block_table.begin(), s.block_table.begin() + blocks);
+    if (tiled && s.num_query >= cuda::kAttnTileMinRows) {
+      for (std::int32_t i = 0; i < s.num_query; i += cuda::kAttnTileRows) {
+        const std::int32_t pos = paged::query_position(s.context_len, s.num_query, i);
+        tiles.push_back({s.query_start + i, pos, std::min(cuda::kAttnTileRows, s.num_query - i), offset});
+      }
+      continue;
+    }
     for (std::int32_t i = 0; i < s.num_query; ++i) {
       const std::int32_t pos = paged::query_position(s.context_len, s.num_query, i);
       const std::int32_t first = paged::first_key(pos, shape.sliding_window);
       rows.push_back({s.query_start + i, pos, first, offset});
     }
   }
-  if (rows.empty()) return;
-  if (rows.size() > static_cast<std::size_t>(INT_MAX)) throw Error("paged_attention: too many query rows");
+  if (rows.empty() && tiles.empty()) return;
+  if (rows.size() > static_cast<std::size_t>(INT_MAX) || tiles.size() > static_cast<std::size_t>(INT_MAX)) {
+    throw Error("paged_attention: too many query rows");
+  }
 
   cuda::AttnParams p{};
   p.q = static_cast<const float*>(q.data);
@@ -163,9 +176,15 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     p.part_acc = reinterpret_cast<float*>(ws);
     p.part_ml = reinterpret_cast<float*>(ws + acc_bytes);
   }
-  stage_reserve(staged_size(rows.size() * sizeof(cuda::AttnRow)) + staged_size(tables.size() * sizeof(std::int32_t)));
+  stage_reserve(staged_size(rows.size() * sizeof(cuda::AttnRow)) + staged_size(tiles.size() * sizeof(cuda::AttnTile)) +
+                staged_size(tables.size() * sizeof(std::int32_t)));
   const cuda::AttnRow* d_rows = stage(std::span<const cuda::AttnRow>(rows));
+  const cuda::AttnTile* d_tiles = stage(std::span<const cuda::AttnTile>(tiles));
   p.tables = stage(std::span<const std::int32_t>(tables));
+  if (!tiles.empty()) {
+    cuda::launch_paged_attention_tiles(p, d_tiles, static_cast<int>(tiles.size()), shape.sliding_window, stream_);
+    after_launch("paged_attention");
+  }
   for (const Launch& l : launches) {
     p.rows = d_rows + l.first;
     p.num_rows = static_cast<int>(l.count);
@@ -273,53 +292,62 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
   after_launch(op);
 }
 
-// Greedy rows (temperature <= 0 or top_k == 1) take their argmax on the
-// device, so only a token per row crosses the bus instead of a vocabulary of
-// logits; the kernel picks exactly what sample_reference would. Other rows'
-// logits come to the host and go through the same sample_reference as on
-// the CPU backend: equal logits give the same tokens bit for bit.
+// Every row's token is picked on the device and only the tokens cross the
+// bus (a batch of 256 at Llama 3's 128k vocabulary would otherwise download
+// 128 MB of logits per step). Greedy rows (temperature <= 0 or top_k == 1)
+// take a block-per-row argmax, exactly sample_reference's pick. Sampled rows
+// repeat sample_reference on the device (cuda_sampling.cu), drawing with the
+// same sampling_uniform computed here: the same token unless the device's
+// double exp differs from the host's in the last ulp and the draw lands
+// within that ulp of a boundary (about 1e-16 per draw). Their cost is a full
+// segmented radix sort of each sampled row's vocabulary.
 void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
                          std::span<TokenId> out_tokens) {
   check_sample(logits, params, out_tokens);
   if (logits.rows == 0) return;
   std::vector<std::int32_t> greedy;
-  bool any_random = false;
+  std::vector<cuda::SampleRow> sampled;
   for (std::int64_t r = 0; r < logits.rows; ++r) {
     const SamplingParams& p = params[static_cast<std::size_t>(r)];
     if (p.temperature <= 0.0f || p.top_k == 1) {
       greedy.push_back(static_cast<std::int32_t>(r));
     } else {
-      any_random = true;
+      sampled.push_back({sampling_uniform(p.seed, p.request, p.token_index), p.temperature, p.top_p, p.top_k,
+                         static_cast<std::int32_t>(r)});
     }
   }
-  std::vector<std::int32_t> greedy_tokens(greedy.size());
-  if (!greedy.empty()) {
-    stage_reserve(staged_size(greedy.size() * sizeof(std::int32_t)));
-    const std::int32_t* d_rows = stage(std::span<const std::int32_t>(greedy));
-    auto* d_out = static_cast<std::int32_t*>(sampled_.ensure(greedy.size() * sizeof(std::int32_t), stream_, "sample"));
-    cuda::launch_argmax_rows(static_cast<const float*>(logits.data), logits.row_stride, logits.cols, d_rows,
-                             static_cast<std::int64_t>(greedy.size()), d_out, stream_);
+  stage_reserve(staged_size(greedy.size() * sizeof(std::int32_t)) +
+                staged_size(sampled.size() * sizeof(cuda::SampleRow)));
+  const std::int32_t* d_greedy = stage(std::span<const std::int32_t>(greedy));
+  const cuda::SampleRow* d_sampled = stage(std::span<const cuda::SampleRow>(sampled));
+  const auto n_greedy = static_cast<std::int64_t>(greedy.size());
+  const auto n_sampled = static_cast<std::int64_t>(sampled.size());
+  std::size_t ws_bytes = 0;
+  void* ws = nullptr;
+  if (n_sampled > 0) {
+    ws_bytes = cuda::sample_rows_workspace(logits.cols, n_sampled);
+    ws = sampling_.ensure(ws_bytes, stream_, "sample");
+  }
+  // Tokens in staging order: the greedy rows', then the sampled rows'.
+  const auto rows = static_cast<std::size_t>(logits.rows);
+  auto* d_out = static_cast<std::int32_t*>(sampled_.ensure(rows * sizeof(std::int32_t), stream_, "sample"));
+  const auto* x = static_cast<const float*>(logits.data);
+  if (n_greedy > 0) {
+    cuda::launch_argmax_rows(x, logits.row_stride, logits.cols, d_greedy, n_greedy, d_out, stream_);
     after_launch("sample");
-    cuda_check(cudaMemcpyAsync(greedy_tokens.data(), d_out, greedy.size() * sizeof(std::int32_t),
-                               cudaMemcpyDeviceToHost, stream_),
+  }
+  if (n_sampled > 0) {
+    cuda_check(cuda::launch_sample_rows(x, logits.row_stride, logits.cols, d_sampled, n_sampled, ws, ws_bytes,
+                                        d_out + n_greedy, stream_),
                "sample");
   }
-  std::vector<float> host;
-  if (any_random) {
-    host.resize(static_cast<std::size_t>(logits.rows * logits.cols));
-    cuda_check(cudaMemcpy2DAsync(host.data(), static_cast<std::size_t>(logits.cols) * sizeof(float), logits.data,
-                                 static_cast<std::size_t>(logits.row_stride) * sizeof(float),
-                                 static_cast<std::size_t>(logits.cols) * sizeof(float),
-                                 static_cast<std::size_t>(logits.rows), cudaMemcpyDefault, stream_),
-               "sample");
-  }
+  std::vector<std::int32_t> tokens(rows);
+  cuda_check(cudaMemcpyAsync(tokens.data(), d_out, rows * sizeof(std::int32_t), cudaMemcpyDeviceToHost, stream_),
+             "sample");
   synchronize();
-  for (std::size_t g = 0; g < greedy.size(); ++g) out_tokens[static_cast<std::size_t>(greedy[g])] = greedy_tokens[g];
-  if (!any_random) return;
-  for (std::int64_t r = 0; r < logits.rows; ++r) {
-    const SamplingParams& p = params[static_cast<std::size_t>(r)];
-    if (p.temperature <= 0.0f || p.top_k == 1) continue;
-    out_tokens[static_cast<std::size_t>(r)] = sample_reference(host.data() + r * logits.cols, logits.cols, p);
+  for (std::size_t g = 0; g < greedy.size(); ++g) out_tokens[static_cast<std::size_t>(greedy[g])] = tokens[g];
+  for (std::size_t s = 0; s < sampled.size(); ++s) {
+    out_tokens[static_cast<std::size_t>(sampled[s].row)] = tokens[greedy.size() + s];
   }
 }
 
