@@ -11,6 +11,18 @@
 
 namespace twin {
 
+// Hugging Face's rope_scaling: how a long-context checkpoint stretches its
+// rotary frequencies. The simulator does not need it; the engine applies
+// "linear" and "llama3" and refuses the others (a wrong rotation would be
+// silently wrong text).
+struct RopeScalingDesc {
+  std::string type;  // "" when absent, null or "default"; else HF's rope_type ("linear", "llama3", "yarn", ...)
+  double factor = 1.0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  int64_t original_max_position_embeddings = 0;  // llama3 (and others that carry it)
+};
+
 struct ModelDesc {
   std::string name;        // our name, e.g. "llama-2-7b"
   std::string model_type;  // llama, mistral, mixtral, qwen2
@@ -24,6 +36,7 @@ struct ModelDesc {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  RopeScalingDesc rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
   int64_t num_local_experts = 0;  // 0: dense MLP

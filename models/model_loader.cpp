@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -17,6 +18,41 @@ constexpr const char* kSupportedTypes[] = {"llama", "mistral", "mixtral", "qwen2
 
 void require_positive(const std::string& origin, const char* key, int64_t v) {
   if (v <= 0) json_field_error(origin, key, "expected a positive integer, got " + std::to_string(v));
+}
+
+// rope_scaling: null, or an object with rope_type (older configs: type).
+// The keys a type needs must be there; the others are ignored.
+RopeScalingDesc rope_scaling_from_json(const nlohmann::json& j, const std::string& origin) {
+  RopeScalingDesc r;
+  if (j.is_null()) return r;
+  if (!j.is_object()) json_field_error(origin, "rope_scaling", "expected an object or null");
+  auto number = [&](const char* key) {
+    const std::string name = std::string("rope_scaling.") + key;
+    if (!j.contains(key) || !j.at(key).is_number()) json_field_error(origin, name, "expected a number");
+    const double v = j.at(key).get<double>();
+    if (!(v > 0) || !std::isfinite(v)) json_field_error(origin, name, "expected a positive number");
+    return v;
+  };
+  const char* type_key = j.contains("rope_type") ? "rope_type" : "type";
+  if (!j.contains(type_key) || !j.at(type_key).is_string())
+    json_field_error(origin, "rope_scaling.rope_type", "expected a string (linear, llama3, ...)");
+  r.type = j.at(type_key).get<std::string>();
+  if (r.type == "default") r.type.clear();
+  if (r.type.empty()) return r;
+  if (j.contains("factor")) r.factor = number("factor");
+  if (r.type == "linear") r.factor = number("factor");
+  if (r.type == "llama3") {
+    r.factor = number("factor");
+    r.low_freq_factor = number("low_freq_factor");
+    r.high_freq_factor = number("high_freq_factor");
+    if (!(r.high_freq_factor > r.low_freq_factor))
+      json_field_error(origin, "rope_scaling.high_freq_factor", "expected more than low_freq_factor");
+    const double original = number("original_max_position_embeddings");
+    if (original != std::floor(original))
+      json_field_error(origin, "rope_scaling.original_max_position_embeddings", "expected a positive integer");
+    r.original_max_position_embeddings = static_cast<int64_t>(original);
+  }
+  return r;
 }
 
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
@@ -69,6 +105,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     m.rope_theta = json_number(j, "rope_theta", origin);
     if (!(m.rope_theta > 0)) json_field_error(origin, "rope_theta", "expected a positive number");
   }
+  if (j.contains("rope_scaling")) m.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), origin);
   if (present("tie_word_embeddings")) m.tie_word_embeddings = json_bool(j, "tie_word_embeddings", origin);
   // Qwen2 configs have no attention_bias key: the architecture always has
   // QKV biases. Llama-family configs say attention_bias: false.

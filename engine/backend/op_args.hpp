@@ -15,12 +15,25 @@ struct GemmOptions {
   bool accumulate = false;           // C += A·W^T (bias, if any, added too)
 };
 
+// How a long-context checkpoint stretches the rotary frequencies (Hugging
+// Face's rope_scaling): none; linear (every frequency / factor, i.e.
+// positions / factor); llama3 (Llama 3.1+: wavelengths longer than
+// original_max_position / low_freq_factor are divided by factor, those
+// shorter than original_max_position / high_freq_factor kept, a linear blend
+// in between). rope_inv_freq (rope.hpp) computes them for every backend.
+enum class RopeScaling : std::int32_t { none, linear, llama3 };
+
 // Rotary embedding in the GPT-NeoX / Llama (HF rotate_half) layout: within
 // each head, element i pairs with element i + rotary_dim/2.
 struct RopeConfig {
   std::int32_t head_dim = 0;
   std::int32_t rotary_dim = 0;  // 0 = head_dim; a smaller value rotates the head's first rotary_dim dims
   float theta = 10000.0f;
+  RopeScaling scaling = RopeScaling::none;
+  double factor = 1.0;                  // linear, llama3
+  double low_freq_factor = 1.0;         // llama3
+  double high_freq_factor = 4.0;        // llama3
+  double original_max_position = 8192;  // llama3
 };
 
 struct AttentionShape {

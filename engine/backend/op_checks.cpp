@@ -1,5 +1,7 @@
 #include "engine/backend/op_checks.hpp"
 
+#include <cmath>
+
 #include <string>
 
 #include "engine/core/error.hpp"
@@ -130,6 +132,18 @@ void check_rotary(const TensorView& q, const TensorView& k, std::span<const std:
   if (hd <= 0 || rot > hd || rot % 2 != 0) {
     fail("rotary", "head_dim " + std::to_string(hd) + " / rotary_dim " + std::to_string(rot) +
                        " must be positive with an even rotary_dim <= head_dim");
+  }
+  if (!(rope.theta > 0.0f) || !std::isfinite(rope.theta)) fail("rotary", "theta must be a positive number");
+  if (rope.scaling != RopeScaling::none && !(rope.factor > 0.0 && std::isfinite(rope.factor))) {
+    fail("rotary", "the scaling factor must be a positive number, got " + std::to_string(rope.factor));
+  }
+  if (rope.scaling == RopeScaling::llama3 &&
+      !(rope.low_freq_factor > 0.0 && rope.high_freq_factor > rope.low_freq_factor &&
+        std::isfinite(rope.high_freq_factor) && rope.original_max_position > 0.0 &&
+        std::isfinite(rope.original_max_position))) {
+    fail("rotary", "llama3 scaling needs 0 < low_freq_factor < high_freq_factor and a positive "
+                   "original_max_position, got " + std::to_string(rope.low_freq_factor) + ", " +
+                   std::to_string(rope.high_freq_factor) + ", " + std::to_string(rope.original_max_position));
   }
   check_dtype("rotary", "q", q, {ElemType::f32});
   check_dtype("rotary", "k", k, {ElemType::f32});

@@ -277,8 +277,7 @@ OpBench::OpBench(const ModelConfig& config, const OpBenchOptions& options) : imp
   m.shape.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.shape.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.shape.head_dim = static_cast<std::int32_t>(config.head_dim);
-  m.rope.head_dim = static_cast<std::int32_t>(config.head_dim);
-  m.rope.theta = static_cast<float>(config.rope_theta);
+  m.rope = rope_config(config);
   m.backend->synchronize();
 }
 

@@ -18,12 +18,31 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.max_position_embeddings = d.max_position_embeddings;
   c.rms_norm_eps = d.rms_norm_eps;
   c.rope_theta = d.rope_theta;
+  c.rope_scaling = d.rope_scaling.type;
+  c.rope_factor = d.rope_scaling.factor;
+  c.rope_low_freq_factor = d.rope_scaling.low_freq_factor;
+  c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
+  c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
   c.num_experts = d.num_local_experts;
   c.experts_per_token = d.num_experts_per_tok;
   check_model_config(c);
   return c;
+}
+
+RopeConfig rope_config(const ModelConfig& config) {
+  RopeConfig rope;
+  rope.head_dim = static_cast<std::int32_t>(config.head_dim);
+  rope.theta = static_cast<float>(config.rope_theta);
+  if (!config.rope_scaling.empty()) {  // check_model_config let only linear and llama3 through
+    rope.scaling = config.rope_scaling == "llama3" ? RopeScaling::llama3 : RopeScaling::linear;
+    rope.factor = config.rope_factor;
+    rope.low_freq_factor = config.rope_low_freq_factor;
+    rope.high_freq_factor = config.rope_high_freq_factor;
+    rope.original_max_position = static_cast<double>(config.rope_original_max_position);
+  }
+  return rope;
 }
 
 void check_model_config(const ModelConfig& c) {
@@ -43,6 +62,10 @@ void check_model_config(const ModelConfig& c) {
                 " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
   }
   if (c.head_dim % 2 != 0) throw Error("model '" + c.name + "': head_dim must be even for rotary embeddings");
+  if (!c.rope_scaling.empty() && c.rope_scaling != "linear" && c.rope_scaling != "llama3") {
+    throw Error("model '" + c.name + "': rope_scaling type '" + c.rope_scaling +
+                "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
+  }
   if (c.is_moe() && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)) {
     throw Error("model '" + c.name + "': num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
   }

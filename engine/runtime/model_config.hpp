@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/backend/op_args.hpp"
+
 namespace twin {
 
 struct ModelDesc;  // models/model_desc.hpp
@@ -20,6 +22,12 @@ struct ModelConfig {
   std::int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  // rope_scaling the engine applies (models/'s types "", "linear", "llama3").
+  std::string rope_scaling;  // "" none
+  double rope_factor = 1.0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  std::int64_t rope_original_max_position = 0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   std::int64_t num_experts = 0;  // 0: dense MLP
@@ -33,8 +41,12 @@ struct ModelConfig {
 // Defined in model_config.cpp, the one runtime file that includes models/.
 ModelConfig model_config_from(const ModelDesc& desc);
 
+// The rotary embedding of every layer: head_dim, theta and rope_scaling.
+RopeConfig rope_config(const ModelConfig& config);
+
 // Throws twin::Error naming the field when the shape cannot be executed
-// (non-positive sizes, heads not a multiple of KV heads).
+// (non-positive sizes, heads not a multiple of KV heads, a rope_scaling type
+// the engine does not apply).
 void check_model_config(const ModelConfig& config);
 
 }  // namespace twin

@@ -257,8 +257,7 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
-  m.rope.head_dim = static_cast<std::int32_t>(config.head_dim);
-  m.rope.theta = static_cast<float>(config.rope_theta);
+  m.rope = rope_config(config);
 }
 
 ModelRunner::~ModelRunner() = default;

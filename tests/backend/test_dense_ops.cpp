@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/backend/cpu/cpu_backend.hpp"
+#include "engine/backend/rope.hpp"
 #include "tests/backend/backend_test_util.hpp"
 
 using namespace twin;
@@ -159,6 +160,62 @@ TEST_CASE("rotary embedding rotates each head's halves by position, full and par
     CHECK(max_abs_diff(to_host(*be, dq.view), reference(q, heads)) < 1e-5);
     CHECK(max_abs_diff(to_host(*be, dk.view), reference(k, kv_heads)) < 1e-5);
   }
+}
+
+// Llama 3.1's rope_scaling (theta 500000, rotary dim 128, factor 8, low 1,
+// high 4, original 8192). Expected values were computed independently from
+// the published formula (Python, double precision).
+TEST_CASE("rope frequencies: none, linear and llama3 scaling") {
+  RopeConfig r{.head_dim = 128, .rotary_dim = 0, .theta = 500000.0f};
+  const std::vector<double> plain = rope_inv_freq(r);
+  REQUIRE(plain.size() == 64);
+  CHECK(plain[0] == 1.0);
+  CHECK(plain[20] == Approx(0.016560440080994446).epsilon(1e-14));
+  r.scaling = RopeScaling::linear;
+  r.factor = 4.0;
+  const std::vector<double> linear = rope_inv_freq(r);
+  for (std::size_t i = 0; i < plain.size(); ++i) CHECK(linear[i] == Approx(plain[i] / 4.0).epsilon(1e-14));
+  r.scaling = RopeScaling::llama3;
+  r.factor = 8.0;
+  r.low_freq_factor = 1.0;
+  r.high_freq_factor = 4.0;
+  r.original_max_position = 8192;
+  const std::vector<double> l3 = rope_inv_freq(r);
+  // Short wavelengths (under 8192 / 4 positions) keep their frequency.
+  CHECK(l3[0] == plain[0]);
+  CHECK(l3[28] == plain[28]);
+  // The blend between 2048 and 8192 positions.
+  CHECK(l3[29] == Approx(0.002166570763503359).epsilon(1e-12));
+  CHECK(l3[30] == Approx(0.0013718935677611381).epsilon(1e-12));
+  CHECK(l3[34] == Approx(0.0001785078127679964).epsilon(1e-12));
+  // Long wavelengths (over 8192) are stretched by the factor.
+  CHECK(l3[35] == Approx(plain[35] / 8.0).epsilon(1e-14));
+  CHECK(l3[63] == Approx(3.068925988914511e-07).epsilon(1e-12));
+}
+
+TEST_CASE("rotary with linear scaling rotates position p as the plain rotation rotates p / factor") {
+  auto be = make_cpu_backend(1);
+  const std::int32_t hd = 16;
+  const auto q = random_floats(2 * hd, 21), k = random_floats(2 * hd, 22);
+  auto q1 = to_device(*be, q, 2, hd), k1 = to_device(*be, k, 2, hd);
+  auto q2 = to_device(*be, q, 2, hd), k2 = to_device(*be, k, 2, hd);
+  RopeConfig scaled{.head_dim = hd, .rotary_dim = 0, .theta = 10000.0f};
+  scaled.scaling = RopeScaling::linear;
+  scaled.factor = 4.0;
+  be->rotary(q1.view, k1.view, std::vector<std::int32_t>{40, 1000}, scaled);
+  be->rotary(q2.view, k2.view, std::vector<std::int32_t>{10, 250}, {.head_dim = hd, .rotary_dim = 0, .theta = 10000.0f});
+  CHECK(max_abs_diff(to_host(*be, q1.view), to_host(*be, q2.view)) < 1e-5);
+  CHECK(max_abs_diff(to_host(*be, k1.view), to_host(*be, k2.view)) < 1e-5);
+  // Bad scaling parameters are refused before anything is rotated.
+  scaled.factor = 0.0;
+  CHECK_THROWS_WITH(be->rotary(q1.view, k1.view, std::vector<std::int32_t>{1, 2}, scaled),
+                    Catch::Contains("scaling factor"));
+  scaled.scaling = RopeScaling::llama3;
+  scaled.factor = 8.0;
+  scaled.low_freq_factor = 4.0;
+  scaled.high_freq_factor = 1.0;
+  CHECK_THROWS_WITH(be->rotary(q1.view, k1.view, std::vector<std::int32_t>{1, 2}, scaled),
+                    Catch::Contains("low_freq_factor < high_freq_factor"));
 }
 
 TEST_CASE("silu_and_mul, add, copy with dtype conversion, fill and gather_rows") {

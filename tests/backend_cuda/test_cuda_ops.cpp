@@ -132,9 +132,9 @@ TEST_CASE("embedding, gather_rows, add, rmsnorm, add_rmsnorm, silu_and_mul match
   CHECK(max_rel_diff(gpu, cpu) < 1e-5);
 }
 
-TEST_CASE("rotary matches the cpu: full and partial rotary_dim, GQA widths") {
+TEST_CASE("rotary matches the cpu: full and partial rotary_dim, GQA widths, llama3 scaling") {
   BackendPair be;
-  for (std::int32_t rot : {0, 8}) {
+  for (std::int32_t rot : {0, 8, -1}) {  // -1: full, with Llama 3.1's rope_scaling
     const std::int64_t T = 6, hd = 16, qh = 4, kh = 2;
     const auto q = random_floats(T * qh * hd, 13), k = random_floats(T * kh * hd, 14);
     const std::vector<std::int32_t> pos = {0, 1, 7, 100, 4095, 131071};
@@ -143,8 +143,13 @@ TEST_CASE("rotary matches the cpu: full and partial rotary_dim, GQA widths") {
       Strided kv = strided(b, k, T, kh * hd);
       RopeConfig rope;
       rope.head_dim = static_cast<std::int32_t>(hd);
-      rope.rotary_dim = rot;
+      rope.rotary_dim = rot < 0 ? 0 : rot;
       rope.theta = 500000.0f;
+      if (rot < 0) {
+        rope.scaling = RopeScaling::llama3;
+        rope.factor = 8.0;
+        rope.original_max_position = 64;  // so head_dim 16's pairs fall in all three bands
+      }
       b.rotary(qv.view, kv.view, pos, rope);
       Result r = to_host(b, qv.view);
       const Result kr = to_host(b, kv.view);

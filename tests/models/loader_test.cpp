@@ -133,6 +133,58 @@ TEST_CASE("bad config files are rejected naming the file and the key") {
   rejects("{" + base + R"(, "vocab_size": 100, "num_local_experts": 8})", "num_experts_per_tok");
   rejects("{" + base + R"(, "vocab_size": 100, "tie_word_embeddings": 1})", "tie_word_embeddings");
   rejects(R"({"hidden_size": 128,)", "JSON");
+  // Sizes past any real model would overflow the int64 parameter and byte counts.
+  rejects(R"({"hidden_size": 768, "intermediate_size": 9000000000000000000, "num_hidden_layers": 2,
+      "num_attention_heads": 12, "max_position_embeddings": 512, "vocab_size": 100})", "intermediate_size");
+  rejects(R"({"hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 100000000000,
+      "num_attention_heads": 12, "max_position_embeddings": 512, "vocab_size": 100})", "num_hidden_layers");
+}
+
+TEST_CASE("rope_scaling is read: llama3, linear, none, and bad values name the key") {
+  CHECK(resolve_model("llama-3.1-8b").rope_scaling.type == "llama3");
+  TempFile hf("config.json", kHfConfig);
+  const ModelDesc m = resolve_model(hf.path.string());
+  CHECK(m.rope_scaling.type == "llama3");
+  CHECK(m.rope_scaling.factor == 8.0);
+  CHECK(m.rope_scaling.low_freq_factor == 1.0);
+  CHECK(m.rope_scaling.high_freq_factor == 4.0);
+  CHECK(m.rope_scaling.original_max_position_embeddings == 8192);
+  CHECK(resolve_model("llama-2-7b").rope_scaling.type.empty());
+
+  const std::string base = R"({"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "max_position_embeddings": 512, "vocab_size": 100, "rope_scaling": )";
+  auto load = [&](const std::string& scaling) {
+    TempFile f("rope.json", base + scaling + "}");
+    return load_model_file(f.path.string()).rope_scaling;
+  };
+  CHECK(load("null").type.empty());
+  CHECK(load(R"({"rope_type": "default"})").type.empty());
+  const RopeScalingDesc linear = load(R"({"type": "linear", "factor": 2.0})");  // older configs say "type"
+  CHECK(linear.type == "linear");
+  CHECK(linear.factor == 2.0);
+  CHECK(load(R"({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})").type == "yarn");
+
+  auto rejects = [&](const std::string& scaling, const std::string& key) {
+    TempFile f("rope.json", base + scaling + "}");
+    INFO(scaling);
+    try {
+      load_model_file(f.path.string());
+      FAIL("accepted a bad rope_scaling");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      INFO(msg);
+      CHECK(msg.find(key) != std::string::npos);
+      CHECK(msg.find(f.path.string()) != std::string::npos);
+    }
+  };
+  rejects(R"("llama3")", "rope_scaling");
+  rejects(R"({"factor": 8})", "rope_scaling.rope_type");
+  rejects(R"({"rope_type": "linear"})", "rope_scaling.factor");
+  rejects(R"({"rope_type": "linear", "factor": -2})", "rope_scaling.factor");
+  rejects(R"({"rope_type": "llama3", "factor": 8, "low_freq_factor": 1, "high_freq_factor": 4})",
+          "rope_scaling.original_max_position_embeddings");
+  rejects(R"({"rope_type": "llama3", "factor": 8, "low_freq_factor": 4, "high_freq_factor": 1,
+              "original_max_position_embeddings": 8192})", "rope_scaling.high_freq_factor");
 }
 
 TEST_CASE("an unknown name is a usage error listing the known names") {

@@ -6,6 +6,7 @@
 #include "engine/core/replica.hpp"
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
+#include "models/model_desc.hpp"
 #include "tests/runtime/test_support.hpp"
 
 namespace twin::test {
@@ -51,6 +52,33 @@ TEST_CASE("paged prefill and decode equal the dense reference (llama shape, scat
   Fixture f("llama");
   auto runner = make_runner(f.config, f.dir);
   check_against_reference(f, *runner, 37, 4);
+}
+
+// Llama 3.1's rope_scaling on the tiny model (head_dim 16): with an
+// original context of 64 positions, pair 0 keeps its frequency, pairs 1-2
+// are blended and the rest stretched 8x, all within the test's 30 positions.
+TEST_CASE("llama3 and linear rope_scaling equal the reference") {
+  for (const char* type : {"llama3", "linear"}) {
+    INFO(type);
+    Fixture f(std::string("rope_") + type);
+    f.config.rope_scaling = type;
+    f.config.rope_factor = 8.0;
+    f.config.rope_low_freq_factor = 1.0;
+    f.config.rope_high_freq_factor = 4.0;
+    f.config.rope_original_max_position = 64;
+    auto runner = make_runner(f.config, f.dir);
+    check_against_reference(f, *runner, 27, 3);
+  }
+}
+
+TEST_CASE("a rope_scaling type the engine does not apply is refused by name") {
+  const ModelConfig l3 = model_config_from(resolve_model("llama-3.1-8b"));
+  CHECK(l3.rope_scaling == "llama3");
+  CHECK(rope_config(l3).scaling == RopeScaling::llama3);
+  CHECK(rope_config(l3).original_max_position == 8192);
+  ModelDesc d = resolve_model("tiny");
+  d.rope_scaling.type = "yarn";
+  CHECK_THROWS_WITH(model_config_from(d), Catch::Contains("rope_scaling type 'yarn'"));
 }
 
 TEST_CASE("qwen2-style QKV bias and tied embeddings equal the reference") {

@@ -44,9 +44,23 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
   return y;
 }
 
-void rope(float* head, std::int64_t d, std::int64_t pos, double theta) {
+// The frequency of rotated pair i, with the config's rope_scaling written
+// from the Hugging Face formulas on their own (not rope.cpp's code).
+double rope_freq(const ModelConfig& c, std::int64_t i, std::int64_t d) {
+  const double freq = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+  if (c.rope_scaling == "linear") return freq / c.rope_factor;
+  if (c.rope_scaling != "llama3") return freq;
+  const double original = static_cast<double>(c.rope_original_max_position);
+  const double wavelength = 2.0 * 3.14159265358979323846 / freq;
+  if (wavelength < original / c.rope_high_freq_factor) return freq;
+  if (wavelength > original / c.rope_low_freq_factor) return freq / c.rope_factor;
+  const double t = (original / wavelength - c.rope_low_freq_factor) / (c.rope_high_freq_factor - c.rope_low_freq_factor);
+  return t * freq + (1.0 - t) * freq / c.rope_factor;
+}
+
+void rope(float* head, std::int64_t d, std::int64_t pos, const ModelConfig& c) {
   for (std::int64_t i = 0; i < d / 2; ++i) {
-    const double freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+    const double freq = rope_freq(c, i, d);
     const double a = static_cast<double>(pos) * freq;
     const double c = std::cos(a), s = std::sin(a);
     const double x1 = head[i], x2 = head[i + d / 2];
@@ -185,6 +199,13 @@ std::string write_checkpoint(const std::string& dir, const ModelConfig& c, const
                         {"tie_word_embeddings", c.tie_word_embeddings},
                         {"attention_bias", c.attention_bias},
                         {"torch_dtype", "float32"}};
+  if (!c.rope_scaling.empty()) {
+    cfg["rope_scaling"] = {{"rope_type", c.rope_scaling},
+                           {"factor", c.rope_factor},
+                           {"low_freq_factor", c.rope_low_freq_factor},
+                           {"high_freq_factor", c.rope_high_freq_factor},
+                           {"original_max_position_embeddings", c.rope_original_max_position}};
+  }
   if (c.is_moe()) {
     cfg["num_local_experts"] = c.num_experts;
     cfg["num_experts_per_tok"] = c.experts_per_token;
@@ -213,8 +234,8 @@ std::vector<std::vector<float>> reference_logits(const ModelConfig& c, const Wei
       q[ti] = matvec(w.at(p + "self_attn.q_proj.weight"), h, nh * d, b ? &w.at(p + "self_attn.q_proj.bias") : nullptr);
       k[ti] = matvec(w.at(p + "self_attn.k_proj.weight"), h, nkv * d, b ? &w.at(p + "self_attn.k_proj.bias") : nullptr);
       v[ti] = matvec(w.at(p + "self_attn.v_proj.weight"), h, nkv * d, b ? &w.at(p + "self_attn.v_proj.bias") : nullptr);
-      for (std::int64_t hh = 0; hh < nh; ++hh) rope(q[ti].data() + hh * d, d, t, c.rope_theta);
-      for (std::int64_t hh = 0; hh < nkv; ++hh) rope(k[ti].data() + hh * d, d, t, c.rope_theta);
+      for (std::int64_t hh = 0; hh < nh; ++hh) rope(q[ti].data() + hh * d, d, t, c);
+      for (std::int64_t hh = 0; hh < nkv; ++hh) rope(k[ti].data() + hh * d, d, t, c);
     }
     for (std::int64_t t = 0; t < T; ++t) {
       const auto ti = static_cast<std::size_t>(t);

@@ -12,6 +12,7 @@
 #include "engine/backend/cpu/cpu_backend.hpp"
 #include "engine/backend/cpu/cpu_backend_impl.hpp"
 #include "engine/backend/op_checks.hpp"
+#include "engine/backend/rope.hpp"
 #include "engine/core/error.hpp"
 
 namespace twin {
@@ -172,10 +173,7 @@ void CpuBackend::rotary(const TensorView& q, const TensorView& k, std::span<cons
   const std::int32_t rot = rope.rotary_dim > 0 ? rope.rotary_dim : hd;
   const auto tokens = static_cast<std::int64_t>(positions.size());
   const std::int32_t half = rot / 2;
-  std::vector<double> inv_freq(static_cast<std::size_t>(half));
-  for (std::int32_t i = 0; i < half; ++i) {
-    inv_freq[i] = std::pow(static_cast<double>(rope.theta), -2.0 * i / rot);
-  }
+  const std::vector<double> inv_freq = rope_inv_freq(rope);
   pool_.parallel_for(tokens, [&](std::int64_t t0, std::int64_t t1) {
     std::vector<float> cos_t(static_cast<std::size_t>(half)), sin_t(static_cast<std::size_t>(half));
     for (std::int64_t t = t0; t < t1; ++t) {

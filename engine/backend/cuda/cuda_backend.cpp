@@ -9,6 +9,7 @@
 #include "engine/backend/cuda/cuda_backend_impl.hpp"
 #include "engine/backend/cuda/cuda_kernels.hpp"
 #include "engine/backend/op_checks.hpp"
+#include "engine/backend/rope.hpp"
 #include "engine/core/error.hpp"
 
 namespace twin {
@@ -259,10 +260,12 @@ void CudaBackend::rotary(const TensorView& q, const TensorView& k, std::span<con
   const std::int32_t rot = rope.rotary_dim > 0 ? rope.rotary_dim : hd;
   const auto tokens = static_cast<std::int64_t>(positions.size());
   if (tokens == 0) return;
-  stage_reserve(staged_size(positions.size_bytes()));
+  const std::vector<double> inv_freq = rope_inv_freq(rope);  // the CPU's frequencies, bit for bit
+  stage_reserve(staged_size(positions.size_bytes()) + staged_size(inv_freq.size() * sizeof(double)));
   const std::int32_t* d_pos = stage(positions);
+  const double* d_freq = stage(std::span<const double>(inv_freq));
   cuda::launch_rotary(static_cast<float*>(q.data), q.row_stride, q.cols / hd, static_cast<float*>(k.data), k.row_stride,
-                      k.cols / hd, d_pos, tokens, hd, rot, static_cast<double>(rope.theta), stream_);
+                      k.cols / hd, d_pos, tokens, hd, rot, d_freq, stream_);
   after_launch("rotary");
 }
 

@@ -81,18 +81,18 @@ __global__ void add_rmsnorm_kernel(float* x, std::int64_t xs, const float* delta
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[r * os + c] = xr[c] * inv * load_elem(w, wd, c);
 }
 
-// One thread per (token, head, rotated pair). Angles in double as on the CPU.
+// One thread per (token, head, rotated pair). Angles in double from the
+// host's frequencies, as on the CPU.
 __global__ void rotary_kernel(float* q, std::int64_t qs, std::int64_t qh, float* k, std::int64_t ks,
                               std::int64_t kh, const std::int32_t* positions, std::int64_t tokens, int hd, int rot,
-                              double theta) {
+                              const double* inv_freqs) {
   const int half = rot / 2;
   const std::int64_t heads = qh + kh;
   TWIN_GRID_STRIDE(idx, tokens * heads * half) {
     const std::int64_t t = idx / (heads * half);
     const std::int64_t h = (idx / half) % heads;
     const int i = static_cast<int>(idx % half);
-    const double inv_freq = pow(theta, -2.0 * i / rot);
-    const double angle = static_cast<double>(positions[t]) * inv_freq;
+    const double angle = static_cast<double>(positions[t]) * inv_freqs[i];
     const float cs = static_cast<float>(cos(angle)), sn = static_cast<float>(sin(angle));
     float* xv = h < qh ? q + t * qs + h * hd : k + t * ks + (h - qh) * hd;
     const float a = xv[i], b = xv[i + half];
@@ -263,11 +263,11 @@ void launch_add_rmsnorm(float* x, std::int64_t x_stride, const float* delta, std
 
 void launch_rotary(float* q, std::int64_t q_stride, std::int64_t q_heads, float* k, std::int64_t k_stride,
                    std::int64_t k_heads, const std::int32_t* positions, std::int64_t tokens, int head_dim,
-                   int rotary_dim, double theta, cudaStream_t stream) {
+                   int rotary_dim, const double* inv_freq, cudaStream_t stream) {
   const std::int64_t n = tokens * (q_heads + k_heads) * (rotary_dim / 2);
   if (n == 0) return;
   rotary_kernel<<<grid_for(n), kThreads, 0, stream>>>(q, q_stride, q_heads, k, k_stride, k_heads, positions, tokens,
-                                                      head_dim, rotary_dim, theta);
+                                                      head_dim, rotary_dim, inv_freq);
 }
 
 void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, float* out, std::int64_t out_stride,

@@ -40,9 +40,10 @@ void launch_add(float* x, std::int64_t x_stride, const float* y, std::int64_t y_
 void launch_add_rmsnorm(float* x, std::int64_t x_stride, const float* delta, std::int64_t delta_stride,
                         const void* weight, int weight_dtype, float eps, float* out, std::int64_t out_stride,
                         std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// inv_freq: rotary_dim / 2 frequencies in device memory (rope_inv_freq).
 void launch_rotary(float* q, std::int64_t q_stride, std::int64_t q_heads, float* k, std::int64_t k_stride,
                    std::int64_t k_heads, const std::int32_t* positions, std::int64_t tokens, int head_dim,
-                   int rotary_dim, double theta, cudaStream_t stream);
+                   int rotary_dim, const double* inv_freq, cudaStream_t stream);
 void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, float* out, std::int64_t out_stride,
                          std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 // k/v rows [tokens, width] -> cache slot slots[t] (negative: skipped).
