@@ -37,6 +37,7 @@ struct ModelDesc {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScalingDesc rope_scaling;
+  int64_t sliding_window = 0;  // 0: full attention; else a token sees itself and the window - 1 tokens before it
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
   int64_t num_local_experts = 0;  // 0: dense MLP

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -106,6 +107,17 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     if (!(m.rope_theta > 0)) json_field_error(origin, "rope_theta", "expected a positive number");
   }
   if (j.contains("rope_scaling")) m.rope_scaling = rope_scaling_from_json(j.at("rope_scaling"), origin);
+  // Mistral-style sliding-window attention (null: none). Qwen2 configs carry
+  // a sliding_window they apply only with use_sliding_window, and then to
+  // some layers only: that mix is refused rather than modelled wrongly.
+  if (m.model_type == "qwen2") {
+    if (present("use_sliding_window") && json_bool(j, "use_sliding_window", origin))
+      json_field_error(origin, "use_sliding_window",
+                       "false (per-layer sliding windows are not supported)");
+  } else if (present("sliding_window")) {
+    m.sliding_window = json_int(j, "sliding_window", origin);
+    require_positive(origin, "sliding_window", m.sliding_window);
+  }
   if (present("tie_word_embeddings")) m.tie_word_embeddings = json_bool(j, "tie_word_embeddings", origin);
   // Qwen2 configs have no attention_bias key: the architecture always has
   // QKV biases. Llama-family configs say attention_bias: false.
@@ -121,6 +133,24 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     if (m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_local_experts)
       json_field_error(origin, "num_experts_per_tok",
                        "expected 1 to num_local_experts (" + std::to_string(m.num_local_experts) + ")");
+  }
+  // Sizes are computed in int64 (parameters, bytes): a descriptor past any
+  // real model would overflow them. Estimated in long double, generously.
+  {
+    const long double h = static_cast<long double>(m.hidden_size);
+    const long double qd = static_cast<long double>(m.num_attention_heads) * static_cast<long double>(m.head_dim);
+    const long double kvd = static_cast<long double>(m.num_key_value_heads) * static_cast<long double>(m.head_dim);
+    const long double experts = static_cast<long double>(std::max<int64_t>(1, m.num_local_experts));
+    const long double layer = h * (2 * qd + 2 * kvd) + qd + 2 * kvd +
+                              experts * 3 * h * static_cast<long double>(m.intermediate_size) + h * experts + 2 * h;
+    const long double params = 2 * static_cast<long double>(m.vocab_size) * h +
+                               static_cast<long double>(m.num_hidden_layers) * layer + h;
+    if (params > 1e15L) {
+      char count[32];
+      std::snprintf(count, sizeof count, "%.3Lg", params);
+      throw Error(origin + ": hidden_size, intermediate_size, num_hidden_layers, the heads, head_dim, vocab_size and "
+                  "experts give " + count + " parameters; expected at most 10^15");
+    }
   }
   // Newer transformers write "dtype" instead of "torch_dtype".
   const char* dtype_key = present("torch_dtype") ? "torch_dtype" : (present("dtype") ? "dtype" : nullptr);

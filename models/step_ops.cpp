@@ -32,12 +32,20 @@ struct AttnSums {
   double kv_tokens() const { return static_cast<double>(context + tokens); }  // KV rows read
 };
 
-void add_seq(AttnSums& s, int64_t n, int64_t c) {
+// n new tokens after c cached ones. Query i sees c + i + 1 keys, or
+// `window` once that is more; the chunk reads its keys from the first
+// query's window start, so the context it reads is min(c, window - 1).
+void add_seq(AttnSums& s, int64_t n, int64_t c, int64_t window) {
   s.seqs += 1;
   s.tokens += n;
-  s.context += c;
-  // Query i of the new ones sees c + i + 1 keys.
-  s.score_pairs += n * c + n * (n + 1) / 2;
+  if (window <= 0) {
+    s.context += c;
+    s.score_pairs += n * c + n * (n + 1) / 2;
+    return;
+  }
+  s.context += std::min(c, window - 1);
+  const int64_t full = std::clamp<int64_t>(window - c, 0, n);  // queries that see all their keys
+  s.score_pairs += full * c + full * (full + 1) / 2 + (n - full) * window;
 }
 
 Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act_bytes,
@@ -123,9 +131,9 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
     if (s.new_tokens <= 0) continue;
     const int64_t ctx = std::max<int64_t>(s.context_tokens, 0);
     if (s.new_tokens == 1 && ctx > 0)
-      add_seq(decode, 1, ctx);
+      add_seq(decode, 1, ctx, m.sliding_window);
     else
-      add_seq(prefill, s.new_tokens, ctx);
+      add_seq(prefill, s.new_tokens, ctx, m.sliding_window);
     sampling += s.samples ? 1 : 0;
   }
   const int64_t tokens = prefill.tokens + decode.tokens;

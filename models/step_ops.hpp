@@ -33,6 +33,7 @@ struct BatchShape {
 //   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n.
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
 //     with context. num_seqs, tokens = sum of new, context = sum of context
+//     (of the context inside the sliding window, for a windowed model)
 //     before the step; n = query heads on this GPU, k = head_dim.
 //   tp_allreduce: comm_bytes = the buffer all-reduced (tokens * hidden *
 //     activation bytes), group = tp. tp_gather: logits gathered for sampling.

@@ -277,6 +277,7 @@ OpBench::OpBench(const ModelConfig& config, const OpBenchOptions& options) : imp
   m.shape.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.shape.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.shape.head_dim = static_cast<std::int32_t>(config.head_dim);
+  m.shape.sliding_window = static_cast<std::int32_t>(std::min<std::int64_t>(config.sliding_window, INT32_MAX));
   m.rope = rope_config(config);
   m.backend->synchronize();
 }

@@ -23,6 +23,7 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.rope_low_freq_factor = d.rope_scaling.low_freq_factor;
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
+  c.sliding_window = d.sliding_window;
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
   c.num_experts = d.num_local_experts;

@@ -28,6 +28,7 @@ struct ModelConfig {
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
   std::int64_t rope_original_max_position = 0;
+  std::int64_t sliding_window = 0;  // 0: full attention
   bool tie_word_embeddings = false;
   bool attention_bias = false;
   std::int64_t num_experts = 0;  // 0: dense MLP

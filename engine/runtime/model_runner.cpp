@@ -257,6 +257,7 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
+  m.attention.sliding_window = static_cast<std::int32_t>(std::min<std::int64_t>(config.sliding_window, INT32_MAX));
   m.rope = rope_config(config);
 }
 

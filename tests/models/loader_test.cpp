@@ -187,6 +187,31 @@ TEST_CASE("rope_scaling is read: llama3, linear, none, and bad values name the k
               "original_max_position_embeddings": 8192})", "rope_scaling.high_freq_factor");
 }
 
+TEST_CASE("sliding_window: Mistral-style windows are read, Qwen2's per-layer windows refused") {
+  const std::string base = R"({"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "max_position_embeddings": 512, "vocab_size": 100)";
+  auto load = [&](const std::string& extra) {
+    TempFile f("window.json", base + extra + "}");
+    return load_model_file(f.path.string());
+  };
+  CHECK(load(R"(, "model_type": "mistral", "sliding_window": 4096)").sliding_window == 4096);
+  CHECK(load(R"(, "model_type": "mistral", "sliding_window": null)").sliding_window == 0);
+  CHECK(load("").sliding_window == 0);
+  // Qwen2 configs carry a window they do not use unless use_sliding_window.
+  CHECK(load(R"(, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": false)").sliding_window == 0);
+  for (const std::string bad : {R"(, "model_type": "qwen2", "use_sliding_window": true, "sliding_window": 4096)",
+                                R"(, "model_type": "mistral", "sliding_window": 0)"}) {
+    INFO(bad);
+    try {
+      load(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      CHECK((msg.find("use_sliding_window") != std::string::npos || msg.find("sliding_window") != std::string::npos));
+    }
+  }
+}
+
 TEST_CASE("an unknown name is a usage error listing the known names") {
   CHECK_THROWS_AS(resolve_model("llama-9"), UsageError);
   CHECK_THROWS_WITH(resolve_model("llama-9"), Catch::Contains("llama-2-7b") && Catch::Contains("tiny"));

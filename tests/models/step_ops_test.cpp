@@ -2,6 +2,7 @@
 // way TP, PP and MoE reshape it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -105,6 +106,33 @@ TEST_CASE("mixed batches split attention into one prefill op and one decode op")
   const Op* qkv = find(ops, OpKind::qkv_proj);
   REQUIRE(qkv);
   CHECK(qkv->m == 153);
+}
+
+TEST_CASE("a sliding window bounds the keys each query sees and the context read") {
+  auto m = resolve_model("tiny");
+  m.sliding_window = 64;
+  // A decode deep past the window costs what a decode at context 63 costs
+  // without one: it reads the last 64 keys, its own included.
+  auto unwindowed = resolve_model("tiny");
+  const Op* far = find(ops_for(m, {{{1, 10000, true}}}), OpKind::attn_decode);
+  const auto near_ops = ops_for(unwindowed, {{{1, 63, true}}});
+  const Op* near = find(near_ops, OpKind::attn_decode);
+  REQUIRE(far);
+  REQUIRE(near);
+  CHECK(far->context == 63);
+  CHECK(far->flops == near->flops);
+  CHECK(far->bytes == near->bytes);
+  // A chunk straddling the window's edge: score pairs counted by brute force.
+  for (auto [n, c] : {std::pair<int64_t, int64_t>{100, 0}, {100, 30}, {10, 60}, {5, 500}, {64, 0}, {1, 0}}) {
+    INFO("new " << n << " context " << c);
+    const auto ops = ops_for(m, {{{n, c, true}}});
+    const Op* attn = find(ops, n == 1 && c > 0 ? OpKind::attn_decode : OpKind::attn_prefill);
+    REQUIRE(attn);
+    double pairs = 0;
+    for (int64_t i = 0; i < n; ++i) pairs += static_cast<double>(std::min<int64_t>(c + i + 1, 64));
+    CHECK(attn->flops == Approx(4.0 * pairs * static_cast<double>(m.head_dim * m.num_attention_heads)));
+    CHECK(attn->context == std::min<int64_t>(c, 63));
+  }
 }
 
 TEST_CASE("steps without sampling seqs have no LM head - empty batches have no ops") {

@@ -71,6 +71,15 @@ TEST_CASE("llama3 and linear rope_scaling equal the reference") {
   }
 }
 
+// Mistral-style sliding window smaller than the prompt: prefill, then
+// decodes, each query seeing its last 8 keys only.
+TEST_CASE("a sliding-window model equals the reference") {
+  Fixture f("window");
+  f.config.sliding_window = 8;
+  auto runner = make_runner(f.config, f.dir);
+  check_against_reference(f, *runner, 21, 3);
+}
+
 TEST_CASE("a rope_scaling type the engine does not apply is refused by name") {
   const ModelConfig l3 = model_config_from(resolve_model("llama-3.1-8b"));
   CHECK(l3.rope_scaling == "llama3");

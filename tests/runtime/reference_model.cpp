@@ -206,6 +206,7 @@ std::string write_checkpoint(const std::string& dir, const ModelConfig& c, const
                            {"high_freq_factor", c.rope_high_freq_factor},
                            {"original_max_position_embeddings", c.rope_original_max_position}};
   }
+  if (c.sliding_window > 0) cfg["sliding_window"] = c.sliding_window;
   if (c.is_moe()) {
     cfg["num_local_experts"] = c.num_experts;
     cfg["num_experts_per_tok"] = c.experts_per_token;
@@ -253,7 +254,11 @@ std::vector<std::vector<float>> reference_logits(const ModelConfig& c, const Wei
           mx = std::max(mx, s[static_cast<std::size_t>(j)]);
         }
         double z = 0;
-        for (auto& e : s) z += (e = std::exp(e - mx));
+        // A sliding window hides the keys more than `window` positions back.
+        const std::int64_t lo = c.sliding_window > 0 ? std::max<std::int64_t>(0, t - c.sliding_window + 1) : 0;
+        for (std::int64_t j = 0; j < lo; ++j) s[static_cast<std::size_t>(j)] = -1e300;
+        if (lo > 0) mx = *std::max_element(s.begin() + lo, s.end());
+        for (auto& e : s) z += (e = e <= -1e300 ? 0.0 : std::exp(e - mx));
         for (std::int64_t e = 0; e < d; ++e) {
           double acc = 0;
           for (std::int64_t j = 0; j <= t; ++j) acc += s[static_cast<std::size_t>(j)] * v[static_cast<std::size_t>(j)][static_cast<std::size_t>(kh * d + e)];
