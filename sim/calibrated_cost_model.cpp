@@ -82,14 +82,14 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
     total_out_of_range_ += outside;
   }
   // A step takes at least 1 ns (a negative fitted overhead cannot undo that).
-  return std::max<Time>(1, static_cast<Time>(std::llround(total)));
+  return std::max<Time>(1, priced_ns(total, "calibrated cost model: a step"));
 }
 
 Time CalibratedCostModel::swap_time(std::int64_t num_blocks) {
   if (num_blocks <= 0) return 0;
   // Not measured: a read and a write of the blocks at the best byte rate seen.
   const double bytes = 2.0 * kv_block_bytes_ * static_cast<double>(num_blocks);
-  return static_cast<Time>(std::llround(bytes / tables_->bytes_per_ns()));
+  return priced_ns(bytes / tables_->bytes_per_ns(), "calibrated cost model: a KV swap");
 }
 
 }  // namespace twin

@@ -99,6 +99,9 @@ Cluster build_cluster(const ClusterConfig& config) {
   if (groups.empty()) groups.emplace_back();
   std::int32_t next_replica = 0;
   for (const ReplicaGroupConfig& gc : groups) {
+    // As a --config file allows (each replica holds its own KV cache state).
+    if (gc.count < 1 || gc.count > 1'000'000)
+      throw UsageError("replica count must be from 1 to 1000000, got " + std::to_string(gc.count));
     GroupPlan g;
     g.config = gc;
     g.model = resolve_model(gc.model);

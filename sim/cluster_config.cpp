@@ -1,5 +1,6 @@
 #include "sim/cluster_config.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -146,6 +147,8 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
 }
 
 ClusterConfig load_cluster_config(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": cannot read the cluster config: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open the cluster config");
   std::stringstream text;

@@ -3,9 +3,13 @@
 // on a step. The roofline model prices the op list from models/; the
 // calibrated (measured tables) and replay (recorded step log) models plug in
 // behind the same interface.
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <vector>
 
+#include "engine/core/error.hpp"
 #include "engine/core/step_plan.hpp"
 #include "engine/core/types.hpp"
 #include "models/step_ops.hpp"
@@ -34,6 +38,19 @@ struct OpCost {
   std::int32_t repeat = 1;
   bool compute_bound = false;
 };
+
+// A price in ns as the simulator's clock holds it. Throws twin::Error when
+// it is not finite or over about three years: profile numbers (peaks,
+// bandwidths, latencies, measured tables) far outside any real range.
+inline Time priced_ns(double ns, const char* what) {
+  if (!(std::fabs(ns) <= 1e17)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%g s", ns / 1e9);
+    throw Error(std::string(what) + " is priced at " + buf +
+                ", over three years; check the hardware or calibrated profile's peaks, bandwidths and latencies");
+  }
+  return static_cast<Time>(std::llround(ns));
+}
 
 class CostModel {
  public:

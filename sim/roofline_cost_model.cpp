@@ -113,13 +113,13 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
     total += c.time_ns;
     if (breakdown) breakdown->push_back(c);
   }
-  return static_cast<Time>(std::llround(total));
+  return priced_ns(total, "roofline cost model: a step");
 }
 
 Time RooflineCostModel::swap_time(std::int64_t num_blocks) {
   if (num_blocks <= 0) return 0;
   // One copy per block and layer in practice; priced as one stream over the host link.
-  return static_cast<Time>(std::llround(params_.host_link.time(params_.kv_block_bytes_per_gpu * num_blocks)));
+  return priced_ns(params_.host_link.time(params_.kv_block_bytes_per_gpu * num_blocks), "roofline cost model: a KV swap");
 }
 
 }  // namespace twin

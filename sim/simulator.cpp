@@ -1,6 +1,8 @@
 #include "sim/simulator.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "engine/core/error.hpp"
@@ -119,6 +121,9 @@ struct Simulator::State {
         const Time start = std::max(t, run.stage_free_at[s]);
         input.idle_ns = start - run.stage_free_at[s];
         const Time duration = std::max<Time>(1, swap + run.cost->stage_time(input));
+        if (duration > std::numeric_limits<Time>::max() - start)
+          throw Error("replica " + std::to_string(index) + ": simulated time runs past the clock's range (about 292 years)"
+                      "; check the trace's arrival times and the cost model's step times");
         if (s == 0) run.busy_ns += duration;
         run.stage_free_at[s] = start + duration;
         t = start + duration;

@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <vector>
@@ -12,6 +14,10 @@
 #include "traces/trace_reader.hpp"
 
 namespace twin {
+
+namespace {
+constexpr double kMaxSeconds = 9.0e9;  // int64 ns reach about 292 years
+}  // namespace
 
 void parse_shared_prefix(std::string_view spec, GeneratorOptions& o) {
   const std::size_t a = spec.find(':');
@@ -98,7 +104,8 @@ struct TraceGenerator::Impl {
         prompt(LengthDist::parse(opt.prompt, "--prompt")),
         output(LengthDist::parse(opt.output, "--output")) {
     if (o.max_requests < 0) throw UsageError("--requests must be >= 0");
-    if (!(o.duration_s >= 0) || !std::isfinite(o.duration_s)) throw UsageError("--duration-s must be >= 0");
+    if (!(o.duration_s >= 0) || !(o.duration_s <= kMaxSeconds))
+      throw UsageError("--duration-s must be from 0 to 9e9 seconds");
     if (o.max_requests == 0 && o.duration_s == 0 && o.arrivals != ArrivalKind::replay)
       throw UsageError("give --requests or --duration-s (or both) so the trace ends");
     if (o.arrivals != ArrivalKind::replay && !(o.rate > 0 && std::isfinite(o.rate)))
@@ -108,7 +115,8 @@ struct TraceGenerator::Impl {
     if (o.hash_block_size < 1) throw UsageError("--hash-block-size must be >= 1");
     if (o.prefix_count < 0 || o.prefix_tokens < 0 || !(o.prefix_fraction >= 0 && o.prefix_fraction <= 1))
       throw UsageError("--shared-prefix: K, L >= 0 and F in [0, 1]");
-    if (!(o.think_time_s >= 0) || !std::isfinite(o.think_time_s)) throw UsageError("--think-time-s must be >= 0");
+    if (!(o.think_time_s >= 0) || !(o.think_time_s <= kMaxSeconds))
+      throw UsageError("--think-time-s must be from 0 to 9e9 seconds");
     if (o.max_context < 1) throw UsageError("--max-context must be >= 1");
     if (!o.session_turns.empty()) {
       turns = LengthDist::parse(o.session_turns, "--sessions");
@@ -122,6 +130,21 @@ struct TraceGenerator::Impl {
   }
 
   bool uses_hash_ids() const { return (o.prefix_count > 0 && o.prefix_fraction > 0) || turns.has_value(); }
+
+  // Seconds on the trace's clock (int64 ns): past about 292 years is an
+  // error, never a wrapped time.
+  [[noreturn]] void past_clock() const {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "request %lld would arrive past the clock's range (about 292 years); raise --rate or lower "
+                  "--think-time-s",
+                  static_cast<long long>(emitted));
+    throw Error(buf);
+  }
+  Time clock_time(double seconds) const {
+    if (!(seconds <= kMaxSeconds)) past_clock();
+    return from_seconds(seconds);
+  }
 
   // Next arrival time of the process, or nullopt when it has ended.
   std::optional<Time> draw_arrival() {
@@ -148,7 +171,7 @@ struct TraceGenerator::Impl {
       }
     }
     started = true;  // the first request arrives at 0
-    return from_seconds(clock_s);
+    return clock_time(clock_s);
   }
 
   void fresh_ids(std::vector<std::uint64_t>& ids, std::size_t count) {
@@ -196,7 +219,8 @@ struct TraceGenerator::Impl {
       free_slots.push_back(slot);
       return;
     }
-    const Time think = from_seconds(session_rng.exponential(o.think_time_s));
+    const Time think = clock_time(session_rng.exponential(o.think_time_s));
+    if (think > std::numeric_limits<Time>::max() - at) past_clock();
     pending.push({at + think, pending_seq++, slot});
   }
 

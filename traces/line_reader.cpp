@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "engine/core/error.hpp"
 
@@ -9,6 +11,8 @@ namespace twin {
 
 LineReader::LineReader(const std::string& path, std::size_t buffer_bytes)
     : path_(path), buffer_(buffer_bytes < 64 ? 64 : buffer_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error("cannot read trace file '" + path + "': it is a directory");
   file_ = std::fopen(path.c_str(), "rb");
   if (!file_) throw Error("cannot open trace file '" + path + "': " + std::strerror(errno));
 }

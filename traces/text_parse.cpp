@@ -117,7 +117,12 @@ bool parse_datetime_ns(std::string_view text, Time& out) {
       !fixed_digits(text, 11, 2, h) || text[13] != ':' || !fixed_digits(text, 14, 2, mi) ||
       text[16] != ':' || !fixed_digits(text, 17, 2, s))
     return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return false;
+  if (mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || s > 60) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (d > kDays[mo - 1] + (mo == 2 && leap ? 1 : 0)) return false;
+  // Nanoseconds since 1970 in an int64 reach 1677-09-21 .. 2262-04-11.
+  if (y < 1678 || y > 2261) return false;
   Time frac = 0;
   std::size_t pos = 19;
   if (pos < text.size() && text[pos] == '.') {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -127,6 +128,9 @@ struct TraceReader::Impl {
   RequestId next_id = 0;
   std::int32_t block_size = 0;
   std::unordered_map<std::int64_t, std::int64_t> session_root;  // Bailian chat id -> first chat id
+  // Ids seen so far (twin formats), as disjoint runs first -> last: ids
+  // written 0..N-1 take one entry.
+  std::map<std::int64_t, std::int64_t> seen_ids;
   std::string error;
 
   Impl(const std::string& p, const TraceReadOptions& o) : path(p), options(o), lines(p) {
@@ -274,8 +278,9 @@ struct TraceReader::Impl {
           return bad(name() + ": expected space-separated non-negative integers");
         return true;
       case Column::prompt_tokens:
-        if (!parse_list(field, out.prompt_tokens, [](std::string_view t, TokenId& v) { return parse_int32(t, v); }))
-          return bad(name() + ": expected space-separated integers");
+        if (!parse_list(field, out.prompt_tokens,
+                        [](std::string_view t, TokenId& v) { return parse_int32(t, v) && v >= 0; }))
+          return bad(name() + ": expected space-separated integers in 0..2^31-1");
         return true;
       case Column::ignore:
         return true;
@@ -291,7 +296,8 @@ struct TraceReader::Impl {
         return bad(std::string("field '") + what + "' is out of range");
       return true;
     }
-    if (std::llabs(n.integer) > std::numeric_limits<Time>::max() / unit)
+    const Time limit = std::numeric_limits<Time>::max() / unit;
+    if (n.integer > limit || n.integer < -limit)
       return bad(std::string("field '") + what + "' is out of range");
     out = n.integer * unit;
     return true;
@@ -369,6 +375,33 @@ struct TraceReader::Impl {
     return true;
   }
 
+  // Twin formats carry ids; results are keyed by them, so each must be new.
+  // Records the id; false if it was seen before.
+  bool is_new_id(std::int64_t id) {
+    if (rebase) return true;  // foreign formats: ids are assigned 0..N-1
+    auto next = seen_ids.upper_bound(id);  // first run starting after id
+    if (next != seen_ids.begin()) {
+      auto prev = std::prev(next);
+      if (id <= prev->second) return false;
+      if (prev->second + 1 == id) {  // extends the run before it
+        prev->second = id;
+        if (next != seen_ids.end() && next->first - 1 == id) {
+          prev->second = next->second;
+          seen_ids.erase(next);
+        }
+        return true;
+      }
+    }
+    if (next != seen_ids.end() && next->first - 1 == id) {  // extends the run after it
+      const std::int64_t last = next->second;
+      seen_ids.erase(next);
+      seen_ids.emplace(id, last);
+      return true;
+    }
+    seen_ids.emplace(id, id);
+    return true;
+  }
+
   RowResult parse_line(std::string_view line, Request& out) {
     reset(out);
     Time raw_time = 0;
@@ -377,8 +410,17 @@ struct TraceReader::Impl {
     if (format == TraceFormat::burstgpt && out.output_len == 0 && !options.keep_failed)
       return RowResult::failed;
     if (!rebase && raw_time < 0) return bad("negative arrival time"), RowResult::bad;
+    if (out.cancel_time != kNoTime && out.cancel_time < raw_time) {
+      std::string msg = "cancel_s ";
+      append_seconds_9(msg, out.cancel_time);
+      msg += " is before the arrival ";
+      append_seconds_9(msg, raw_time);
+      return bad(msg), RowResult::bad;
+    }
     const Time base_now = rebase ? (have_base ? base : raw_time) : 0;
-    Time t = raw_time - base_now;
+    Time t = 0;
+    if (__builtin_sub_overflow(raw_time, base_now, &t))
+      return bad("arrival time is out of range: over 292 years after the first row's"), RowResult::bad;
     bool clamped = false;
     if (have_last && t < last_arrival) {
       if (last_arrival - t > tolerance_ns) {
@@ -390,6 +432,7 @@ struct TraceReader::Impl {
       t = last_arrival;
       clamped = true;
     }
+    if (!is_new_id(out.id)) return bad("id " + std::to_string(out.id) + " appears twice"), RowResult::bad;
     // Accepted: commit the clock state.
     if (rebase && !have_base) {
       base = raw_time;

@@ -1,6 +1,7 @@
 #include "traces/transforms.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "engine/core/error.hpp"
 
@@ -8,7 +9,10 @@ namespace twin {
 
 void check_transform_options(const TransformOptions& o) {
   if (!(o.rate_scale > 0) || !std::isfinite(o.rate_scale)) throw UsageError("--scale-rate must be a number > 0");
-  if (!(o.start_s >= 0) || !std::isfinite(o.start_s)) throw UsageError("--start-s must be >= 0");
+  // Times are int64 nanoseconds: about 292 years either way.
+  constexpr double kMaxSeconds = 9.0e9;
+  if (!(o.start_s >= 0) || !(o.start_s <= kMaxSeconds)) throw UsageError("--start-s must be a number from 0 to 9e9 seconds");
+  if (o.end_s >= 0 && !(o.end_s <= kMaxSeconds)) throw UsageError("--end-s must be at most 9e9 seconds");
   if (o.end_s >= 0 && o.end_s <= o.start_s) throw UsageError("--end-s must be greater than --start-s");
   if (o.max_prompt < 0) throw UsageError("--max-prompt must be >= 0");
   if (o.max_output < 0) throw UsageError("--max-output must be >= 0");
@@ -37,7 +41,14 @@ bool TraceTransform::next(Request& r) {
   auto scale = [&](Time t) {
     const Time shifted = t - start_ns_;
     if (options_.rate_scale == 1.0) return shifted;
-    return static_cast<Time>(std::llround(static_cast<double>(shifted) / options_.rate_scale));
+    const double scaled = static_cast<double>(shifted) / options_.rate_scale;
+    if (!(std::fabs(scaled) < 9.2e18)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "request %lld: a time of %g s divided by --scale-rate %g is beyond the clock's range (about 292 years)",
+                    static_cast<long long>(r.id), static_cast<double>(shifted) / 1e9, options_.rate_scale);
+      throw Error(buf);
+    }
+    return static_cast<Time>(std::llround(scaled));
   };
   r.arrival = scale(r.arrival);
   if (r.cancel_time != kNoTime) r.cancel_time = std::max<Time>(r.arrival, scale(r.cancel_time));

@@ -60,6 +60,31 @@ TEST_CASE("cluster config: every key is checked") {
   CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"gpu_memory_utilization": 1.5})"), "c.json"),
                     Catch::Contains("gpu_memory_utilization"));
   CHECK_THROWS_WITH(load_cluster_config("/nonexistent/cluster.json"), Catch::Contains("/nonexistent/cluster.json"));
+  CHECK_THROWS_WITH(load_cluster_config(std::filesystem::temp_directory_path().string()),
+                    Catch::Contains("is a directory"));
+}
+
+TEST_CASE("replica counts beyond a --config file's range are refused") {
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 100'000'000)),
+                    Catch::Contains("replica count") && Catch::Contains("100000000"));
+  CHECK_THROWS_AS(build_cluster(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 0)), UsageError);
+}
+
+TEST_CASE("a hardware profile that prices steps past the clock is an error, not 1 ns steps") {
+  namespace fs = std::filesystem;
+  nlohmann::json hw;
+  std::ifstream(std::string(TWIN_SOURCE_DIR) + "/hwprofiles/profiles/h100-80gb.json") >> hw;
+  hw["memory_bandwidth_gbps"] = 1e-300;  // positive, so the loader takes it
+  const fs::path path = fs::temp_directory_path() / "twin_sim_slow_hw.json";
+  std::ofstream(path) << hw.dump();
+  VectorSource source;
+  Request r;
+  r.prompt_len = 100;
+  r.output_len = 4;
+  source.requests.push_back(r);
+  CHECK_THROWS_WITH(run_simulation(one_group("llama-3.1-8b", path.string()), source, RunOutputs{}),
+                    Catch::Contains("roofline cost model") && Catch::Contains("bandwidths"));
+  fs::remove(path);
 }
 
 TEST_CASE("SLO strings that do not parse say which part failed") {

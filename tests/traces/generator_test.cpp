@@ -216,6 +216,15 @@ TEST_CASE("Generator rejects bad options by name", "[traces]") {
   CHECK_THROWS_WITH(TraceGenerator(o), Catch::Contains("--duration-s"));
   CHECK_THROWS_WITH(parse_shared_prefix("4:100", o), Catch::Contains("K:L:F"));
   CHECK_THROWS_WITH(parse_arrivals("weibull", o), Catch::Contains("poisson"));
+  // A rate so low that the second arrival is past the int64 ns clock: an
+  // error, never a wrapped (negative) time.
+  o = {};
+  o.max_requests = 5;
+  o.rate = 1e-300;
+  CHECK_THROWS_WITH(generate_text(o), Catch::Contains("request 1") && Catch::Contains("292 years"));
+  o = {};
+  o.duration_s = 1e300;
+  CHECK_THROWS_WITH(TraceGenerator(o), Catch::Contains("--duration-s"));
   parse_shared_prefix("4:100:0.25", o);
   CHECK(o.prefix_count == 4);
   CHECK(o.prefix_tokens == 100);

@@ -36,6 +36,12 @@ TEST_CASE("text parsing: exact decimal times and datetimes", "[traces]") {
   CHECK(a == kNsPerSec);
   CHECK_FALSE(parse_datetime_ns("2023-13-16 18:15:46", a));
   CHECK_FALSE(parse_datetime_ns("2023-11-16 18:15", a));
+  CHECK_FALSE(parse_datetime_ns("2023-02-30 00:00:00", a));  // no such day
+  CHECK_FALSE(parse_datetime_ns("2023-04-31 00:00:00", a));
+  REQUIRE(parse_datetime_ns("2024-02-29 00:00:00", a));        // leap year
+  CHECK_FALSE(parse_datetime_ns("2023-02-29 00:00:00", a));
+  CHECK_FALSE(parse_datetime_ns("0001-01-01 00:00:00", a));    // before int64 ns reach
+  CHECK_FALSE(parse_datetime_ns("9999-12-31 23:59:59", a));
 
   std::string s;
   append_seconds_9(s, 1'000'000'001);
@@ -240,7 +246,55 @@ TEST_CASE("Bad JSON lines name file, line and problem", "[traces]") {
   CHECK_THROWS_WITH(r3.next(r), Catch::Contains(":1: missing field 'input_length'"));
 }
 
+TEST_CASE("Out-of-range values, duplicate ids and early cancels are row errors", "[traces]") {
+  TempFile tmp(".jsonl");
+  auto error_of = [&](const std::string& text) {
+    write_file(tmp.path, text);
+    try {
+      read_all(tmp.path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string row0 = "{\"id\":0,\"arrival_s\":0.0,\"prompt_len\":10,\"output_len\":5}\n";
+  // Ids key the results: a repeat is an error, in any order.
+  CHECK_THAT(error_of(row0 + "{\"id\":0,\"arrival_s\":1.0,\"prompt_len\":10,\"output_len\":5}\n"),
+             Catch::Contains(":2: id 0 appears twice"));
+  CHECK_THAT(error_of("{\"id\":5,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                      "{\"id\":3,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                      "{\"id\":4,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                      "{\"id\":6,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                      "{\"id\":4,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"),
+             Catch::Contains(":5: id 4 appears twice"));
+  write_file(tmp.path, "{\"id\":2,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                       "{\"id\":0,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                       "{\"id\":1,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                       "{\"id\":-9223372036854775808,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n"
+                       "{\"id\":9223372036854775807,\"arrival_s\":0,\"prompt_len\":1,\"output_len\":1}\n");
+  CHECK(read_all(tmp.path).size() == 5);
+  // A cancel before the arrival.
+  CHECK_THAT(error_of(row0 + "{\"id\":1,\"arrival_s\":1.0,\"prompt_len\":10,\"output_len\":5,\"cancel_s\":0.5}\n"),
+             Catch::Contains(":2: cancel_s 0.500000000 is before the arrival 1.000000000"));
+  // Mooncake ms timestamps at the ends of int64; rebasing must not overflow.
+  CHECK_THAT(error_of("{\"timestamp\":-9223372036854775808,\"input_length\":10,\"output_length\":5}\n"),
+             Catch::Contains(":1: field 'timestamp' is out of range"));
+  TempFile csv(".csv");
+  write_file(csv.path, "arrived_at,num_prefill_tokens,num_decode_tokens\n-9000000000,10,5\n9000000000,10,5\n");
+  CHECK_THROWS_WITH(read_all(csv.path), Catch::Contains(":3: arrival time is out of range"));
+  // CSV prompt tokens are token ids, as in JSONL.
+  write_file(csv.path, "id,arrival_s,prompt_len,output_len,prompt_tokens\n0,0,3,5,1 2 -3\n");
+  CHECK_THROWS_WITH(read_all(csv.path), Catch::Contains(":2: field 'prompt_tokens'"));
+  // Impossible or unreachable dates.
+  write_file(csv.path, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-30 00:00:00,10,5\n");
+  CHECK_THROWS_WITH(read_all(csv.path), Catch::Contains(":2: field 'TIMESTAMP'"));
+  write_file(csv.path, "TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01 00:00:00,10,5\n");
+  CHECK_THROWS_WITH(read_all(csv.path), Catch::Contains(":2: field 'TIMESTAMP'"));
+}
+
 TEST_CASE("Missing file, empty file and unknown format are errors naming the path", "[traces]") {
+  CHECK_THROWS_WITH(TraceReader(std::string(TWIN_SOURCE_DIR) + "/tests/traces/fixtures"),
+                    Catch::Contains("fixtures") && Catch::Contains("is a directory"));
   CHECK_THROWS_WITH(TraceReader("/nonexistent/trace.csv"), Catch::Contains("/nonexistent/trace.csv"));
   TempFile tmp(".csv");
   write_file(tmp.path, "");

@@ -115,4 +115,14 @@ TEST_CASE("Transforms: time window, count, rate scale, clipping", "[traces]") {
   o.start_s = 5;
   o.end_s = 5;
   CHECK_THROWS_AS(run(ten_requests(), o), UsageError);
+  // Past the int64 ns clock: refused, never wrapped.
+  o = {};
+  o.start_s = 1e12;
+  CHECK_THROWS_WITH(run(ten_requests(), o), Catch::Contains("--start-s"));
+  o = {};
+  o.end_s = 1e300;
+  CHECK_THROWS_WITH(run(ten_requests(), o), Catch::Contains("--end-s"));
+  o = {};
+  o.rate_scale = 1e-300;
+  CHECK_THROWS_WITH(run(ten_requests(), o), Catch::Contains("--scale-rate") && Catch::Contains("292 years"));
 }
