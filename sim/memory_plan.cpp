@@ -45,13 +45,21 @@ MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
                 "or a larger --gpu-memory-utilization");
   }
   const double blocks = std::floor(plan.kv_bytes / plan.block_bytes);
-  const double cap = static_cast<double>(std::numeric_limits<std::int32_t>::max());
-  plan.num_blocks = static_cast<std::int32_t>(std::min(blocks, cap));
   if (in.num_gpu_blocks_override > 0) {
     // vLLM honours the override even beyond what fits; so do we (it is how
     // users pin a cache size to compare runs).
     plan.num_blocks = in.num_gpu_blocks_override;
     plan.overridden = true;
+  } else {
+    plan.num_blocks = static_cast<std::int32_t>(std::min(blocks, static_cast<double>(kMaxSimulatedBlocks) + 1));
+  }
+  // The serving core keeps a few dozen bytes of state per block from the
+  // start: past this a replica would need gigabytes of simulator memory
+  // (and no real GPU holds that many blocks).
+  if (plan.num_blocks > kMaxSimulatedBlocks) {
+    throw Error(what + ": a KV cache of " + (plan.overridden ? std::to_string(plan.num_blocks) : "over " + std::to_string(kMaxSimulatedBlocks)) +
+                " blocks per replica is more than the simulator holds (" + std::to_string(kMaxSimulatedBlocks) +
+                "); check the hardware profile's memory (" + numbers + ") or num_gpu_blocks_override");
   }
   return plan;
 }

@@ -28,8 +28,13 @@ struct MemoryPlan {
   bool overridden = false;
 };
 
-// Throws Error when the model does not fit (not even one block), giving the
-// numbers; `what` names the model, hardware and layout in the message.
+// The most KV blocks a simulated replica holds (2^26: a billion tokens at
+// block size 16; the core's per-block state stays under ~3 GB).
+constexpr std::int32_t kMaxSimulatedBlocks = std::int32_t{1} << 26;
+
+// Throws Error when the model does not fit (not even one block) or needs
+// more than kMaxSimulatedBlocks, giving the numbers; `what` names the model,
+// hardware and layout in the message.
 // Throws UsageError for a utilization outside (0, 1].
 MemoryPlan plan_memory(const MemoryPlanInput& input, const std::string& what);
 

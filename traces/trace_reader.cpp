@@ -447,6 +447,19 @@ struct TraceReader::Impl {
     return RowResult::ok;
   }
 
+  // A trace that yields nothing is a mistake (a header only, every row
+  // skipped): say so rather than serve or simulate nothing and exit 0.
+  std::string no_requests_message() const {
+    std::string m = path + ": the trace holds no requests";
+    if (report.skipped_bad > 0) {
+      m += " (" + std::to_string(report.skipped_bad) + " bad rows skipped; the first: " + report.first_bad_row + ")";
+    }
+    if (report.skipped_failed > 0) {
+      m += " (" + std::to_string(report.skipped_failed) + " failed requests skipped)";
+    }
+    return m;
+  }
+
   bool next(Request& out) {
     for (;;) {
       std::string_view line;
@@ -454,6 +467,7 @@ struct TraceReader::Impl {
         pending = false;
         line = pending_line;
       } else if (!lines.next(line)) {
+        if (report.rows == 0) throw Error(no_requests_message());
         return false;
       }
       if (line.find_first_not_of(" \t") == std::string_view::npos) continue;

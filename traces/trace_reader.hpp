@@ -45,7 +45,8 @@ class TraceReader {
 
   // Fills out with the next request (reusing its vectors' capacity); false at
   // end of file. A bad row throws twin::Error "file:line: problem" unless the
-  // policy is skip.
+  // policy is skip. A file that ends before its first request (empty, a
+  // header only, every row skipped) throws twin::Error saying so.
   bool next(Request& out);
 
   const TraceReadReport& report() const;

@@ -67,4 +67,13 @@ TEST_CASE("plan_memory checks its inputs") {
   CHECK_THROWS_AS(plan_memory(in, "x"), UsageError);
   in.gpu_memory_utilization = 0.5;
   CHECK(plan_memory(in, "x").num_blocks == 30000);
+  // More blocks than the simulator holds, from an absurd memory size or an
+  // override, is an error naming the limit (not hours of setup or an OOM).
+  MemoryPlanInput huge = in;
+  huge.gpu_memory_bytes = 1e300;
+  CHECK_THROWS_WITH(plan_memory(huge, "x"), Catch::Contains("more than the simulator holds (67108864)"));
+  in.num_gpu_blocks_override = kMaxSimulatedBlocks + 1;
+  CHECK_THROWS_WITH(plan_memory(in, "x"), Catch::Contains(std::to_string(kMaxSimulatedBlocks + 1) + " blocks"));
+  in.num_gpu_blocks_override = kMaxSimulatedBlocks;
+  CHECK(plan_memory(in, "x").num_blocks == kMaxSimulatedBlocks);
 }

@@ -304,6 +304,19 @@ TEST_CASE("Missing file, empty file and unknown format are errors naming the pat
   TraceReadOptions forced;
   forced.format = TraceFormat::vidur;
   CHECK_THROWS_WITH(TraceReader(tmp.path, forced), Catch::Contains("lacks column 'arrived_at'"));
+
+  // A header without rows, or rows that are all skipped, yields no request:
+  // an error at the end of the file, not an empty run that exits 0.
+  write_file(tmp.path, "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+  TraceReader header_only(tmp.path);
+  Request r;
+  CHECK_THROWS_WITH(header_only.next(r), Catch::Contains(tmp.path) && Catch::Contains("holds no requests"));
+  write_file(tmp.path, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,abc,44\n");
+  TraceReadOptions skip;
+  skip.on_bad_row = BadRowPolicy::skip;
+  TraceReader all_bad(tmp.path, skip);
+  CHECK_THROWS_WITH(all_bad.next(r), Catch::Contains("holds no requests") && Catch::Contains("1 bad rows skipped") &&
+                                         Catch::Contains(":2:"));
 }
 
 TEST_CASE("Real Azure 2023 traces parse with the published counts", "[traces][real]") {
