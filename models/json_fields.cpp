@@ -1,5 +1,6 @@
 #include "models/json_fields.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +24,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": expected a JSON file, got a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open file");
   std::ostringstream text;

@@ -122,5 +122,12 @@ TEST_CASE("twinserve simulate exit codes") {
   CHECK(run_cli("simulate" + t + " --slo 'ttft<=x'") == 2);
   CHECK(run_cli("simulate" + t + " --model llama-3.1-70b --hw a100-80gb") == 1);  // does not fit
   CHECK(run_cli("simulate --trace /nonexistent.csv") == 1);
+  CHECK(run_cli("simulate" + t + " --seed -1") == 2);  // an unsigned seed, not wrapped around
+  CHECK(run_cli("simulate" + t + " --max-requests -1") == 2);
+  {
+    std::ofstream out(trace);
+    out << "arrived_at,num_prefill_tokens,num_decode_tokens\n";  // a header, no request
+  }
+  CHECK(run_cli("simulate" + t) == 1);
   fs::remove(trace);
 }

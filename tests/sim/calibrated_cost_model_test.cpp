@@ -171,6 +171,8 @@ TEST_CASE("calibrated profile parsing names the bad key") {
   j["format"] = "something else";
   CHECK_THAT(error_of(j), Catch::Contains("format"));
   CHECK_THROWS_WITH(load_calibrated_profile("/nonexistent/profile.json"), Catch::Contains("/nonexistent/profile.json"));
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  CHECK_THROWS_WITH(load_calibrated_profile(dir), Catch::Contains(dir) && Catch::Contains("got a directory"));
 }
 
 TEST_CASE("table lookups are exact at grid points and monotone between them") {

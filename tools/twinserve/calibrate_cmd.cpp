@@ -67,7 +67,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread, as `run`)");
   sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)");
   sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)");
-  sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens");
+  sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);
   sub->add_flag("--quick", a.quick, "Coarse grid, few repeats (seconds for tiny; for tests)");
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required();
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");

@@ -136,7 +136,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)");
   sub->add_option("--max-extra-replicas", a.max_extra_replicas,
                   "Replicas added one at a time when the cluster check fails (default 8)");
-  sub->add_option("--seed", a.seed, "Seed for the routers' random choices");
+  sub->add_option("--seed", a.seed, "Seed for the routers' random choices")->check(CLI::NonNegativeNumber);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)");
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");

@@ -289,7 +289,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread)");
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace");
   sub->add_flag("--asap", a.asap, "Submit every request at t=0 (throughput run)");
-  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling");
+  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   sub->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
   sub->add_option("--top-k", a.top_k, "Top-k cut (0: none)");
   sub->add_option("--top-p", a.top_p, "Nucleus cut (1: none)");
@@ -306,7 +306,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
-  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests");
+  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests")->check(CLI::NonNegativeNumber);
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->add_option("--on-bad-row", a.on_bad_row, "error or skip");
   sub->callback([args] { run(*args); });

@@ -116,7 +116,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)");
   sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
-  sub->add_option("--seed", a.seed, "Seed for the router's random choices");
+  sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most");
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
@@ -127,7 +127,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
   sub->add_flag("--no-progress", a.no_progress, "No progress line on stderr");
-  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests");
+  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests")->check(CLI::NonNegativeNumber);
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->add_option("--on-bad-row", a.on_bad_row, "error or skip");
   sub->callback([args] { run(*args); });

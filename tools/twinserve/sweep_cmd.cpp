@@ -61,7 +61,7 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs (override the config's)");
   sub->add_option("--out", a.out_dir, "Write sweep.csv here");
   sub->add_flag("--overwrite", a.overwrite, "Replace sweep.csv already in --out");
-  sub->add_option("--max-requests", a.max_requests, "Use the trace's first N requests (default: all)");
+  sub->add_option("--max-requests", a.max_requests, "Use the trace's first N requests (default: all)")->check(CLI::NonNegativeNumber);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)");
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] { run_sweep_command(*args); });

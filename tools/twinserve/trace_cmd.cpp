@@ -155,7 +155,7 @@ void install(CLI::App& root) {
     sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)");
     sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0");
     sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)");
-    sub->add_option("--max-requests", t->max_requests, "Keep at most N requests");
+    sub->add_option("--max-requests", t->max_requests, "Keep at most N requests")->check(CLI::NonNegativeNumber);
     sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens");
     sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens");
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
@@ -202,7 +202,7 @@ void install(CLI::App& root) {
     sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
         ->capture_default_str();
     sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str();
-    sub->add_option("--seed", o->seed, "Random seed")->capture_default_str();
+    sub->add_option("--seed", o->seed, "Random seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
     sub->callback([=] {
       GeneratorOptions opts = *o;

@@ -75,10 +75,10 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
   sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
-  sub->add_option("--max-requests", a.max_requests, "Use the first N requests of the trace");
+  sub->add_option("--max-requests", a.max_requests, "Use the first N requests of the trace")->check(CLI::NonNegativeNumber);
   sub->add_option("--backend", a.backend, "Engine backend: auto, cpu or cuda");
   sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)");
-  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling");
+  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks (default: 1 GiB of KV, as run)");
