@@ -114,7 +114,8 @@ TEST_CASE("a sliding window bounds the keys each query sees and the context read
   // A decode deep past the window costs what a decode at context 63 costs
   // without one: it reads the last 64 keys, its own included.
   auto unwindowed = resolve_model("tiny");
-  const Op* far = find(ops_for(m, {{{1, 10000, true}}}), OpKind::attn_decode);
+  const auto far_ops = ops_for(m, {{{1, 10000, true}}});
+  const Op* far = find(far_ops, OpKind::attn_decode);
   const auto near_ops = ops_for(unwindowed, {{{1, 63, true}}});
   const Op* near = find(near_ops, OpKind::attn_decode);
   REQUIRE(far);
