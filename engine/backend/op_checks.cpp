@@ -35,6 +35,40 @@ std::string shape_str(const TensorView& t) {
   return s;
 }
 
+bool views_overlap(const TensorView& a, const TensorView& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  const auto ea = static_cast<std::int64_t>(elem_bytes(a.dtype)), eb = static_cast<std::int64_t>(elem_bytes(b.dtype));
+  const auto* pa = static_cast<const char*>(a.data);
+  const auto* pb = static_cast<const char*>(b.data);
+  const char* a_end = pa + ((a.rows - 1) * a.row_stride + a.cols) * ea;
+  const char* b_end = pb + ((b.rows - 1) * b.row_stride + b.cols) * eb;
+  if (a_end <= pb || b_end <= pa) return false;
+  const std::int64_t offset = pb - pa;  // bytes
+  if (ea != eb || a.row_stride != b.row_stride || offset % ea != 0) return true;
+  // Same layout: b's element (r, c) is a's linear element d + r * s + c.
+  const std::int64_t s = a.row_stride, d = offset / ea;
+  const std::int64_t row = d >= 0 ? d / s : -((-d + s - 1) / s);
+  const std::int64_t col = d - row * s;  // in [0, s)
+  auto meets = [&](std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    return r0 < a.rows && r1 > 0 && c0 < a.cols && c1 > 0 && r0 < r1 && c0 < c1;
+  };
+  if (col + b.cols <= s) return meets(row, row + b.rows, col, col + b.cols);
+  // b's rows wrap past a's row end: the tail continues on the next row.
+  return meets(row, row + b.rows, col, s) || meets(row + 1, row + 1 + b.rows, 0, col + b.cols - s);
+}
+
+void check_disjoint(std::string_view op, std::string_view out_name, const TensorView& out, std::string_view in_name,
+                    const TensorView& in, bool same_allowed) {
+  const bool same = out.data == in.data && out.dtype == in.dtype && out.rows == in.rows && out.cols == in.cols &&
+                    out.row_stride == in.row_stride;
+  if (same && same_allowed) return;
+  if (views_overlap(out, in)) {
+    fail(op, std::string(out_name) + " " + shape_str(out) + " shares memory with " + std::string(in_name) + " " +
+                 shape_str(in) + (same_allowed ? "; expected the same view (in place) or disjoint ones"
+                                               : "; expected disjoint buffers"));
+  }
+}
+
 void check_view(std::string_view op, std::string_view what, const TensorView& t) {
   if (t.rows < 0 || t.cols < 0 || t.row_stride < t.cols) {
     fail(op, std::string(what) + " has a bad shape " + shape_str(t) + " with row stride " +
@@ -67,6 +101,7 @@ void check_copy(const TensorView& src, const TensorView& dst) {
   check_dtype("copy", "src", src, {ElemType::f32, ElemType::bf16, ElemType::f16});
   check_dtype("copy", "dst", dst, {ElemType::f32, ElemType::bf16, ElemType::f16});
   check_shape("copy", "dst", dst, src.rows, src.cols);
+  check_disjoint("copy", "dst", dst, "src", src);
 }
 
 void check_fill(const TensorView& dst) { check_dtype("fill", "dst", dst, {ElemType::f32}); }
@@ -80,13 +115,17 @@ void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, c
   if (options.bias != nullptr) {
     check_dtype("gemm", "bias", *options.bias, {ElemType::f32, ElemType::bf16});
     check_shape("gemm", "bias", *options.bias, 1, w.rows);
+    check_disjoint("gemm", "C", c, "bias", *options.bias);
   }
+  check_disjoint("gemm", "C", c, "A", a);
+  check_disjoint("gemm", "C", c, "W", w);
 }
 
 void check_embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) {
   check_dtype("embedding", "table", table, {ElemType::f32, ElemType::bf16, ElemType::f16});
   check_dtype("embedding", "out", out, {ElemType::f32});
   check_shape("embedding", "out", out, static_cast<std::int64_t>(ids.size()), table.cols);
+  check_disjoint("embedding", "out", out, "table", table);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= table.rows) {
       fail("embedding", "token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
@@ -99,6 +138,7 @@ void check_gather_rows(const TensorView& src, std::span<const std::int32_t> rows
   check_dtype("gather_rows", "src", src, {ElemType::f32});
   check_dtype("gather_rows", "dst", dst, {ElemType::f32});
   check_shape("gather_rows", "dst", dst, static_cast<std::int64_t>(rows.size()), src.cols);
+  check_disjoint("gather_rows", "dst", dst, "src", src);
   for (const std::int32_t r : rows) {
     if (r < 0 || r >= src.rows) {
       fail("gather_rows", "row " + std::to_string(r) + " is outside src's " + std::to_string(src.rows) + " rows");
@@ -110,11 +150,13 @@ void check_add(const TensorView& x, const TensorView& y) {
   check_dtype("add", "x", x, {ElemType::f32});
   check_dtype("add", "y", y, {ElemType::f32});
   check_shape("add", "y", y, x.rows, x.cols);
+  check_disjoint("add", "x", x, "y", y, true);
 }
 
 void check_rmsnorm(const TensorView& x, const TensorView& weight, const TensorView& out) {
   check_dtype("rmsnorm", "x", x, {ElemType::f32});
   check_norm_weight_out("rmsnorm", x, weight, out);
+  check_disjoint("rmsnorm", "out", out, "x", x, true);
 }
 
 void check_add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
@@ -123,6 +165,9 @@ void check_add_rmsnorm(const TensorView& residual, const TensorView& delta, cons
   check_dtype("add_rmsnorm", "delta", delta, {ElemType::f32});
   check_shape("add_rmsnorm", "delta", delta, residual.rows, residual.cols);
   check_norm_weight_out("add_rmsnorm", residual, weight, out);
+  check_disjoint("add_rmsnorm", "residual", residual, "delta", delta, true);
+  check_disjoint("add_rmsnorm", "out", out, "residual", residual, true);
+  check_disjoint("add_rmsnorm", "out", out, "delta", delta, true);
 }
 
 void check_rotary(const TensorView& q, const TensorView& k, std::span<const std::int32_t> positions,
@@ -158,6 +203,7 @@ void check_silu_and_mul(const TensorView& gate_up, const TensorView& out) {
   check_dtype("silu_and_mul", "gate_up", gate_up, {ElemType::f32});
   check_dtype("silu_and_mul", "out", out, {ElemType::f32});
   check_shape("silu_and_mul", "gate_up", gate_up, out.rows, out.cols * 2);
+  check_disjoint("silu_and_mul", "out", out, "gate_up", gate_up);
 }
 
 void check_kv_cache(std::string_view op, const KvCacheView& cache) {
@@ -187,6 +233,7 @@ void check_attention(const TensorView& q, const KvCacheView& cache, std::span<co
   check_dtype(op, "out", out, {ElemType::f32});
   check_shape(op, "q", q, q.rows, width);
   check_shape(op, "out", out, q.rows, width);
+  check_disjoint(op, "out", out, "q", q);
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     const SeqAttention& s = seqs[i];
     const std::string who = "sequence " + std::to_string(i);
@@ -278,6 +325,7 @@ void check_moe_experts(const TensorView& x, const TensorView& topk_ids, const Te
     check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, x.cols);
     check_shape(op, "down[" + std::to_string(e) + "]", down[e], x.cols, inter);
   }
+  check_disjoint(op, "out", out, "x", x);
 }
 
 void check_moe_expert_ids(const TensorView& host_ids, std::size_t experts) {

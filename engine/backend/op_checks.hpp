@@ -27,6 +27,15 @@ void check_shape(std::string_view op, std::string_view what, const TensorView& t
                  std::int64_t cols);
 // Pointers set and every dimension positive.
 void check_kv_cache(std::string_view op, const KvCacheView& cache);
+// Whether two views share an element (strided views of one buffer, such as
+// the q and k column slices of a fused qkv, do not). Views of different
+// strides or element sizes whose byte ranges meet count as sharing.
+bool views_overlap(const TensorView& a, const TensorView& b);
+// An op's output must not share elements with an input it reads, or the
+// result depends on the order the backend happens to work in. With
+// same_allowed, the very same view (in place) is fine.
+void check_disjoint(std::string_view op, std::string_view out_name, const TensorView& out, std::string_view in_name,
+                    const TensorView& in, bool same_allowed = false);
 
 // ---- memory -----------------------------------------------------------------
 // src and dst f32, bf16 or f16 and of one shape.

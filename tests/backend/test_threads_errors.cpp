@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/backend/cpu/cpu_backend.hpp"
+#include "engine/backend/op_checks.hpp"
 #include "tests/backend/backend_test_util.hpp"
 
 using namespace twin;
@@ -113,6 +114,49 @@ TEST_CASE("bad arguments throw twin::Error naming the op and shapes") {
   auto k1 = zeros(*be, 1, 4);
   CHECK_THROWS_WITH(be->kv_write(k1.view, k1.view, cache, slots), Catch::Contains("slot 8"));
   CHECK_THROWS_AS(a.buffer.view(ElemType::f32, 5, 8), Error);
+}
+
+TEST_CASE("views_overlap tells strided slices of one buffer apart") {
+  std::vector<float> buf(10 * 12);
+  const TensorView whole = make_view(buf.data(), ElemType::f32, 10, 12);
+  // q | k | v column slices of a fused qkv: disjoint, though their byte ranges interleave.
+  const TensorView q = whole.slice_cols(0, 8), k = whole.slice_cols(8, 2), v = whole.slice_cols(10, 2);
+  CHECK_FALSE(views_overlap(q, k));
+  CHECK_FALSE(views_overlap(k, v));
+  CHECK_FALSE(views_overlap(v, q));
+  CHECK(views_overlap(whole, k));
+  CHECK(views_overlap(q, whole.slice_cols(7, 2)));
+  // Row slices: adjacent ones are disjoint, overlapping ones are not.
+  CHECK_FALSE(views_overlap(whole.slice_rows(0, 5), whole.slice_rows(5, 5)));
+  CHECK(views_overlap(whole.slice_rows(0, 5), whole.slice_rows(4, 2)));
+  // A view 4 wide from column 10 of a 12-wide buffer: each of its rows runs
+  // on into the next buffer row, (2,10) (2,11) (3,0) (3,1), then (3,10) ...
+  const TensorView tail{whole.at(2, 10), ElemType::f32, 2, 4, 12};
+  CHECK(views_overlap(tail, whole.slice_cols(0, 1).slice_rows(3, 1)));
+  CHECK_FALSE(views_overlap(tail, whole.slice_cols(2, 6)));
+  // Different strides over the same bytes count as sharing; separate buffers never do.
+  std::vector<float> other(16);
+  CHECK(views_overlap(whole, make_view(buf.data() + 5, ElemType::f32, 2, 3)));
+  CHECK_FALSE(views_overlap(whole, make_view(other.data(), ElemType::f32, 4, 4)));
+  CHECK_FALSE(views_overlap(whole, make_view(buf.data(), ElemType::f32, 0, 4)));
+}
+
+TEST_CASE("an output that shares memory with an input it reads is refused") {
+  auto be = make_cpu_backend(1);
+  auto buf = zeros(*be, 8, 32);
+  const TensorView all = buf.view;
+  auto w = zeros(*be, 16, 16);
+  // gemm writing into its own input: C overlaps A.
+  CHECK_THROWS_WITH(be->gemm(all.slice_cols(0, 16), w.view, all.slice_cols(8, 16), {}),
+                    Catch::Contains("gemm: C") && Catch::Contains("shares memory with A"));
+  // Disjoint column slices of one buffer are fine.
+  CHECK_NOTHROW(be->gemm(all.slice_cols(0, 16), w.view, all.slice_cols(16, 16), {}));
+  // silu_and_mul into the gate half it reads.
+  CHECK_THROWS_WITH(be->silu_and_mul(all, all.slice_cols(0, 16)), Catch::Contains("silu_and_mul: out"));
+  // In place is allowed where the op says so (add, rmsnorm), a shifted overlap is not.
+  CHECK_NOTHROW(be->add(all, all));
+  CHECK_THROWS_WITH(be->add(all.slice_rows(0, 4), all.slice_rows(2, 4)), Catch::Contains("in place"));
+  CHECK_THROWS_WITH(be->copy(all.slice_rows(0, 4), all.slice_rows(3, 4)), Catch::Contains("copy: dst"));
 }
 
 TEST_CASE("make_backend knows cpu and auto, and unknown names list the known ones") {
