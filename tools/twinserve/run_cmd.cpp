@@ -72,8 +72,9 @@ std::int64_t planned_weight_bytes(const ModelConfig& m, const std::string& dtype
 
 // Activation workspace at the step budget: the runner's f32 scratch (which
 // grows by doubling, hence 2x), the backend's bf16 GEMM input and MoE rows,
-// the attention split-K partials (256 MiB at most) and 512 MiB for cuBLAS
-// and allocator slack.
+// the device sampler's sort space (one chunk of rows, 2x for doubling), the
+// attention split-K partials (256 MiB at most) and 512 MiB for cuBLAS and
+// allocator slack.
 std::int64_t planned_workspace_bytes(const ModelConfig& m, const SchedulerConfig& sc) {
   const std::int64_t T = effective_token_budget(sc), S = sc.max_num_seqs;
   const std::int64_t H = m.hidden_size, I = m.intermediate_size, qkv = m.q_dim() + 2 * m.kv_dim();
@@ -82,7 +83,9 @@ std::int64_t planned_workspace_bytes(const ModelConfig& m, const SchedulerConfig
   const std::int64_t runner = 2 * (T * per_token + S * (2 * H + m.vocab_size)) * 4;
   const std::int64_t gemm_in = 2 * T * std::max({H, I, m.q_dim()}) * 2;
   const std::int64_t moe = m.is_moe() ? 2 * T * K * (2 * H + 3 * I) * 4 : 0;
-  return runner + gemm_in + moe + (std::int64_t{768} << 20);
+  const std::int64_t sampling =
+      2 * std::min(S * m.vocab_size, std::max(kSamplingChunkPairs, m.vocab_size)) * kSamplingBytesPerPair;
+  return runner + gemm_in + moe + sampling + (std::int64_t{768} << 20);
 }
 
 // --gpu-memory-utilization (vLLM's plan) on a CUDA device: the KV cache gets

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "engine/backend/cuda/cuda_kernels.hpp"
+#include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/backend/sampling_walk.hpp"
 
 namespace twin::cuda {
@@ -30,8 +31,9 @@ constexpr int kWalkThreads = 256;
 constexpr int kWalkTile = 4096;  // doubles: 32 KiB of shared memory
 
 // Pairs sorted per pass: bounds the workspace (12 bytes per pair, twice for
-// the radix sort's double buffers: 384 MiB) and keeps CUB's int counts safe.
-constexpr std::int64_t kChunkElements = std::int64_t{1} << 24;
+// the radix sort's double buffers: 384 MiB, which the memory plan sets
+// aside) and keeps CUB's int counts safe.
+constexpr std::int64_t kChunkElements = kSamplingChunkPairs;
 
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 

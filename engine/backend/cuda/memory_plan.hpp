@@ -11,6 +11,12 @@
 
 namespace twin {
 
+// The device sampler (cuda_sampling.cu) sorts at most this many (probability,
+// id) pairs at a time, 24 bytes each with the sort's double buffers: the
+// workspace the memory plan sets aside for it.
+constexpr std::int64_t kSamplingChunkPairs = std::int64_t{1} << 24;
+constexpr std::int64_t kSamplingBytesPerPair = 24;
+
 struct KvMemoryPlan {
   std::int64_t budget_bytes = 0;     // utilization x total
   std::int64_t in_use_bytes = 0;     // total - free when planned
