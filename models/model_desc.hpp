@@ -40,6 +40,8 @@ struct ModelDesc {
   int64_t sliding_window = 0;  // 0: full attention; else a token sees itself and the window - 1 tokens before it
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
+  bool mlp_bias = false;          // MLP projections carry biases (the engine refuses them)
+  std::string hidden_act = "silu";  // the MLP's activation (the engine runs silu only)
   int64_t num_local_experts = 0;  // 0: dense MLP
   int64_t num_experts_per_tok = 0;
   Dtype torch_dtype = Dtype::bf16;  // the dtype the checkpoint is published in

@@ -123,6 +123,8 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   // QKV biases. Llama-family configs say attention_bias: false.
   m.attention_bias = present("attention_bias") ? json_bool(j, "attention_bias", origin)
                                                : m.model_type == "qwen2";
+  if (present("mlp_bias")) m.mlp_bias = json_bool(j, "mlp_bias", origin);
+  if (present("hidden_act")) m.hidden_act = json_string(j, "hidden_act", origin);
   if (present("num_local_experts")) {
     m.num_local_experts = json_int(j, "num_local_experts", origin);
     if (m.num_local_experts < 0) json_field_error(origin, "num_local_experts", "expected >= 0");

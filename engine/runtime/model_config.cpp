@@ -24,6 +24,12 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.sliding_window = d.sliding_window;
+  // Keys whose other values the forward pass does not implement: refused
+  // here, where the engine starts, rather than run as if they were absent.
+  if (d.mlp_bias) throw Error("model '" + d.name + "': mlp_bias true is not supported by the engine (MLP biases)");
+  if (d.hidden_act != "silu" && d.hidden_act != "swish") {
+    throw Error("model '" + d.name + "': hidden_act '" + d.hidden_act + "' is not supported by the engine (it runs silu)");
+  }
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
   c.num_experts = d.num_local_experts;

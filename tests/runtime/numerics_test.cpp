@@ -80,7 +80,7 @@ TEST_CASE("a sliding-window model equals the reference") {
   check_against_reference(f, *runner, 21, 3);
 }
 
-TEST_CASE("a rope_scaling type the engine does not apply is refused by name") {
+TEST_CASE("config values the engine does not implement are refused by name: rope_scaling, mlp_bias, hidden_act") {
   const ModelConfig l3 = model_config_from(resolve_model("llama-3.1-8b"));
   CHECK(l3.rope_scaling == "llama3");
   CHECK(rope_config(l3).scaling == RopeScaling::llama3);
@@ -88,6 +88,13 @@ TEST_CASE("a rope_scaling type the engine does not apply is refused by name") {
   ModelDesc d = resolve_model("tiny");
   d.rope_scaling.type = "yarn";
   CHECK_THROWS_WITH(model_config_from(d), Catch::Contains("rope_scaling type 'yarn'"));
+  // Likewise an MLP the forward pass does not implement.
+  ModelDesc biased = resolve_model("tiny");
+  biased.mlp_bias = true;
+  CHECK_THROWS_WITH(model_config_from(biased), Catch::Contains("mlp_bias"));
+  ModelDesc gelu = resolve_model("tiny");
+  gelu.hidden_act = "gelu";
+  CHECK_THROWS_WITH(model_config_from(gelu), Catch::Contains("hidden_act 'gelu'"));
 }
 
 TEST_CASE("qwen2-style QKV bias and tied embeddings equal the reference") {
