@@ -18,14 +18,22 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.max_position_embeddings = d.max_position_embeddings;
   c.rms_norm_eps = d.rms_norm_eps;
   c.rope_theta = d.rope_theta;
-  c.rope_scaling = d.rope_scaling.type;
+  // Keys whose other values the forward pass does not implement: refused
+  // here, where the engine starts, rather than run as if they were absent.
+  const std::string& rope = d.rope_scaling.type;
+  if (rope == "linear") {
+    c.rope_scaling = RopeScaling::linear;
+  } else if (rope == "llama3") {
+    c.rope_scaling = RopeScaling::llama3;
+  } else if (!rope.empty()) {
+    throw Error("model '" + d.name + "': rope_scaling type '" + rope +
+                "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
+  }
   c.rope_factor = d.rope_scaling.factor;
   c.rope_low_freq_factor = d.rope_scaling.low_freq_factor;
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.sliding_window = d.sliding_window;
-  // Keys whose other values the forward pass does not implement: refused
-  // here, where the engine starts, rather than run as if they were absent.
   if (d.mlp_bias) throw Error("model '" + d.name + "': mlp_bias true is not supported by the engine (MLP biases)");
   if (d.hidden_act != "silu" && d.hidden_act != "swish") {
     throw Error("model '" + d.name + "': hidden_act '" + d.hidden_act + "' is not supported by the engine (it runs silu)");
@@ -42,8 +50,8 @@ RopeConfig rope_config(const ModelConfig& config) {
   RopeConfig rope;
   rope.head_dim = static_cast<std::int32_t>(config.head_dim);
   rope.theta = static_cast<float>(config.rope_theta);
-  if (!config.rope_scaling.empty()) {  // check_model_config let only linear and llama3 through
-    rope.scaling = config.rope_scaling == "llama3" ? RopeScaling::llama3 : RopeScaling::linear;
+  rope.scaling = config.rope_scaling;
+  if (config.rope_scaling != RopeScaling::none) {
     rope.factor = config.rope_factor;
     rope.low_freq_factor = config.rope_low_freq_factor;
     rope.high_freq_factor = config.rope_high_freq_factor;
@@ -69,10 +77,6 @@ void check_model_config(const ModelConfig& c) {
                 " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
   }
   if (c.head_dim % 2 != 0) throw Error("model '" + c.name + "': head_dim must be even for rotary embeddings");
-  if (!c.rope_scaling.empty() && c.rope_scaling != "linear" && c.rope_scaling != "llama3") {
-    throw Error("model '" + c.name + "': rope_scaling type '" + c.rope_scaling +
-                "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
-  }
   if (c.is_moe() && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)) {
     throw Error("model '" + c.name + "': num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
   }

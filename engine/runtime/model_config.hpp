@@ -22,8 +22,7 @@ struct ModelConfig {
   std::int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
-  // rope_scaling the engine applies (models/'s types "", "linear", "llama3").
-  std::string rope_scaling;  // "" none
+  RopeScaling rope_scaling = RopeScaling::none;  // model_config_from refuses other types
   double rope_factor = 1.0;
   double rope_low_freq_factor = 1.0;
   double rope_high_freq_factor = 4.0;
@@ -46,8 +45,7 @@ ModelConfig model_config_from(const ModelDesc& desc);
 RopeConfig rope_config(const ModelConfig& config);
 
 // Throws twin::Error naming the field when the shape cannot be executed
-// (non-positive sizes, heads not a multiple of KV heads, a rope_scaling type
-// the engine does not apply).
+// (non-positive sizes, heads not a multiple of KV heads).
 void check_model_config(const ModelConfig& config);
 
 }  // namespace twin

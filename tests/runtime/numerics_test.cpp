@@ -58,10 +58,10 @@ TEST_CASE("paged prefill and decode equal the dense reference (llama shape, scat
 // original context of 64 positions, pair 0 keeps its frequency, pairs 1-2
 // are blended and the rest stretched 8x, all within the test's 30 positions.
 TEST_CASE("llama3 and linear rope_scaling equal the reference") {
-  for (const char* type : {"llama3", "linear"}) {
+  for (const auto& [scaling, type] : {std::pair{RopeScaling::llama3, "llama3"}, std::pair{RopeScaling::linear, "linear"}}) {
     INFO(type);
     Fixture f(std::string("rope_") + type);
-    f.config.rope_scaling = type;
+    f.config.rope_scaling = scaling;
     f.config.rope_factor = 8.0;
     f.config.rope_low_freq_factor = 1.0;
     f.config.rope_high_freq_factor = 4.0;
@@ -82,7 +82,7 @@ TEST_CASE("a sliding-window model equals the reference") {
 
 TEST_CASE("config values the engine does not implement are refused by name: rope_scaling, mlp_bias, hidden_act") {
   const ModelConfig l3 = model_config_from(resolve_model("llama-3.1-8b"));
-  CHECK(l3.rope_scaling == "llama3");
+  CHECK(l3.rope_scaling == RopeScaling::llama3);
   CHECK(rope_config(l3).scaling == RopeScaling::llama3);
   CHECK(rope_config(l3).original_max_position == 8192);
   ModelDesc d = resolve_model("tiny");

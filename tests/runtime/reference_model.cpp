@@ -48,8 +48,8 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
 // from the Hugging Face formulas on their own (not rope.cpp's code).
 double rope_freq(const ModelConfig& c, std::int64_t i, std::int64_t d) {
   const double freq = std::pow(c.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(d));
-  if (c.rope_scaling == "linear") return freq / c.rope_factor;
-  if (c.rope_scaling != "llama3") return freq;
+  if (c.rope_scaling == RopeScaling::linear) return freq / c.rope_factor;
+  if (c.rope_scaling != RopeScaling::llama3) return freq;
   const double original = static_cast<double>(c.rope_original_max_position);
   const double wavelength = 2.0 * 3.14159265358979323846 / freq;
   if (wavelength < original / c.rope_high_freq_factor) return freq;
@@ -199,8 +199,8 @@ std::string write_checkpoint(const std::string& dir, const ModelConfig& c, const
                         {"tie_word_embeddings", c.tie_word_embeddings},
                         {"attention_bias", c.attention_bias},
                         {"torch_dtype", "float32"}};
-  if (!c.rope_scaling.empty()) {
-    cfg["rope_scaling"] = {{"rope_type", c.rope_scaling},
+  if (c.rope_scaling != RopeScaling::none) {
+    cfg["rope_scaling"] = {{"rope_type", c.rope_scaling == RopeScaling::llama3 ? "llama3" : "linear"},
                            {"factor", c.rope_factor},
                            {"low_freq_factor", c.rope_low_freq_factor},
                            {"high_freq_factor", c.rope_high_freq_factor},
