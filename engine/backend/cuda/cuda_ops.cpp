@@ -309,7 +309,9 @@ void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParam
   std::vector<cuda::SampleRow> sampled;
   for (std::int64_t r = 0; r < logits.rows; ++r) {
     const SamplingParams& p = params[static_cast<std::size_t>(r)];
-    if (p.temperature <= 0.0f || p.top_k == 1) {
+    // An empty vocabulary is sample_reference's token 0: the argmax kernel
+    // gives it, while launch_sample_rows would leave the token unwritten.
+    if (p.temperature <= 0.0f || p.top_k == 1 || logits.cols <= 0) {
       greedy.push_back(static_cast<std::int32_t>(r));
     } else {
       sampled.push_back({sampling_uniform(p.seed, p.request, p.token_index), p.temperature, p.top_p, p.top_k,
