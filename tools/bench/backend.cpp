@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   std::printf("GEMM C[m,n] = A[m,k] W[n,k]^T, GFLOP/s\n");
   std::printf("%-8s %5s %6s %5s %10s %10s %10s %8s\n", "op", "m", "n", "k", "raw_sgemm", "be_f32", "be_bf16",
               "f32/raw");
-  for (std::int64_t m : {1, 8, 32, 512}) {
+  for (std::int64_t m : {1, 2, 8, 32, 512}) {
     if (!run("gemm")) break;
     double raw_total = 0, f32_total = 0, bf16_total = 0, flops_total = 0;
     for (const Shape& s : shapes) {

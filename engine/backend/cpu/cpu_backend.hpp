@@ -10,9 +10,11 @@
 
 namespace twin {
 
-// Rows of A at or below which a bf16 GEMM reads W directly (bandwidth-bound
-// decode); above it W is converted panel by panel and fed to SGEMM.
-inline constexpr std::int64_t kBf16DirectMaxRows = 8;
+// Rows of A at or below which a GEMM runs our own register-blocked kernel,
+// which reads each weight once for all the rows (decode is bound by the
+// weights' bytes; OpenBLAS's SGEMM packs W first and runs at a fraction of
+// its speed on so few rows). Above it: SGEMM, bf16 W converted panel by panel.
+inline constexpr std::int64_t kGemmDirectMaxRows = 8;
 
 // threads <= 0: one per hardware thread.
 std::unique_ptr<Backend> make_cpu_backend(std::int32_t threads = 0);

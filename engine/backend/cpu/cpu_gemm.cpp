@@ -1,9 +1,10 @@
-// GEMMs on OpenBLAS. f32 weights go straight to SGEMM (SGEMV for one row).
-// bf16 weights: for a few rows of A (decode) W is read directly as bf16 and
-// converted in registers, which halves the bytes read compared with an f32
-// copy; for more rows each tile of W is converted into a small f32 scratch
-// that SGEMM consumes, so the conversion is amortised over the rows and no
-// full f32 copy of the weights is kept (see docs/engine.md, Backend).
+// GEMMs. Up to kGemmDirectMaxRows rows of A (decode) run our own
+// register-blocked kernel, which streams each weight once for all the rows
+// (bf16 weights converted in registers, so they read half the bytes of f32).
+// More rows go to OpenBLAS's SGEMM: f32 weights straight, bf16 weights one
+// tile at a time converted into a small f32 scratch, so the conversion is
+// amortised over the rows and no full f32 copy of the weights is kept (see
+// docs/engine.md, Backend).
 #include <cblas.h>
 
 #include <algorithm>
@@ -25,32 +26,111 @@ namespace {
 // cores, large enough for SGEMM to run at speed.
 constexpr std::int64_t kGemmTileCols = 128;
 
-// Inlined into bf16_direct_tile, which has an AVX2 clone picked at run time:
-// same lanes and order in both (and no FMA contraction in ISO C++ mode), so
-// identical bits.
-inline __attribute__((always_inline)) float dot_bf16(const float* a, const std::uint16_t* w, std::int64_t k) {
-  float lane[8] = {};
-  std::int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    for (int l = 0; l < 8; ++l) lane[l] += a[i + l] * bf16_to_f32(w[i + l]);
-  }
-  float total = ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
-  for (; i < k; ++i) total += a[i] * bf16_to_f32(w[i]);
-  return total;
+inline __attribute__((always_inline)) float weight_f32(float w) { return w; }
+inline __attribute__((always_inline)) float weight_f32(std::uint16_t w) { return bf16_to_f32(w); }
+
+// Eight float lanes in GCC's vector extension: one AVX register in the AVX2
+// clone, two SSE registers in the baseline one, the same arithmetic in both.
+using Lanes = float __attribute__((vector_size(32)));
+using LanesU16 = std::uint16_t __attribute__((vector_size(16)));
+using LanesU32 = std::uint32_t __attribute__((vector_size(32)));
+
+// Loads through an out-parameter: a vector returned by value would change the
+// baseline clone's ABI (-Wpsabi).
+inline __attribute__((always_inline)) void load_lanes(const float* p, Lanes& v) { std::memcpy(&v, p, sizeof v); }
+
+inline __attribute__((always_inline)) void load_lanes(const std::uint16_t* p, Lanes& v) {
+  LanesU16 h;
+  std::memcpy(&h, p, sizeof h);
+  const LanesU32 bits = __builtin_convertvector(h, LanesU32) << 16;  // bf16 is the top half of an f32
+  std::memcpy(&v, &bits, sizeof v);
 }
 
-// C[:, j0:j1] (+)= A · W[j0:j1]^T reading bf16 W directly: for few rows of A.
-__attribute__((target_clones("avx2", "default"))) void bf16_direct_tile(const TensorView& a, const TensorView& w,
-                                                                        const TensorView& c, std::int64_t j0,
-                                                                        std::int64_t j1, bool accumulate) {
-  for (std::int64_t j = j0; j < j1; ++j) {
-    const auto* wrow = static_cast<const std::uint16_t*>(w.at(j));
-    for (std::int64_t i = 0; i < a.rows; ++i) {
-      float* cij = static_cast<float*>(c.at(i, j));
-      const float d = dot_bf16(static_cast<const float*>(a.at(i)), wrow, a.cols);
-      *cij = accumulate ? *cij + d : d;
+// out[r][j] = dot(a[r], w[j]) for R rows of A against J rows of W, reading
+// each W element once for all R rows (the decode GEMM is bound by W's bytes).
+// Every output element is summed the same way whatever R and J are: 8 lanes
+// in order of k, the same reduction tree, then the tail. So a row's result
+// does not depend on which other rows share its batch, and the AVX2 clone
+// of the callers (same lanes, no FMA contraction in ISO C++ mode) gives the
+// same bits as the baseline one. The loops are unrolled by pragma: left as
+// loops, GCC keeps the accumulators in memory and runs 4x slower.
+template <int R, int J, typename WT>
+inline __attribute__((always_inline)) void dot_block(const float* const* a, const WT* const* w, std::int64_t k,
+                                                     float (&out)[R][J]) {
+  Lanes acc[R][J] = {};
+  std::int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    Lanes wv[J];
+    #pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) load_lanes(w[j] + i, wv[j]);
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      Lanes av;
+      load_lanes(a[r] + i, av);
+      #pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) acc[r][j] += av * wv[j];
     }
   }
+  #pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 8
+    for (int j = 0; j < J; ++j) {
+      const Lanes v = acc[r][j];
+      float total = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+      for (std::int64_t t = i; t < k; ++t) total += a[r][t] * weight_f32(w[j][t]);
+      out[r][j] = total;
+    }
+  }
+}
+
+// C[rows, j:j+J] (+)= A[rows] · W[j:j+J]^T for R rows starting at row r0.
+template <int R, int J, typename WT>
+inline __attribute__((always_inline)) void direct_block(const TensorView& a, const TensorView& w, const TensorView& c,
+                                                        std::int64_t r0, std::int64_t j, bool accumulate) {
+  const float* ap[R];
+  const WT* wp[J];
+  for (int r = 0; r < R; ++r) ap[r] = static_cast<const float*>(a.at(r0 + r));
+  for (int q = 0; q < J; ++q) wp[q] = static_cast<const WT*>(w.at(j + q));
+  float out[R][J];
+  dot_block<R, J>(ap, wp, a.cols, out);
+  for (int r = 0; r < R; ++r) {
+    auto* cp = static_cast<float*>(c.at(r0 + r, j));
+    for (int q = 0; q < J; ++q) cp[q] = accumulate ? cp[q] + out[r][q] : out[r][q];
+  }
+}
+
+// C[:, j0:j1] (+)= A · W[j0:j1]^T for a few rows of A, in register blocks:
+// 2 rows of A by 4 rows of W (1 by 8 for a single row: more weight rows in
+// flight keep the memory busy), the W rows left over one at a time.
+template <typename WT>
+inline __attribute__((always_inline)) void direct_tile(const TensorView& a, const TensorView& w, const TensorView& c,
+                                                       std::int64_t j0, std::int64_t j1, bool accumulate) {
+  const std::int64_t m = a.rows;
+  std::int64_t j = j0;
+  if (m == 1)
+    for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT>(a, w, c, 0, j, accumulate);
+  for (; j + 4 <= j1; j += 4) {
+    std::int64_t r = 0;
+    for (; r + 2 <= m; r += 2) direct_block<2, 4, WT>(a, w, c, r, j, accumulate);
+    for (; r < m; ++r) direct_block<1, 4, WT>(a, w, c, r, j, accumulate);
+  }
+  for (; j < j1; ++j) {
+    std::int64_t r = 0;
+    for (; r + 4 <= m; r += 4) direct_block<4, 1, WT>(a, w, c, r, j, accumulate);
+    for (; r < m; ++r) direct_block<1, 1, WT>(a, w, c, r, j, accumulate);
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void direct_tile_f32(const TensorView& a, const TensorView& w,
+                                                                       const TensorView& c, std::int64_t j0,
+                                                                       std::int64_t j1, bool accumulate) {
+  direct_tile<float>(a, w, c, j0, j1, accumulate);
+}
+
+__attribute__((target_clones("avx2", "default"))) void direct_tile_bf16(const TensorView& a, const TensorView& w,
+                                                                        const TensorView& c, std::int64_t j0,
+                                                                        std::int64_t j1, bool accumulate) {
+  direct_tile<std::uint16_t>(a, w, c, j0, j1, accumulate);
 }
 
 void add_bias(const TensorView& c, const TensorView& bias) {
@@ -92,14 +172,19 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
       const std::int64_t j0 = tile * kGemmTileCols;
       const std::int64_t cols = std::min(kGemmTileCols, n - j0);
       auto* cp = static_cast<float*>(c.at(0, j0));
+      if (m <= kGemmDirectMaxRows) {
+        if (w.dtype == ElemType::f32) {
+          direct_tile_f32(a, w, c, j0, j0 + cols, options.accumulate);
+        } else {
+          direct_tile_bf16(a, w, c, j0, j0 + cols, options.accumulate);
+        }
+        continue;
+      }
       const float* wp = nullptr;
       blasint ldw = 0;
       if (w.dtype == ElemType::f32) {
         wp = static_cast<const float*>(w.at(j0));
         ldw = static_cast<blasint>(w.row_stride);
-      } else if (m <= kBf16DirectMaxRows) {
-        bf16_direct_tile(a, w, c, j0, j0 + cols, options.accumulate);
-        continue;
       } else {
         panel.resize(static_cast<std::size_t>(cols * k));
         for (std::int64_t r = 0; r < cols; ++r) {
@@ -108,14 +193,9 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
         wp = panel.data();
         ldw = static_cast<blasint>(k);
       }
-      if (m == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(cols), static_cast<blasint>(k), 1.0f, wp, ldw,
-                    ap, 1, beta, cp, 1);
-      } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(cols),
-                    static_cast<blasint>(k), 1.0f, ap, static_cast<blasint>(a.row_stride), wp, ldw, beta, cp,
-                    static_cast<blasint>(c.row_stride));
-      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(m), static_cast<blasint>(cols),
+                  static_cast<blasint>(k), 1.0f, ap, static_cast<blasint>(a.row_stride), wp, ldw, beta, cp,
+                  static_cast<blasint>(c.row_stride));
     }
   });
   if (options.bias != nullptr) add_bias(c, *options.bias);
