@@ -187,6 +187,7 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   meta["block_size"] = m.block_size;
   meta["max_tokens"] = m.max_tokens;
   meta["repeats"] = m.repeats;
+  meta["rounds"] = m.rounds;
   meta["quick"] = m.quick;
   meta["seconds"] = m.seconds;
   j["metadata"] = std::move(meta);
@@ -278,7 +279,9 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   const Json& meta = json.at("metadata");
   r.check_keys(meta, "metadata",
                {"model", "dtype", "kv_dtype", "backend", "device", "cpu_model", "hostname", "date", "git_commit",
-                "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "quick", "seconds"});
+                "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "rounds", "quick",
+                "seconds"},
+               {"rounds"});
   ProfileMetadata& m = p.metadata;
   m.model = r.string(meta, "metadata", "model");
   m.dtype = r.string(meta, "metadata", "dtype");
@@ -295,6 +298,7 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   m.block_size = r.integer(meta, "metadata", "block_size", 1);
   m.max_tokens = r.integer(meta, "metadata", "max_tokens", 1);
   m.repeats = r.integer(meta, "metadata", "repeats", 1);
+  if (meta.contains("rounds")) m.rounds = r.integer(meta, "metadata", "rounds", 1);  // absent before 0.1's rounds
   m.quick = r.boolean(meta, "metadata", "quick");
   m.seconds = r.non_negative(meta, "metadata", "seconds");
 

@@ -109,7 +109,8 @@ struct ProfileMetadata {
   std::int64_t tp = 1;
   std::int64_t block_size = 16;
   std::int64_t max_tokens = 0;  // the GEMM / elementwise grid's top
-  std::int64_t repeats = 0;     // timed repeats per point (after warm-up)
+  std::int64_t repeats = 0;     // timed repeats per point (after warm-up), all rounds together
+  std::int64_t rounds = 1;      // passes over the grid the repeats were spread over
   bool quick = false;
   double seconds = 0;           // calibration wall time
 };

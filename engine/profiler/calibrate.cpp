@@ -168,7 +168,18 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
     policy.max_repeats = 15;
     policy.budget_ns = 30e6;
   }
-  meta.repeats = policy.min_repeats;
+  // Each round times every point with its share of the repeats.
+  const std::int32_t rounds = options.rounds;
+  if (rounds < 1 || rounds > 100) {
+    throw UsageError("calibrate: --rounds " + std::to_string(rounds) + ": expected 1 to 100");
+  }
+  const auto share = [&](std::int32_t n) { return std::max<std::int32_t>(1, (n + rounds - 1) / rounds); };
+  TimingPolicy round_policy = policy;
+  round_policy.min_repeats = share(policy.min_repeats);
+  round_policy.max_repeats = share(policy.max_repeats);
+  round_policy.budget_ns = policy.budget_ns / rounds;
+  meta.repeats = round_policy.min_repeats * rounds;
+  meta.rounds = rounds;
 
   // The grids.
   const std::vector<std::int64_t> tokens = log_grid(max_tokens, options.quick);
@@ -199,74 +210,100 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
     for (std::int64_t c : contexts) total_points += n + c <= context ? 1 : 0;
   for (std::int64_t b : batches)
     for (std::int64_t c : decode_ctx) total_points += b * c <= kv_cap ? 1 : 0;
-  std::int64_t done = 0;
-  auto report = [&](const std::string& what, std::size_t points) {
-    done += static_cast<std::int64_t>(points);
-    if (log) {
-      *log << "calibrate: " << what << ": " << points << " points (" << done << "/" << total_points << ", "
-           << static_cast<std::int64_t>(std::chrono::duration<double>(Clock::now() - wall_start).count()) << " s)\n";
-      log->flush();
-    }
+  auto elapsed_s = [&] {
+    return static_cast<std::int64_t>(std::chrono::duration<double>(Clock::now() - wall_start).count());
   };
   if (log) {
     *log << "calibrate: " << model.name << " (" << meta.dtype << ") on " << meta.device << ", " << total_points
-         << " points, tokens up to " << max_tokens << (options.quick ? " (quick)" : "") << "\n";
+         << " points, tokens up to " << max_tokens << (options.quick ? " (quick)" : "") << ", " << rounds
+         << (rounds == 1 ? " round" : " rounds") << "\n";
   }
 
-  auto curve = [&](OpKind kind, const std::vector<std::int64_t>& xs, bool per_seq) {
-    CurveTable t;
-    t.op = kind;
-    for (std::int64_t x : xs) {
-      const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, false), w, kv, kind);
-      t.n = op.n;
-      t.k = table_kind(kind) == TableKind::gemm ? op.k : 0;
-      // Keyed as the lookup reads it: a GEMM by m, an elementwise op by its
-      // rows (for MoE experts both are tokens x top_k, not tokens).
-      const std::int64_t key = table_kind(kind) == TableKind::gemm ? op.m : op.tokens;
-      t.points.push_back(point(static_cast<double>(key), op, bench->time(op, policy)));
+  // The points are timed in rounds over the whole grid and each point's
+  // repeats pooled: a burst of machine noise (a neighbour taking the memory
+  // bandwidth for a few seconds) then lands on a few repeats of many points
+  // instead of on every repeat of a few neighbouring points, where it bends
+  // a table. The grid is walked twice by the same code: first to list the
+  // ops, then, after the rounds, to fill the tables from the pooled times.
+  std::vector<Op> jobs;
+  std::vector<std::vector<double>> pooled;
+  bool filling = false;
+  std::size_t next_job = 0;
+  auto time_op = [&](const Op& op) -> TimingStats {
+    if (!filling) {
+      jobs.push_back(op);
+      return {};
     }
-    report(std::string(op_name(kind)), t.points.size());
-    (table_kind(kind) == TableKind::gemm ? p.gemm : p.elementwise).push_back(std::move(t));
+    return timing_stats(pooled.at(next_job++));
   };
-  for (OpKind kind : token_ops) curve(kind, tokens, false);
-  for (OpKind kind : seq_ops) curve(kind, seqs, true);
 
-  GridTable prefill;
-  prefill.op = OpKind::attn_prefill;
-  std::size_t prefill_points = 0;
-  for (std::int64_t n : prefill_n) {
-    GridRow row;
-    row.key = static_cast<double>(n);
-    for (std::int64_t c : contexts) {
-      if (n + c > context) continue;
-      const Op op = op_of(model, one_seq(n, c, false), w, kv, OpKind::attn_prefill);
-      prefill.heads = op.n;
-      prefill.head_dim = op.k;
-      row.points.push_back(point(static_cast<double>(c), op, bench->time(op, policy)));
+  auto walk_grid = [&] {
+    auto curve = [&](OpKind kind, const std::vector<std::int64_t>& xs, bool per_seq) {
+      CurveTable t;
+      t.op = kind;
+      for (std::int64_t x : xs) {
+        const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, false), w, kv, kind);
+        t.n = op.n;
+        t.k = table_kind(kind) == TableKind::gemm ? op.k : 0;
+        // Keyed as the lookup reads it: a GEMM by m, an elementwise op by its
+        // rows (for MoE experts both are tokens x top_k, not tokens).
+        const std::int64_t key = table_kind(kind) == TableKind::gemm ? op.m : op.tokens;
+        t.points.push_back(point(static_cast<double>(key), op, time_op(op)));
+      }
+      (table_kind(kind) == TableKind::gemm ? p.gemm : p.elementwise).push_back(std::move(t));
+    };
+    for (OpKind kind : token_ops) curve(kind, tokens, false);
+    for (OpKind kind : seq_ops) curve(kind, seqs, true);
+
+    GridTable prefill;
+    prefill.op = OpKind::attn_prefill;
+    for (std::int64_t n : prefill_n) {
+      GridRow row;
+      row.key = static_cast<double>(n);
+      for (std::int64_t c : contexts) {
+        if (n + c > context) continue;
+        const Op op = op_of(model, one_seq(n, c, false), w, kv, OpKind::attn_prefill);
+        prefill.heads = op.n;
+        prefill.head_dim = op.k;
+        row.points.push_back(point(static_cast<double>(c), op, time_op(op)));
+      }
+      if (!row.points.empty()) prefill.rows.push_back(std::move(row));
     }
-    prefill_points += row.points.size();
-    if (!row.points.empty()) prefill.rows.push_back(std::move(row));
-  }
-  report("attn_prefill", prefill_points);
-  GridTable decode;
-  decode.op = OpKind::attn_decode;
-  std::size_t decode_points = 0;
-  for (std::int64_t b : batches) {
-    GridRow row;
-    row.key = static_cast<double>(b);
-    for (std::int64_t c : decode_ctx) {
-      if (b * c > kv_cap) continue;
-      const Op op = op_of(model, many_seqs(b, 1, c, false), w, kv, OpKind::attn_decode);
-      decode.heads = op.n;
-      decode.head_dim = op.k;
-      row.points.push_back(point(static_cast<double>(c), op, bench->time(op, policy)));
+    GridTable decode;
+    decode.op = OpKind::attn_decode;
+    for (std::int64_t b : batches) {
+      GridRow row;
+      row.key = static_cast<double>(b);
+      for (std::int64_t c : decode_ctx) {
+        if (b * c > kv_cap) continue;
+        const Op op = op_of(model, many_seqs(b, 1, c, false), w, kv, OpKind::attn_decode);
+        decode.heads = op.n;
+        decode.head_dim = op.k;
+        row.points.push_back(point(static_cast<double>(c), op, time_op(op)));
+      }
+      if (!row.points.empty()) decode.rows.push_back(std::move(row));
     }
-    decode_points += row.points.size();
-    if (!row.points.empty()) decode.rows.push_back(std::move(row));
+    p.attention.push_back(std::move(prefill));
+    p.attention.push_back(std::move(decode));
+  };
+  walk_grid();
+  pooled.assign(jobs.size(), {});
+  for (std::int32_t r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      TimingStats t = bench->time(jobs[i], round_policy);
+      pooled[i].insert(pooled[i].end(), t.samples_ns.begin(), t.samples_ns.end());
+    }
+    if (log) {
+      *log << "calibrate: round " << r + 1 << " of " << rounds << ": " << jobs.size() << " points timed ("
+           << elapsed_s() << " s)\n";
+      log->flush();
+    }
   }
-  report("attn_decode", decode_points);
-  p.attention.push_back(std::move(prefill));
-  p.attention.push_back(std::move(decode));
+  p.gemm.clear();
+  p.elementwise.clear();
+  p.attention.clear();
+  filling = true;
+  walk_grid();
   bench.reset();  // free its weights before the runner loads its own
 
   // Whole steps through the executor: decode-only, prefill-only and mixed.
@@ -287,9 +324,10 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
                  {"prefill 512", 1, cap(512), 1, 0, 0, 0},
                  {"prefill 4x256", 4, cap(256), 1, 0, 0, 0},
                  {"mixed x8", 8, cap(64), 24, 3, cap(256), 6}};
-    // Repeat the short prefill-only scenarios: one step each.
+    // Repeat the short prefill-only scenarios (one step each): five runs
+    // over all the rounds.
     const std::vector<StepScenario> base = scenarios;
-    for (int r = 0; r < 4; ++r)
+    for (int r = 1; r < share(5); ++r)
       for (const StepScenario& s : base)
         if (s.output == 1) scenarios.push_back(s);
   }
@@ -300,7 +338,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   ro.seed = options.seed;
   ro.weight_dtype = options.dtype;
   ro.block_size = static_cast<std::int32_t>(meta.block_size);
-  const std::vector<MeasuredStep> steps = measure_steps(config, ro, scenarios);
+  const std::vector<MeasuredStep> steps = measure_steps(config, ro, scenarios, rounds);
   const CalibratedTables tables(p, "(calibration in progress)");
   p.overhead = fit_step_overhead(steps, tables, model, w, kv);
   if (log) {

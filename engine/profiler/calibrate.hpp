@@ -22,7 +22,8 @@ struct CalibrateOptions {
   std::int32_t tp = 1;          // only 1: the engine runs one device
   std::int64_t max_tokens = 0;  // top of the token grids; 0: 4096 (quick: 256), at most the model's context
   bool quick = false;           // a coarse grid and few repeats (tests)
-  std::ostream* progress = nullptr;  // one line per table
+  std::int32_t rounds = 3;      // passes over the grid and the step scenarios, repeats pooled (1 to 100)
+  std::ostream* progress = nullptr;  // one line per round and per phase
 };
 
 // Throws UsageError for options the engine cannot run (tp > 1, MoE models,

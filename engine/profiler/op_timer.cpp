@@ -30,11 +30,16 @@ TimingStats time_work(const std::function<void()>& run, std::int32_t per_run, co
     spent += ns;
     if (static_cast<std::int32_t>(times.size()) >= policy.min_repeats && spent >= policy.budget_ns) break;
   }
+  return timing_stats(std::move(times));
+}
+
+TimingStats timing_stats(std::vector<double> samples_ns) {
   TimingStats s;
-  s.median_ns = quantile(times, 0.5);
-  s.p10_ns = quantile(times, 0.1);
-  s.p90_ns = quantile(times, 0.9);
-  s.repeats = static_cast<std::int32_t>(times.size());
+  s.median_ns = quantile(samples_ns, 0.5);
+  s.p10_ns = quantile(samples_ns, 0.1);
+  s.p90_ns = quantile(samples_ns, 0.9);
+  s.repeats = static_cast<std::int32_t>(samples_ns.size());
+  s.samples_ns = std::move(samples_ns);
   return s;
 }
 

@@ -20,7 +20,11 @@ struct TimingStats {
   double p10_ns = 0;
   double p90_ns = 0;
   std::int32_t repeats = 0;
+  std::vector<double> samples_ns;  // every repeat's per-instance time, in order
 };
+
+// Median, p10, p90 and count of per-instance times.
+TimingStats timing_stats(std::vector<double> samples_ns);
 
 // `run` does the work once and returns after the device finished it (it
 // synchronises). Each repeat's time is divided by `per_run` (instances the

@@ -34,7 +34,7 @@ const char* step_class_name(StepClass c) {
 }
 
 std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions runner_options,
-                                        const std::vector<StepScenario>& scenarios) {
+                                        const std::vector<StepScenario>& scenarios, std::int32_t rounds) {
   std::int32_t max_len = 0;
   std::int64_t blocks = 0;
   const std::int32_t bs = runner_options.block_size;
@@ -60,7 +60,7 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
   // pool and the allocator, and is dropped.
   std::vector<StepScenario> runs;
   if (!scenarios.empty()) runs.push_back(scenarios.front());
-  runs.insert(runs.end(), scenarios.begin(), scenarios.end());
+  for (std::int32_t r = 0; r < rounds; ++r) runs.insert(runs.end(), scenarios.begin(), scenarios.end());
   for (std::size_t run = 0; run < runs.size(); ++run) {
     const StepScenario& sc = runs[run];
     const bool keep = run > 0;

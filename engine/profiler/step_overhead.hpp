@@ -40,10 +40,11 @@ struct MeasuredStep {
 };
 
 // Runs each scenario on a fresh scheduler (vLLM preset) over one model
-// runner (`runner.num_blocks` is sized here). Prompts are distinct (no
-// prefix-cache hits).
+// runner (`runner.num_blocks` is sized here), the whole list `rounds` times
+// over (a slow spell of the machine then hits one pass of a scenario, not
+// all of its steps). Prompts are distinct (no prefix-cache hits).
 std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions runner,
-                                        const std::vector<StepScenario>& scenarios);
+                                        const std::vector<StepScenario>& scenarios, std::int32_t rounds = 1);
 
 struct StepFit {
   double op_scale = 1;

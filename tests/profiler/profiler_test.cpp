@@ -52,6 +52,8 @@ TEST_CASE("a quick calibration of tiny covers every op its steps need") {
   CHECK(p.metadata.backend == "cpu");
   CHECK(p.metadata.threads >= 1);
   CHECK(p.metadata.quick);
+  CHECK(p.metadata.rounds == 3);
+  CHECK(p.metadata.repeats == 3);  // --quick's 3 repeats, one per round
   CHECK(p.gemm.size() == 5);
   CHECK(p.elementwise.size() == 6);
   REQUIRE(p.attention.size() == 2);
@@ -71,6 +73,39 @@ TEST_CASE("a quick calibration of tiny covers every op its steps need") {
   const StepLookup l = lookup_step(tables, resolve_model("tiny"), b, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
   CHECK(l.ops_ns > 0);
   CHECK(l.out_of_range == 0);
+}
+
+TEST_CASE("rounds pool every point's repeats and every scenario's steps, and the tables keep their shape") {
+  CalibrateOptions o;
+  o.quick = true;
+  o.rounds = 1;
+  const CalibratedProfile one = calibrate(resolve_model("tiny"), o);
+  o.rounds = 2;
+  const CalibratedProfile two = calibrate(resolve_model("tiny"), o);
+  CHECK(one.metadata.rounds == 1);
+  CHECK(one.metadata.repeats == 3);
+  CHECK(two.metadata.rounds == 2);
+  CHECK(two.metadata.repeats == 4);  // 3 repeats split over 2 rounds: 2 each
+  REQUIRE(one.gemm.size() == two.gemm.size());
+  for (std::size_t i = 0; i < one.gemm.size(); ++i) {
+    CHECK(one.gemm[i].op == two.gemm[i].op);
+    REQUIRE(one.gemm[i].points.size() == two.gemm[i].points.size());
+    for (std::size_t j = 0; j < one.gemm[i].points.size(); ++j) {
+      CHECK(one.gemm[i].points[j].x == two.gemm[i].points[j].x);
+      CHECK(two.gemm[i].points[j].time_ns > 0);
+    }
+  }
+  REQUIRE(one.attention.size() == two.attention.size());
+  for (std::size_t i = 0; i < one.attention.size(); ++i) CHECK(one.attention[i].rows.size() == two.attention[i].rows.size());
+  CHECK(one.overhead.samples.size() == two.overhead.samples.size());  // same groups, more steps in each
+  o.rounds = 0;
+  CHECK_THROWS_WITH(calibrate(resolve_model("tiny"), o), Catch::Contains("--rounds"));
+
+  RunnerOptions ro;
+  ro.block_size = 16;
+  const std::vector<StepScenario> scenarios = {{"decode x2", 2, 16, 5, 0, 0, 0}};
+  const auto config = model_config_from(resolve_model("tiny"));
+  CHECK(measure_steps(config, ro, scenarios, 3).size() == 3 * measure_steps(config, ro, scenarios, 1).size());
 }
 
 TEST_CASE("calibrated predictions of real engine steps are within a loose bound") {

@@ -290,10 +290,12 @@ TEST_CASE("op_scale multiplies the ops and the idle warm-up grows with the gap")
   CHECK(std::llround(l.total_ns()) == at_idle(2'000'000));
 }
 
-TEST_CASE("a profile without op_scale or idle terms reads as scale 1 and no warm-up") {
+TEST_CASE("a profile without op_scale, idle terms or rounds reads as scale 1, no warm-up, one round") {
   nlohmann::json j = nlohmann::json::parse(calibrated_profile_text(tiny_profile()));
   for (const char* key : {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"}) j["step_overhead"].erase(key);
+  j["metadata"].erase("rounds");
   const CalibratedProfile p = parse_calibrated_profile(j, "old.json");
+  CHECK(p.metadata.rounds == 1);
   CHECK(p.overhead.op_scale == 1);
   CHECK(p.overhead.idle_tau_ns == 0);
   const CalibratedTables t(p, "old.json");

@@ -21,7 +21,7 @@ namespace {
 struct CalibrateArgs {
   std::optional<std::string> model, weights;
   std::string out, backend = "cpu", dtype = "auto";
-  std::int32_t threads = 0, tp = 1;
+  std::int32_t threads = 0, tp = 1, rounds = CalibrateOptions{}.rounds;
   std::int64_t max_tokens = 0;
   std::uint64_t seed = 0;
   bool quick = false, overwrite = false;
@@ -46,6 +46,7 @@ void run(const CalibrateArgs& a) {
   o.tp = a.tp;
   o.max_tokens = a.max_tokens;
   o.quick = a.quick;
+  o.rounds = a.rounds;
   o.progress = &std::cerr;
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
@@ -69,6 +70,10 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)");
   sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);
   sub->add_flag("--quick", a.quick, "Coarse grid, few repeats (seconds for tiny; for tests)");
+  sub->add_option("--rounds", a.rounds,
+                  "Passes over the grid and the step scenarios, each point's repeats pooled (default 3): "
+                  "machine noise then spreads over the tables instead of bending one")
+      ->check(CLI::Range(1, 100));
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required();
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
   sub->callback([args] { run(*args); });
