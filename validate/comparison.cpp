@@ -57,6 +57,25 @@ std::vector<MetricComparison> compare_summaries(const Summary& measured, const S
   return out;
 }
 
+std::vector<MetricComparison> compare_to_runs(const std::vector<const Summary*>& measured_runs,
+                                              const Summary& predicted) {
+  if (measured_runs.empty()) return {};
+  std::vector<MetricComparison> out = compare_summaries(*measured_runs.front(), predicted);
+  std::vector<std::vector<double>> values(out.size());
+  for (const Summary* run : measured_runs) {
+    const std::vector<MetricComparison> one = compare_summaries(*run, predicted);
+    for (std::size_t i = 0; i < one.size(); ++i) {
+      if (!std::isnan(one[i].measured)) values[i].push_back(one[i].measured);
+    }
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::sort(values[i].begin(), values[i].end());
+    out[i].measured = values[i].empty() ? kNaN : percentile_linear(values[i], 50);
+    out[i].error_pct = error_pct(out[i].measured, out[i].predicted);
+  }
+  return out;
+}
+
 std::vector<RequestErrorStats> request_errors(const std::vector<RequestRecord>& measured,
                                               const std::vector<RequestRecord>& predicted) {
   const auto m = finished_by_id(measured), p = finished_by_id(predicted);

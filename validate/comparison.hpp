@@ -24,6 +24,13 @@ struct MetricComparison {
 // TTFT, TPOT, ITL and E2EL at p50 / p90 / p99, then output_throughput.
 std::vector<MetricComparison> compare_summaries(const Summary& measured, const Summary& predicted);
 
+// The same against several measured runs of the same requests: each metric's
+// measured value is the median over the runs (two runs: their mean; a run
+// without the metric is left out), so one run slowed by the machine does not
+// set the figure. One run: compare_summaries.
+std::vector<MetricComparison> compare_to_runs(const std::vector<const Summary*>& measured_runs,
+                                              const Summary& predicted);
+
 // Per-request signed % error of one metric over the requests finished in
 // both runs (matched by id).
 struct RequestErrorStats {

@@ -69,6 +69,10 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
     out << "## Load " << f(l.load, 2) << " (" << f(l.rate_rps) << " req/s) — [`" << l.folder << "/`](" << l.folder
         << "/)\n\n";
     out << "Replay parity: " << parity_text(l) << ".\n\n";
+    if (!l.engine_repeats.empty()) {
+      out << "Measured: the median of the " << l.engine_repeats.size() + 1
+          << " engine runs for each metric (of two, their mean); the per-request and step tables use run 1.\n\n";
+    }
     out << "| metric | measured |";
     for (const ModelResult& m : l.models) out << ' ' << m.name << " | error |";
     out << "\n|---|---:|";
@@ -133,6 +137,9 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
 void print_validation_table(std::ostream& out, const ValidationResult& r) {
   out << "Predicted capacity " << f(r.capacity_rps) << " req/s (" << r.requests << " requests)\n";
   const bool noise = !r.loads.empty() && !r.loads.front().engine_repeats.empty();
+  if (noise) {
+    out << "measured: each metric's median over the engine runs; noise: the largest difference of a run from run 1\n";
+  }
   char line[256];
   std::snprintf(line, sizeof line, "%-6s %-9s %-4s %12s %12s %9s %12s %9s%s\n", "load", "metric", "stat", "measured",
                 "calibrated", "error", "roofline", "error", noise ? "     noise" : "");

@@ -99,6 +99,31 @@ TEST_CASE("errors are signed percentages of the measured value") {
   CHECK(rows[12].error_pct == Approx(-5));
 }
 
+TEST_CASE("against several engine runs the measured figure is each metric's median") {
+  Summary predicted, a, b, c;
+  predicted.ttft_ms.count = a.ttft_ms.count = b.ttft_ms.count = c.ttft_ms.count = 3;
+  predicted.ttft_ms.p50 = 12;
+  a.ttft_ms.p50 = 10;
+  b.ttft_ms.p50 = 30;  // a run the machine slowed
+  c.ttft_ms.p50 = 11;
+  a.tpot_ms.count = 2;  // only run a has TPOT
+  a.tpot_ms.p50 = 5;
+  predicted.output_throughput = 100;
+  a.output_throughput = 100;
+  b.output_throughput = 50;
+  c.output_throughput = 90;
+  const auto rows = compare_to_runs({&a, &b, &c}, predicted);
+  REQUIRE(rows.size() == 13);
+  CHECK(rows[0].measured == 11);  // ttft p50: the median, not the slow run
+  CHECK(rows[0].error_pct == Approx(100.0 / 11));
+  CHECK(rows[3].measured == 5);  // runs without the metric are left out
+  CHECK(rows[12].measured == 90);
+  CHECK(compare_to_runs({&a, &b}, predicted)[0].measured == 20);  // two runs: the mean
+  const auto one = compare_to_runs({&a}, predicted), plain = compare_summaries(a, predicted);
+  CHECK(one[0].measured == plain[0].measured);
+  CHECK(one[12].error_pct == plain[12].error_pct);
+}
+
 TEST_CASE("parity is exact only when every time and gap is equal") {
   const std::vector<RequestRecord> a = {record(1, 0, 100, 300), record(2, 50, 200, 500)};
   CHECK(compare_parity(a, a).exact());

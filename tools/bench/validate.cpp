@@ -4,7 +4,9 @@
 // and compares it with the simulator. Prints the errors against the targets
 // of issue 7 (|error| <= 5% on p50 and p90 of TTFT, TPOT and E2EL, <= 3% on
 // output throughput), the replay parity figure, and the engine's own
-// run-to-run noise (a second engine run of the same requests: "noise").
+// run-to-run noise. The engine serves each load three times: the measured
+// figures are each metric's median over the runs, "noise" the largest
+// difference of run 2 or 3 from run 1.
 // Asserts nothing: these machines are noisy.
 //
 // bench_validate [WORK_DIR] [PROFILE.json]: results go to WORK_DIR (default
@@ -44,6 +46,17 @@ std::string quoted(const std::string& s) {
   return out;
 }
 
+// The error_pct of largest magnitude among the engine's repeat runs.
+const nlohmann::json& widest(const nlohmann::json& repeats, const char* metric, const char* stat) {
+  static const nlohmann::json none;
+  const nlohmann::json* best = &none;
+  for (const auto& run : repeats) {
+    const auto& e = *stat ? run[metric][stat]["error_pct"] : run[metric]["error_pct"];
+    if (e.is_number() && (!best->is_number() || std::abs(e.get<double>()) > std::abs(best->get<double>()))) best = &e;
+  }
+  return *best;
+}
+
 bool within(const nlohmann::json& v, double bound) { return v.is_number() && std::abs(v.get<double>()) <= bound; }
 
 }  // namespace
@@ -69,7 +82,7 @@ int main(int argc, char** argv) {
     }
   }
   if (shell(b + " validate --trace '" + trace.string() + "' --model small --profile '" + profile.string() +
-            "' --loads 0.3,0.6,0.9 --engine-repeats 2 --seed 1 --out '" + out.string() + "' --overwrite") != 0) {
+            "' --loads 0.3,0.6,0.9 --engine-repeats 3 --seed 1 --out '" + out.string() + "' --overwrite") != 0) {
     std::printf("bench_validate: validate failed\n");
   }
   std::ifstream in(out / "report.json");
@@ -82,8 +95,9 @@ int main(int argc, char** argv) {
               "E2EL p50", "E2EL p90", "out tok/s", "parity ns");
   int met = 0, total = 0;
   for (const auto& l : report["loads"]) {
-    // "noise": the engine's second run of the same requests against its
-    // first, the floor under which an error cannot be measured here.
+    // "noise": the engine's later runs of the same requests against its
+    // first (the larger difference), the floor under which an error cannot
+    // be measured here.
     for (const char* model : {"calibrated", "roofline", "noise"}) {
       const std::string name = model;
       if (name == "noise" && !(l.contains("engine_repeats") && !l["engine_repeats"].empty())) continue;
@@ -91,7 +105,7 @@ int main(int argc, char** argv) {
       std::printf("%-5.2f %-11s", l["load"].get<double>(), model);
       for (const char* metric : {"ttft_ms", "tpot_ms", "e2el_ms"}) {
         for (const char* stat : {"p50", "p90"}) {
-          const auto& e = m[metric][stat]["error_pct"];
+          const auto& e = name == "noise" ? widest(l["engine_repeats"], metric, stat) : m[metric][stat]["error_pct"];
           std::printf(" %8s", pct(e).c_str());
           if (name == "calibrated") {
             ++total;
@@ -99,7 +113,8 @@ int main(int argc, char** argv) {
           }
         }
       }
-      const auto& t = m["output_throughput"]["error_pct"];
+      const auto& t =
+          name == "noise" ? widest(l["engine_repeats"], "output_throughput", "") : m["output_throughput"]["error_pct"];
       std::printf(" %9s", pct(t).c_str());
       if (name == "calibrated") {
         ++total;

@@ -84,7 +84,8 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks (default: 1 GiB of KV, as run)");
   sub->add_option("--out", a.out_dir, "Output folder (default ./validation)");
   sub->add_option("--engine-repeats", a.engine_repeats,
-                  "Engine runs per load (default 1); runs 2.. measure the machine's run-to-run noise");
+                  "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
+                  "and runs 2.. against run 1 show the machine's run-to-run noise");
   sub->add_flag("--overwrite", a.overwrite, "Replace results already in --out");
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
   sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
