@@ -54,12 +54,17 @@ inline __attribute__((always_inline)) void load_lanes(const std::uint16_t* p, La
 // of the callers (same lanes, no FMA contraction in ISO C++ mode) gives the
 // same bits as the baseline one. The loops are unrolled by pragma: left as
 // loops, GCC keeps the accumulators in memory and runs 4x slower.
+//
+// `ahead` (up to two W rows, each may be null) is touched along the way so
+// that it is in cache by the time a later block needs it: see direct_tile.
 template <int R, int J, typename WT>
 inline __attribute__((always_inline)) void dot_block(const float* const* a, const WT* const* w, std::int64_t k,
-                                                     float (&out)[R][J]) {
+                                                     float (&out)[R][J], const WT* const (&ahead)[2]) {
   Lanes acc[R][J] = {};
   std::int64_t i = 0;
   for (; i + 8 <= k; i += 8) {
+    if (ahead[0] != nullptr) __builtin_prefetch(ahead[0] + i, 0, 3);
+    if (ahead[1] != nullptr) __builtin_prefetch(ahead[1] + i, 0, 3);
     Lanes wv[J];
     #pragma GCC unroll 8
     for (int j = 0; j < J; ++j) load_lanes(w[j] + i, wv[j]);
@@ -86,13 +91,14 @@ inline __attribute__((always_inline)) void dot_block(const float* const* a, cons
 // C[rows, j:j+J] (+)= A[rows] · W[j:j+J]^T for R rows starting at row r0.
 template <int R, int J, typename WT>
 inline __attribute__((always_inline)) void direct_block(const TensorView& a, const TensorView& w, const TensorView& c,
-                                                        std::int64_t r0, std::int64_t j, bool accumulate) {
+                                                        std::int64_t r0, std::int64_t j, bool accumulate,
+                                                        const WT* const (&ahead)[2] = {nullptr, nullptr}) {
   const float* ap[R];
   const WT* wp[J];
   for (int r = 0; r < R; ++r) ap[r] = static_cast<const float*>(a.at(r0 + r));
   for (int q = 0; q < J; ++q) wp[q] = static_cast<const WT*>(w.at(j + q));
   float out[R][J];
-  dot_block<R, J>(ap, wp, a.cols, out);
+  dot_block<R, J>(ap, wp, a.cols, out, ahead);
   for (int r = 0; r < R; ++r) {
     auto* cp = static_cast<float*>(c.at(r0 + r, j));
     for (int q = 0; q < J; ++q) cp[q] = accumulate ? cp[q] + out[r][q] : out[r][q];
@@ -102,6 +108,10 @@ inline __attribute__((always_inline)) void direct_block(const TensorView& a, con
 // C[:, j0:j1] (+)= A · W[j0:j1]^T for a few rows of A, in register blocks:
 // 2 rows of A by 4 rows of W (1 by 8 for a single row: more weight rows in
 // flight keep the memory busy), the W rows left over one at a time.
+// From 4 rows of A a group of 4 W rows is walked in 2 or more passes (2 rows
+// of A each), which read it from L1 while the memory would sit idle; so the
+// passes prefetch the next group, one or two of its rows each (measured on
+// the LM head at 8 rows: +45%; gate_up at 8 rows: 2x).
 template <typename WT>
 inline __attribute__((always_inline)) void direct_tile(const TensorView& a, const TensorView& w, const TensorView& c,
                                                        std::int64_t j0, std::int64_t j1, bool accumulate) {
@@ -111,7 +121,18 @@ inline __attribute__((always_inline)) void direct_tile(const TensorView& a, cons
     for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT>(a, w, c, 0, j, accumulate);
   for (; j + 4 <= j1; j += 4) {
     std::int64_t r = 0;
-    for (; r + 2 <= m; r += 2) direct_block<2, 4, WT>(a, w, c, r, j, accumulate);
+    const std::int64_t passes = m / 2;
+    for (; r + 2 <= m; r += 2) {
+      const WT* ahead[2] = {nullptr, nullptr};
+      if (passes >= 2) {
+        const std::int64_t p = r / 2, per_pass = passes >= 4 ? 1 : 2;
+        for (std::int64_t q = 0; q < per_pass; ++q) {
+          const std::int64_t row = j + 4 + p * per_pass + q;
+          if (p * per_pass + q < 4 && row < w.rows) ahead[q] = static_cast<const WT*>(w.at(row));
+        }
+      }
+      direct_block<2, 4, WT>(a, w, c, r, j, accumulate, ahead);
+    }
     for (; r < m; ++r) direct_block<1, 4, WT>(a, w, c, r, j, accumulate);
   }
   for (; j < j1; ++j) {
