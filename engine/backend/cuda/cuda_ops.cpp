@@ -22,6 +22,8 @@ int code(ElemType t) { return static_cast<int>(t); }
 
 // Split-K partials of one attention launch at most; more rows take more launches.
 constexpr std::size_t kAttnWorkspaceBytes = std::size_t{256} << 20;
+// gridDim.y and gridDim.z are at most 65535 on every CUDA device.
+constexpr std::int32_t kMaxGridZ = 65535;
 
 int blas_int(std::int64_t v, const char* what) {
   if (v > INT_MAX) throw Error(std::string("gemm: ") + what + " " + std::to_string(v) + " exceeds cuBLAS's int range");
@@ -156,6 +158,12 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::int32_t parts =
         paged::num_partitions(rows[i].position - rows[i].first_key + 1, cuda::kAttnPartitionSize);
+    if (parts > kMaxGridZ) {  // the partitions are the grid's z dimension
+      throw Error("paged_attention: a query over " + std::to_string(rows[i].position - rows[i].first_key + 1) +
+                  " keys needs " + std::to_string(parts) + " partitions of " +
+                  std::to_string(cuda::kAttnPartitionSize) + ", more than CUDA's grid allows (" +
+                  std::to_string(kMaxGridZ) + ")");
+    }
     if (!launches.empty()) {
       Launch& last = launches.back();
       const std::int32_t widest = std::max(last.parts, parts);
