@@ -1,12 +1,10 @@
 #include "sim/cluster_config.hpp"
 
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include "engine/core/error.hpp"
+#include "models/json_fields.hpp"
 
 namespace twin {
 namespace {
@@ -147,19 +145,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
 }
 
 ClusterConfig load_cluster_config(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": cannot read the cluster config: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the cluster config");
-  std::stringstream text;
-  text << in.rdbuf();
-  Json json;
-  try {
-    json = Json::parse(text.str());
-  } catch (const Json::parse_error& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
-  }
-  return parse_cluster_config(json, path);
+  return parse_cluster_config(read_json_file(path), path);
 }
 
 nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
