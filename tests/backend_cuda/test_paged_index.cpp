@@ -111,3 +111,12 @@ TEST_CASE("the KV memory plan gives the cache what is left of the utilization bu
   CHECK_THROWS_WITH(twin::plan_kv_memory(16 * gib, 16 * gib, 0.9, 16 * gib, gib, 1 << 20),
                     Catch::Contains("no KV block") && Catch::Contains("weights"));
 }
+
+TEST_CASE("the device sampler's sort space: whole rows per chunk, at least one, doubled") {
+  // Llama 3's vocabulary: 130 rows of 128,256 fit in a chunk of 2^24 pairs.
+  CHECK(twin::sampling_chunk_rows(128256, 256) == 130);
+  CHECK(twin::sampling_chunk_rows(128256, 16) == 16);
+  CHECK(twin::sampling_chunk_rows(std::int64_t{1} << 25, 4) == 1);  // a row larger than a chunk still sorts
+  CHECK(twin::sampling_workspace_bytes(128256, 256) == 2 * 130 * 128256 * twin::kSamplingBytesPerPair);
+  CHECK(twin::sampling_workspace_bytes(32000, 1) == 2 * 32000 * twin::kSamplingBytesPerPair);
+}

@@ -83,8 +83,7 @@ std::int64_t planned_workspace_bytes(const ModelConfig& m, const SchedulerConfig
   const std::int64_t runner = 2 * (T * per_token + S * (2 * H + m.vocab_size)) * 4;
   const std::int64_t gemm_in = 2 * T * std::max({H, I, m.q_dim()}) * 2;
   const std::int64_t moe = m.is_moe() ? 2 * T * K * (2 * H + 3 * I) * 4 : 0;
-  const std::int64_t sampling =
-      2 * std::min(S * m.vocab_size, std::max(kSamplingChunkPairs, m.vocab_size)) * kSamplingBytesPerPair;
+  const std::int64_t sampling = sampling_workspace_bytes(m.vocab_size, S);
   return runner + gemm_in + moe + sampling + (std::int64_t{768} << 20);
 }
 

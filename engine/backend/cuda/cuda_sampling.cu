@@ -30,16 +30,12 @@ constexpr int kProbThreads = 256;
 constexpr int kWalkThreads = 256;
 constexpr int kWalkTile = 4096;  // doubles: 32 KiB of shared memory
 
-// Pairs sorted per pass: bounds the workspace (12 bytes per pair, twice for
-// the radix sort's double buffers: 384 MiB, which the memory plan sets
-// aside) and keeps CUB's int counts safe.
-constexpr std::int64_t kChunkElements = kSamplingChunkPairs;
-
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-std::int64_t chunk_rows(std::int64_t vocab, std::int64_t n) {
-  return std::min(n, std::max<std::int64_t>(1, kChunkElements / vocab));
-}
+// Pairs sorted per pass: at most kSamplingChunkPairs, which bounds the
+// workspace (12 bytes per pair, twice for the radix sort's double buffers:
+// 384 MiB, which the memory plan sets aside) and keeps CUB's int counts safe.
+std::int64_t chunk_rows(std::int64_t vocab, std::int64_t n) { return sampling_chunk_rows(vocab, n); }
 
 // Where each part of the workspace sits, for a chunk of `rows` rows.
 struct Workspace {

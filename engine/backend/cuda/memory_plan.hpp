@@ -17,6 +17,18 @@ namespace twin {
 constexpr std::int64_t kSamplingChunkPairs = std::int64_t{1} << 24;
 constexpr std::int64_t kSamplingBytesPerPair = 24;
 
+// Rows of `rows` sampled rows the device sampler sorts in one pass: as many
+// whole rows as fit in a chunk, at least one.
+inline std::int64_t sampling_chunk_rows(std::int64_t vocab, std::int64_t rows) {
+  return std::min(rows, std::max<std::int64_t>(1, kSamplingChunkPairs / std::max<std::int64_t>(vocab, 1)));
+}
+
+// The sort space the plan sets aside for that chunk (doubled: the sampler's
+// workspace grows by doubling).
+inline std::int64_t sampling_workspace_bytes(std::int64_t vocab, std::int64_t rows) {
+  return 2 * sampling_chunk_rows(vocab, rows) * vocab * kSamplingBytesPerPair;
+}
+
 struct KvMemoryPlan {
   std::int64_t budget_bytes = 0;     // utilization x total
   std::int64_t in_use_bytes = 0;     // total - free when planned
