@@ -1,5 +1,7 @@
 #include "validate/engine_serve.hpp"
 
+#include <map>
+
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/wall_clock_driver.hpp"
 #include "models/model_desc.hpp"
@@ -17,6 +19,9 @@ EngineServer::EngineServer(const EngineSpec& spec)
   ro.block_size = spec.replica.kv.block_size;
   ro.num_host_blocks = spec.replica.kv.num_host_blocks;
   runner_ = std::make_unique<ModelRunner>(model_, ro);
+  // Per-op times for the report's op table: free on the CPU backend, a stall
+  // per op on a GPU (it would change the run being validated).
+  runner_->set_time_ops(runner_->device_threads() > 0);
 }
 
 EngineServer::~EngineServer() = default;
@@ -70,7 +75,19 @@ RunRecords EngineServer::serve(const std::vector<Request>& trace, const std::fil
   context.config["enable_prefix_caching"] = spec_.replica.kv.enable_prefix_caching;
   context.config["num_gpu_blocks"] = spec_.replica.kv.num_blocks;
   context.config["unserved"] = stats.unserved;
-  return recorder.finish(context);
+  RunRecords records = recorder.finish(context);
+  if (runner_->times_ops()) {
+    std::map<std::uint64_t, OpTimes> by_step(executor.step_op_times().begin(), executor.step_op_times().end());
+    for (const StepRecord& s : records.steps) {
+      const auto it = by_step.find(s.step_id);
+      if (it == by_step.end()) {  // a step the executor did not run: no op table rather than a wrong one
+        records.step_op_ns.clear();
+        break;
+      }
+      records.step_op_ns.push_back(it->second);
+    }
+  }
+  return records;
 }
 
 }  // namespace twin

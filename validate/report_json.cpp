@@ -52,6 +52,16 @@ Json model_details(const ModelResult& m) {
     steps.push_back(std::move(j));
   }
   out["step_time_error"] = std::move(steps);
+  if (!m.op_errors.empty()) {
+    Json ops = Json::array();
+    for (const OpTimeError& e : m.op_errors) {
+      ops.push_back(Json{{"op", e.op},
+                         {"measured_ms_per_step", num(e.measured_ms)},
+                         {"predicted_ms_per_step", num(e.predicted_ms)},
+                         {"error_pct", num(e.error_pct)}});
+    }
+    out["op_time_error"] = std::move(ops);
+  }
   return out;
 }
 

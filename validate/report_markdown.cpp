@@ -50,6 +50,39 @@ std::string top_ops(const CompositionError& c) {
   return out.empty() ? "–" : out;
 }
 
+// Which ops each model gets wrong: the runner's own op times inside the
+// engine's steps against each model's price of the same steps.
+void write_op_table(std::ostream& out, const LoadResult& l) {
+  out << "\nPer op, inside the engine's steps (ms per step over its " << l.engine.steps.size()
+      << " steps; the engine timed each op as it ran):\n\n| op | measured |";
+  for (const ModelResult& m : l.models) out << ' ' << m.name << " | error |";
+  out << "\n|---|---:|";
+  for (std::size_t m = 0; m < l.models.size(); ++m) out << "---:|---:|";
+  out << "\n";
+  const std::vector<OpTimeError>& base = l.models.front().op_errors;
+  for (std::size_t i = 0; i < base.size(); ++i) {
+    out << "| " << base[i].op << " | " << f(base[i].measured_ms) << " |";
+    for (const ModelResult& m : l.models) {
+      if (i < m.op_errors.size()) out << ' ' << f(m.op_errors[i].predicted_ms) << " | " << signed_pct(m.op_errors[i].error_pct) << " |";
+    }
+    out << "\n";
+  }
+  out << "\nLargest misses (ms per step):";
+  for (const ModelResult& m : l.models) {
+    const OpTimeError* worst = nullptr;
+    for (const OpTimeError& e : m.op_errors) {
+      if (worst == nullptr || std::abs(e.predicted_ms - e.measured_ms) > std::abs(worst->predicted_ms - worst->measured_ms)) {
+        worst = &e;
+      }
+    }
+    if (worst == nullptr) continue;
+    const double diff = worst->predicted_ms - worst->measured_ms;
+    out << ' ' << m.name << ": " << worst->op << " (" << (diff >= 0 ? "+" : "") << f(diff) << ", "
+        << signed_pct(worst->error_pct) << ")" << (&m == &l.models.back() ? "." : ";");
+  }
+  out << "\n";
+}
+
 }  // namespace
 
 void write_report_markdown(std::ostream& out, const ValidationResult& r, const std::string& plot_note) {
@@ -125,6 +158,7 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
             << " |\n";
       }
     }
+    if (!l.models.empty() && !l.models.front().op_errors.empty()) write_op_table(out, l);
     if (plot_note.empty()) {
       out << "\n![predicted vs measured](" << l.folder << "/scatter.svg)\n";
       out << "![latency CDFs](" << l.folder << "/cdf.svg)\n";

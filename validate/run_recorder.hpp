@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/records.hpp"
+#include "engine/runtime/forward_batch.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
@@ -21,6 +22,9 @@ struct RunRecords {
   std::vector<RequestRecord> requests;  // in end order, with their ITL gaps
   std::vector<StepRecord> steps;
   Summary summary;
+  // An engine run with its ops timed: one entry per step, as `steps`; empty
+  // otherwise (simulations, a GPU engine).
+  std::vector<OpTimes> step_op_ns;
 };
 
 class RunRecorder {

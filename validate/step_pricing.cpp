@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "metrics/percentile.hpp"
@@ -90,6 +91,68 @@ std::vector<CompositionError> composition_errors(const std::vector<PricedStep>& 
     for (double& v : e.op_ms_mean) v /= n;
     out.push_back(e);
   }
+  return out;
+}
+
+int timed_op_of(OpKind kind, bool moe) {
+  auto t = [](TimedOp op) { return static_cast<int>(op); };
+  switch (kind) {
+    case OpKind::embed: return t(TimedOp::embed);
+    case OpKind::rmsnorm: return t(TimedOp::rmsnorm);
+    case OpKind::qkv_proj: return t(TimedOp::qkv_proj);
+    case OpKind::rotary: return t(TimedOp::rotary);
+    case OpKind::attn_prefill:
+    case OpKind::attn_decode: return t(TimedOp::attention);
+    case OpKind::o_proj: return t(TimedOp::o_proj);
+    case OpKind::gate_up_proj: return t(TimedOp::gate_up_proj);
+    case OpKind::silu_mul: return t(moe ? TimedOp::moe_experts : TimedOp::silu_mul);
+    case OpKind::down_proj: return t(TimedOp::down_proj);
+    case OpKind::moe_router: return t(TimedOp::moe_router);
+    case OpKind::moe_gate_up_proj:
+    case OpKind::moe_down_proj: return t(TimedOp::moe_experts);
+    case OpKind::final_norm: return t(TimedOp::final_norm);
+    case OpKind::lm_head: return t(TimedOp::lm_head);
+    case OpKind::sample: return t(TimedOp::sample);
+    case OpKind::tp_allreduce:
+    case OpKind::tp_gather:
+    case OpKind::pp_send: return -1;
+  }
+  return -1;
+}
+
+std::vector<OpTimeError> op_time_errors(const std::vector<PricedStep>& steps, const std::vector<OpTimes>& measured,
+                                        std::size_t model, bool moe) {
+  if (steps.empty() || steps.size() != measured.size()) return {};
+  OpTimes m_ops{}, p_ops{};
+  double m_total = 0, p_total = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const PricedStep& s = steps[i];
+    if (model >= s.predicted_ns.size()) return {};
+    m_total += static_cast<double>(s.measured);
+    p_total += s.predicted_ns[model];
+    for (int k = 0; k < kNumTimedOps; ++k) m_ops[k] += measured[i][k];
+    for (int k = 0; k < kNumOpKinds; ++k) {
+      const int t = timed_op_of(static_cast<OpKind>(k), moe);
+      if (t >= 0) p_ops[t] += s.op_ns[model][k];
+    }
+  }
+  const double n = static_cast<double>(steps.size());
+  auto row = [&](std::string op, double m_ns, double p_ns) {
+    OpTimeError e;
+    e.op = std::move(op);
+    e.measured_ms = m_ns / n / 1e6;
+    e.predicted_ms = p_ns / n / 1e6;
+    e.error_pct = m_ns > 0 ? (p_ns - m_ns) / m_ns * 100.0 : std::numeric_limits<double>::quiet_NaN();
+    return e;
+  };
+  std::vector<OpTimeError> out;
+  double m_in = 0, p_in = 0;
+  for (int k = 0; k < kNumTimedOps; ++k) {
+    m_in += m_ops[k];
+    p_in += p_ops[k];
+    if (m_ops[k] > 0 || p_ops[k] > 0) out.push_back(row(std::string(kTimedOpNames[k]), m_ops[k], p_ops[k]));
+  }
+  out.push_back(row("outside the ops", std::max(0.0, m_total - m_in), std::max(0.0, p_total - p_in)));
   return out;
 }
 

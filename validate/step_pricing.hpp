@@ -13,6 +13,7 @@
 
 #include "engine/core/records.hpp"
 #include "engine/core/step_plan.hpp"
+#include "engine/runtime/forward_batch.hpp"
 #include "models/step_ops.hpp"
 #include "sim/cost_model.hpp"
 
@@ -62,5 +63,24 @@ struct CompositionError {
 
 // One entry per composition that occurs (in enum order), for pricer `model`.
 std::vector<CompositionError> composition_errors(const std::vector<PricedStep>& steps, std::size_t model);
+
+// The runner's timed op (engine/runtime/forward_batch.hpp) a step_ops op kind
+// runs in; -1 for kinds the one-device engine has none of (TP/PP traffic).
+int timed_op_of(OpKind kind, bool moe);
+
+// Per op, over all the engine's steps: the time the runner measured inside
+// its steps against pricer `model`'s price of the same steps, in ms per step.
+// Rows for the runner's ops that either side spends time on, in op order,
+// then "outside the ops": the step time not spent in any op (host work
+// between steps, scheduling, the runner's bookkeeping) against the model's
+// step time beyond its ops (its fitted overhead). Empty unless `measured`
+// has one entry per priced step.
+struct OpTimeError {
+  std::string op;
+  double measured_ms = 0, predicted_ms = 0;
+  double error_pct = 0;  // (predicted - measured) / measured; NaN when nothing was measured
+};
+std::vector<OpTimeError> op_time_errors(const std::vector<PricedStep>& steps, const std::vector<OpTimes>& measured,
+                                        std::size_t model, bool moe);
 
 }  // namespace twin

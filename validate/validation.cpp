@@ -198,9 +198,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
     say(o, "load " + fixed(load, 2) + ": simulating (calibrated, roofline, replay)");
     ModelResult cal{"calibrated", simulate_requests(calibrated, scaled, dir / "calibrated", o.overwrite, "calibrated",
                                                     nullptr, echo),
-                    {}, {}, {}};
+                    {}, {}, {}, {}};
     ModelResult roof{"roofline", simulate_requests(roofline, scaled, dir / "roofline", o.overwrite, "roofline", nullptr, echo),
-                     {}, {}, {}};
+                     {}, {}, {}, {}};
 
     auto replay = std::make_shared<ReplayCostModel>(lr.engine.steps, (dir / "engine" / "steps.csv").string());
     auto pricing = std::make_shared<PricingCostModel>(
@@ -219,7 +219,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
     for (ModelResult* m : {&cal, &roof}) {
       m->metrics = compare_to_runs(measured_runs, m->run.summary);
       m->request_errors = request_errors(lr.engine.requests, m->run.requests);
-      m->step_errors = composition_errors(lr.priced_steps, index++);
+      m->step_errors = composition_errors(lr.priced_steps, index);
+      m->op_errors = op_time_errors(lr.priced_steps, lr.engine.step_op_ns, index, model.is_moe());
+      ++index;
     }
     lr.models.push_back(std::move(cal));
     lr.models.push_back(std::move(roof));

@@ -37,9 +37,10 @@ struct ValidateOptions {
   std::filesystem::path out_dir;
   bool overwrite = false;
   bool plots = true;                   // run gnuplot when it is installed
-  // Engine runs per load (1 to 10): runs 2.. serve the same requests again
-  // and are compared with run 1, the machine's own run-to-run noise: the
-  // floor under which no prediction error is measurable.
+  // Engine runs per load (1 to 10): the models are compared with each
+  // metric's median over the runs; runs 2.. against run 1 are the machine's
+  // own run-to-run noise, the floor under which no prediction error is
+  // measurable.
   std::int32_t engine_repeats = 1;
   std::function<void(const std::string&)> progress;  // one line per stage
 };
@@ -53,6 +54,7 @@ struct ModelResult {  // one simulated prediction of a load
   std::vector<MetricComparison> metrics;
   std::vector<RequestErrorStats> request_errors;
   std::vector<CompositionError> step_errors;
+  std::vector<OpTimeError> op_errors;  // per op inside the engine's steps (CPU engine: ops timed)
 };
 
 struct LoadResult {

@@ -67,6 +67,7 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     if (options_.eos_token >= 0 && t == options_.eos_token) result.stopped.push_back(q.id);
   }
   last_duration_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  if (runner_.times_ops()) step_op_ns_.emplace_back(plan.step_id, output_.op_ns);
   return result;
 }
 

@@ -5,6 +5,7 @@
 // decodes and recompute after preemption feed them back in.
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "engine/core/replica.hpp"
@@ -33,6 +34,9 @@ class Executor {
 
   // Measured time of the last execute (swaps + forward + sampling), ns.
   Time last_duration() const { return last_duration_; }
+  // Per executed step (step id, time per op) while the runner times its ops
+  // (ModelRunner::set_time_ops), in execution order.
+  const std::vector<std::pair<std::uint64_t, OpTimes>>& step_op_times() const { return step_op_ns_; }
   // Logits of the last step's sampling seqs, [n, vocab] in plan order (keep_logits).
   const std::vector<float>& last_logits() const { return output_.logits; }
 
@@ -51,6 +55,7 @@ class Executor {
   ForwardBatch batch_;
   ForwardOutput output_;
   Time last_duration_ = 0;
+  std::vector<std::pair<std::uint64_t, OpTimes>> step_op_ns_;
 };
 
 }  // namespace twin

@@ -1,6 +1,7 @@
 #include "engine/runtime/model_runner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -131,15 +132,31 @@ struct ModelRunner::Impl {
     }
   }
 
-  void mlp(const LayerWeights& L, std::int64_t T) {
+  // Op timing (set_time_ops): each tick charges the time since the last one
+  // to `op`.
+  bool time_ops = false;
+  std::chrono::steady_clock::time_point last_tick;
+  void tick(TimedOp op, ForwardOutput& out) {
+    if (!time_ops) return;
+    backend->synchronize();
+    const auto now = std::chrono::steady_clock::now();
+    out.op_ns[static_cast<std::size_t>(op)] +=
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick).count());
+    last_tick = now;
+  }
+
+  void mlp(const LayerWeights& L, std::int64_t T, ForwardOutput& out) {
     const TensorView h = scratch.h.slice_rows(0, T);
     const TensorView delta = scratch.delta.slice_rows(0, T);
     if (!config.is_moe()) {
       const TensorView gu = scratch.gate_up.slice_rows(0, T);
       const TensorView act = scratch.act.slice_rows(0, T);
       backend->gemm(h, L.gate_up, gu);
+      tick(TimedOp::gate_up_proj, out);
       backend->silu_and_mul(gu, act);
+      tick(TimedOp::silu_mul, out);
       backend->gemm(act, L.down, delta);
+      tick(TimedOp::down_proj, out);
       return;
     }
     const TensorView rl = scratch.router_logits.slice_rows(0, T);
@@ -147,13 +164,16 @@ struct ModelRunner::Impl {
     const TensorView wts = scratch.topk_weights.slice_rows(0, T);
     backend->gemm(h, L.router, rl);
     backend->moe_topk(rl, static_cast<std::int32_t>(config.experts_per_token), true, ids, wts);
+    tick(TimedOp::moe_router, out);
     backend->moe_experts(h, ids, wts, L.expert_gate_up, L.expert_down, delta);
+    tick(TimedOp::moe_experts, out);
   }
 
   void forward(const ForwardBatch& batch, ForwardOutput& out) {
     check_batch(batch);
     out.sampled.clear();
     out.logits.clear();
+    out.op_ns.fill(0.0);
     const auto T = static_cast<std::int64_t>(batch.tokens.size());
     if (T == 0) return;
     positions.clear();
@@ -188,7 +208,12 @@ struct ModelRunner::Impl {
     const TensorView attn = scratch.attn.slice_rows(0, T);
     const TensorView q = qkv.slice_cols(0, qd), k = qkv.slice_cols(qd, kvd), v = qkv.slice_cols(qd + kvd, kvd);
 
+    if (time_ops) {
+      backend->synchronize();
+      last_tick = std::chrono::steady_clock::now();
+    }
     backend->embedding(batch.tokens, weights.embed, x);
+    tick(TimedOp::embed, out);
     for (std::size_t l = 0; l < weights.layers.size(); ++l) {
       const LayerWeights& L = weights.layers[l];
       if (l == 0) {
@@ -196,17 +221,24 @@ struct ModelRunner::Impl {
       } else {
         backend->add_rmsnorm(x, delta, L.input_norm, eps, h);
       }
+      tick(TimedOp::rmsnorm, out);
       GemmOptions qkv_options;
       if (L.qkv_bias.data) qkv_options.bias = &L.qkv_bias;
       backend->gemm(h, L.qkv, qkv, qkv_options);
+      tick(TimedOp::qkv_proj, out);
       backend->rotary(q, k, positions, rope);
+      tick(TimedOp::rotary, out);
       backend->kv_write(k, v, device_layers[l], slots);
       backend->paged_attention(q, device_layers[l], attn_seqs, attention, attn);
+      tick(TimedOp::attention, out);
       backend->gemm(attn, L.o, delta);
+      tick(TimedOp::o_proj, out);
       backend->add_rmsnorm(x, delta, L.post_norm, eps, h);
-      mlp(L, T);
+      tick(TimedOp::rmsnorm, out);
+      mlp(L, T, out);
     }
     backend->add(x, delta);
+    tick(TimedOp::final_norm, out);
     if (S == 0) {
       backend->synchronize();
       return;
@@ -215,9 +247,12 @@ struct ModelRunner::Impl {
     const TensorView logits = scratch.logits.slice_rows(0, S);
     backend->gather_rows(x, sample_rows, xs);
     backend->rmsnorm(xs, weights.final_norm, eps, hs);
+    tick(TimedOp::sample, out);  // as the profiler's `sample` table: gather, final norm, sampling
     backend->gemm(hs, weights.lm_head, logits);
+    tick(TimedOp::lm_head, out);
     out.sampled.resize(static_cast<std::size_t>(S));
     backend->sample(logits, sampling, out.sampled);
+    tick(TimedOp::sample, out);
     if (batch.return_logits) {
       out.logits.resize(static_cast<std::size_t>(S * config.vocab_size));
       backend->download(out.logits.data(), logits.data, out.logits.size() * sizeof(float));
@@ -271,6 +306,10 @@ std::int64_t ModelRunner::kv_block_bytes() const { return twin::kv_block_bytes(i
 std::string ModelRunner::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights.embed.dtype)); }
 
 void ModelRunner::forward(const ForwardBatch& batch, ForwardOutput& out) { impl_->forward(batch, out); }
+
+void ModelRunner::set_time_ops(bool on) { impl_->time_ops = on; }
+bool ModelRunner::times_ops() const { return impl_->time_ops; }
+std::int32_t ModelRunner::device_threads() const { return impl_->backend->device_info().threads; }
 
 void ModelRunner::swap_out(std::span<const BlockCopy> moves) {
   impl_->move_blocks(impl_->device_layers, impl_->host_layers, moves, impl_->options.num_blocks,

@@ -44,6 +44,14 @@ class ModelRunner {
   // the vocabulary, a block table too short, block ids out of range).
   void forward(const ForwardBatch& batch, ForwardOutput& out);
 
+  // Time every op of the forward pass into ForwardOutput::op_ns. The backend
+  // is synchronised after each op: free on the CPU backend (its ops return
+  // done), a stall per op on a GPU, so validate times ops on the CPU only.
+  void set_time_ops(bool on);
+  bool times_ops() const;
+  // The backend's worker threads: > 0 on the CPU backend, 0 on a GPU.
+  std::int32_t device_threads() const;
+
   // Swap: device blocks -> host blocks, and back.
   void swap_out(std::span<const BlockCopy> moves);
   void swap_in(std::span<const BlockCopy> moves);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -96,6 +97,24 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   }
   CHECK(fs::exists(out / "report.md"));
   CHECK(r.out.find("replay parity") != std::string::npos);
+  // Which ops each model gets wrong: the CPU engine timed its own ops.
+  {
+    std::ifstream rin(out / "report.json");
+    const auto rep = nlohmann::json::parse(rin);
+    for (const auto* ops : {&rep["loads"][0]["op_time_error"], &rep["loads"][0]["roofline"]["op_time_error"]}) {
+      REQUIRE(ops->is_array());
+      std::set<std::string> names;
+      for (const auto& row : *ops) {
+        names.insert(row["op"].get<std::string>());
+        CHECK(row["measured_ms_per_step"].get<double>() >= 0);
+      }
+      for (const char* op : {"attention", "qkv_proj", "lm_head", "sample", "outside the ops"}) CHECK(names.count(op) == 1);
+    }
+    std::ifstream mdin(out / "report.md");
+    const std::string md(std::istreambuf_iterator<char>(mdin), {});
+    CHECK(md.find("Per op, inside the engine's steps") != std::string::npos);
+    CHECK(md.find("Largest misses") != std::string::npos);
+  }
 
   // --engine-repeats 2: the engine serves each load twice; the second run is
   // compared with the first (the machine's noise floor).

@@ -2,6 +2,8 @@
 // rate scaling, % errors, the parity comparison and step pricing.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <cmath>
 #include <memory>
 
@@ -165,6 +167,45 @@ TEST_CASE("the pricing model returns the timing model's step and prices it with 
   const auto under = composition_errors(pricing.steps(), 1);
   CHECK(under[1].composition == Composition::mixed);
   CHECK(under[1].mean_abs_error_pct == Approx(50));
+}
+
+TEST_CASE("per op, the engine's own op times against each model's price of the same steps") {
+  // Two steps of 10 ms; the engine spent 4 ms in attention, 2 in qkv_proj
+  // and 1 in silu_mul per step, the rest outside its ops.
+  PricedStep a, b;
+  a.measured = b.measured = 10'000'000;
+  a.predicted_ns = b.predicted_ns = {9'000'000};
+  std::array<double, kNumOpKinds> ops{};
+  ops[static_cast<int>(OpKind::attn_prefill)] = 1'000'000;
+  ops[static_cast<int>(OpKind::attn_decode)] = 2'000'000;  // both are the engine's one attention call
+  ops[static_cast<int>(OpKind::qkv_proj)] = 3'000'000;
+  ops[static_cast<int>(OpKind::silu_mul)] = 500'000;
+  a.op_ns = b.op_ns = {ops};
+  OpTimes measured{};
+  measured[static_cast<int>(TimedOp::attention)] = 4'000'000;
+  measured[static_cast<int>(TimedOp::qkv_proj)] = 2'000'000;
+  measured[static_cast<int>(TimedOp::silu_mul)] = 1'000'000;
+  const std::vector<PricedStep> steps{a, b};
+  const auto rows = op_time_errors(steps, {measured, measured}, 0, false);
+  REQUIRE(rows.size() == 4);  // qkv_proj, attention, silu_mul in op order, then outside
+  CHECK(rows[0].op == "qkv_proj");
+  CHECK(rows[0].measured_ms == Approx(2));
+  CHECK(rows[0].predicted_ms == Approx(3));
+  CHECK(rows[0].error_pct == Approx(50));
+  CHECK(rows[1].op == "attention");
+  CHECK(rows[1].predicted_ms == Approx(3));
+  CHECK(rows[1].error_pct == Approx(-25));
+  CHECK(rows[2].op == "silu_mul");
+  CHECK(rows[3].op == "outside the ops");
+  CHECK(rows[3].measured_ms == Approx(3));     // 10 - 7
+  CHECK(rows[3].predicted_ms == Approx(2.5));  // 9 - 6.5
+  // In a mixture of experts silu_mul runs inside the experts' call.
+  const auto moe = op_time_errors(steps, {measured, measured}, 0, true);
+  CHECK(std::any_of(moe.begin(), moe.end(), [](const OpTimeError& e) { return e.op == "moe_experts" && e.predicted_ms > 0; }));
+  CHECK(timed_op_of(OpKind::tp_allreduce, false) == -1);
+  // No op table without one measurement per step, or for a model not priced.
+  CHECK(op_time_errors(steps, {measured}, 0, false).empty());
+  CHECK(op_time_errors(steps, {measured, measured}, 1, false).empty());
 }
 
 }  // namespace twin::test

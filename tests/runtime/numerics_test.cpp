@@ -3,6 +3,9 @@
 // hit == recompute, batch independence, greedy determinism.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 #include "engine/core/replica.hpp"
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
@@ -258,6 +261,51 @@ TEST_CASE("greedy decoding is deterministic and sampling with a seed repeats") {
       runs.push_back(all);
     }
     CHECK(runs[0] == runs[1]);
+  }
+}
+
+TEST_CASE("timed ops: every op of a step gets its time, within the step, and the results do not change") {
+  for (std::int64_t experts : {std::int64_t{0}, std::int64_t{4}}) {
+    CAPTURE(experts);
+    Fixture f(experts > 0 ? "timed_moe" : "timed", false, false, experts);
+    auto runner = make_runner(f.config, f.dir, 64, 4);
+    const auto tokens = some_tokens(20, 256, 9);
+    const auto table = scattered_blocks(8, 64, 10);
+    ForwardBatch batch;
+    add_seq(batch, 1, tokens, 0, 20, table);
+    ForwardOutput plain, timed;
+    runner->forward(batch, plain);
+    CHECK(std::all_of(plain.op_ns.begin(), plain.op_ns.end(), [](double v) { return v == 0; }));
+    CHECK(runner->device_threads() > 0);  // the CPU backend: validate times its ops
+
+    runner->set_time_ops(true);
+    REQUIRE(runner->times_ops());
+    const auto start = std::chrono::steady_clock::now();
+    runner->forward(batch, timed);
+    const double wall = static_cast<double>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    CHECK(timed.sampled == plain.sampled);
+    CHECK(timed.logits == plain.logits);
+    const auto at = [&](TimedOp op) { return timed.op_ns[static_cast<std::size_t>(op)]; };
+    const bool moe = experts > 0;
+    for (int k = 0; k < kNumTimedOps; ++k) {
+      const auto op = static_cast<TimedOp>(k);
+      CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
+      const bool dense_only = op == TimedOp::gate_up_proj || op == TimedOp::silu_mul || op == TimedOp::down_proj;
+      const bool moe_only = op == TimedOp::moe_router || op == TimedOp::moe_experts;
+      if ((moe && dense_only) || (!moe && moe_only)) {
+        CHECK(at(op) == 0);
+      } else {
+        CHECK(at(op) > 0);
+      }
+    }
+    double sum = 0;
+    for (double v : timed.op_ns) sum += v;
+    CHECK(sum <= wall);
+    // Every pass starts from zero: the same output object, timing off again.
+    runner->set_time_ops(false);
+    runner->forward(batch, timed);
+    CHECK(std::all_of(timed.op_ns.begin(), timed.op_ns.end(), [](double v) { return v == 0; }));
   }
 }
 
