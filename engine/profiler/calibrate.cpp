@@ -255,34 +255,32 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
     for (OpKind kind : token_ops) curve(kind, tokens, false);
     for (OpKind kind : seq_ops) curve(kind, seqs, true);
 
-    GridTable prefill;
-    prefill.op = OpKind::attn_prefill;
-    for (std::int64_t n : prefill_n) {
-      GridRow row;
-      row.key = static_cast<double>(n);
-      for (std::int64_t c : contexts) {
-        if (n + c > context) continue;
-        const Op op = op_of(model, one_seq(n, c, false), w, kv, OpKind::attn_prefill);
-        prefill.heads = op.n;
-        prefill.head_dim = op.k;
-        row.points.push_back(point(static_cast<double>(c), op, time_op(op)));
+    // Attention: rows by new tokens per seq (prefill) or batch (decode),
+    // points by context per seq, where the shape fits.
+    auto grid = [&](OpKind kind, const std::vector<std::int64_t>& rows, const std::vector<std::int64_t>& cols,
+                    auto fits, auto shape) {
+      GridTable t;
+      t.op = kind;
+      for (std::int64_t r : rows) {
+        GridRow row;
+        row.key = static_cast<double>(r);
+        for (std::int64_t c : cols) {
+          if (!fits(r, c)) continue;
+          const Op op = op_of(model, shape(r, c), w, kv, kind);
+          t.heads = op.n;
+          t.head_dim = op.k;
+          row.points.push_back(point(static_cast<double>(c), op, time_op(op)));
+        }
+        if (!row.points.empty()) t.rows.push_back(std::move(row));
       }
-      if (!row.points.empty()) prefill.rows.push_back(std::move(row));
-    }
-    GridTable decode;
-    decode.op = OpKind::attn_decode;
-    for (std::int64_t b : batches) {
-      GridRow row;
-      row.key = static_cast<double>(b);
-      for (std::int64_t c : decode_ctx) {
-        if (b * c > kv_cap) continue;
-        const Op op = op_of(model, many_seqs(b, 1, c, false), w, kv, OpKind::attn_decode);
-        decode.heads = op.n;
-        decode.head_dim = op.k;
-        row.points.push_back(point(static_cast<double>(c), op, time_op(op)));
-      }
-      if (!row.points.empty()) decode.rows.push_back(std::move(row));
-    }
+      return t;
+    };
+    GridTable prefill = grid(
+        OpKind::attn_prefill, prefill_n, contexts, [&](std::int64_t n, std::int64_t c) { return n + c <= context; },
+        [](std::int64_t n, std::int64_t c) { return one_seq(n, c, false); });
+    GridTable decode = grid(
+        OpKind::attn_decode, batches, decode_ctx, [&](std::int64_t b, std::int64_t c) { return b * c <= kv_cap; },
+        [](std::int64_t b, std::int64_t c) { return many_seqs(b, 1, c, false); });
     p.attention.push_back(std::move(prefill));
     p.attention.push_back(std::move(decode));
   };
