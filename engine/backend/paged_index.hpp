@@ -84,4 +84,43 @@ TWIN_HOST_DEVICE inline KeyRange tile_keys(std::int32_t position, std::int32_t c
   return r;
 }
 
+// Prefill on tensor cores (cuda_attention_mma.cu) packs the query heads of
+// a GQA group into the rows of one tile, so a K/V tile read once serves the
+// whole group: packed row = query * group + head_in_group. A sequence's
+// chunk of num_query new tokens has num_query * group packed rows.
+struct PackedRow {
+  std::int32_t query = 0;  // new token index within the chunk
+  std::int32_t head = 0;   // query head within the KV head's group
+};
+
+TWIN_HOST_DEVICE inline PackedRow packed_row(std::int32_t packed, std::int32_t group) {
+  PackedRow r;
+  r.query = packed / group;
+  r.head = packed % group;
+  return r;
+}
+
+// Tiles of `tile_rows` packed rows a chunk needs.
+TWIN_HOST_DEVICE inline std::int32_t packed_tiles(std::int32_t num_query, std::int32_t group, std::int32_t tile_rows) {
+  return (num_query * group + tile_rows - 1) / tile_rows;
+}
+
+// Position the tile row at `packed` computes with, its query being new token
+// 0 at `position0`. Rows past the chunk's last (tile padding: computed, never
+// stored) take the last row's position, so every row of a tile sees at least
+// one key of the tile's range and its softmax sum is never zero.
+TWIN_HOST_DEVICE inline std::int32_t packed_position(std::int32_t position0, std::int32_t packed, std::int32_t total,
+                                                     std::int32_t group) {
+  const std::int32_t last = total - 1;
+  return position0 + (packed < last ? packed : last) / group;
+}
+
+// Whether every key of [kb, kb + n) is visible to every row whose position
+// lies in [pos_lo, pos_hi]: below the earliest row's diagonal and inside the
+// latest row's window. Such key tiles skip the per-element mask.
+TWIN_HOST_DEVICE inline bool key_tile_unmasked(std::int32_t kb, std::int32_t n, std::int32_t pos_lo, std::int32_t pos_hi,
+                                               std::int32_t sliding_window) {
+  return kb + n - 1 <= pos_lo && kb >= first_key(pos_hi, sliding_window);
+}
+
 }  // namespace twin::paged

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "tests/backend_cuda/cuda_test_util.hpp"
@@ -232,12 +235,30 @@ Result run_attention(Backend& b, const AttnCase& c, ElemType cache_dtype, bool r
   return to_host(b, out.view);
 }
 
+// A CUDA backend made with TWIN_CUDA_ATTENTION=reference: prefill chunks on
+// the f32 tiled kernel instead of the bf16 tensor-core one.
+std::unique_ptr<Backend> reference_attention_backend() {
+  const char* old = std::getenv("TWIN_CUDA_ATTENTION");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TWIN_CUDA_ATTENTION", "reference", 1);
+  std::unique_ptr<Backend> b = make_cuda_backend(0);
+  if (old != nullptr) {
+    setenv("TWIN_CUDA_ATTENTION", saved.c_str(), 1);
+  } else {
+    unsetenv("TWIN_CUDA_ATTENTION");
+  }
+  return b;
+}
+
 }  // namespace
 
 // Chunks of 4+ new tokens take the tiled prefill kernel (16 rows a tile,
-// keys 32 at a time); decodes and shorter chunks the split-K kernel.
+// keys 32 at a time); decodes and shorter chunks the split-K kernel. The
+// tensor-core kernel (bf16) is switched off here so f32 is held to float
+// rounding; it has its own case below.
 TEST_CASE("paged_attention matches the cpu: decodes (split-K past 256 keys), prefill chunks, GQA, windows") {
   BackendPair be;
+  be.gpu = reference_attention_backend();
   const std::vector<AttnCase> cases = {
       {4, 2, 16, 4, 0, {{1, 1}, {1, 37}, {1, 700}, {5, 5}, {9, 300}}},
       {8, 1, 64, 16, 0, {{33, 33}, {1, 1024}, {17, 530}}},
@@ -258,6 +279,131 @@ TEST_CASE("paged_attention matches the cpu: decodes (split-K past 256 keys), pre
     const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
     const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
     CHECK(max_abs_diff(gpu_bf, cpu_r) < 2e-5);
+  }
+}
+
+// The tensor-core prefill kernel (cuda_attention_mma.cu) rounds Q, K, V and
+// the softmax weights to bf16 (f32 scores, softmax and sums). Tolerance
+// 1.5e-2 absolute on outputs of inputs uniform in [-1, 1]: bf16's relative
+// rounding is 2^-9 per operand; the host emulation of this kernel
+// (test_attention_mma_host.cpp) measures at most ~3.5e-3 against exact
+// attention over 240 random shapes, so this leaves a 4x margin for the
+// hardware's f32 summation order and exp2 approximation. The f32 tiled
+// kernel (TWIN_CUDA_ATTENTION=reference) is compared the same way, and
+// should differ from the tensor-core path (it proves the latter ran).
+TEST_CASE("paged_attention on tensor cores matches the cpu and the f32 tiled kernel within bf16 rounding") {
+  BackendPair be;
+  const std::unique_ptr<Backend> ref = reference_attention_backend();
+  const bool forced_reference = std::getenv("TWIN_CUDA_ATTENTION") != nullptr &&
+                                std::string(std::getenv("TWIN_CUDA_ATTENTION")) == "reference";
+  const std::vector<AttnCase> cases = {
+      // heads, kv heads, head_dim, block size, window, {(new, context)}
+      {4, 4, 128, 16, 0, {{16, 16}, {100, 100}, {65, 65}}},         // rows not a multiple of 64
+      {8, 2, 128, 256, 0, {{300, 1000}, {4, 4}, {1, 40}}},          // GQA 4, a chunk after a cached prefix, a decode
+      {16, 2, 64, 1, 0, {{77, 77}, {33, 200}}},                     // GQA 8, token-level KV
+      {4, 1, 64, 16, 100, {{257, 257}, {64, 500}}},                 // GQA 4, sliding window
+      {2, 2, 128, 16, 37, {{130, 300}}},                            // window not a multiple of anything
+      {8, 1, 128, 256, 0, {{2048, 2048}}},                          // a long prompt, GQA 8
+      {4, 4, 64, 256, 0, {{512, 1536}, {20, 20}}},                  // a long chunk after a long prefix
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    const Result cpu = run_attention(*be.cpu, cases[i], ElemType::f32, false);
+    const Result gpu = run_attention(*be.gpu, cases[i], ElemType::f32, false);
+    const Result tiled = run_attention(*ref, cases[i], ElemType::f32, false);
+    CHECK(max_abs_diff(gpu, cpu) < 1.5e-2);
+    CHECK(max_abs_diff(gpu, tiled) < 1.5e-2);
+    CHECK(max_abs_diff(tiled, cpu) < 2e-5);
+    if (!forced_reference) CHECK(max_abs_diff(gpu, tiled) > 1e-6);  // the bf16 path did run
+    // bf16 cache: against the CPU on bf16-rounded K and V.
+    const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
+    const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
+    const Result tiled_bf = run_attention(*ref, cases[i], ElemType::bf16, false);
+    CHECK(max_abs_diff(gpu_bf, cpu_r) < 1.5e-2);
+    CHECK(max_abs_diff(gpu_bf, tiled_bf) < 1.5e-2);
+    CHECK(std::all_of(gpu.begin(), gpu.end(), [](float x) { return std::isfinite(x); }));
+    CHECK(std::all_of(gpu_bf.begin(), gpu_bf.end(), [](float x) { return std::isfinite(x); }));
+  }
+}
+
+// The GQA decode kernel (cuda_attention_decode.cu): every decode row and
+// short chunk with head_dim % 8 == 0 takes it. GQA ratios 1, 4, 8 and MQA;
+// head sizes 64, 80, 128, 256; contexts 1, 17, 4096, 33000 (batch 1: many
+// split-K partitions) and batch 64 (few); windows; block sizes 1, 16, 64;
+// f32 and bf16 caches. head_dim 12 takes the per-head fallback kernel.
+TEST_CASE("paged_attention decode kernel matches the cpu: GQA 1/4/8/MQA, head sizes to 256, 33k contexts, batch 64") {
+  BackendPair be;
+  std::vector<std::pair<std::int32_t, std::int32_t>> batch64;
+  for (std::int32_t i = 0; i < 64; ++i) batch64.push_back({1 + i % 3, 1 + (i * 37) % 700});
+  const std::vector<AttnCase> cases = {
+      {8, 8, 64, 16, 0, {{1, 1}, {1, 17}, {1, 4096}}},          // ratio 1
+      {32, 8, 128, 16, 0, {{1, 33000}}},                        // Llama-3.1-8B at 33k, batch 1
+      {32, 8, 128, 16, 0, batch64},                             // batch 64, chunks of 1-3 rows
+      {16, 2, 80, 64, 0, {{1, 17}, {2, 4096}, {3, 300}}},       // ratio 8, head_dim 80
+      {16, 1, 256, 1, 0, {{1, 1}, {1, 17}, {1, 2000}}},         // MQA 16 heads (two head blocks), 256
+      {12, 1, 64, 16, 0, {{1, 4096}, {1, 5}}},                  // MQA 12: a partial second head block
+      {8, 2, 128, 16, 1000, {{1, 33000}, {1, 900}, {2, 1001}}}, // sliding window over a long context
+      {4, 4, 256, 64, 37, {{1, 4096}, {3, 40}}},
+      {6, 2, 12, 16, 0, {{1, 300}, {2, 17}}},                   // head_dim 12: the fallback
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i);
+    const Result cpu = run_attention(*be.cpu, cases[i], ElemType::f32, false);
+    const Result gpu = run_attention(*be.gpu, cases[i], ElemType::f32, false);
+    CHECK(max_abs_diff(gpu, cpu) < 2e-5);
+    const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
+    const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
+    CHECK(max_abs_diff(gpu_bf, cpu_r) < 2e-5);
+  }
+}
+
+TEST_CASE("rmsnorm, add_rmsnorm, silu_and_mul: the vectorised rows (4096, 8192 wide) and the fallbacks match the cpu") {
+  BackendPair be;
+  for (std::int64_t H : {4096, 8192, 8196, 100, 6}) {  // 8196: past the register rows; 6: not a multiple of 4
+    for (ElemType wd : {ElemType::f32, ElemType::bf16}) {
+      const std::int64_t T = 3;
+      const auto x = random_floats(static_cast<std::size_t>(T * H), 70, 4.0f), d = random_floats(static_cast<std::size_t>(T * H), 71);
+      const auto wn = random_floats(static_cast<std::size_t>(H), 72), gu = random_floats(static_cast<std::size_t>(T * 2 * H), 73, 6.0f);
+      auto [cpu, gpu] = both(be, [&](Backend& b) {
+        Result r;
+        auto append = [&](const Result& v) { r.insert(r.end(), v.begin(), v.end()); };
+        DeviceTensor xs = to_device(b, x, T, H), ds = to_device(b, d, T, H), out = zeros(b, T, H);
+        DeviceTensor w = wd == ElemType::bf16 ? to_device(b, to_bf16(wn), ElemType::bf16, 1, H) : to_device(b, wn, 1, H);
+        b.rmsnorm(xs.view, w.view, 1e-5f, out.view);
+        append(to_host(b, out.view));
+        b.add_rmsnorm(xs.view, ds.view, w.view, 1e-6f, out.view);
+        append(to_host(b, xs.view));
+        append(to_host(b, out.view));
+        DeviceTensor guv = to_device(b, gu, T, 2 * H), act = zeros(b, T, H);
+        b.silu_and_mul(guv.view, act.view);
+        append(to_host(b, act.view));
+        return r;
+      });
+      INFO("H " << H << " weight " << elem_type_name(wd));
+      CHECK(max_rel_diff(gpu, cpu) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("greedy argmax at odd vocabularies (the scalar path) and tiny ones") {
+  BackendPair be;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t V : {1, 3, 4097, 128257}) {
+    std::vector<float> logits = random_floats(static_cast<std::size_t>(4 * V), 64, 5.0f);
+    logits[static_cast<std::size_t>(V - 1)] = 60.0f;  // row 0: the last id
+    if (V > 2) {
+      logits[static_cast<std::size_t>(V + 1)] = 60.0f;  // row 1: a tie, the lower id wins
+      logits[static_cast<std::size_t>(2 * V - 1)] = 60.0f;
+    }
+    logits[static_cast<std::size_t>(2 * V)] = nan;  // row 2: NaN at id 0
+    std::vector<SamplingParams> params(4);
+    std::vector<TokenId> a(4), g(4);
+    DeviceTensor lc = to_device(*be.cpu, logits, 4, V), lg = to_device(*be.gpu, logits, 4, V);
+    be.cpu->sample(lc.view, params, a);
+    be.gpu->sample(lg.view, params, g);
+    INFO("V " << V);
+    CHECK(a == g);
+    CHECK(g[2] == 0);
   }
 }
 

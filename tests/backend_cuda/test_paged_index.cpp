@@ -120,3 +120,49 @@ TEST_CASE("the device sampler's sort space: whole rows per chunk, at least one, 
   CHECK(twin::sampling_workspace_bytes(128256, 256) == 2 * 130 * 128256 * twin::kSamplingBytesPerPair);
   CHECK(twin::sampling_workspace_bytes(32000, 1) == 2 * 32000 * twin::kSamplingBytesPerPair);
 }
+
+TEST_CASE("packed GQA rows are query-major with the group heads inside, tiles cover them and padding takes the last position") {
+  for (std::int32_t group : {1, 4, 8}) {
+    for (std::int32_t nq : {1, 5, 16, 100}) {
+      const std::int32_t total = nq * group;
+      std::vector<int> seen(static_cast<std::size_t>(total), 0);
+      const std::int32_t tiles = packed_tiles(nq, group, 64);
+      CHECK(tiles == (total + 63) / 64);
+      for (std::int32_t t = 0; t < tiles; ++t) {
+        for (std::int32_t r = 0; r < 64; ++r) {
+          const std::int32_t packed = t * 64 + r;
+          const std::int32_t pos = packed_position(1000, packed, total, group);
+          if (packed >= total) {
+            CHECK(pos == 1000 + nq - 1);  // padding: the chunk's last position
+            continue;
+          }
+          const PackedRow pr = packed_row(packed, group);
+          CHECK(pr.query * group + pr.head == packed);
+          CHECK(pr.head < group);
+          CHECK(pos == 1000 + pr.query);
+          seen[static_cast<std::size_t>(pr.query * group + pr.head)] += 1;
+        }
+      }
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    }
+  }
+}
+
+TEST_CASE("key_tile_unmasked holds exactly when every key of the tile is visible to every row of the range") {
+  for (std::int32_t window : {0, 1, 7, 64, 100}) {
+    for (std::int32_t lo : {0, 3, 63, 64, 200}) {
+      for (std::int32_t span : {0, 1, 15, 64}) {
+        const std::int32_t hi = lo + span;
+        for (std::int32_t kb = 0; kb <= hi; kb += 5) {
+          for (std::int32_t n : {1, 16, 64}) {
+            bool all = true;
+            for (std::int32_t pos = lo; pos <= hi; ++pos) {
+              for (std::int32_t key = kb; key < kb + n; ++key) all = all && key_visible(key, pos, window);
+            }
+            CHECK(key_tile_unmasked(kb, n, lo, hi, window) == all);
+          }
+        }
+      }
+    }
+  }
+}

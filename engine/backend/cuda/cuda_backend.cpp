@@ -79,6 +79,7 @@ void* DeviceScratch::ensure(std::size_t bytes, cudaStream_t stream, const char* 
 
 CudaBackend::CudaBackend(int device) : device_(device) {
   cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  cuda_check(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_), "multiprocessor count");
   cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create stream");
   cuda_check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "create copy stream");
   cuda_check(cudaEventCreateWithFlags(&ops_done_, cudaEventDisableTiming), "create event");
@@ -86,6 +87,7 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   cublas_check(cublasCreate(&cublas_), "cublasCreate");
   cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
   stage_reserve(kInitialStaging);
+  attention_mma_ = !cuda::attention_mma_disabled_by_env();
 }
 
 CudaBackend::~CudaBackend() {

@@ -96,6 +96,7 @@ class CudaBackend final : public Backend {
   void after_launch(const char* op);  // checks the launch error
 
   int device_;
+  int sm_count_ = 1;  // multiprocessors: the decode attention kernel's split-K partitions fill them
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t ops_done_ = nullptr;
@@ -109,6 +110,9 @@ class CudaBackend final : public Backend {
 
   DeviceScratch gemm_a_;      // A converted to bf16
   DeviceScratch attention_;   // split-K partials
+  // Prefill chunks on the tensor-core kernel (bf16 mma); false with
+  // TWIN_CUDA_ATTENTION=reference: the f32 tiled kernel (docs/cuda.md).
+  bool attention_mma_ = true;
   DeviceScratch moe_;         // gathered rows and expert outputs
   DeviceScratch sampled_;     // tokens picked on the device
   DeviceScratch sampling_;    // sampled rows' probabilities, ids and sort space

@@ -60,8 +60,11 @@ void launch_moe_combine(const float* pair_out, const float* weights, std::int64_
 // out[i] = the argmax of logits[rows[i], 0:vocab] exactly as the host's
 // sample_reference picks it: the lowest id of the largest value, NaNs never
 // chosen, and id 0 when logits[row, 0] is NaN (the host's scan never moves).
+// Two stages (chunks of the vocabulary, then a merge per row) through
+// `workspace`: argmax_rows_workspace(vocab, n) bytes of device memory.
+std::size_t argmax_rows_workspace(std::int64_t vocab, std::int64_t n);
 void launch_argmax_rows(const float* logits, std::int64_t stride, std::int64_t vocab, const std::int32_t* rows,
-                        std::int64_t n, std::int32_t* out, cudaStream_t stream);
+                        std::int64_t n, std::int32_t* out, void* workspace, cudaStream_t stream);
 
 // A row sampled with temperature / top-k / top-p, resolved on the host: the
 // logits row and its parameters, u = sampling_uniform(seed, request,
@@ -144,5 +147,34 @@ bool attention_tiles_supported(int head_dim);
 // the tiles and tables; rows/partitions are unused.
 void launch_paged_attention_tiles(const AttnParams& p, const AttnTile* tiles, int num_tiles, int sliding_window,
                                   cudaStream_t stream);
+
+// Prefill attention on tensor cores (cuda_attention_mma.cu): a block takes
+// kAttnMmaRows packed rows (query x head of one KV head's GQA group,
+// paged::packed_row) of one sequence's chunk and walks its keys
+// kAttnMmaKeys at a time. Q, K, V and the softmax weights P are rounded to
+// bf16 for the mma; scores, softmax and the output accumulate in f32.
+struct AttnMmaTile {
+  std::int32_t row;           // q/out row of the chunk's first new token
+  std::int32_t position;      // its position
+  std::int32_t num_query;     // the chunk's new tokens
+  std::int32_t packed_begin;  // the tile's first packed row
+  std::int32_t table_offset;
+};
+
+constexpr int kAttnMmaRows = 64;
+constexpr int kAttnMmaKeys = 64;
+
+// Whether the tensor-core kernel runs this shape on the current device:
+// head_dim 64 or 128, an f32 or bf16 cache, compute capability 8.0 or newer.
+bool attention_mma_supported(int head_dim, int cache_dtype);
+
+// TWIN_CUDA_ATTENTION=reference in the environment selects the f32 tiled
+// kernel for prefill instead (read by each CudaBackend when it is made).
+bool attention_mma_disabled_by_env();
+
+// p's q/out/cache/shape fields and tables; the grid is (num_tiles,
+// kv_heads). K and V must be 16-byte aligned.
+void launch_paged_attention_mma(const AttnParams& p, const AttnMmaTile* tiles, int num_tiles, int sliding_window,
+                                cudaStream_t stream);
 
 }  // namespace twin::cuda

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/backend/cuda/cuda_attention_decode.hpp"
 #include "engine/backend/cuda/cuda_backend_impl.hpp"
 #include "engine/backend/cuda/cuda_kernels.hpp"
+#include "engine/backend/cuda/decode_attention.hpp"
 #include "engine/backend/op_checks.hpp"
 #include "engine/backend/paged_index.hpp"
 #include "engine/backend/sampling.hpp"
@@ -104,6 +107,15 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   // rows to the split-K kernel, which spreads a long context over blocks.
   // The block tables are concatenated into one staged array.
   const bool tiled = cuda::attention_tiles_supported(shape.head_dim);
+  // Where it handles the shape (and K/V are 16-byte aligned for its vector
+  // loads), prefill chunks take the tensor-core kernel instead, in tiles of
+  // packed (query, group head) rows; TWIN_CUDA_ATTENTION=reference keeps the
+  // f32 tiled kernel.
+  const bool mma = attention_mma_ && cuda::attention_mma_supported(shape.head_dim, code(cache.dtype)) &&
+                   reinterpret_cast<std::uintptr_t>(cache.k) % 16 == 0 &&
+                   reinterpret_cast<std::uintptr_t>(cache.v) % 16 == 0;
+  const std::int32_t group = shape.num_heads / cache.kv_heads;
+  std::vector<cuda::AttnMmaTile> mma_tiles;
   std::vector<cuda::AttnRow> rows;
   std::vector<cuda::AttnTile> tiles;
   std::vector<std::int32_t> tables;
@@ -112,6 +124,13 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     const auto offset = static_cast<std::int32_t>(tables.size());
     const std::int32_t blocks = paged::blocks_for(s.context_len, cache.block_size);
     tables.insert(tables.end(), s.block_table.begin(), s.block_table.begin() + blocks);
+    if (mma && s.num_query >= cuda::kAttnTileMinRows) {
+      const std::int32_t pos = paged::query_position(s.context_len, s.num_query, 0);
+      for (std::int32_t t = 0; t < paged::packed_tiles(s.num_query, group, cuda::kAttnMmaRows); ++t) {
+        mma_tiles.push_back({s.query_start, pos, s.num_query, t * cuda::kAttnMmaRows, offset});
+      }
+      continue;
+    }
     if (tiled && s.num_query >= cuda::kAttnTileMinRows) {
       for (std::int32_t i = 0; i < s.num_query; i += cuda::kAttnTileRows) {
         const std::int32_t pos = paged::query_position(s.context_len, s.num_query, i);
@@ -125,8 +144,9 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
       rows.push_back({s.query_start + i, pos, first, offset});
     }
   }
-  if (rows.empty() && tiles.empty()) return;
-  if (rows.size() > static_cast<std::size_t>(INT_MAX) || tiles.size() > static_cast<std::size_t>(INT_MAX)) {
+  if (rows.empty() && tiles.empty() && mma_tiles.empty()) return;
+  if (rows.size() > static_cast<std::size_t>(INT_MAX) || tiles.size() > static_cast<std::size_t>(INT_MAX) ||
+      mma_tiles.size() > static_cast<std::size_t>(INT_MAX)) {
     throw Error("paged_attention: too many query rows");
   }
 
@@ -143,7 +163,19 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   p.head_dim = shape.head_dim;
   p.num_heads = shape.num_heads;
   p.scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  p.partition_size = cuda::kAttnPartitionSize;
+  // Rows take the GQA decode kernel (one K/V read per KV head, partitions
+  // sized to fill the SMs) where it handles the shape, else the per-head
+  // fallback with its fixed partitions.
+  const bool gqa_decode = cuda::attention_decode_supported(shape.head_dim, cache.k, cache.v);
+  if (gqa_decode && !rows.empty()) {
+    std::int32_t max_keys = 0;
+    for (const cuda::AttnRow& r : rows) max_keys = std::max(max_keys, r.position - r.first_key + 1);
+    const std::int64_t units = static_cast<std::int64_t>(rows.size()) *
+                               cuda::attention_decode_units_per_row(shape.num_heads, cache.kv_heads);
+    p.partition_size = decode::partition_size(max_keys, units, sm_count_);
+  } else {
+    p.partition_size = cuda::kAttnPartitionSize;
+  }
   // Rows go in launches whose split-K partials fit a bounded workspace
   // (rows x their widest partition count, per head), so a long prefill does
   // not need rows x context memory.
@@ -156,12 +188,11 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   std::vector<Launch> launches;
   std::size_t need_slots = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::int32_t parts =
-        paged::num_partitions(rows[i].position - rows[i].first_key + 1, cuda::kAttnPartitionSize);
+    const std::int32_t parts = paged::num_partitions(rows[i].position - rows[i].first_key + 1, p.partition_size);
     if (parts > kMaxGridZ) {  // the partitions are the grid's z dimension
       throw Error("paged_attention: a query over " + std::to_string(rows[i].position - rows[i].first_key + 1) +
                   " keys needs " + std::to_string(parts) + " partitions of " +
-                  std::to_string(cuda::kAttnPartitionSize) + ", more than CUDA's grid allows (" +
+                  std::to_string(p.partition_size) + ", more than CUDA's grid allows (" +
                   std::to_string(kMaxGridZ) + ")");
     }
     if (!launches.empty()) {
@@ -184,11 +215,30 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     p.part_acc = reinterpret_cast<float*>(ws);
     p.part_ml = reinterpret_cast<float*>(ws + acc_bytes);
   }
+  // Tensor-core tiles with the most keys first (the diagonal's end of long
+  // chunks), so the short ones fill the last wave.
+  auto key_count = [&](const cuda::AttnMmaTile& t) {
+    const std::int32_t total = t.num_query * group;
+    const std::int32_t last = std::min(t.packed_begin + cuda::kAttnMmaRows, total) - 1;
+    const std::int32_t lo = paged::packed_position(t.position, t.packed_begin, total, group);
+    const paged::KeyRange k = paged::tile_keys(lo, paged::packed_position(t.position, last, total, group) - lo + 1,
+                                               shape.sliding_window);
+    return k.end - k.begin;
+  };
+  std::stable_sort(mma_tiles.begin(), mma_tiles.end(),
+                   [&](const cuda::AttnMmaTile& a, const cuda::AttnMmaTile& b) { return key_count(a) > key_count(b); });
   stage_reserve(staged_size(rows.size() * sizeof(cuda::AttnRow)) + staged_size(tiles.size() * sizeof(cuda::AttnTile)) +
+                staged_size(mma_tiles.size() * sizeof(cuda::AttnMmaTile)) +
                 staged_size(tables.size() * sizeof(std::int32_t)));
   const cuda::AttnRow* d_rows = stage(std::span<const cuda::AttnRow>(rows));
   const cuda::AttnTile* d_tiles = stage(std::span<const cuda::AttnTile>(tiles));
+  const cuda::AttnMmaTile* d_mma_tiles = stage(std::span<const cuda::AttnMmaTile>(mma_tiles));
   p.tables = stage(std::span<const std::int32_t>(tables));
+  if (!mma_tiles.empty()) {
+    cuda::launch_paged_attention_mma(p, d_mma_tiles, static_cast<int>(mma_tiles.size()), shape.sliding_window,
+                                     stream_);
+    after_launch("paged_attention");
+  }
   if (!tiles.empty()) {
     cuda::launch_paged_attention_tiles(p, d_tiles, static_cast<int>(tiles.size()), shape.sliding_window, stream_);
     after_launch("paged_attention");
@@ -197,7 +247,11 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     p.rows = d_rows + l.first;
     p.num_rows = static_cast<int>(l.count);
     p.max_partitions = l.parts;
-    cuda::launch_paged_attention(p, stream_);
+    if (gqa_decode) {
+      cuda::launch_paged_attention_decode(p, stream_);
+    } else {
+      cuda::launch_paged_attention(p, stream_);
+    }
     after_launch("paged_attention");
   }
 }
@@ -340,10 +394,15 @@ void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParam
   }
   // Tokens in staging order: the greedy rows', then the sampled rows'.
   const auto rows = static_cast<std::size_t>(logits.rows);
-  auto* d_out = static_cast<std::int32_t*>(sampled_.ensure(rows * sizeof(std::int32_t), stream_, "sample"));
+  // Then the greedy argmax's per-chunk partials.
+  const std::size_t tokens_bytes = staged_size(rows * sizeof(std::int32_t));
+  char* sampled_ws = static_cast<char*>(
+      sampled_.ensure(tokens_bytes + cuda::argmax_rows_workspace(logits.cols, n_greedy), stream_, "sample"));
+  auto* d_out = reinterpret_cast<std::int32_t*>(sampled_ws);
   const auto* x = static_cast<const float*>(logits.data);
   if (n_greedy > 0) {
-    cuda::launch_argmax_rows(x, logits.row_stride, logits.cols, d_greedy, n_greedy, d_out, stream_);
+    cuda::launch_argmax_rows(x, logits.row_stride, logits.cols, d_greedy, n_greedy, d_out, sampled_ws + tokens_bytes,
+                             stream_);
     after_launch("sample");
   }
   if (n_sampled > 0) {
