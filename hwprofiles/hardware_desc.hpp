@@ -54,6 +54,13 @@ std::vector<std::string> hardware_names();
 // listing the bundled names.
 HardwareDesc resolve_hardware(const std::string& name_or_path);
 
+// The bundled profile of the device an engine ran on: "cpu" for the CPU
+// backend; for a GPU, the profile whose name's every '-'-separated part
+// occurs in the device name (case-insensitive; "NVIDIA H200" -> h200,
+// "NVIDIA A100-SXM4-80GB" -> a100-80gb), the most specific match first.
+// UsageError naming the device, to be overridden with --hw, when none fits.
+std::string hardware_for_device(const std::string& backend, const std::string& device_name);
+
 // Strict: unknown keys, missing or negative fields, efficiencies outside
 // (0, 1], a numeric field without a source note are twin::Error naming the
 // file and the field.

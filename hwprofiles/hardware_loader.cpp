@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -221,6 +222,38 @@ HardwareDesc resolve_hardware(const std::string& name_or_path) {
                                  std::string(f.name));
   throw UsageError("unknown hardware '" + name_or_path +
                    "' (not a bundled name or a file); known hardware: " + known_names_text());
+}
+
+std::string hardware_for_device(const std::string& backend, const std::string& device_name) {
+  if (backend == "cpu") return "cpu";
+  auto lower = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return t;
+  };
+  const std::string device = lower(device_name);
+  std::string best;
+  std::size_t best_parts = 0;
+  for (const std::string& name : hardware_names()) {
+    if (name == "cpu") continue;
+    std::size_t parts = 0;
+    bool all = true;
+    for (std::size_t at = 0; at <= name.size();) {
+      const std::size_t dash = std::min(name.find('-', at), name.size());
+      const std::string part = name.substr(at, dash - at);
+      if (!part.empty() && device.find(part) == std::string::npos) all = false;
+      ++parts;
+      at = dash + 1;
+    }
+    if (all && parts > best_parts) {
+      best = name;
+      best_parts = parts;
+    }
+  }
+  if (best.empty()) {
+    throw UsageError("no bundled hardware profile matches the device '" + device_name +
+                     "'; give one with --hw (known hardware: " + known_names_text() + ")");
+  }
+  return best;
 }
 
 }  // namespace twin

@@ -41,19 +41,4 @@ class ScaledTraceSource final : public RequestSource {
   double time_scale_;
 };
 
-// A list of requests owned by the source (floors, tests).
-class VectorSource final : public RequestSource {
- public:
-  explicit VectorSource(std::vector<Request> requests) : requests_(std::move(requests)) {}
-  bool next(Request& out) override {
-    if (next_ >= requests_.size()) return false;
-    out = requests_[next_++];
-    return true;
-  }
-
- private:
-  std::vector<Request> requests_;
-  std::size_t next_ = 0;
-};
-
 }  // namespace twin

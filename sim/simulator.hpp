@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/request.hpp"
@@ -17,20 +18,6 @@
 #include "sim/event_queue.hpp"
 
 namespace twin {
-
-class RequestSource {
- public:
-  virtual ~RequestSource() = default;
-  // The next request in arrival order; false at the end.
-  virtual bool next(Request& out) = 0;
-};
-
-class RecordSink {
- public:
-  virtual ~RecordSink() = default;
-  virtual void on_request(const RequestRecord& record) = 0;
-  virtual void on_step(const StepRecord&) {}
-};
 
 // One replica as the simulator runs it.
 struct SimReplicaSpec {

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/core/error.hpp"
+#include "engine/core/timeline.hpp"
 
 namespace twin {
 
@@ -21,14 +22,11 @@ std::vector<Request> scale_to_rate(const std::vector<Request>& trace, double rat
   const double rate = trace_rate(trace);
   const Time first = trace.empty() ? 0 : trace.front().arrival;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    // Rounded to whole ns: the file written and the engine's clock agree.
-    const double at = rate > 0 ? static_cast<double>(out[i].arrival - first) * rate / rate_rps
-                               : static_cast<double>(i) * 1e9 / rate_rps;
-    out[i].arrival = static_cast<Time>(std::llround(at));
-    if (out[i].cancel_time != kNoTime) {
-      // The client's patience scales with the clock, as its arrival does.
-      const double wait = static_cast<double>(trace[i].cancel_time - trace[i].arrival);
-      out[i].cancel_time = out[i].arrival + static_cast<Time>(std::llround(rate > 0 ? wait * rate / rate_rps : wait));
+    if (rate > 0) {
+      replay_faster(out[i], first, rate_rps / rate);
+    } else {  // all at one instant: spread evenly at the rate, patience kept
+      arrive_at_once(out[i]);
+      replay_faster(out[i], -static_cast<Time>(std::llround(static_cast<double>(i) * 1e9 / rate_rps)), 1.0);
     }
   }
   return out;
@@ -36,10 +34,7 @@ std::vector<Request> scale_to_rate(const std::vector<Request>& trace, double rat
 
 std::vector<Request> all_at_once(const std::vector<Request>& trace) {
   std::vector<Request> out = trace;
-  for (Request& r : out) {
-    if (r.cancel_time != kNoTime) r.cancel_time -= r.arrival;
-    r.arrival = 0;
-  }
+  for (Request& r : out) arrive_at_once(r);
   return out;
 }
 

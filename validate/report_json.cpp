@@ -76,6 +76,7 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
   out["trace_rate_rps"] = num(r.trace_rate_rps);
   out["capacity_rps"] = num(r.capacity_rps);
   out["engine"] = r.engine_description;
+  out["roofline_hardware"] = r.roofline_hardware;
   out["replay_parity_exact"] = r.parity_exact();
   Json loads = Json::array();
   for (const LoadResult& l : r.loads) {

@@ -90,6 +90,7 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
   out << "- trace: `" << r.trace << "`, " << r.requests << " requests (" << f(r.trace_rate_rps) << " req/s as recorded)\n";
   out << "- calibrated profile: `" << r.profile << "`\n";
   out << "- engine: " << r.engine_description << "\n";
+  out << "- roofline priced with hardware profile: " << r.roofline_hardware << "\n";
   out << "- predicted capacity (calibrated model, every request at t=0): **" << f(r.capacity_rps) << " req/s**\n";
   out << "- replay parity: **" << (r.parity_exact() ? "exact at every load" : "FAILED") << "**\n\n";
   out << "Errors are (predicted − measured) / measured. The replay run feeds the engine's own step times to the "

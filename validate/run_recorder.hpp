@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
 #include "engine/runtime/forward_batch.hpp"
 #include "metrics/collector.hpp"
@@ -27,13 +28,13 @@ struct RunRecords {
   std::vector<OpTimes> step_op_ns;
 };
 
-class RunRecorder {
+class RunRecorder final : public RecordSink {
  public:
   // An empty dir writes nothing. Existing result files need overwrite
   // (UsageError naming the file otherwise).
   RunRecorder(const std::filesystem::path& dir, bool overwrite);
-  void on_request(const RequestRecord& record);
-  void on_step(const StepRecord& record);
+  void on_request(const RequestRecord& record) override;
+  void on_step(const StepRecord& record) override;
   // Summarises, writes summary.json and hands the records over.
   RunRecords finish(const SummaryContext& context);
 

@@ -7,34 +7,6 @@
 #include "sim/simulator.hpp"
 
 namespace twin {
-namespace {
-
-class VectorSource final : public RequestSource {
- public:
-  explicit VectorSource(const std::vector<Request>& requests) : requests_(requests) {}
-  bool next(Request& out) override {
-    if (i_ == requests_.size()) return false;
-    out = requests_[i_++];
-    return true;
-  }
-
- private:
-  const std::vector<Request>& requests_;
-  std::size_t i_ = 0;
-};
-
-class RecorderSink final : public RecordSink {
- public:
-  explicit RecorderSink(RunRecorder& recorder) : recorder_(recorder) {}
-  void on_request(const RequestRecord& r) override { recorder_.on_request(r); }
-  void on_step(const StepRecord& s) override { recorder_.on_step(s); }
-
- private:
-  RunRecorder& recorder_;
-};
-
-}  // namespace
-
 RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Request>& trace,
                              const std::filesystem::path& dir, bool overwrite, const std::string& cost_model,
                              std::shared_ptr<CostModel> model, const nlohmann::ordered_json& extra_echo) {
@@ -44,7 +16,6 @@ RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Requ
     for (SimReplicaSpec& r : cluster.replicas) r.cost_model = model;
   }
   RunRecorder recorder(dir, overwrite);
-  RecorderSink sink(recorder);
   SimOptions options;
   options.router = cluster.router;
   options.seed = config.seed;
@@ -57,7 +28,7 @@ RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Requ
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
   Simulator simulator(std::move(cluster.replicas), std::move(options));
   VectorSource source(trace);
-  const SimStats stats = simulator.run(source, sink);
+  const SimStats stats = simulator.run(source, recorder);
   context.simulated_time_s = to_seconds(stats.end_time);
   context.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return recorder.finish(context);

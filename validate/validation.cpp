@@ -8,6 +8,9 @@
 #include "engine/core/error.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/serve.hpp"
+#include "hwprofiles/calibrated_profile.hpp"
+#include "hwprofiles/hardware_desc.hpp"
 #include "models/model_desc.hpp"
 #include "sim/cluster.hpp"
 #include "sim/replay_cost_model.hpp"
@@ -21,8 +24,6 @@ namespace fs = std::filesystem;
 
 namespace twin {
 namespace {
-
-constexpr std::int64_t kDefaultKvBytes = std::int64_t{1} << 30;  // as `twinserve run` on the CPU
 
 std::vector<Request> read_trace(const ValidateOptions& o) {
   TraceReadOptions read;
@@ -113,37 +114,64 @@ ValidationResult run_validation(const ValidateOptions& o) {
   result.requests = static_cast<std::int64_t>(trace.size());
   result.trace_rate_rps = trace_rate(trace);
 
-  // One cluster config for every side, so the engine and the three
-  // simulations run the same policy; the engine takes the resolved
-  // ReplicaConfig of the simulator's cluster itself.
+  // The engine is set up as `twinserve run` sets it up (engine/runtime/serve):
+  // the profile's weight and KV dtypes, the same scheduler, the KV cache
+  // sized by the same memory plan. The simulations then take the engine's
+  // block count, so all four sides serve one replica of one size.
+  const ProfileMetadata profile_meta = load_calibrated_profile(o.profile).metadata;
+  auto engine_dtype = [&](const std::string& given, const std::string& measured, const char* flag) {
+    const std::string want = measured == "fp32" ? "f32" : measured;  // models/ names -> the engine's
+    if (!given.empty() && resolve_kv_cache_dtype(given, want) != want) {
+      throw UsageError(std::string(flag) + " " + given + " contradicts the profile " + o.profile + ", measured with " +
+                       measured + "; leave it unset or calibrate with it");
+    }
+    return want;
+  };
   const ModelConfig model = model_config_from(resolve_model(o.model));
   OptionList options;
   const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
   options.emplace_back("max_model_len", std::to_string(o.max_model_len > 0 ? o.max_model_len : context));
   for (const auto& kv : o.scheduler_options) options.push_back(kv);
-  ReplicaConfig probe = replica_preset(o.scheduler_preset);
-  for (const auto& [key, value] : options) set_replica_option(probe, key, value);
-  std::int32_t blocks = o.num_gpu_blocks;
-  if (blocks <= 0) {
-    blocks = static_cast<std::int32_t>(std::min<std::int64_t>(kDefaultKvBytes / kv_block_bytes(model, probe.kv.block_size), 1 << 30));
+  EngineSettings settings;
+  settings.model = o.model;
+  settings.replica = replica_preset(o.scheduler_preset);
+  for (const auto& [key, value] : options) set_replica_option(settings.replica, key, value);
+  if (o.num_gpu_blocks > 0) settings.replica.kv.num_blocks = o.num_gpu_blocks;
+  settings.runner.backend = o.backend;
+  settings.runner.threads = o.threads;
+  settings.runner.seed = o.seed;
+  settings.runner.weight_dtype = engine_dtype(o.dtype, profile_meta.dtype, "--dtype");
+  settings.runner.kv_cache_dtype = engine_dtype(o.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
+  settings.runner.gpu_memory_utilization = o.gpu_memory_utilization;
+  settings.sampling.seed = o.seed;
+  Engine engine(settings);
+  // Per-op times for the report's op table: free on the CPU backend, a stall
+  // per op on a GPU (it would change the run being validated).
+  engine.runner().set_time_ops(engine.runner().device_threads() > 0);
+  result.engine_description = engine.description();
+  say(o, "engine: " + result.engine_description);
+  if (const std::string plan = engine.memory_plan_line(); !plan.empty()) say(o, plan);
+  if (profile_meta.device != engine.runner().device_name()) {
+    say(o, "warning: the profile was measured on '" + profile_meta.device + "', the engine runs on '" +
+               engine.runner().device_name() + "'");
   }
+  result.roofline_hardware = o.roofline_hardware.empty()
+                                 ? hardware_for_device(engine.runner().backend_name(), engine.runner().device_name())
+                                 : o.roofline_hardware;
+  const std::int32_t blocks = engine.replica_config().kv.num_blocks;
+
   ClusterConfig roofline;
   roofline.groups.emplace_back();
   roofline.groups.front().model = o.model;
-  roofline.groups.front().hardware = o.roofline_hardware;
+  roofline.groups.front().hardware = result.roofline_hardware;
+  roofline.groups.front().dtype = profile_meta.dtype;
+  roofline.groups.front().kv_dtype = profile_meta.kv_dtype;
   roofline.scheduler_preset = o.scheduler_preset;
   roofline.scheduler_options = options;
   roofline.num_gpu_blocks_override = blocks;
   roofline.seed = o.seed;
   ClusterConfig calibrated = roofline;
   use_profile(calibrated.groups.front(), o.profile);
-
-  EngineSpec spec;
-  spec.model = o.model;
-  spec.backend = o.backend;
-  spec.threads = o.threads;
-  spec.seed = o.seed;
-  spec.replica = build_cluster(calibrated).groups.front().replica;
   const std::shared_ptr<CostModel> calibrated_model = cost_model_of(calibrated);
   const std::shared_ptr<CostModel> roofline_model = cost_model_of(roofline);
 
@@ -154,10 +182,6 @@ ValidationResult run_validation(const ValidateOptions& o) {
   if (!(result.capacity_rps > 0)) throw Error("the calibrated model predicts no throughput for " + o.trace);
   say(o, "capacity: " + fixed(result.capacity_rps, 3) + " req/s predicted (calibrated, " +
              std::to_string(trace.size()) + " requests at t=0)");
-
-  EngineServer engine(spec);
-  result.engine_description = engine.description();
-  say(o, "engine: " + result.engine_description);
   fs::create_directories(o.out_dir);
 
   for (double load : o.loads) {
@@ -180,12 +204,12 @@ ValidationResult run_validation(const ValidateOptions& o) {
     say(o, "load " + fixed(load, 2) + ": " + fixed(lr.rate_rps, 3) + " req/s, serving " +
                std::to_string(scaled.size()) + " requests on the engine (" +
                fixed(to_seconds(scaled.back().arrival), 1) + " s of arrivals)");
-    lr.engine = engine.serve(scaled, dir / "engine", o.overwrite, echo);
+    lr.engine = serve_on_engine(engine, scaled, dir / "engine", o.overwrite, echo);
     std::vector<Summary> repeat_summaries;
     for (std::int32_t k = 2; k <= o.engine_repeats; ++k) {
       say(o, "load " + fixed(load, 2) + ": engine run " + std::to_string(k) + " of " +
                  std::to_string(o.engine_repeats) + " (repeatability)");
-      const RunRecords again = engine.serve(scaled, dir / ("engine_" + std::to_string(k)), o.overwrite, echo);
+      const RunRecords again = serve_on_engine(engine, scaled, dir / ("engine_" + std::to_string(k)), o.overwrite, echo);
       lr.engine_repeats.push_back(compare_summaries(lr.engine.summary, again.summary));
       repeat_summaries.push_back(again.summary);
     }

@@ -24,7 +24,9 @@ struct ValidateOptions {
   std::string trace_format;      // empty: detected
   std::string model;             // name or config path
   std::string profile;           // calibrated hardware profile (twinserve calibrate); required
-  std::string roofline_hardware = "cpu";
+  // Hardware profile pricing the roofline column; empty: the bundled
+  // profile of the device the engine runs on (hardware_for_device).
+  std::string roofline_hardware;
   std::vector<double> loads = {0.3, 0.6, 0.9};
   std::int64_t max_requests = 0;  // 0: the whole trace
   std::string backend = "cpu";
@@ -32,7 +34,11 @@ struct ValidateOptions {
   std::uint64_t seed = 0;
   std::string scheduler_preset = "vllm";
   OptionList scheduler_options;        // as set_replica_option takes them, applied in order
-  std::int32_t num_gpu_blocks = 0;     // 0: 1 GiB of KV, as `twinserve run`
+  // Engine storage; empty: the profile's (a value that contradicts the
+  // profile is a UsageError: the prediction would be for another engine).
+  std::string dtype, kv_cache_dtype;
+  std::int32_t num_gpu_blocks = 0;     // 0: the engine's memory plan, as `twinserve run`
+  double gpu_memory_utilization = 0.9;  // a GPU's memory plan, as `twinserve run`
   std::int32_t max_model_len = 0;      // 0: the model's context, as `twinserve run`
   std::filesystem::path out_dir;
   bool overwrite = false;
@@ -78,6 +84,7 @@ struct ValidationResult {
   double trace_rate_rps = 0;
   double capacity_rps = 0;  // predicted, saturated run, calibrated model
   std::string engine_description;
+  std::string roofline_hardware;  // the hardware profile that priced the roofline column
   std::vector<LoadResult> loads;
   bool parity_exact() const;
 };

@@ -131,6 +131,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   bo.threads = options.threads;
   bo.weights_dir = options.weights_dir;
   bo.weight_dtype = options.dtype;
+  bo.kv_cache_dtype = options.kv_cache_dtype;
   bo.seed = options.seed;
   bo.max_tokens = max_tokens;
   bo.max_seqs = max_seqs;
@@ -141,7 +142,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   const DeviceInfo dev = bench->device_info();
   meta.model = model.name;
   meta.dtype = bench->weight_dtype_name() == "bf16" ? "bf16" : "fp32";
-  meta.kv_dtype = "fp32";  // the engine's KV cache is f32
+  meta.kv_dtype = bench->kv_dtype_name() == "bf16" ? "bf16" : "fp32";
   meta.backend = bench->backend_name();
   meta.device = dev.name;
   meta.cpu_model = cpu_model_name();
@@ -154,7 +155,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   meta.block_size = 16;
   meta.max_tokens = max_tokens;
   meta.quick = options.quick;
-  const Dtype w = parse_dtype(meta.dtype), kv = Dtype::fp32;
+  const Dtype w = parse_dtype(meta.dtype), kv = parse_dtype(meta.kv_dtype);
 
   TimingPolicy policy;
   if (options.quick) {
@@ -335,6 +336,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   ro.weights_dir = options.weights_dir;
   ro.seed = options.seed;
   ro.weight_dtype = options.dtype;
+  ro.kv_cache_dtype = options.kv_cache_dtype;
   ro.block_size = static_cast<std::int32_t>(meta.block_size);
   const std::vector<MeasuredStep> steps = measure_steps(config, ro, scenarios, rounds);
   const CalibratedTables tables(p, "(calibration in progress)");

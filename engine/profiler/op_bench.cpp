@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/error.hpp"
+#include "engine/runtime/model_runner.hpp"
 #include "engine/runtime/model_weights.hpp"
 
 namespace twin {
@@ -25,6 +26,7 @@ struct OpBench::Impl {
   TensorView x, h, delta, qkv, attn, gate_up, act, xs, hs, logits, router_logits;
   Buffer kv;
   KvCacheView cache;
+  std::string kv_dtype;  // resolved: f32 or bf16
   std::vector<TokenId> ids, sampled;
   std::vector<std::int32_t> positions, rows;
   std::vector<std::int64_t> slots;
@@ -80,7 +82,7 @@ struct OpBench::Impl {
     if (kv && cache.num_blocks >= blocks) return;
     kv = Buffer();
     cache = KvCacheView{};
-    cache.dtype = ElemType::f32;
+    cache.dtype = kv_dtype == "bf16" ? ElemType::bf16 : ElemType::f32;
     cache.num_blocks = std::max<std::int64_t>(blocks, 1);
     cache.block_size = options.block_size;
     cache.kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
@@ -89,9 +91,10 @@ struct OpBench::Impl {
     kv = backend->allocate(2 * per);
     cache.k = kv.data();
     cache.v = static_cast<char*>(kv.data()) + per;
-    const std::int64_t rows_ = cache.num_blocks * cache.block_size;
-    backend->fill(make_view(cache.k, ElemType::f32, rows_, cache.slot_elems()), 0.0f);
-    backend->fill(make_view(cache.v, ElemType::f32, rows_, cache.slot_elems()), 0.0f);
+    // Zero bits are 0.0 in every dtype: fill the tensors as f32 words.
+    const auto words = static_cast<std::int64_t>(per / sizeof(float));
+    backend->fill(make_view(cache.k, ElemType::f32, 1, words), 0.0f);
+    backend->fill(make_view(cache.v, ElemType::f32, 1, words), 0.0f);
   }
 
   // Seqs of `num_query` new tokens after `context` cached ones each, with
@@ -273,6 +276,7 @@ OpBench::OpBench(const ModelConfig& config, const OpBenchOptions& options) : imp
   w.seed = options.seed;
   w.dtype = options.weight_dtype;
   m.weights = load_model_weights(*m.backend, config, w);
+  m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
   m.carve();
   m.shape.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.shape.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
@@ -307,5 +311,6 @@ TimingStats OpBench::time(const Op& op, const TimingPolicy& policy) {
 DeviceInfo OpBench::device_info() const { return impl_->backend->device_info(); }
 std::string OpBench::backend_name() const { return impl_->backend->name(); }
 std::string OpBench::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights.embed.dtype)); }
+std::string OpBench::kv_dtype_name() const { return impl_->kv_dtype; }
 
 }  // namespace twin

@@ -27,6 +27,7 @@ struct OpBenchOptions {
   std::int32_t threads = 0;   // CPU worker threads; <= 0: the backend's default
   std::string weights_dir;    // empty: random weights from seed
   std::string weight_dtype = "auto";
+  std::string kv_cache_dtype = "auto";  // as RunnerOptions: auto is the weights' dtype
   std::uint64_t seed = 0;
   std::int64_t max_tokens = 4096;  // activation rows to allocate
   std::int64_t max_seqs = 256;     // sampling rows to allocate
@@ -48,6 +49,7 @@ class OpBench {
   DeviceInfo device_info() const;
   std::string backend_name() const;
   std::string weight_dtype_name() const;  // f32 or bf16
+  std::string kv_dtype_name() const;      // f32 or bf16
 
  private:
   struct Impl;

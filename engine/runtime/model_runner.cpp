@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/core/error.hpp"
 #include "engine/runtime/model_weights.hpp"
 
@@ -45,7 +46,12 @@ void carve(Backend& backend, const ModelConfig& c, std::int64_t T, std::int64_t 
     total += static_cast<std::size_t>(w.rows * w.cols) * elem_bytes(w.dtype);
   }
   s.storage = Buffer();  // free the old one first: peak memory stays one scratch
-  s.storage = backend.allocate(total);
+  try {
+    s.storage = backend.allocate(total);
+  } catch (const Error& e) {
+    throw Error("activation scratch for " + std::to_string(T) + " tokens and " + std::to_string(S) +
+                " sampled rows: " + e.what());
+  }
   for (std::size_t i = 0; i < wants.size(); ++i) {
     *wants[i].view = s.storage.view(wants[i].dtype, wants[i].rows, wants[i].cols, offsets[i]);
   }
@@ -53,10 +59,39 @@ void carve(Backend& backend, const ModelConfig& c, std::int64_t T, std::int64_t 
   s.samples = S;
 }
 
+// Workspaces a device backend grows lazily during the first steps at the
+// scheduler's limits, which the memory plan must leave free: the bf16 copy
+// of a GEMM's input (grown by doubling), MoE routing rows, the sampler's sort
+// space, the attention split-K partials (bounded at 256 MiB) and 512 MiB for
+// cuBLAS and allocator slack.
+std::int64_t backend_workspace_bytes(const ModelConfig& m, std::int64_t T, std::int64_t S) {
+  const std::int64_t H = m.hidden_size, I = m.intermediate_size;
+  const std::int64_t K = std::max<std::int64_t>(m.experts_per_token, 1);
+  const std::int64_t gemm_in = 2 * T * std::max({H, I, m.q_dim()}) * 2;
+  const std::int64_t moe = m.is_moe() ? 2 * T * K * (2 * H + 3 * I) * 4 : 0;
+  return gemm_in + moe + sampling_workspace_bytes(m.vocab_size, S) + (std::int64_t{768} << 20);
+}
+
+constexpr std::int64_t kCpuKvBytes = std::int64_t{1} << 30;  // the CPU has no memory plan: 1 GiB of KV
+
+ElemType kv_elem_type(const std::string& resolved) { return resolved == "bf16" ? ElemType::bf16 : ElemType::f32; }
+
 }  // namespace
 
-std::int64_t kv_block_bytes(const ModelConfig& c, std::int32_t block_size) {
-  return 2 * c.num_layers * c.kv_dim() * block_size * static_cast<std::int64_t>(sizeof(float));
+std::string resolve_kv_cache_dtype(const std::string& requested, const std::string& weight_dtype) {
+  if (requested == "auto") return weight_dtype == "bf16" ? "bf16" : "f32";
+  if (requested == "f32" || requested == "fp32" || requested == "float32") return "f32";
+  if (requested == "bf16" || requested == "bfloat16") return "bf16";
+  if (requested.rfind("fp8", 0) == 0) {
+    throw UsageError("--kv-cache-dtype " + requested +
+                     ": an fp8 KV cache is not implemented on any backend yet (use auto, f32 or bf16)");
+  }
+  throw UsageError("unknown --kv-cache-dtype '" + requested + "' (known: auto, f32, bf16)");
+}
+
+std::int64_t kv_block_bytes(const ModelConfig& c, std::int32_t block_size, const std::string& kv_dtype) {
+  return 2 * c.num_layers * c.kv_dim() * block_size *
+         static_cast<std::int64_t>(elem_bytes(kv_elem_type(resolve_kv_cache_dtype(kv_dtype, "f32"))));
 }
 
 struct ModelRunner::Impl {
@@ -65,8 +100,10 @@ struct ModelRunner::Impl {
   std::unique_ptr<Backend> backend;
   ModelWeights weights;
   Buffer kv_device, kv_host;
+  std::string kv_dtype;  // resolved: f32 or bf16
   std::vector<KvCacheView> device_layers, host_layers;
   Scratch scratch;
+  std::optional<KvMemoryPlan> plan;  // where the device's memory sized the KV cache
   AttentionShape attention;
   RopeConfig rope;
   // Per-step host metadata, reused across steps.
@@ -76,17 +113,22 @@ struct ModelRunner::Impl {
   std::vector<SamplingParams> sampling;
   std::vector<TensorView> expert_gate_up, expert_down;
 
-  std::vector<KvCacheView> make_cache(Buffer& buffer, std::int64_t num_blocks, MemoryKind kind) {
+  std::vector<KvCacheView> make_cache(Buffer& buffer, std::int64_t num_blocks, MemoryKind kind, const char* what) {
     std::vector<KvCacheView> layers;
     if (num_blocks <= 0) return layers;
     KvCacheView proto;
-    proto.dtype = ElemType::f32;
+    proto.dtype = kv_elem_type(kv_dtype);
     proto.num_blocks = num_blocks;
     proto.block_size = options.block_size;
     proto.kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
     proto.head_dim = static_cast<std::int32_t>(config.head_dim);
     const std::size_t per_tensor = static_cast<std::size_t>(proto.bytes_per_tensor());
-    buffer = backend->allocate(per_tensor * 2 * static_cast<std::size_t>(config.num_layers), kind);
+    try {
+      buffer = backend->allocate(per_tensor * 2 * static_cast<std::size_t>(config.num_layers), kind);
+    } catch (const Error& e) {
+      throw Error(std::string(what) + " (" + std::to_string(num_blocks) + " blocks of " + std::to_string(options.block_size) +
+                  " tokens, " + kv_dtype + "): " + e.what());
+    }
     for (std::int64_t l = 0; l < config.num_layers; ++l) {
       KvCacheView v = proto;
       v.k = static_cast<char*>(buffer.data()) + per_tensor * static_cast<std::size_t>(2 * l);
@@ -198,8 +240,11 @@ struct ModelRunner::Impl {
     }
     const auto S = static_cast<std::int64_t>(sample_rows.size());
     if (T > scratch.tokens || S > scratch.samples) {
-      carve(*backend, config, std::max(T, scratch.tokens * 2), std::max<std::int64_t>({S, scratch.samples * 2, 1}),
-            scratch);
+      // Each dimension grows (doubling) only when it must: growing both
+      // whenever either did once compounded the token rows to 2^17 and more
+      // (34 GB on Llama-3.1-8B) as the sampled rows grew.
+      carve(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
+            S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, scratch);
     }
     const float eps = static_cast<float>(config.rms_norm_eps);
     const std::int64_t qd = config.q_dim(), kvd = config.kv_dim();
@@ -275,20 +320,59 @@ struct ModelRunner::Impl {
 ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   check_model_config(config);
-  if (options.num_blocks <= 0) throw UsageError("the KV cache needs at least one block (num_gpu_blocks)");
+  if (options.num_blocks < 0) throw UsageError("num_gpu_blocks must be >= 0 (0: planned from memory)");
+  if (options.kv_cache_memory_bytes < 0) throw UsageError("--kv-cache-memory-bytes must be >= 0");
+  if (options.swap_space_bytes < 0) throw UsageError("--swap-space must be >= 0 GiB");
   if (options.block_size < 1) throw UsageError("block size must be at least 1");
+  if (options.max_num_batched_tokens < 0 || options.max_num_seqs < 0) {
+    throw UsageError("the runner's max_num_batched_tokens and max_num_seqs must be >= 0");
+  }
+  resolve_kv_cache_dtype(options.kv_cache_dtype, "f32");  // a bad name fails before the weights load
   m.config = config;
   m.options = options;
   BackendOptions backend_options;
   backend_options.threads = options.threads;
   m.backend = make_backend(options.backend, backend_options);
+  const DeviceInfo before = m.backend->device_info();
   WeightOptions w;
   w.dir = options.weights_dir;
   w.seed = options.seed;
   w.dtype = options.weight_dtype;
   m.weights = load_model_weights(*m.backend, config, w);
-  m.device_layers = m.make_cache(m.kv_device, options.num_blocks, MemoryKind::device);
-  m.host_layers = m.make_cache(m.kv_host, options.num_host_blocks, MemoryKind::host);
+  m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
+  m.options.kv_cache_dtype = m.kv_dtype;
+  const std::int64_t T = options.max_num_batched_tokens, S = options.max_num_seqs;
+  if (T > 0 || S > 0) carve(*m.backend, config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), m.scratch);
+  const std::int64_t block_bytes = twin::kv_block_bytes(config, options.block_size, m.kv_dtype);
+  if (options.num_blocks > 0) {
+    if (options.kv_cache_memory_bytes > 0) {
+      throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
+    }
+  } else if (options.kv_cache_memory_bytes > 0 || m.backend->name() == "cpu") {
+    const std::int64_t bytes = options.kv_cache_memory_bytes > 0 ? options.kv_cache_memory_bytes : kCpuKvBytes;
+    if (bytes < block_bytes) {
+      throw UsageError("--kv-cache-memory-bytes " + std::to_string(bytes) + " holds no KV block of " +
+                       std::to_string(block_bytes) + " bytes");
+    }
+    m.options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(bytes / block_bytes, 1 << 30));
+  } else {
+    // vLLM's plan, from measured figures: the weights and the scratch are
+    // already allocated, so only the backend's lazily grown workspaces are
+    // estimated.
+    const DeviceInfo now = m.backend->device_info();
+    const std::int64_t held = std::max<std::int64_t>(0, before.free_bytes - now.free_bytes);
+    m.plan = plan_kv_memory(now.total_bytes, before.free_bytes, options.gpu_memory_utilization, m.weights.bytes,
+                            std::max<std::int64_t>(0, held - m.weights.bytes) +
+                                backend_workspace_bytes(config, std::max<std::int64_t>(T, 8192),
+                                                        std::max<std::int64_t>(S, 256)),
+                            block_bytes);
+    m.options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(m.plan->num_blocks, 1 << 30));
+  }
+  if (m.options.num_host_blocks <= 0 && options.swap_space_bytes > 0) {
+    m.options.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.swap_space_bytes / block_bytes, 1 << 30));
+  }
+  m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "the KV cache");
+  m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host, "the host swap space (--swap-space)");
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
@@ -301,9 +385,17 @@ ModelRunner::~ModelRunner() = default;
 const ModelConfig& ModelRunner::config() const { return impl_->config; }
 const RunnerOptions& ModelRunner::options() const { return impl_->options; }
 std::string ModelRunner::device_name() const { return impl_->backend->device_info().name; }
+std::string ModelRunner::backend_name() const { return impl_->backend->name(); }
 std::int64_t ModelRunner::weight_bytes() const { return impl_->weights.bytes; }
-std::int64_t ModelRunner::kv_block_bytes() const { return twin::kv_block_bytes(impl_->config, impl_->options.block_size); }
+std::int64_t ModelRunner::kv_block_bytes() const {
+  return twin::kv_block_bytes(impl_->config, impl_->options.block_size, impl_->kv_dtype);
+}
 std::string ModelRunner::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights.embed.dtype)); }
+std::string ModelRunner::kv_dtype_name() const { return impl_->kv_dtype; }
+std::int64_t ModelRunner::scratch_bytes() const { return static_cast<std::int64_t>(impl_->scratch.storage.bytes()); }
+std::int32_t ModelRunner::num_blocks() const { return impl_->options.num_blocks; }
+std::int32_t ModelRunner::num_host_blocks() const { return impl_->options.num_host_blocks; }
+const std::optional<KvMemoryPlan>& ModelRunner::memory_plan() const { return impl_->plan; }
 
 void ModelRunner::forward(const ForwardBatch& batch, ForwardOutput& out) { impl_->forward(batch, out); }
 

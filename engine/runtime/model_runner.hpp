@@ -5,9 +5,11 @@
 // Free of backend and models/ headers so it can sit beside the core's.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 
@@ -19,9 +21,25 @@ struct RunnerOptions {
   std::string weights_dir;      // safetensors folder; empty: random weights from `seed`
   std::uint64_t seed = 0;
   std::string weight_dtype = "auto";  // auto, f32, bf16
-  std::int32_t num_blocks = 0;        // device KV blocks (> 0)
+  // KV cache element type, vLLM's --kv-cache-dtype: auto (the CPU backend:
+  // f32; a GPU: bf16, as the activations' 16-bit type), f32, bf16.
+  // fp8_e4m3 is refused by name until a backend stores it.
+  std::string kv_cache_dtype = "auto";
+  // KV cache size: num_blocks > 0 exactly; else kv_cache_memory_bytes > 0 of
+  // blocks; else 1 GiB on the CPU, and on a GPU vLLM's plan: what is left of
+  // gpu_memory_utilization x device memory once the weights and the scratch
+  // are allocated, less the backend's lazily grown workspaces.
+  std::int32_t num_blocks = 0;
+  std::int64_t kv_cache_memory_bytes = 0;
+  double gpu_memory_utilization = 0.9;
   std::int32_t block_size = 16;
-  std::int32_t num_host_blocks = 0;   // swap space
+  std::int32_t num_host_blocks = 0;   // swap space in blocks; 0: swap_space_bytes of blocks
+  std::int64_t swap_space_bytes = 0;
+  // The scheduler's limits: the activation scratch is sized for them once,
+  // at construction (where a device runs out of memory, it does so before
+  // serving, and a step never reallocates). 0: grown on demand.
+  std::int32_t max_num_batched_tokens = 0;
+  std::int32_t max_num_seqs = 0;
 };
 
 class ModelRunner {
@@ -36,9 +54,17 @@ class ModelRunner {
   const ModelConfig& config() const;
   const RunnerOptions& options() const;
   std::string device_name() const;
+  std::string backend_name() const;       // cpu or cuda (auto resolved)
   std::int64_t weight_bytes() const;      // parameter bytes as stored
   std::int64_t kv_block_bytes() const;    // K and V of one block over all layers
   std::string weight_dtype_name() const;  // f32 or bf16
+  std::string kv_dtype_name() const;      // f32 or bf16
+  std::int64_t scratch_bytes() const;     // the activation scratch held now
+  // The KV cache as allocated: device and host blocks, and the device memory
+  // plan that sized it (none where the blocks were given or on the CPU).
+  std::int32_t num_blocks() const;
+  std::int32_t num_host_blocks() const;
+  const std::optional<KvMemoryPlan>& memory_plan() const;
 
   // Runs one step. Throws twin::Error on an inconsistent batch (tokens out of
   // the vocabulary, a block table too short, block ids out of range).
@@ -61,7 +87,14 @@ class ModelRunner {
   std::unique_ptr<Impl> impl_;
 };
 
-// KV bytes per block (all layers, K and V, f32) for sizing the cache.
-std::int64_t kv_block_bytes(const ModelConfig& config, std::int32_t block_size);
+// The KV cache element type RunnerOptions::kv_cache_dtype names: "f32" or
+// "bf16"; auto is the weights' dtype as loaded (f32 or bf16), vLLM's rule and
+// the simulator's. Throws UsageError naming --kv-cache-dtype for an unknown
+// or unimplemented value (fp8).
+std::string resolve_kv_cache_dtype(const std::string& requested, const std::string& weight_dtype);
+
+// KV bytes per block (all layers, K and V) at a resolved KV dtype ("f32" or
+// "bf16"), for sizing the cache.
+std::int64_t kv_block_bytes(const ModelConfig& config, std::int32_t block_size, const std::string& kv_dtype);
 
 }  // namespace twin

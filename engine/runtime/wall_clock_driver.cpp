@@ -6,13 +6,14 @@
 #include <vector>
 
 #include "engine/core/error.hpp"
+#include "engine/core/timeline.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
 #include "engine/runtime/wait_until.hpp"
 
 namespace twin {
 
-DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::function<bool(Request&)>& next,
-                            const DriveOptions& options, const DriveCallbacks& callbacks) {
+DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource& source, RecordSink& sink,
+                            const DriveOptions& options) {
   if (!(options.time_scale > 0)) throw UsageError("time scale must be positive");
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
@@ -24,20 +25,29 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
   auto drain = [&] {
     for (const StepRecord& s : replica.take_steps()) {
       ++stats.steps;
-      if (callbacks.on_step) callbacks.on_step(s);
+      sink.on_step(s);
     }
     for (const RequestRecord& r : replica.take_finished()) {
       executor.forget(r.id);
       stats.end_time = std::max(stats.end_time, r.finish);
-      if (callbacks.on_request) callbacks.on_request(r);
+      sink.on_request(r);
     }
   };
 
+  // The engine's timeline: a request is due when the client sends it, its
+  // arrival (and its patience) replayed time_scale times faster, or at once.
+  auto next = [&](Request& r) {
+    if (!source.next(r)) return false;
+    if (options.asap) {
+      arrive_at_once(r);
+    } else {
+      replay_faster(r, 0, options.time_scale);
+    }
+    return true;
+  };
   Request pending;
   bool have = next(pending);
-  auto due = [&](const Request& r) -> Time {
-    return options.asap ? 0 : static_cast<Time>(static_cast<double>(r.arrival) / options.time_scale);
-  };
+  auto due = [](const Request& r) -> Time { return r.arrival; };
   Time last_due = 0;
   // The engine's timeline, chosen so the simulator can replay it exactly: a
   // busy engine plans its next step at the instant the previous one
@@ -51,7 +61,6 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::fun
       const Time at = due(pending);
       if (at < last_due) throw Error("request " + std::to_string(pending.id) + " arrives before the one read before it");
       last_due = at;
-      pending.arrival = at;  // the engine's timeline: TTFT counts from when the client sent it
       materialize_prompt_tokens(pending, vocab, options.token_seed);
       // Queued as of its arrival, not of when the loop took it in (after the
       // step in flight): rejections and the dynamic batcher's timeout count

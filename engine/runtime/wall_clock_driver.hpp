@@ -1,13 +1,15 @@
 #pragma once
 // Serves requests on one replica against the wall clock (steady_clock):
-// arrivals are submitted at their trace timestamps (divided by time_scale),
-// or all at t = 0 with asap; every plan the core makes is executed for real
-// and completed at the measured time. Records stream out through callbacks,
-// so the caller decides what to write (tools/twinserve run writes the
-// simulator's files).
+// arrivals are submitted at their trace timestamps (divided by time_scale,
+// the cancel times with them: engine/core/timeline.hpp), or all at t = 0
+// with asap; every plan the core makes is executed for real and completed at
+// the measured time. Requests come from a RequestSource and records go to a
+// RecordSink, the simulator's interfaces, so the caller decides what to
+// write. Most callers want engine/runtime/serve.hpp, which builds the
+// runner, replica and executor from one settings struct.
 #include <cstdint>
-#include <functional>
 
+#include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/request.hpp"
@@ -21,11 +23,6 @@ struct DriveOptions {
   std::uint64_t token_seed = 0;  // prompt tokens for length-only / hash-id requests
 };
 
-struct DriveCallbacks {
-  std::function<void(const RequestRecord&)> on_request;
-  std::function<void(const StepRecord&)> on_step;
-};
-
 struct DriveStats {
   std::int64_t submitted = 0;
   std::int64_t steps = 0;
@@ -34,10 +31,9 @@ struct DriveStats {
   double wall_time_s = 0;
 };
 
-// `next` fills a request and returns true, or returns false at the end; the
-// requests must come in arrival order. Throws what the executor, the core or
-// the source throw.
-DriveStats drive_wall_clock(Replica& replica, Executor& executor, const std::function<bool(Request&)>& next,
-                            const DriveOptions& options, const DriveCallbacks& callbacks);
+// The source's requests must come in arrival order. Throws what the
+// executor, the core, the source or the sink throw.
+DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource& source, RecordSink& sink,
+                            const DriveOptions& options);
 
 }  // namespace twin

@@ -13,10 +13,8 @@
 #include <vector>
 
 #include "engine/core/replica.hpp"
-#include "engine/runtime/executor.hpp"
-#include "engine/runtime/model_config.hpp"
-#include "engine/runtime/model_runner.hpp"
-#include "engine/runtime/wall_clock_driver.hpp"
+#include "engine/core/timeline.hpp"
+#include "engine/runtime/serve.hpp"
 #include "models/model_desc.hpp"
 #include "sim/cluster.hpp"
 #include "sim/replay_cost_model.hpp"
@@ -47,62 +45,39 @@ ClusterConfig tiny_cluster(const std::string& preset, std::int32_t blocks, const
   return c;
 }
 
-RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace) {
-  RunnerOptions ro;
-  ro.threads = 1;
-  ro.seed = 3;
-  ro.num_blocks = rc.kv.num_blocks;
-  ro.block_size = rc.kv.block_size;
-  ro.num_host_blocks = rc.kv.num_host_blocks;
-  ModelRunner runner(model_config_from(resolve_model("tiny")), ro);
-  Executor executor(runner);
-  Replica replica(rc, 0);
-  RunRecords out;
-  DriveCallbacks cb;
-  cb.on_request = [&](const RequestRecord& r) { out.requests.push_back(r); };
-  cb.on_step = [&](const StepRecord& s) { out.steps.push_back(s); };
-  DriveOptions options;
-  options.time_scale = kTimeScale;
-  options.token_seed = 3;
-  std::size_t i = 0;
-  const DriveStats stats = drive_wall_clock(
-      replica, executor,
-      [&](Request& r) {
-        if (i == trace.size()) return false;
-        r = trace[i++];
-        return true;
-      },
-      options, cb);
-  CHECK(stats.unserved == 0);
-  return out;
-}
-
-class VectorSource final : public RequestSource {
- public:
-  explicit VectorSource(std::vector<Request> requests) : requests_(std::move(requests)) {}
-  bool next(Request& out) override {
-    if (i_ == requests_.size()) return false;
-    out = requests_[i_++];
-    return true;
-  }
-
- private:
-  std::vector<Request> requests_;
-  std::size_t i_ = 0;
-};
-
 class CollectSink final : public RecordSink {
  public:
   void on_request(const RequestRecord& r) override { requests.push_back(r); }
+  void on_step(const StepRecord& s) override { steps.push_back(s); }
   std::vector<RequestRecord> requests;
+  std::vector<StepRecord> steps;
 };
+
+// The engine through its entry point, as `run` and `validate` build it.
+RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace) {
+  EngineSettings settings;
+  settings.model = "tiny";
+  settings.replica = rc;
+  settings.runner.threads = 1;
+  settings.runner.seed = 3;
+  Engine engine(settings);
+  CHECK(engine.replica_config().kv.num_blocks == rc.kv.num_blocks);
+  VectorSource source(trace);
+  CollectSink sink;
+  DriveOptions options;
+  options.time_scale = kTimeScale;
+  options.token_seed = 3;
+  const DriveStats stats = engine.serve(source, sink, options);
+  CHECK(stats.unserved == 0);
+  return RunRecords{sink.requests, sink.steps};
+}
 
 std::vector<RequestRecord> replay(Cluster cluster, const std::vector<Request>& trace, const RunRecords& engine) {
   auto model = std::make_shared<ReplayCostModel>(engine.steps, "engine step log");
   cluster.replicas.front().cost_model = model;
-  // The simulator sees arrivals on the engine's timeline (trace time / scale).
+  // The simulator sees arrivals on the engine's timeline (the same rule).
   std::vector<Request> scaled = trace;
-  for (Request& r : scaled) r.arrival = static_cast<Time>(static_cast<double>(r.arrival) / kTimeScale);
+  for (Request& r : scaled) replay_faster(r, 0, kTimeScale);
   VectorSource source(scaled);
   CollectSink sink;
   Simulator sim(std::move(cluster.replicas), SimOptions{});

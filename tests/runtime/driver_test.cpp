@@ -41,28 +41,29 @@ struct Outcome {
   DriveStats stats;
 };
 
+class OutcomeSink final : public RecordSink {
+ public:
+  explicit OutcomeSink(Outcome& o) : o_(o) {}
+  void on_request(const RequestRecord& r) override { o_.requests.push_back(r); }
+  void on_step(const StepRecord& s) override {
+    ++o_.steps;
+    CHECK(s.duration > 0);
+  }
+
+ private:
+  Outcome& o_;
+};
+
 Outcome drive(ModelRunner& runner, ReplicaConfig rc, const std::vector<Request>& trace, bool asap) {
   Replica replica(rc, 0);
   Executor executor(runner);
-  std::size_t i = 0;
   Outcome o;
   DriveOptions options;
   options.asap = asap;
   options.time_scale = 4.0;
-  DriveCallbacks cb;
-  cb.on_request = [&](const RequestRecord& r) { o.requests.push_back(r); };
-  cb.on_step = [&](const StepRecord& s) {
-    ++o.steps;
-    CHECK(s.duration > 0);
-  };
-  o.stats = drive_wall_clock(
-      replica, executor,
-      [&](Request& r) {
-        if (i == trace.size()) return false;
-        r = trace[i++];
-        return true;
-      },
-      options, cb);
+  VectorSource source(trace);
+  OutcomeSink sink(o);
+  o.stats = drive_wall_clock(replica, executor, source, sink, options);
   CHECK(replica.kv_cache().num_used_blocks() == 0);
   CHECK(replica.kv_cache().check_invariants({}).empty());
   CHECK(executor.num_tracked() == 0);

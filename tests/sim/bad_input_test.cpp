@@ -77,7 +77,7 @@ TEST_CASE("a hardware profile that prices steps past the clock is an error, not 
   hw["memory_bandwidth_gbps"] = 1e-300;  // positive, so the loader takes it
   const fs::path path = fs::temp_directory_path() / "twin_sim_slow_hw.json";
   std::ofstream(path) << hw.dump();
-  VectorSource source;
+  ListSource source;
   Request r;
   r.prompt_len = 100;
   r.output_len = 4;
@@ -90,7 +90,7 @@ TEST_CASE("a hardware profile that prices steps past the clock is an error, not 
 TEST_CASE("SLO strings that do not parse say which part failed") {
   ClusterConfig c = one_group("llama-3.1-8b", "h100-80gb");
   c.slos = "ttft_p90<=2s,tpot_p99<=fast";
-  VectorSource none;
+  ListSource none;
   CHECK_THROWS_WITH(run_simulation(c, none, RunOutputs{}), Catch::Contains("tpot_p99<=fast"));
 }
 

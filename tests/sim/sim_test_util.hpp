@@ -45,8 +45,8 @@ struct CollectSink : RecordSink {
   void on_step(const StepRecord& s) override { steps.push_back(s); }
 };
 
-// Requests from a vector.
-struct VectorSource : RequestSource {
+// Requests from a vector the test fills.
+struct ListSource : RequestSource {
   std::vector<Request> requests;
   std::size_t next_index = 0;
   bool next(Request& out) override {

@@ -12,8 +12,8 @@ using namespace twin::test;
 
 namespace {
 
-VectorSource burst(int n, int prompt, int output, Time gap = 0) {
-  VectorSource s;
+ListSource burst(int n, int prompt, int output, Time gap = 0) {
+  ListSource s;
   for (int i = 0; i < n; ++i) {
     Request r;
     r.id = i;
@@ -57,7 +57,7 @@ std::string slurp(const std::filesystem::path& p) {
 
 TEST_CASE("every request ends exactly once with sane times") {
   ClusterConfig config = one_group("llama-3.1-8b", "h100-80gb", 1, 1, 2);
-  VectorSource src = burst(200, 300, 50, 5 * kNsPerMs);
+  ListSource src = burst(200, 300, 50, 5 * kNsPerMs);
   CollectSink sink = simulate(config, src);
   REQUIRE(sink.requests.size() == 200);
   std::vector<RequestId> ids;
@@ -77,7 +77,7 @@ TEST_CASE("throughput grows with concurrency until the KV cache runs out") {
   auto run = [](int requests, int blocks) {
     ClusterConfig config = one_group("llama-3.1-8b", "h100-80gb");
     config.num_gpu_blocks_override = blocks;
-    VectorSource src = burst(requests, 512, 256);
+    ListSource src = burst(requests, 512, 256);
     return simulate(config, src);
   };
   const double t4 = output_throughput(run(4, 100000));
@@ -99,7 +99,7 @@ TEST_CASE("pipeline parallelism keeps several micro-batches in flight") {
   auto run = [](int pp) {
     ClusterConfig config = one_group("llama-3.1-8b", "h100-80gb", 1, pp);
     config.num_gpu_blocks_override = 20000;
-    VectorSource src = burst(256, 256, 128);
+    ListSource src = burst(256, 256, 128);
     return simulate(config, src);
   };
   CollectSink one = run(1), two = run(2);
@@ -199,7 +199,7 @@ TEST_CASE("heterogeneous groups run side by side") {
   CHECK(cluster.groups.size() == 2);
   CHECK(cluster.groups[1].first_replica == 1);
   CHECK(cluster.num_gpus() == 16);  // one node of each kind
-  VectorSource src = burst(100, 1000, 100, 20 * kNsPerMs);
+  ListSource src = burst(100, 1000, 100, 20 * kNsPerMs);
   CollectSink sink = simulate(config, src);
   double e2e[2] = {0, 0};
   for (const auto& r : sink.requests) e2e[r.replica] += static_cast<double>(r.finish - r.arrival);
@@ -230,7 +230,7 @@ TEST_CASE("the cost model sees how long the replica sat idle before each step") 
   Simulator sim(std::move(specs), SimOptions{});
   // Request 0 arrives at 0 (prefill + one decode: 2 ms of steps), request 1
   // at 10 ms, after the engine sat idle for 8 ms.
-  VectorSource source = burst(2, 16, 2, 10'000'000);
+  ListSource source = burst(2, 16, 2, 10'000'000);
   CollectSink sink;
   sim.run(source, sink);
   REQUIRE(model->idle.size() == 4);

@@ -20,7 +20,7 @@ namespace {
 
 struct CalibrateArgs {
   std::optional<std::string> model, weights;
-  std::string out, backend = "cpu", dtype = "auto";
+  std::string out, backend = "cpu", dtype = "auto", kv_cache_dtype = "auto";
   std::int32_t threads = 0, tp = 1, rounds = CalibrateOptions{}.rounds;
   std::int64_t max_tokens = 0;
   std::uint64_t seed = 0;
@@ -42,6 +42,7 @@ void run(const CalibrateArgs& a) {
   o.threads = a.threads;
   o.weights_dir = a.weights.value_or("");
   o.dtype = a.dtype;
+  o.kv_cache_dtype = a.kv_cache_dtype;
   o.seed = a.seed;
   o.tp = a.tp;
   o.max_tokens = a.max_tokens;
@@ -50,7 +51,8 @@ void run(const CalibrateArgs& a) {
   o.progress = &std::cerr;
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
-  std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << ") on "
+  std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << " weights, "
+            << profile.metadata.kv_dtype << " KV) on "
             << profile.metadata.device << " in " << profile.metadata.seconds << " s; a step is "
             << profile.overhead.op_scale << " x its ops + " << profile.overhead.base_ns / 1e3 << " us + "
             << profile.overhead.per_seq_ns / 1e3 << " us per seq, + up to " << profile.overhead.idle_ns / 1e3
@@ -64,6 +66,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors; default: random weights from --seed");
   sub->add_option("--dtype", a.dtype, "Weight storage: auto, f32 or bf16 (as `run`)");
+  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16 (as `run`)");
   sub->add_option("--backend", a.backend, "auto, cpu or cuda");
   sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread, as `run`)");
   sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)");

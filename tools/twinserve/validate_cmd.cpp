@@ -20,6 +20,8 @@ namespace {
 
 struct ValidateArgs {
   std::string trace, model, profile, out_dir = "validation", loads = "0.3,0.6,0.9", backend = "cpu", trace_format;
+  std::string dtype, kv_cache_dtype, hw;
+  double gpu_memory_utilization = 0.9;
   std::int64_t max_requests = 0;
   std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0, engine_repeats = 1;
   std::uint64_t seed = 0;
@@ -43,6 +45,10 @@ void run(const ValidateArgs& a) {
   for (auto& kv : scheduler_overrides(a.sched)) o.scheduler_options.push_back(std::move(kv));
   if (a.num_gpu_blocks < 0) throw UsageError("--num-gpu-blocks-override must be >= 0");
   o.num_gpu_blocks = a.num_gpu_blocks;
+  o.dtype = a.dtype;
+  o.kv_cache_dtype = a.kv_cache_dtype;
+  o.roofline_hardware = a.hw;
+  o.gpu_memory_utilization = a.gpu_memory_utilization;
   o.max_model_len = a.max_model_len;
   o.out_dir = a.out_dir;
   o.overwrite = a.overwrite;
@@ -81,7 +87,13 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
-  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks (default: 1 GiB of KV, as run)");
+  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks,
+                  "KV blocks (default: the memory plan, as run: 1 GiB on the cpu, device memory on cuda)");
+  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
+                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9, as run)");
+  sub->add_option("--dtype", a.dtype, "Engine weight storage (default: the profile's; must agree with it)");
+  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "Engine KV cache storage (default: the profile's; must agree with it)");
+  sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
   sub->add_option("--out", a.out_dir, "Output folder (default ./validation)");
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "

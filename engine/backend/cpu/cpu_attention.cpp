@@ -62,8 +62,8 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
   const std::int32_t group = job.group, hd = shape.head_dim;
   const float scale = job.scale;
   const std::int64_t slot_width = cache.slot_elems();
-  const auto* kc = static_cast<const float*>(cache.k);
-  const auto* vc = static_cast<const float*>(cache.v);
+  const bool widen = cache.dtype != ElemType::f32;  // a 16-bit cache: the item's rows widened to f32 first
+  std::vector<float> k_rows, v_rows;      // widened: [position, item's kv heads, head_dim]
   std::vector<float> scores;              // [query heads of the item, keys]
   std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
   for (std::int64_t it = 0; it < count; ++it) {
@@ -79,6 +79,26 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
       for (std::int32_t x = p; x < end; ++x) {
         key_offsets[x] = (base + (x - p)) * slot_width + static_cast<std::int64_t>(w.kv_head) * hd;  // first kv head
       }
+    }
+    const float* kc = static_cast<const float*>(cache.k);
+    const float* vc = static_cast<const float*>(cache.v);
+    if (widen) {
+      // Each position's rows of this item's kv heads, widened once and reused
+      // by every query of the item; the offsets then index the copies.
+      const std::int64_t width = static_cast<std::int64_t>(w.kv_count) * hd;
+      const std::size_t eb = elem_bytes(cache.dtype);
+      k_rows.resize(static_cast<std::size_t>((last_pos + 1) * width));
+      v_rows.resize(k_rows.size());
+      for (std::int32_t x = 0; x <= last_pos; ++x) {
+        const auto from = static_cast<std::size_t>(key_offsets[x]) * eb;
+        convert_to_f32(static_cast<const char*>(cache.k) + from, cache.dtype, k_rows.data() + x * width,
+                       static_cast<std::size_t>(width));
+        convert_to_f32(static_cast<const char*>(cache.v) + from, cache.dtype, v_rows.data() + x * width,
+                       static_cast<std::size_t>(width));
+        key_offsets[x] = x * width;
+      }
+      kc = k_rows.data();
+      vc = v_rows.data();
     }
     for (std::int32_t qi = w.first_query; qi < w.first_query + w.num_query; ++qi) {
       const std::int32_t pos = first_pos + qi;
@@ -122,17 +142,20 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
 void CpuBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                           std::span<const std::int64_t> slots) {
   check_kv_write(k, v, cache, slots);
-  if (cache.dtype != ElemType::f32) {
-    throw Error("kv_write: the cpu backend keeps the KV cache in f32, got " + std::string(elem_type_name(cache.dtype)));
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16) {
+    throw Error("kv_write: the cpu backend keeps the KV cache in f32 or bf16, got " +
+                std::string(elem_type_name(cache.dtype)));
   }
   const std::int64_t width = cache.slot_elems();
-  auto* kc = static_cast<float*>(cache.k);
-  auto* vc = static_cast<float*>(cache.v);
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * elem_bytes(cache.dtype);
+  auto* kc = static_cast<char*>(cache.k);
+  auto* vc = static_cast<char*>(cache.v);
   for (std::size_t t = 0; t < slots.size(); ++t) {
     const std::int64_t s = slots[t];
     if (s < 0) continue;
-    std::memcpy(kc + s * width, k.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
-    std::memcpy(vc + s * width, v.at(static_cast<std::int64_t>(t)), static_cast<std::size_t>(width) * sizeof(float));
+    const auto row = static_cast<std::int64_t>(t);
+    convert_from_f32(static_cast<const float*>(k.at(row)), kc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
+    convert_from_f32(static_cast<const float*>(v.at(row)), vc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
   }
 }
 
@@ -150,8 +173,8 @@ void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std
 void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
                                  const AttentionShape& shape, const TensorView& out) {
   check_attention(q, cache, seqs, shape, out);
-  if (cache.dtype != ElemType::f32) {
-    throw Error("paged_attention: the cpu backend reads an f32 KV cache, got " +
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16) {
+    throw Error("paged_attention: the cpu backend reads an f32 or bf16 KV cache, got " +
                 std::string(elem_type_name(cache.dtype)));
   }
   const std::int32_t hd = shape.head_dim;

@@ -1,0 +1,97 @@
+#include "engine/runtime/serve.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "engine/core/error.hpp"
+#include "models/model_desc.hpp"
+
+namespace twin {
+namespace {
+
+std::string gib(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
+  return buf;
+}
+
+}  // namespace
+
+Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
+  const std::string name = settings_.model.empty() ? settings_.runner.weights_dir : settings_.model;
+  if (name.empty()) throw UsageError("the engine needs --model NAME (or --weights DIR holding a config.json)");
+  model_ = model_config_from(resolve_model(name));
+  ReplicaConfig& rc = settings_.replica;
+  validate(rc.scheduler);  // a bad scheduler setting fails before the weights load
+  RunnerOptions& ro = settings_.runner;
+  ro.block_size = rc.kv.block_size;
+  if (rc.kv.num_blocks > 0) ro.num_blocks = rc.kv.num_blocks;
+  if (rc.kv.num_host_blocks > 0) ro.num_host_blocks = rc.kv.num_host_blocks;
+  ro.max_num_batched_tokens = effective_token_budget(rc.scheduler);
+  ro.max_num_seqs = rc.scheduler.max_num_seqs;
+  runner_ = std::make_unique<ModelRunner>(model_, ro);
+  ro = runner_->options();  // the resolved KV dtype and block counts
+  rc.kv.num_blocks = runner_->num_blocks();
+  rc.kv.num_host_blocks = runner_->num_host_blocks();
+  validate(rc);
+  runner_->set_time_ops(settings_.time_ops);
+}
+
+Engine::~Engine() = default;
+
+std::string Engine::description() const {
+  const RunnerOptions& ro = settings_.runner;
+  return model_.name + " (" + runner_->weight_dtype_name() + " weights, " + runner_->kv_dtype_name() + " KV, " +
+         (ro.weights_dir.empty() ? "random weights, seed " + std::to_string(ro.seed) : ro.weights_dir) + ") on " +
+         runner_->device_name() + ", " + std::to_string(settings_.replica.kv.num_blocks) + " KV blocks of " +
+         std::to_string(settings_.replica.kv.block_size) + " tokens, preset " + settings_.replica.scheduler.preset;
+}
+
+std::string Engine::memory_plan_line() const {
+  const std::optional<KvMemoryPlan>& p = runner_->memory_plan();
+  if (!p) return "";
+  char util[32];
+  std::snprintf(util, sizeof util, "%g", settings_.runner.gpu_memory_utilization);
+  return "memory plan on " + runner_->device_name() + ": " + util + " x device = " + gib(p->budget_bytes) + " - " +
+         gib(p->in_use_bytes) + " in use - " + gib(p->weight_bytes) + " weights - " + gib(p->workspace_bytes) +
+         " scratch and workspace = " + gib(p->kv_bytes) + " of KV (" + std::to_string(p->num_blocks) + " blocks of " +
+         std::to_string(runner_->kv_block_bytes()) + " bytes)";
+}
+
+nlohmann::ordered_json Engine::config_echo() const {
+  const RunnerOptions& ro = settings_.runner;
+  const ReplicaConfig& rc = settings_.replica;
+  nlohmann::ordered_json echo;
+  echo["mode"] = "engine";
+  echo["model"] = model_.name;
+  echo["weights"] = ro.weights_dir.empty() ? "random" : ro.weights_dir;
+  echo["weight_dtype"] = runner_->weight_dtype_name();
+  echo["kv_cache_dtype"] = runner_->kv_dtype_name();
+  echo["backend"] = ro.backend;
+  echo["device"] = runner_->device_name();
+  echo["seed"] = ro.seed;
+  echo["scheduler_preset"] = rc.scheduler.preset;
+  echo["max_num_batched_tokens"] = effective_token_budget(rc.scheduler);
+  echo["max_num_seqs"] = rc.scheduler.max_num_seqs;
+  echo["max_model_len"] = rc.scheduler.max_model_len;
+  echo["enable_chunked_prefill"] = rc.scheduler.enable_chunked_prefill;
+  echo["block_size"] = rc.kv.block_size;
+  echo["enable_prefix_caching"] = rc.kv.enable_prefix_caching;
+  echo["num_gpu_blocks"] = rc.kv.num_blocks;
+  echo["num_host_blocks"] = rc.kv.num_host_blocks;
+  echo["kv_block_bytes"] = runner_->kv_block_bytes();
+  echo["weight_bytes"] = runner_->weight_bytes();
+  if (runner_->memory_plan()) echo["gpu_memory_utilization"] = ro.gpu_memory_utilization;
+  echo["temperature"] = settings_.sampling.temperature;
+  return echo;
+}
+
+DriveStats Engine::serve(RequestSource& source, RecordSink& sink, const DriveOptions& options) {
+  Executor executor(*runner_, settings_.sampling);
+  Replica replica(settings_.replica, 0);
+  const DriveStats stats = drive_wall_clock(replica, executor, source, sink, options);
+  step_op_ns_ = executor.step_op_times();
+  return stats;
+}
+
+}  // namespace twin

@@ -1,0 +1,82 @@
+#pragma once
+// The engine's one entry point. `twinserve run`, `validate`, `calibrate`'s
+// step scenarios and the parity tests all build the engine here from one
+// settings struct, so they cannot disagree about the weights' dtype, the KV
+// cache's dtype and size, or the scheduler: the runner sizes its KV cache
+// (on a GPU from the device's memory, as vLLM does) and the replica's block
+// counts are taken from what it allocated.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/record_stream.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/runtime/executor.hpp"
+#include "engine/runtime/model_config.hpp"
+#include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/wall_clock_driver.hpp"
+
+namespace twin {
+
+struct EngineSettings {
+  // Model name or config path as `run --model`; empty: runner.weights_dir's
+  // config.json.
+  std::string model;
+  // Backend, threads, weights, seed, weight and KV dtypes, KV memory. The
+  // block size, the KV block counts (where given) and the scheduler's limits
+  // are taken from `replica`.
+  RunnerOptions runner;
+  // Scheduler and KV policy. kv.num_blocks > 0 fixes the device blocks
+  // (--num-gpu-blocks-override); 0 leaves them to the runner's memory plan.
+  ReplicaConfig replica;
+  ExecutorOptions sampling;
+  // Time each op of every step (ModelRunner::set_time_ops): free on the CPU,
+  // a synchronisation per op on a GPU.
+  bool time_ops = false;
+};
+
+class Engine {
+ public:
+  // Loads the weights and allocates the KV cache and scratch. Throws
+  // UsageError for bad settings, twin::Error when memory or weights fail.
+  explicit Engine(EngineSettings settings);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const ModelConfig& model() const { return model_; }
+  // The replica as served: the settings' with the KV block counts allocated.
+  const ReplicaConfig& replica_config() const { return settings_.replica; }
+  const EngineSettings& settings() const { return settings_; }
+  ModelRunner& runner() { return *runner_; }
+  const ModelRunner& runner() const { return *runner_; }
+  // "llama-3.1-8b (bf16 weights, bf16 KV, random weights seed 0) on NVIDIA H200,
+  // 26645 KV blocks of 16 tokens, preset vllm"
+  std::string description() const;
+  // The memory plan in one line where the device's memory sized the KV
+  // cache; empty otherwise.
+  std::string memory_plan_line() const;
+  // The settings and the allocation, for summary.json's config echo (the
+  // same keys for run and validate).
+  nlohmann::ordered_json config_echo() const;
+
+  // Serves the source's requests on a fresh replica against the wall clock;
+  // records go to the sink. The weights and KV memory are reused, so a
+  // second call serves a second run from the same state (prefix cache
+  // emptied, as on a fresh replica).
+  DriveStats serve(RequestSource& source, RecordSink& sink, const DriveOptions& options);
+  // Per step of the last serve (time_ops): step id and time per op.
+  const std::vector<std::pair<std::uint64_t, OpTimes>>& step_op_times() const { return step_op_ns_; }
+
+ private:
+  EngineSettings settings_;
+  ModelConfig model_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::vector<std::pair<std::uint64_t, OpTimes>> step_op_ns_;
+};
+
+}  // namespace twin
