@@ -61,11 +61,13 @@ struct PagedSetup {
   KvCacheView view;
   std::vector<BlockId> free_blocks;
 
-  PagedSetup(Backend& be, const Geometry& geom, std::int64_t blocks, std::uint32_t seed) : g(geom), num_blocks(blocks) {
+  PagedSetup(Backend& be, const Geometry& geom, std::int64_t blocks, std::uint32_t seed,
+             ElemType dtype = ElemType::f32)
+      : g(geom), num_blocks(blocks) {
     const std::int64_t width = static_cast<std::int64_t>(g.kv_heads) * g.head_dim;
-    k_cache = zeros(be, blocks * g.block_size, width);
-    v_cache = zeros(be, blocks * g.block_size, width);
-    view = {k_cache.view.data, v_cache.view.data, ElemType::f32, blocks, g.block_size, g.kv_heads, g.head_dim};
+    k_cache = zeros(be, blocks * g.block_size, width, dtype);
+    v_cache = zeros(be, blocks * g.block_size, width, dtype);
+    view = {k_cache.view.data, v_cache.view.data, dtype, blocks, g.block_size, g.kv_heads, g.head_dim};
     free_blocks.resize(static_cast<std::size_t>(blocks));
     std::iota(free_blocks.begin(), free_blocks.end(), 0);
     std::mt19937 rng(seed);
@@ -220,4 +222,39 @@ TEST_CASE("kv_write skips negative slots, and copy_blocks swaps blocks out to a 
   }
   const std::vector<BlockCopy> bad{{0, 3}};
   CHECK_THROWS_AS(be->copy_blocks(ps.view, host, bad), Error);
+}
+
+TEST_CASE("a bf16 KV cache gives exactly the f32 cache's results over bf16-rounded keys and values") {
+  auto be = make_cpu_backend(2);
+  for (Geometry g : {Geometry{4, 2, 16, 1}, Geometry{6, 2, 32, 5}, Geometry{8, 8, 8, 16}}) {
+    for (std::int32_t window : {0, 6}) {
+      CAPTURE(g.heads, g.kv_heads, g.head_dim, g.block_size, window);
+      PagedSetup half(*be, g, 200, 5, ElemType::bf16), full(*be, g, 200, 5);
+      std::vector<SeqData> seqs{half.make_seq(23, 23, 10), half.make_seq(40, 9, 20), half.make_seq(31, 1, 30)};
+      std::vector<SeqData> rounded = seqs;
+      for (SeqData& s : rounded) {
+        s.k = bf16_round(s.k);
+        s.v = bf16_round(s.v);
+      }
+      // Same block tables on both caches: the shuffles share a seed.
+      for (const auto& s : seqs) REQUIRE(full.make_seq(s.ctx, s.num_query, 0).table == s.table);
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        half.write(*be, seqs[i], 0, seqs[i].ctx);
+        full.write(*be, rounded[i], 0, rounded[i].ctx);
+      }
+      const auto got = run_batch(*be, half, seqs, window);
+      const auto want = run_batch(*be, full, rounded, window);
+      for (std::size_t i = 0; i < seqs.size(); ++i) CHECK(got[i] == want[i]);
+      // And within bf16 rounding of attention over the exact values.
+      for (std::size_t i = 0; i < seqs.size(); ++i) CHECK(max_abs_diff(got[i], dense_attention(seqs[i], g, window)) < 2e-2);
+    }
+  }
+}
+
+TEST_CASE("the cpu backend refuses a KV cache dtype it does not store") {
+  auto be = make_cpu_backend(1);
+  const Geometry g{2, 1, 8, 4};
+  PagedSetup ps(*be, g, 8, 1, ElemType::f16);
+  const SeqData s = ps.make_seq(4, 4, 1);
+  CHECK_THROWS_WITH(ps.write(*be, s, 0, 4), Catch::Contains("f32 or bf16") && Catch::Contains("f16"));
 }

@@ -148,3 +148,13 @@ TEST_CASE("an unknown hardware name lists the known ones") {
   CHECK_THROWS_AS(resolve_hardware("h300"), UsageError);
   CHECK_THROWS_WITH(resolve_hardware("h300"), Catch::Contains("h100-80gb") && Catch::Contains("cpu"));
 }
+
+TEST_CASE("the hardware profile of the device an engine ran on") {
+  CHECK(hardware_for_device("cpu", "cpu (2 threads)") == "cpu");
+  CHECK(hardware_for_device("cuda", "NVIDIA H200") == "h200");
+  CHECK(hardware_for_device("cuda", "NVIDIA H100 80GB HBM3") == "h100-80gb");
+  CHECK(hardware_for_device("cuda", "NVIDIA A100-SXM4-80GB") == "a100-80gb");
+  CHECK(hardware_for_device("cuda", "NVIDIA L40S") == "l40s");
+  CHECK_THROWS_WITH(hardware_for_device("cuda", "NVIDIA GeForce RTX 4090"),
+                    Catch::Contains("RTX 4090") && Catch::Contains("--hw"));
+}

@@ -1,0 +1,218 @@
+// The engine's entry point (engine/runtime/serve): one settings struct sizes
+// the KV cache from its real dtype, hands the block counts to the replica,
+// sizes the scratch for the scheduler's limits, and serves through the
+// core's source and sink interfaces.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "engine/core/error.hpp"
+#include "engine/core/timeline.hpp"
+#include "engine/runtime/serve.hpp"
+#include "models/model_desc.hpp"
+#include "tests/runtime/test_support.hpp"
+
+namespace twin::test {
+namespace {
+
+struct Collect final : RecordSink {
+  std::vector<RequestRecord> requests;
+  std::int64_t steps = 0;
+  void on_request(const RequestRecord& r) override { requests.push_back(r); }
+  void on_step(const StepRecord&) override { ++steps; }
+};
+
+EngineSettings tiny_settings() {
+  EngineSettings s;
+  s.model = "tiny";
+  s.replica = replica_preset("vllm");
+  set_replica_option(s.replica, "max_model_len", "256");
+  s.runner.threads = 1;
+  s.runner.seed = 7;
+  return s;
+}
+
+std::vector<Request> some_requests(int n) {
+  std::vector<Request> out;
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    r.id = i;
+    r.arrival = i * kNsPerMs;
+    r.prompt_len = 5 + (i * 13) % 40;
+    r.output_len = 1 + i % 6;
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the KV cache dtype: auto is the weights' dtype, vLLM's names are taken, fp8 and unknown names are refused") {
+  CHECK(resolve_kv_cache_dtype("auto", "f32") == "f32");
+  CHECK(resolve_kv_cache_dtype("auto", "bf16") == "bf16");
+  CHECK(resolve_kv_cache_dtype("bfloat16", "f32") == "bf16");
+  CHECK(resolve_kv_cache_dtype("fp32", "bf16") == "f32");
+  CHECK_THROWS_WITH(resolve_kv_cache_dtype("fp8_e4m3", "bf16"), Catch::Contains("--kv-cache-dtype fp8_e4m3"));
+  CHECK_THROWS_WITH(resolve_kv_cache_dtype("int4", "bf16"), Catch::Contains("unknown --kv-cache-dtype 'int4'"));
+  const ModelConfig m = model_config_from(resolve_model("tiny"));
+  CHECK(kv_block_bytes(m, 16, "bf16") * 2 == kv_block_bytes(m, 16, "f32"));
+}
+
+TEST_CASE("the engine sizes its KV cache from the real KV dtype and the replica takes the runner's block count") {
+  EngineSettings f32 = tiny_settings();
+  const Engine a(f32);
+  const std::int64_t f32_block = a.runner().kv_block_bytes();
+  CHECK(a.runner().kv_dtype_name() == "f32");  // random weights are f32: auto follows them
+  CHECK(a.replica_config().kv.num_blocks == (std::int64_t{1} << 30) / f32_block);  // the CPU's 1 GiB
+  CHECK(a.replica_config().kv.num_blocks == a.runner().num_blocks());
+  CHECK(a.config_echo()["kv_cache_dtype"] == "f32");
+
+  EngineSettings half = tiny_settings();
+  half.runner.kv_cache_dtype = "bf16";
+  half.runner.kv_cache_memory_bytes = 64 * f32_block;
+  const Engine b(half);
+  CHECK(b.runner().kv_block_bytes() * 2 == f32_block);
+  CHECK(b.replica_config().kv.num_blocks == 128);  // the same bytes hold twice the blocks
+  CHECK(b.description().find("bf16 KV") != std::string::npos);
+
+  EngineSettings fixed = tiny_settings();
+  fixed.replica.kv.num_blocks = 40;
+  fixed.runner.swap_space_bytes = 10 * f32_block + 1;
+  const Engine c(fixed);
+  CHECK(c.replica_config().kv.num_blocks == 40);
+  CHECK(c.replica_config().kv.num_host_blocks == 10);
+
+  EngineSettings both = fixed;
+  both.runner.kv_cache_memory_bytes = 1 << 20;
+  CHECK_THROWS_WITH(Engine(both), Catch::Contains("contradict"));
+  EngineSettings tiny_kv = tiny_settings();
+  tiny_kv.runner.kv_cache_memory_bytes = 100;
+  CHECK_THROWS_WITH(Engine(tiny_kv), Catch::Contains("holds no KV block"));
+}
+
+TEST_CASE("the engine's scratch is sized for the scheduler's limits up front and serving does not regrow it") {
+  EngineSettings s = tiny_settings();
+  set_replica_option(s.replica, "max_num_batched_tokens", "64");
+  set_replica_option(s.replica, "max_num_seqs", "8");
+  Engine engine(s);
+  const std::int64_t before = engine.runner().scratch_bytes();
+  CHECK(before > 0);
+  VectorSource source(some_requests(20));
+  Collect sink;
+  DriveOptions options;
+  options.asap = true;
+  const DriveStats stats = engine.serve(source, sink, options);
+  CHECK(stats.unserved == 0);
+  CHECK(sink.requests.size() == 20);
+  CHECK(engine.runner().scratch_bytes() == before);
+}
+
+TEST_CASE("a runner's scratch grows only in the dimension a step needs (more sampled rows do not double the token rows)") {
+  const ModelConfig config = tiny_config();
+  RunnerOptions sized;
+  sized.threads = 1;
+  sized.num_blocks = 256;
+  sized.block_size = 4;
+  sized.max_num_batched_tokens = 128;
+  sized.max_num_seqs = 64;
+  const std::int64_t bound = ModelRunner(config, sized).scratch_bytes();
+
+  auto runner = make_runner(config, "", 256, 4);
+  const auto tokens = some_tokens(64, static_cast<std::int32_t>(config.vocab_size), 3);
+  ForwardOutput out;
+  {
+    ForwardBatch prefill;  // 64 token rows, one sampled
+    const std::vector<BlockId> table = scattered_blocks(16, 256, 1);
+    add_seq(prefill, 0, tokens, 0, 64, table);
+    runner->forward(prefill, out);
+  }
+  // Then steps of 1..32 sequences of one token each: the sampled rows grow
+  // five times while the token rows never exceed 64.
+  for (std::int32_t n = 1; n <= 32; n *= 2) {
+    ForwardBatch batch;
+    std::vector<std::vector<BlockId>> tables;  // the batch holds spans of them
+    for (std::int32_t i = 0; i < n; ++i) tables.push_back({static_cast<BlockId>(100 + i)});
+    for (std::int32_t i = 0; i < n; ++i) add_seq(batch, i + 1, tokens, 0, 1, tables[static_cast<std::size_t>(i)]);
+    runner->forward(batch, out);
+    CHECK(out.sampled.size() == static_cast<std::size_t>(n));
+  }
+  CHECK(runner->scratch_bytes() <= bound);
+}
+
+TEST_CASE("the engine serves the same trace twice from the same state, and a bf16 KV cache serves it too") {
+  for (const char* kv : {"f32", "bf16"}) {
+    CAPTURE(kv);
+    EngineSettings s = tiny_settings();
+    s.runner.kv_cache_dtype = kv;
+    Engine engine(s);
+    std::vector<std::vector<RequestRecord>> runs;
+    for (int k = 0; k < 2; ++k) {
+      VectorSource source(some_requests(12));
+      Collect sink;
+      DriveOptions options;
+      options.asap = true;
+      engine.serve(source, sink, options);
+      REQUIRE(sink.requests.size() == 12);
+      for (const RequestRecord& r : sink.requests) CHECK(r.outcome == Outcome::finished);
+      runs.push_back(sink.requests);
+    }
+    for (std::size_t i = 0; i < runs[0].size(); ++i) {
+      CHECK(runs[0][i].id == runs[1][i].id);
+      CHECK(runs[0][i].output_tokens == runs[1][i].output_tokens);
+    }
+  }
+}
+
+TEST_CASE("a replayed timeline scales the client's patience with its arrival") {
+  Request r;
+  r.arrival = 2 * kNsPerSec;
+  r.cancel_time = r.arrival + 5 * kNsPerMs;
+  Request fast = r;
+  replay_faster(fast, 0, 1000.0);
+  CHECK(fast.arrival == 2 * kNsPerMs);
+  CHECK(fast.cancel_time == 2 * kNsPerMs + 5 * kNsPerUs);
+  Request shifted = r;
+  replay_faster(shifted, kNsPerSec, 2.0);
+  CHECK(shifted.arrival == kNsPerSec / 2);
+  CHECK(shifted.cancel_time - shifted.arrival == 5 * kNsPerMs / 2);
+  Request burst = r;
+  arrive_at_once(burst);
+  CHECK(burst.arrival == 0);
+  CHECK(burst.cancel_time == 5 * kNsPerMs);
+  Request patient;
+  patient.arrival = 3 * kNsPerSec;
+  replay_faster(patient, 0, 3.0);
+  CHECK(patient.cancel_time == kNoTime);
+}
+
+TEST_CASE("run --time-scale: a client's patience shrinks with the clock, so a queued request is still cancelled") {
+  // One request holds the only sequence slot for 1500 steps; the second
+  // arrives 0.2 s in and gives up 5 ms later. Replayed 1000x faster it
+  // arrives at 0.2 ms and waits 5 us, far less than 1500 steps take (at
+  // least a microsecond each). Before the fix its cancel time stayed at
+  // 0.205 s, long after the engine had served it.
+  EngineSettings s = tiny_settings();
+  set_replica_option(s.replica, "max_model_len", "2048");
+  set_replica_option(s.replica, "max_num_seqs", "1");
+  Engine engine(s);
+  std::vector<Request> trace(2);
+  trace[0].id = 0;
+  trace[0].prompt_len = 8;
+  trace[0].output_len = 1500;
+  trace[1].id = 1;
+  trace[1].arrival = 200 * kNsPerMs;
+  trace[1].cancel_time = trace[1].arrival + 5 * kNsPerMs;
+  trace[1].prompt_len = 8;
+  trace[1].output_len = 4;
+  VectorSource source(trace);
+  Collect sink;
+  DriveOptions options;
+  options.time_scale = 1000.0;
+  engine.serve(source, sink, options);
+  REQUIRE(sink.requests.size() == 2);
+  for (const RequestRecord& r : sink.requests) {
+    CHECK(r.outcome == (r.id == 1 ? Outcome::aborted : Outcome::finished));
+  }
+}
+
+}  // namespace twin::test
