@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Same-GPU anchors for tools/gpu-check: PyTorch's figures for the shapes
+bench_cuda measures (Llama-3.1-8B, bf16), so each of our figures can be read
+as a ratio measured in the same run. A measurement aid, not a dependency:
+gpu-check runs it only where `import torch` works. Prints one line per figure:
+  anchor NAME VALUE UNIT"""
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except Exception as e:  # no torch: nothing to compare with
+    print(f"anchors: PyTorch not available ({e})")
+    sys.exit(0)
+
+if not torch.cuda.is_available():
+    print("anchors: PyTorch sees no CUDA device")
+    sys.exit(0)
+
+dev = torch.device("cuda")
+torch.manual_seed(0)
+H, I, L, HEADS, KV, D, V = 4096, 14336, 32, 32, 8, 128, 128256
+
+
+def ms(fn, reps=20, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def say(name, value, unit):
+    print(f"anchor {name} {value:.3f} {unit}", flush=True)
+
+
+def bf16(*shape):
+    return torch.randn(*shape, device=dev, dtype=torch.bfloat16) * 0.02
+
+
+# GEMMs of one layer at 4096 tokens.
+x = bf16(4096, H)
+flops = 0.0
+total_ms = 0.0
+for name, n, k in [("qkv", 6144, H), ("o", H, H), ("gate_up", 2 * I, H), ("down", H, I)]:
+    w = bf16(n, k)
+    a = x if k == H else bf16(4096, k)
+    t = ms(lambda: a @ w.t())
+    say(f"gemm_{name}_4096_tflops", 2 * 4096 * n * k / t / 1e9, "TFLOP/s")
+    flops += 2 * 4096 * n * k
+    total_ms += t
+say("gemm_layer_4096_tflops", flops / total_ms / 1e9, "TFLOP/s")
+del x
+
+# A decode step's weight reads: every layer's GEMVs and the LM head, batch 1
+# and 64 (GEMMs only: the weights / HBM roofline's part).
+layers = [(bf16(6144, H), bf16(H, H), bf16(2 * I, H), bf16(H, I)) for _ in range(L)]
+head = bf16(V, H)
+
+
+def gemv_step(xb):
+    h = xb
+    for qkv, o, gu, down in layers:
+        h2 = h @ qkv.t()
+        h = h2[:, :H] @ o.t()
+        g = h @ gu.t()
+        h = (F.silu(g[:, :I]) * g[:, I:]) @ down.t()
+    return h @ head.t()
+
+
+for batch in (1, 64):
+    xb = bf16(batch, H)
+    say(f"decode_gemms_b{batch}_ms", ms(lambda: gemv_step(xb), reps=10), "ms")
+    try:
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            gemv_step(xb)
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            gemv_step(xb)
+        say(f"decode_gemms_b{batch}_graph_ms", ms(lambda: g.replay(), reps=10), "ms")
+    except Exception as e:
+        print(f"anchors: CUDA graph capture failed ({e})")
+del layers, head
+
+# Decode attention (dense K/V, SDPA picks its kernel): bytes of K and V.
+for seqs, ctx in ((32, 4096), (1, 32768), (256, 1024), (64, 2048)):
+    q = bf16(seqs, HEADS, 1, D)
+    k = bf16(seqs, KV, ctx, D)
+    v = bf16(seqs, KV, ctx, D)
+    t = ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    say(f"decode_attention_{seqs}x{ctx}_gbps", 2 * seqs * KV * ctx * D * 2 / t / 1e6, "GB/s")
+    del q, k, v
+
+# Prefill attention, causal, 32 heads.
+for ctx in (2048, 8192):
+    q = bf16(1, HEADS, ctx, D)
+    k = bf16(1, KV, ctx, D)
+    v = bf16(1, KV, ctx, D)
+    t = ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), reps=10)
+    say(f"prefill_attention_{ctx}_causal_tflops", 2 * 2 * HEADS * ctx * ctx / 2 * D / t / 1e9, "TFLOP/s")
+    del q, k, v
+
+# Small kernels.
+for rows in (1, 8192):
+    xr = torch.randn(rows, H, device=dev)
+    w = torch.ones(H, device=dev)
+    say(f"rmsnorm_f32_{rows}_us", ms(lambda: F.rms_norm(xr, (H,), w, 1e-5)) * 1e3, "us")
+for rows in (1, 256):
+    logits = torch.randn(rows, V, device=dev)
+    say(f"argmax_{rows}x{V}_us", ms(lambda: torch.argmax(logits, dim=-1)) * 1e3, "us")
