@@ -199,7 +199,6 @@ StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, c
                        const ParallelLayout& layout, Dtype weights, Dtype kv, int stage, std::vector<Op>& scratch,
                        std::vector<std::pair<Op, double>>* per_op, double idle_ns) {
   StepLookup s;
-  s.op_scale = tables.op_scale();
   scratch.clear();
   step_ops(model, batch, layout, weights, kv, stage, scratch);
   if (scratch.empty()) return s;
@@ -207,9 +206,11 @@ StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, c
   for (const Op& op : scratch) {
     const OpLookup l = tables.op_time(op);
     const double t = l.time_ns * op.repeat;
+    const double scaled = t * tables.op_scale(op.kind);
     s.ops_ns += t;
+    s.scaled_ops_ns += scaled;
     s.out_of_range += l.out_of_range ? 1 : 0;
-    if (per_op) per_op->emplace_back(op, t * s.op_scale);
+    if (per_op) per_op->emplace_back(op, scaled);
   }
   s.overhead_ns = tables.overhead_ns(s.num_seqs, idle_ns);
   return s;

@@ -39,8 +39,12 @@ class CalibratedTables {
   // Per-step overhead (see StepOverhead) for a step with `num_seqs` scheduled
   // seqs that starts after the engine sat idle for `idle_ns`.
   double overhead_ns(std::int64_t num_seqs, double idle_ns = 0) const;
-  // The factor on the sum of the op tables' times.
-  double op_scale() const { return profile_.overhead.op_scale; }
+  // The factor on an op's table time inside a step: the profile's global
+  // op_scale (version 1's fit; 1 in later profiles) times the op kind's own.
+  double op_scale(OpKind kind) const {
+    const auto k = static_cast<std::size_t>(kind);
+    return profile_.overhead.op_scale * (k < profile_.overhead.op_scales.size() ? profile_.overhead.op_scales[k] : 1.0);
+  }
 
   const CalibratedProfile& profile() const { return profile_; }
   const std::string& origin() const { return origin_; }
@@ -77,17 +81,17 @@ class CalibratedTables {
 
 // One step priced from the tables.
 struct StepLookup {
-  double ops_ns = 0;        // sum of op time x repeat, as the tables say
-  double op_scale = 1;      // the profile's factor on ops_ns
-  double overhead_ns = 0;   // the profile's per-step overhead
+  double ops_ns = 0;         // sum of op time x repeat, as the tables say
+  double scaled_ops_ns = 0;  // the same with each op's scale (op_scale(kind)) applied
+  double overhead_ns = 0;    // the profile's per-step overhead
   std::int64_t num_seqs = 0;
   std::int64_t out_of_range = 0;  // ops extrapolated beyond their table
-  double total_ns() const { return op_scale * ops_ns + overhead_ns; }
+  double total_ns() const { return scaled_ops_ns + overhead_ns; }
 };
 
 // Prices the ops of the step (stage `stage`) with step_ops, after `idle_ns`
 // of idleness. `scratch` is reused. With `per_op`, appends (op, time of all
-// its repeats, op_scale applied) pairs.
+// its repeats, its scale applied) pairs.
 StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, const BatchShape& batch,
                        const ParallelLayout& layout, Dtype weights, Dtype kv, int stage, std::vector<Op>& scratch,
                        std::vector<std::pair<Op, double>>* per_op = nullptr, double idle_ns = 0);

@@ -48,7 +48,7 @@ struct Reader {
   // Every key of `known` is required except those in `optional`.
   void check_keys(const Json& obj, const std::string& path, const std::set<std::string>& known,
                   const std::set<std::string>& optional = {}) const {
-    if (!obj.is_object()) fail(path.empty() ? "(top level)" : path, "expected a JSON object, got " + obj.dump());
+    if (!obj.is_object()) fail(path.empty() ? "(top level)" : path, "expected a JSON object, got " + json_excerpt(obj));
     for (const auto& [key, value] : obj.items()) {
       if (known.count(key)) continue;
       std::string list;
@@ -66,41 +66,41 @@ struct Reader {
 
   double number(const Json& obj, const std::string& path, const char* key) const {
     const Json& v = obj.at(key);
-    if (!v.is_number()) fail(join(path, key), "expected a number, got " + v.dump());
+    if (!v.is_number()) fail(join(path, key), "expected a number, got " + json_excerpt(v));
     const double d = v.get<double>();
     if (!std::isfinite(d)) fail(join(path, key), "expected a finite number");
     return d;
   }
   double positive(const Json& obj, const std::string& path, const char* key) const {
     const double d = number(obj, path, key);
-    if (!(d > 0)) fail(join(path, key), "expected a positive number, got " + obj.at(key).dump());
+    if (!(d > 0)) fail(join(path, key), "expected a positive number, got " + json_excerpt(obj.at(key)));
     return d;
   }
   double non_negative(const Json& obj, const std::string& path, const char* key) const {
     const double d = number(obj, path, key);
-    if (d < 0) fail(join(path, key), "expected a non-negative number, got " + obj.at(key).dump());
+    if (d < 0) fail(join(path, key), "expected a non-negative number, got " + json_excerpt(obj.at(key)));
     return d;
   }
   std::int64_t integer(const Json& obj, const std::string& path, const char* key, std::int64_t lo) const {
     const Json& v = obj.at(key);
-    if (!v.is_number_integer()) fail(join(path, key), "expected an integer, got " + v.dump());
+    if (!v.is_number_integer()) fail(join(path, key), "expected an integer, got " + json_excerpt(v));
     const std::int64_t i = v.get<std::int64_t>();
-    if (i < lo) fail(join(path, key), "expected an integer >= " + std::to_string(lo) + ", got " + v.dump());
+    if (i < lo) fail(join(path, key), "expected an integer >= " + std::to_string(lo) + ", got " + json_excerpt(v));
     return i;
   }
   std::string string(const Json& obj, const std::string& path, const char* key) const {
     const Json& v = obj.at(key);
-    if (!v.is_string()) fail(join(path, key), "expected a string, got " + v.dump());
+    if (!v.is_string()) fail(join(path, key), "expected a string, got " + json_excerpt(v));
     return v.get<std::string>();
   }
   bool boolean(const Json& obj, const std::string& path, const char* key) const {
     const Json& v = obj.at(key);
-    if (!v.is_boolean()) fail(join(path, key), "expected true or false, got " + v.dump());
+    if (!v.is_boolean()) fail(join(path, key), "expected true or false, got " + json_excerpt(v));
     return v.get<bool>();
   }
   const Json& array(const Json& obj, const std::string& path, const char* key) const {
     const Json& v = obj.at(key);
-    if (!v.is_array()) fail(join(path, key), "expected an array, got " + v.dump());
+    if (!v.is_array()) fail(join(path, key), "expected an array, got " + json_excerpt(v));
     return v;
   }
 
@@ -193,6 +193,23 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   j["metadata"] = std::move(meta);
 
   OJson over;
+  // Every op kind that has a table, in op order (fixed layout).
+  OJson scales = OJson::object();
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    if (table_kind(kind) != TableKind::none) scales[std::string(op_name(kind))] = p.overhead.op_scales[k];
+  }
+  over["op_scales"] = std::move(scales);
+  const StepFitQuality& q = p.overhead.fit;
+  OJson fit;
+  fit["steps"] = q.steps;
+  fit["mean_abs_error"] = q.mean_abs_error;
+  fit["max_abs_error"] = q.max_abs_error;
+  fit["unscaled_ratio_mean"] = q.unscaled_ratio_mean;
+  fit["unscaled_ratio_min"] = q.unscaled_ratio_min;
+  fit["unscaled_ratio_max"] = q.unscaled_ratio_max;
+  fit["in_situ_ratio_mean"] = q.in_situ_ratio_mean;
+  over["fit"] = std::move(fit);
   over["op_scale"] = p.overhead.op_scale;
   over["base_ns"] = p.overhead.base_ns;
   over["per_seq_ns"] = p.overhead.per_seq_ns;
@@ -206,6 +223,8 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     o["new_tokens"] = s.new_tokens;
     o["measured_ns"] = s.measured_ns;
     o["ops_ns"] = s.ops_ns;
+    o["in_situ_ns"] = s.in_situ_ns;
+    o["predicted_ns"] = s.predicted_ns;
     samples.push_back(std::move(o));
   }
   over["samples"] = std::move(samples);
@@ -272,9 +291,13 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   if (r.string(json, "", "format") != kCalibratedProfileFormat) {
     r.fail("format", "expected \"" + std::string(kCalibratedProfileFormat) + "\" (not a calibrated profile?)");
   }
-  if (r.integer(json, "", "version", 0) != kCalibratedProfileVersion) {
-    r.fail("version", "expected " + std::to_string(kCalibratedProfileVersion) + ", got " + json.at("version").dump());
+  const std::int64_t version = r.integer(json, "", "version", 0);
+  if (version != 1 && version != kCalibratedProfileVersion) {
+    r.fail("version", "expected 1 to " + std::to_string(kCalibratedProfileVersion) + ", got " +
+                          json_excerpt(json.at("version")));
   }
+  // Version 2's keys are required in version 2 and unknown in version 1.
+  const bool v2 = version >= 2;
   CalibratedProfile p;
   const Json& meta = json.at("metadata");
   r.check_keys(meta, "metadata",
@@ -305,9 +328,38 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   const Json& over = json.at("step_overhead");
   // op_scale, the idle terms and idle_samples came later: a profile without
   // them reads as op_scale 1 and no idle warm-up.
-  r.check_keys(over, "step_overhead",
-               {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples", "idle_samples"},
-               {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"});
+  std::set<std::string> over_keys = {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples",
+                                     "idle_samples"};
+  if (v2) over_keys.insert({"op_scales", "fit"});
+  r.check_keys(over, "step_overhead", over_keys, {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"});
+  if (v2) {
+    // A kind left out reads as 1; a kind without a table is an error.
+    const Json& scales = over.at("op_scales");
+    if (!scales.is_object()) r.fail("step_overhead.op_scales", "expected a JSON object, got " + json_excerpt(scales));
+    for (const auto& [name, value] : scales.items()) {
+      OpKind kind{};
+      try {
+        kind = parse_op_kind(name);
+      } catch (const UsageError& e) {
+        r.fail("step_overhead.op_scales." + name, e.what());
+      }
+      if (table_kind(kind) == TableKind::none) r.fail("step_overhead.op_scales." + name, "op '" + name + "' has no table");
+      p.overhead.op_scales[static_cast<std::size_t>(kind)] = r.positive(scales, "step_overhead.op_scales", name.c_str());
+    }
+    const Json& fit = over.at("fit");
+    const std::string fp = "step_overhead.fit";
+    r.check_keys(fit, fp,
+                 {"steps", "mean_abs_error", "max_abs_error", "unscaled_ratio_mean", "unscaled_ratio_min",
+                  "unscaled_ratio_max", "in_situ_ratio_mean"});
+    StepFitQuality& q = p.overhead.fit;
+    q.steps = r.integer(fit, fp, "steps", 0);
+    q.mean_abs_error = r.non_negative(fit, fp, "mean_abs_error");
+    q.max_abs_error = r.non_negative(fit, fp, "max_abs_error");
+    q.unscaled_ratio_mean = r.non_negative(fit, fp, "unscaled_ratio_mean");
+    q.unscaled_ratio_min = r.non_negative(fit, fp, "unscaled_ratio_min");
+    q.unscaled_ratio_max = r.non_negative(fit, fp, "unscaled_ratio_max");
+    q.in_situ_ratio_mean = r.non_negative(fit, fp, "in_situ_ratio_mean");
+  }
   if (over.contains("op_scale")) p.overhead.op_scale = r.positive(over, "step_overhead", "op_scale");
   p.overhead.base_ns = r.number(over, "step_overhead", "base_ns");
   p.overhead.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
@@ -328,13 +380,21 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   const Json& samples = r.array(over, "step_overhead", "samples");
   for (std::size_t i = 0; i < samples.size(); ++i) {
     const std::string path = "step_overhead.samples[" + std::to_string(i) + "]";
-    r.check_keys(samples[i], path, {"label", "num_seqs", "new_tokens", "measured_ns", "ops_ns"});
+    if (v2)
+      r.check_keys(samples[i], path,
+                   {"label", "num_seqs", "new_tokens", "measured_ns", "ops_ns", "in_situ_ns", "predicted_ns"});
+    else
+      r.check_keys(samples[i], path, {"label", "num_seqs", "new_tokens", "measured_ns", "ops_ns"});
     OverheadSample s;
     s.label = r.string(samples[i], path, "label");
     s.num_seqs = r.non_negative(samples[i], path, "num_seqs");
     s.new_tokens = r.non_negative(samples[i], path, "new_tokens");
     s.measured_ns = r.non_negative(samples[i], path, "measured_ns");
     s.ops_ns = r.non_negative(samples[i], path, "ops_ns");
+    if (v2) {
+      s.in_situ_ns = r.non_negative(samples[i], path, "in_situ_ns");
+      s.predicted_ns = r.non_negative(samples[i], path, "predicted_ns");
+    }
     p.overhead.samples.push_back(std::move(s));
   }
 

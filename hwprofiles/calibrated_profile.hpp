@@ -16,6 +16,7 @@
 // FLOPs and bytes at that shape (from step_ops), which extrapolation uses.
 // The file layout is fixed (tables in op order, keys in a fixed order), so
 // the same profile writes the same bytes.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +28,9 @@
 namespace twin {
 
 inline constexpr const char* kCalibratedProfileFormat = "twinserve calibrated profile";
-inline constexpr std::int64_t kCalibratedProfileVersion = 1;
+// Version 2 added step_overhead.op_scales and .fit and the samples'
+// in_situ_ns and predicted_ns; version 1 files still read (scales 1).
+inline constexpr std::int64_t kCalibratedProfileVersion = 2;
 
 struct CalibratedPoint {
   double x = 0;        // m, tokens or context per seq (see the table kind)
@@ -66,6 +69,8 @@ struct OverheadSample {
   double new_tokens = 0;
   double measured_ns = 0;     // median step time (plan to completion)
   double ops_ns = 0;          // median sum of the op tables' predictions
+  double in_situ_ns = 0;      // median sum of the ops' times inside the steps (0 in version 1)
+  double predicted_ns = 0;    // the fitted step model at the medians (0 in version 1)
 };
 
 // A step started after the engine sat idle for gap_ns: its median time and
@@ -76,15 +81,41 @@ struct IdleSample {
   double extra_ns = 0;
 };
 
+// How well the step model explains the calibration's own steps, over every
+// measured step: relative error |predicted - measured| / measured, and the
+// ratio of the tables' unscaled op sum (and of the in-situ op times) to the
+// measured step.
+struct StepFitQuality {
+  std::int64_t steps = 0;  // 0: not computed (a version 1 profile)
+  double mean_abs_error = 0;
+  double max_abs_error = 0;
+  double unscaled_ratio_mean = 0;
+  double unscaled_ratio_min = 0;
+  double unscaled_ratio_max = 0;
+  double in_situ_ratio_mean = 0;
+};
+
+inline std::array<double, kNumOpKinds> unit_op_scales() {
+  std::array<double, kNumOpKinds> a{};
+  a.fill(1.0);
+  return a;
+}
+
 // What a whole step costs beyond its ops priced one by one from the tables:
-//   step = op_scale x (sum of op times) + base_ns + per_seq_ns x scheduled seqs
+//   step = sum over ops of op_scale x op_scales[kind] x table time
+//          + base_ns + per_seq_ns x scheduled seqs
 //          + idle_ns x (1 - exp(-gap / idle_tau_ns))
-// op_scale: ops run slower inside a full forward pass than alone (caches
-// shared with the other ops). base and per_seq: scheduling, batch building,
+// op_scales: each op kind runs slower (or faster) inside a full forward pass
+// than alone, by its own factor (caches shared with the other ops; on a GPU,
+// launches overlapping the previous kernel), fitted from the ops' in-situ
+// times. op_scale: one factor for all ops, what version 1 fitted (1 when the
+// per-kind scales are fitted). base and per_seq: scheduling, batch building,
 // sampling bookkeeping, the loop. The idle term: a step after the engine sat
 // idle for `gap` pays a warm-up (caches and clocks of a machine that went
 // quiet); 0 when idle_tau_ns is 0.
 struct StepOverhead {
+  std::array<double, kNumOpKinds> op_scales = unit_op_scales();  // by OpKind
+  StepFitQuality fit;
   double op_scale = 1;
   double base_ns = 0;
   double per_seq_ns = 0;

@@ -58,11 +58,10 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
   std::int64_t seqs = 0;
   for (const SeqShape& s : step.shape->seqs) seqs += s.new_tokens > 0 ? 1 : 0;
   double total = tables_->overhead_ns(seqs, static_cast<double>(step.idle_ns));
-  const double scale = tables_->op_scale();
   std::int64_t outside = 0;
   for (const Op& op : ops_) {
     const OpLookup l = tables_->op_time(op);
-    const double t = l.time_ns * op.repeat * scale;
+    const double t = l.time_ns * op.repeat * tables_->op_scale(op.kind);
     total += t;
     outside += l.out_of_range ? 1 : 0;
     if (breakdown) {

@@ -64,10 +64,6 @@ struct CompositionError {
 // One entry per composition that occurs (in enum order), for pricer `model`.
 std::vector<CompositionError> composition_errors(const std::vector<PricedStep>& steps, std::size_t model);
 
-// The runner's timed op (engine/runtime/forward_batch.hpp) a step_ops op kind
-// runs in; -1 for kinds the one-device engine has none of (TP/PP traffic).
-int timed_op_of(OpKind kind, bool moe);
-
 // Per op, over all the engine's steps: the time the runner measured inside
 // its steps against pricer `model`'s price of the same steps, in ms per step.
 // Rows for the runner's ops that either side spends time on, in op order,

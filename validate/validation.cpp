@@ -145,8 +145,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
   settings.runner.gpu_memory_utilization = o.gpu_memory_utilization;
   settings.sampling.seed = o.seed;
   Engine engine(settings);
-  // Per-op times for the report's op table: free on the CPU backend, a stall
-  // per op on a GPU (it would change the run being validated).
+  // Per-op times for the report's op table on the CPU backend, where a clock
+  // read per op is free; on a GPU an event per op (hundreds per step) would
+  // add host work to the very run being validated.
   engine.runner().set_time_ops(engine.runner().device_threads() > 0);
   result.engine_description = engine.description();
   say(o, "engine: " + result.engine_description);

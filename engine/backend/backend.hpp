@@ -68,6 +68,23 @@ class Backend {
   // Waits until every enqueued op has finished.
   virtual void synchronize() = 0;
 
+  // ---- op timing ----------------------------------------------------------
+  // Times the ops of one forward pass where they run, without waiting after
+  // each (a synchronisation per op would stall a GPU's queue and time ops
+  // that no longer overlap the host's launches as they do in a real step).
+  // begin_op_timing(n) makes room for marks 0 .. n-1; mark_op(i), called
+  // with i = 0, 1, 2, ... in order, records mark i on the stream after every
+  // op enqueued so far (it does not wait);
+  // read_op_marks(ns) waits for the marks recorded and writes, for marks
+  // 0 .. ns.size()-1, each one's time in ns after mark 0 (non-decreasing,
+  // ns[0] = 0). An op's time is the gap between the marks around it. CPU:
+  // the host clock (its ops return done); CUDA: events on the op stream,
+  // read with cudaEventElapsedTime once at the end of the pass. Throws
+  // twin::Error for a mark outside the room made or never recorded.
+  virtual void begin_op_timing(std::size_t marks) = 0;
+  virtual void mark_op(std::size_t index) = 0;
+  virtual void read_op_marks(std::span<double> ns) = 0;
+
   // ---- dense ops ----------------------------------------------------------
   // C[m,n] = A[m,k] · W[n,k]^T (+ bias[n]) (+ C if accumulate).
   // A, C: f32. W: f32 or bf16 (the layout of a PyTorch nn.Linear weight).

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <string_view>
 #include <unistd.h>
 
 #include "engine/core/error.hpp"
@@ -342,8 +343,29 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   const CalibratedTables tables(p, "(calibration in progress)");
   p.overhead = fit_step_overhead(steps, tables, model, w, kv);
   if (log) {
-    *log << "calibrate: step terms from " << steps.size() << " engine steps: " << p.overhead.op_scale
-         << " x ops + " << p.overhead.base_ns / 1e3 << " us + " << p.overhead.per_seq_ns / 1e3 << " us per seq\n";
+    const StepOverhead& o = p.overhead;
+    const StepFitQuality& q = o.fit;
+    *log << "calibrate: step model from " << steps.size() << " engine steps: ";
+    if (o.op_scale == 1) {
+      // Kinds sharing a timed op share its scale (attention; MoE experts).
+      *log << "ops scaled per kind (";
+      bool first = true;
+      auto put = [&](std::string_view name, OpKind kind) {
+        *log << (first ? "" : ", ") << name << " " << o.op_scales[static_cast<std::size_t>(kind)];
+        first = false;
+      };
+      for (const CurveTable& t : p.gemm) put(op_name(t.op), t.op);
+      for (const CurveTable& t : p.elementwise) put(op_name(t.op), t.op);
+      if (!p.attention.empty()) put("attention", p.attention.front().op);  // prefill and decode: one call
+      *log << ")";
+    } else {
+      *log << o.op_scale << " x ops (no in-situ op times)";
+    }
+    *log << " + " << o.base_ns / 1e3 << " us + " << o.per_seq_ns / 1e3 << " us per seq\n"
+         << "calibrate: fit over " << q.steps << " steps: |predicted - measured| / measured mean "
+         << 100 * q.mean_abs_error << "%, max " << 100 * q.max_abs_error << "%; unscaled table ops / step "
+         << q.unscaled_ratio_mean << " (" << q.unscaled_ratio_min << " to " << q.unscaled_ratio_max
+         << "), in-situ ops / step " << q.in_situ_ratio_mean << "\n";
   }
   // The warm-up after idleness, on a short prefill (what an arrival to an
   // idle engine runs); gap 0 is the back-to-back baseline.

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "engine/core/error.hpp"
@@ -50,6 +51,9 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
   }
   runner_options.num_blocks = static_cast<std::int32_t>(blocks + 1);
   ModelRunner runner(config, runner_options);
+  // In-situ op times, for the per-kind scales: marks between ops, read at
+  // the end of each pass, so the step itself runs as untimed.
+  runner.set_time_ops(true);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   auto clock = [&]() -> Time { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
@@ -100,6 +104,7 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
       m.label = sc.label;
       for (const ScheduledSeq& q : plan.seqs) m.shape.seqs.push_back({q.num_new, q.num_computed, q.samples});
       m.measured_ns = static_cast<double>(now - start);
+      if (!executor.step_op_times().empty()) m.op_ns = executor.step_op_times().back().second;
       if (keep) out.push_back(std::move(m));
       ++steps;
     }
@@ -107,36 +112,39 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
   return out;
 }
 
-StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const std::vector<double>& measured) {
-  StepFit best;
-  if (features.empty() || features.size() != measured.size()) return best;
-  // Minimise the RELATIVE error of the step time: an unweighted fit lets the
-  // long prefill steps (whose residuals are mostly op-table noise of tens of
-  // ms) set terms that under-predict every short decode step.
-  std::vector<double> w;
-  for (double m : measured) w.push_back(1.0 / (std::max(m, 1.0) * std::max(m, 1.0)));
-  auto cost = [&](const std::array<double, 3>& t) {
+namespace {
+
+// Minimises sum_i w_i (t . x_i - y_i)^2 with every t_j >= 0 (t_0 > 0 and
+// never pinned when first_positive): each active set (which coordinates are
+// pinned at 0) is solved by its normal equations and the cheapest feasible
+// one wins. Coordinates are few (2 or 3), so trying every set is exact and
+// cheap. Returns `fallback` when no set beats it.
+std::vector<double> nonneg_lsq(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+                               const std::vector<double>& w, bool first_positive, std::vector<double> fallback) {
+  const std::size_t dims = fallback.size();
+  auto cost = [&](const std::vector<double>& t) {
     double c = 0;
-    for (std::size_t i = 0; i < features.size(); ++i) {
-      double e = -measured[i];
-      for (int j = 0; j < 3; ++j) e += t[j] * features[i][j];
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double e = -y[i];
+      for (std::size_t j = 0; j < dims; ++j) e += t[j] * x[i][j];
       c += w[i] * e * e;
     }
     return c;
   };
-  double best_cost = cost({best.op_scale, best.base_ns, best.per_seq_ns});
-  // The scale is always free; base and per_seq are free or pinned at 0
-  // (each must come out >= 0): the cheapest feasible active set wins.
-  for (int mask = 0; mask < 4; ++mask) {
-    std::vector<int> free = {0};
-    if (mask & 1) free.push_back(1);
-    if (mask & 2) free.push_back(2);
+  std::vector<double> best = fallback;
+  double best_cost = cost(best);
+  for (unsigned mask = 0; mask < (1u << dims); ++mask) {
+    if (first_positive && !(mask & 1u)) continue;
+    std::vector<std::size_t> free;
+    for (std::size_t j = 0; j < dims; ++j) {
+      if (mask & (1u << j)) free.push_back(j);
+    }
     const std::size_t n = free.size();
     std::vector<std::vector<double>> a(n, std::vector<double>(n + 1, 0.0));  // normal equations
-    for (std::size_t i = 0; i < features.size(); ++i) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
       for (std::size_t r = 0; r < n; ++r) {
-        for (std::size_t c = 0; c < n; ++c) a[r][c] += w[i] * features[i][free[r]] * features[i][free[c]];
-        a[r][n] += w[i] * features[i][free[r]] * measured[i];
+        for (std::size_t c = 0; c < n; ++c) a[r][c] += w[i] * x[i][free[r]] * x[i][free[c]];
+        a[r][n] += w[i] * x[i][free[r]] * y[i];
       }
     }
     bool singular = false;
@@ -157,59 +165,212 @@ StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const
       }
     }
     if (singular) continue;
-    std::array<double, 3> t = {0, 0, 0};
-    for (std::size_t r = 0; r < n; ++r) t[free[r]] = a[r][n] / a[r][r];
-    if (!(t[0] > 0) || t[1] < 0 || t[2] < 0 || !std::isfinite(t[0] + t[1] + t[2])) continue;
+    std::vector<double> t(dims, 0.0);
+    bool feasible = true;
+    for (std::size_t r = 0; r < n; ++r) {
+      t[free[r]] = a[r][n] / a[r][r];
+      if (!std::isfinite(t[free[r]]) || t[free[r]] < 0) feasible = false;
+    }
+    if (first_positive && !(t[0] > 0)) feasible = false;
+    if (!feasible) continue;
     const double c = cost(t);
     if (c < best_cost) {
       best_cost = c;
-      best.op_scale = t[0];
-      best.base_ns = t[1];
-      best.per_seq_ns = t[2];
+      best = t;
     }
   }
   return best;
 }
 
-StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
-                               const ModelDesc& model, Dtype weights, Dtype kv) {
+// Weights of a least-squares fit on the relative error of `measured`.
+std::vector<double> relative_weights(const std::vector<double>& measured) {
+  std::vector<double> w;
+  w.reserve(measured.size());
+  for (double m : measured) w.push_back(1.0 / (std::max(m, 1.0) * std::max(m, 1.0)));
+  return w;
+}
+
+double sum_of(const OpTimes& t) {
+  double s = 0;
+  for (double v : t) s += v;
+  return s;
+}
+
+}  // namespace
+
+StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const std::vector<double>& measured) {
+  StepFit best;
+  if (features.empty() || features.size() != measured.size()) return best;
+  // Minimise the RELATIVE error of the step time: an unweighted fit lets the
+  // long prefill steps (whose residuals are mostly op-table noise of tens of
+  // ms) set terms that under-predict every short decode step.
+  std::vector<std::vector<double>> x;
+  for (const auto& f : features) x.push_back({f[0], f[1], f[2]});
+  const std::vector<double> t = nonneg_lsq(x, measured, relative_weights(measured), true, {1.0, 0.0, 0.0});
+  best.op_scale = t[0];
+  best.base_ns = t[1];
+  best.per_seq_ns = t[2];
+  return best;
+}
+
+
+OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
+  OpScaleFit fit;
+  fit.scales.fill(1.0);
+  if (steps.empty()) return fit;
+
+  // Groups in first-seen order (deterministic), reduced to their medians.
   struct Group {
-    std::vector<double> seqs, tokens, measured, ops;
+    std::vector<double> seqs, tokens, measured, table_sum, in_situ_sum;
+    std::array<std::vector<double>, kNumTimedOps> table, in_situ;
   };
-  std::map<std::string, Group> groups;  // ordered: deterministic layout
+  std::map<std::string, Group> groups;
   std::vector<std::string> order;
-  std::vector<Op> scratch;
-  for (const MeasuredStep& s : steps) {
-    const StepLookup l = lookup_step(tables, model, s.shape, ParallelLayout{}, weights, kv, 0, scratch);
-    const std::string key = s.label + " " + step_class_name(step_class(s.shape));
-    if (!groups.count(key)) order.push_back(key);
-    Group& g = groups[key];
-    double tokens = 0;
-    for (const SeqShape& q : s.shape.seqs) tokens += static_cast<double>(q.new_tokens);
-    g.seqs.push_back(static_cast<double>(l.num_seqs));
-    g.tokens.push_back(tokens);
+  bool any_in_situ = false;
+  for (const StepSample& s : steps) {
+    if (!groups.count(s.group)) order.push_back(s.group);
+    Group& g = groups[s.group];
+    g.seqs.push_back(s.num_seqs);
+    g.tokens.push_back(s.new_tokens);
     g.measured.push_back(s.measured_ns);
-    g.ops.push_back(l.ops_ns);
+    g.table_sum.push_back(sum_of(s.table_ns));
+    g.in_situ_sum.push_back(sum_of(s.in_situ_ns));
+    any_in_situ = any_in_situ || sum_of(s.in_situ_ns) > 0;
+    for (int k = 0; k < kNumTimedOps; ++k) {
+      g.table[k].push_back(s.table_ns[k]);
+      g.in_situ[k].push_back(s.in_situ_ns[k]);
+    }
   }
-  StepOverhead o;
-  std::vector<std::array<double, 3>> features;  // (sum of ops, 1, seqs)
-  std::vector<double> measured;
+  struct Median {
+    double seqs, tokens, measured, table_sum, in_situ_sum;
+    OpTimes table, in_situ;
+  };
+  std::vector<Median> med;
   for (const std::string& key : order) {
     const Group& g = groups.at(key);
-    OverheadSample sample;
-    sample.label = key;
-    sample.num_seqs = quantile(g.seqs, 0.5);
-    sample.new_tokens = quantile(g.tokens, 0.5);
-    sample.measured_ns = quantile(g.measured, 0.5);
-    sample.ops_ns = quantile(g.ops, 0.5);
-    o.samples.push_back(sample);
-    features.push_back({sample.ops_ns, 1.0, sample.num_seqs});
-    measured.push_back(sample.measured_ns);
+    Median m{quantile(g.seqs, 0.5), quantile(g.tokens, 0.5),       quantile(g.measured, 0.5),
+             quantile(g.table_sum, 0.5), quantile(g.in_situ_sum, 0.5), {}, {}};
+    for (int k = 0; k < kNumTimedOps; ++k) {
+      m.table[k] = quantile(g.table[k], 0.5);
+      m.in_situ[k] = quantile(g.in_situ[k], 0.5);
+    }
+    med.push_back(m);
   }
-  const StepFit fit = fit_step_terms(features, measured);
+
+  std::vector<double> measured;
+  for (const Median& m : med) measured.push_back(m.measured);
+  const std::vector<double> w = relative_weights(measured);
+  auto scaled_ops = [&](const OpTimes& table) {
+    double t = 0;
+    for (int k = 0; k < kNumTimedOps; ++k) t += fit.scales[k] * table[k];
+    return fit.op_scale * t;
+  };
+  if (any_in_situ) {
+    fit.per_kind = true;
+    for (int k = 0; k < kNumTimedOps; ++k) {
+      // min sum ((s t - m) / M)^2 over the groups, M the group's measured
+      // step: s = sum t m / M^2 / sum t^2 / M^2.
+      double num = 0, den = 0;
+      for (const Median& m : med) {
+        if (!(m.table[k] > 0) || !(m.in_situ[k] > 0) || !(m.measured > 0)) continue;
+        const double t = m.table[k] / m.measured, u = m.in_situ[k] / m.measured;
+        num += t * u;
+        den += t * t;
+      }
+      if (den > 0 && num > 0) fit.scales[k] = num / den;
+    }
+    // The step terms on what the scaled ops leave unexplained.
+    std::vector<std::vector<double>> x;
+    std::vector<double> rest;
+    for (const Median& m : med) {
+      x.push_back({1.0, m.seqs});
+      rest.push_back(m.measured - scaled_ops(m.table));
+    }
+    const std::vector<double> t = nonneg_lsq(x, rest, w, false, {0.0, 0.0});
+    fit.base_ns = t[0];
+    fit.per_seq_ns = t[1];
+  } else {
+    std::vector<std::array<double, 3>> features;
+    for (const Median& m : med) features.push_back({m.table_sum, 1.0, m.seqs});
+    const StepFit f = fit_step_terms(features, measured);
+    fit.op_scale = f.op_scale;
+    fit.base_ns = f.base_ns;
+    fit.per_seq_ns = f.per_seq_ns;
+  }
+
+  auto predict = [&](const OpTimes& table, double seqs) {
+    return scaled_ops(table) + fit.base_ns + fit.per_seq_ns * seqs;
+  };
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    OverheadSample sample;
+    sample.label = order[i];
+    sample.num_seqs = med[i].seqs;
+    sample.new_tokens = med[i].tokens;
+    sample.measured_ns = med[i].measured;
+    sample.ops_ns = med[i].table_sum;
+    sample.in_situ_ns = med[i].in_situ_sum;
+    sample.predicted_ns = std::max(0.0, predict(med[i].table, med[i].seqs));
+    fit.samples.push_back(sample);
+  }
+  StepFitQuality& q = fit.quality;
+  double err_sum = 0, ratio_sum = 0, in_situ_sum = 0;
+  q.unscaled_ratio_min = std::numeric_limits<double>::infinity();
+  for (const StepSample& s : steps) {
+    if (!(s.measured_ns > 0)) continue;
+    ++q.steps;
+    const double err = std::abs(predict(s.table_ns, s.num_seqs) - s.measured_ns) / s.measured_ns;
+    const double ratio = sum_of(s.table_ns) / s.measured_ns;
+    err_sum += err;
+    q.max_abs_error = std::max(q.max_abs_error, err);
+    ratio_sum += ratio;
+    q.unscaled_ratio_min = std::min(q.unscaled_ratio_min, ratio);
+    q.unscaled_ratio_max = std::max(q.unscaled_ratio_max, ratio);
+    in_situ_sum += sum_of(s.in_situ_ns) / s.measured_ns;
+  }
+  if (q.steps > 0) {
+    const double n = static_cast<double>(q.steps);
+    q.mean_abs_error = err_sum / n;
+    q.unscaled_ratio_mean = ratio_sum / n;
+    q.in_situ_ratio_mean = in_situ_sum / n;
+  } else {
+    q.unscaled_ratio_min = 0;
+  }
+  return fit;
+}
+
+StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
+                               const ModelDesc& model, Dtype weights, Dtype kv) {
+  const bool moe = model.is_moe();
+  std::vector<StepSample> samples;
+  std::vector<Op> ops;
+  for (const MeasuredStep& s : steps) {
+    StepSample x;
+    x.group = s.label + " " + step_class_name(step_class(s.shape));
+    x.measured_ns = s.measured_ns;
+    x.in_situ_ns = s.op_ns;
+    for (const SeqShape& q : s.shape.seqs) {
+      x.new_tokens += static_cast<double>(q.new_tokens);
+      x.num_seqs += q.new_tokens > 0 ? 1 : 0;
+    }
+    ops.clear();
+    step_ops(model, s.shape, ParallelLayout{}, weights, kv, 0, ops);
+    for (const Op& op : ops) {
+      const int k = timed_op_of(op.kind, moe);
+      if (k >= 0) x.table_ns[static_cast<std::size_t>(k)] += tables.op_time(op).time_ns * op.repeat;
+    }
+    samples.push_back(std::move(x));
+  }
+  const OpScaleFit fit = fit_op_scales(samples);
+  StepOverhead o;
   o.op_scale = fit.op_scale;
   o.base_ns = fit.base_ns;
   o.per_seq_ns = fit.per_seq_ns;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const int t = timed_op_of(static_cast<OpKind>(k), moe);
+    if (t >= 0) o.op_scales[static_cast<std::size_t>(k)] = fit.scales[static_cast<std::size_t>(t)];
+  }
+  o.fit = fit.quality;
+  o.samples = fit.samples;
   return o;
 }
 

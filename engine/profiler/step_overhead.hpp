@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "hwprofiles/calibrated_lookup.hpp"
@@ -37,6 +38,7 @@ struct MeasuredStep {
   std::string label;  // scenario label
   BatchShape shape;
   double measured_ns = 0;
+  OpTimes op_ns{};    // the runner's in-situ time per op inside this step
 };
 
 // Runs each scenario on a fresh scheduler (vLLM preset) over one model
@@ -57,8 +59,46 @@ struct StepFit {
 // two >= 0. Without a feasible fit: scale 1, no overhead.
 StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const std::vector<double>& measured);
 
-// Groups the steps by scenario and class, takes each group's medians and
-// fits the step terms (fit_step_terms) to them.
+// One measured step as the per-kind fit sees it: the tables' isolated times
+// and the runner's in-situ times, per timed op.
+struct StepSample {
+  std::string group;  // steps of one scenario and class share their medians
+  double num_seqs = 0;
+  double new_tokens = 0;
+  double measured_ns = 0;
+  OpTimes table_ns{};
+  OpTimes in_situ_ns{};
+};
+
+struct OpScaleFit {
+  OpTimes scales{};  // by timed op; 1 where nothing was timed
+  double op_scale = 1;  // the global factor: 1 unless fitted without in-situ times
+  double base_ns = 0;
+  double per_seq_ns = 0;
+  bool per_kind = false;  // false: no in-situ times, the version 1 global fit
+  StepFitQuality quality;
+  std::vector<OverheadSample> samples;  // per group, at its medians
+};
+
+// The step model from whole steps. The steps are grouped (StepSample::group)
+// and each group reduced to its medians (a slow spell of the machine moves a
+// third of a group's steps, which the median ignores). Per timed op k, the
+// scale s_k minimises sum over groups of ((s_k x table_k - in_situ_k) /
+// measured)^2: each op's miss counted as the share of its group's step it
+// moves: the fit serves the step's relative error, so a short decode group
+// counts as much as a long prefill group (unweighted, the prefills would set
+// every scale), and among the groups those where the op is a larger share of
+// the step count more (where it is 1%, its ratio is mostly timer noise and
+// matters little to the step). Then base_ns, per_seq_ns
+// >= 0 on what the scaled ops leave of each group's step, least squares on
+// the relative error of the step. Without in-situ
+// times (every in_situ_ns 0), the global fit_step_terms. The quality figures
+// are over every step, not the groups' medians.
+OpScaleFit fit_op_scales(const std::vector<StepSample>& steps);
+
+// Prices each step's ops from the tables, groups the steps by scenario and
+// class and fits the step model (fit_op_scales): the profile's StepOverhead
+// less the idle terms.
 StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
                                const ModelDesc& model, Dtype weights, Dtype kv);
 

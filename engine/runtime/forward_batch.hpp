@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/types.hpp"
+#include "models/timed_ops.hpp"
 
 namespace twin {
 
@@ -38,32 +39,6 @@ struct ForwardBatch {
   }
 };
 
-// The forward pass's ops as the runner times them (ModelRunner::set_time_ops):
-// models/step_ops' op kinds, except `attention` (kv_write + paged_attention:
-// one call serves a step's prefills and decodes, step_ops' attn_prefill +
-// attn_decode) and `moe_experts` (one call: moe_gate_up_proj + silu_mul +
-// moe_down_proj).
-enum class TimedOp : std::uint8_t {
-  embed,
-  rmsnorm,
-  qkv_proj,
-  rotary,
-  attention,
-  o_proj,
-  gate_up_proj,
-  silu_mul,
-  down_proj,
-  moe_router,
-  moe_experts,
-  final_norm,
-  lm_head,
-  sample,
-};
-inline constexpr int kNumTimedOps = static_cast<int>(TimedOp::sample) + 1;
-inline constexpr std::array<std::string_view, kNumTimedOps> kTimedOpNames = {
-    "embed",     "rmsnorm",    "qkv_proj",    "rotary",     "attention", "o_proj",  "gate_up_proj",
-    "silu_mul",  "down_proj",  "moe_router",  "moe_experts", "final_norm", "lm_head", "sample"};
-using OpTimes = std::array<double, kNumTimedOps>;  // ns per timed op
 
 struct ForwardOutput {
   std::vector<TokenId> sampled;  // one per sampling seq, in batch order

@@ -1,7 +1,6 @@
 #include "engine/runtime/model_runner.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -174,17 +173,36 @@ struct ModelRunner::Impl {
     }
   }
 
-  // Op timing (set_time_ops): each tick charges the time since the last one
-  // to `op`.
+  // Op timing (set_time_ops): the backend records a mark after each op
+  // (begin_timing records mark 0 before the first) and the marks are read
+  // once, at the end of the pass (end_timing): the op charged with the gap
+  // ending at mark i is mark_ops[i]. No synchronisation between ops, so a
+  // GPU's queue runs as in an untimed step.
   bool time_ops = false;
-  std::chrono::steady_clock::time_point last_tick;
-  void tick(TimedOp op, ForwardOutput& out) {
+  std::vector<TimedOp> mark_ops;
+  std::vector<double> mark_ns;
+  void begin_timing() {
     if (!time_ops) return;
-    backend->synchronize();
-    const auto now = std::chrono::steady_clock::now();
-    out.op_ns[static_cast<std::size_t>(op)] +=
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_tick).count());
-    last_tick = now;
+    // Mark 0, embed, at most 9 per layer (6 + the dense MLP's 3), final
+    // norm, and sample / lm_head / sample.
+    backend->begin_op_timing(2 + 9 * weights.layers.size() + 4);
+    mark_ops.clear();
+    mark_ops.push_back(TimedOp::embed);  // mark 0 ends no op
+    backend->mark_op(0);
+  }
+  void tick(TimedOp op, ForwardOutput&) {
+    if (!time_ops) return;
+    backend->mark_op(mark_ops.size());
+    mark_ops.push_back(op);
+  }
+  void end_timing(ForwardOutput& out) {
+    if (!time_ops) return;
+    mark_ns.assign(mark_ops.size(), 0.0);
+    backend->read_op_marks(mark_ns);
+    for (std::size_t i = 1; i < mark_ops.size(); ++i) {
+      // Clamped: marks never run backwards, but a negative gap must not leak.
+      out.op_ns[static_cast<std::size_t>(mark_ops[i])] += std::max(0.0, mark_ns[i] - mark_ns[i - 1]);
+    }
   }
 
   void mlp(const LayerWeights& L, std::int64_t T, ForwardOutput& out) {
@@ -253,10 +271,7 @@ struct ModelRunner::Impl {
     const TensorView attn = scratch.attn.slice_rows(0, T);
     const TensorView q = qkv.slice_cols(0, qd), k = qkv.slice_cols(qd, kvd), v = qkv.slice_cols(qd + kvd, kvd);
 
-    if (time_ops) {
-      backend->synchronize();
-      last_tick = std::chrono::steady_clock::now();
-    }
+    begin_timing();
     backend->embedding(batch.tokens, weights.embed, x);
     tick(TimedOp::embed, out);
     for (std::size_t l = 0; l < weights.layers.size(); ++l) {
@@ -286,6 +301,7 @@ struct ModelRunner::Impl {
     tick(TimedOp::final_norm, out);
     if (S == 0) {
       backend->synchronize();
+      end_timing(out);
       return;
     }
     const TensorView xs = scratch.xs.slice_rows(0, S), hs = scratch.hs.slice_rows(0, S);
@@ -298,6 +314,7 @@ struct ModelRunner::Impl {
     out.sampled.resize(static_cast<std::size_t>(S));
     backend->sample(logits, sampling, out.sampled);
     tick(TimedOp::sample, out);
+    end_timing(out);
     if (batch.return_logits) {
       out.logits.resize(static_cast<std::size_t>(S * config.vocab_size));
       backend->download(out.logits.data(), logits.data, out.logits.size() * sizeof(float));

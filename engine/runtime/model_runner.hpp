@@ -70,9 +70,10 @@ class ModelRunner {
   // the vocabulary, a block table too short, block ids out of range).
   void forward(const ForwardBatch& batch, ForwardOutput& out);
 
-  // Time every op of the forward pass into ForwardOutput::op_ns. The backend
-  // is synchronised after each op: free on the CPU backend (its ops return
-  // done), a stall per op on a GPU, so validate times ops on the CPU only.
+  // Time every op of the forward pass into ForwardOutput::op_ns, from marks
+  // the backend records between ops and the runner reads once at the end of
+  // the pass (Backend::begin_op_timing): the host clock on the CPU, CUDA
+  // events on a GPU, so no op waits for the one before it to be timed.
   void set_time_ops(bool on);
   bool times_ops() const;
   // The backend's worker threads: > 0 on the CPU backend, 0 on a GPU.

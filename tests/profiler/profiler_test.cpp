@@ -9,6 +9,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "engine/backend/backend.hpp"
 #include "engine/profiler/calibrate.hpp"
 #include "engine/profiler/op_timer.hpp"
 #include "engine/profiler/step_overhead.hpp"
@@ -65,6 +66,16 @@ TEST_CASE("a quick calibration of tiny covers every op its steps need") {
     }
   }
   CHECK_FALSE(p.overhead.samples.empty());
+  // The step model came from in-situ op times: per-kind scales, no global
+  // factor, and fit figures over the steps (values not asserted: timing).
+  CHECK(p.overhead.op_scale == 1);
+  for (double v : p.overhead.op_scales) CHECK(v > 0);
+  CHECK(p.overhead.fit.steps > 0);
+  CHECK(p.overhead.fit.unscaled_ratio_min <= p.overhead.fit.unscaled_ratio_max);
+  for (const OverheadSample& s : p.overhead.samples) {
+    CHECK(s.in_situ_ns > 0);
+    CHECK(s.predicted_ns > 0);
+  }
   // Every op of a mixed step prices without a missing table.
   const CalibratedTables tables(p, "quick");
   BatchShape b;
@@ -265,5 +276,204 @@ TEST_CASE("a mixture of experts is calibrated: router and expert GEMMs get table
     const StepLookup l = lookup_step(tables, model, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
     CHECK(l.ops_ns > 0);
     CHECK(l.total_ns() > l.ops_ns * 0.5);
+  }
+}
+
+namespace {
+
+// Steps of three groups (decode, prefill, mixed), three steps each, whose
+// in-situ op times are exactly `scales` x the table times and whose measured
+// time adds base + per_seq x seqs. In each group one step runs in a slow
+// spell (everything 1.4x): the groups' medians must ignore it.
+std::vector<StepSample> synthetic_steps(const OpTimes& scales, double base, double per_seq) {
+  std::vector<StepSample> out;
+  const struct {
+    const char* group;
+    double seqs, tokens, scale_tokens;
+  } groups[] = {{"decode x8 decode", 8, 8, 1}, {"prefill prefill", 1, 256, 20}, {"mixed x4 mixed", 5, 52, 6}};
+  for (const auto& g : groups) {
+    for (int i = 0; i < 3; ++i) {
+      StepSample s;
+      s.group = g.group;
+      s.num_seqs = g.seqs;
+      s.new_tokens = g.tokens;
+      double in_situ = 0;
+      for (int k = 0; k < kNumTimedOps; ++k) {
+        const auto op = static_cast<TimedOp>(k);
+        if (op == TimedOp::moe_router || op == TimedOp::moe_experts) continue;  // a dense model
+        // Kinds differ in how they grow with the tokens, so the groups are
+        // not proportional to one another.
+        const double t = (1000.0 + 37.0 * k) * (op == TimedOp::attention ? g.scale_tokens * g.scale_tokens
+                                                                           : g.scale_tokens + 0.1 * k);
+        s.table_ns[k] = t;
+        s.in_situ_ns[k] = scales[k] * t;
+        in_situ += s.in_situ_ns[k];
+      }
+      s.measured_ns = in_situ + base + per_seq * g.seqs;
+      if (i == 1) {
+        for (double& v : s.in_situ_ns) v *= 1.4;
+        s.measured_ns *= 1.4;
+      }
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the per-kind fit recovers each op kind's scale and the step terms from synthetic steps") {
+  OpTimes scales;
+  scales.fill(1.0);
+  scales[static_cast<int>(TimedOp::qkv_proj)] = 1.12;
+  scales[static_cast<int>(TimedOp::gate_up_proj)] = 1.05;
+  scales[static_cast<int>(TimedOp::down_proj)] = 1.27;
+  scales[static_cast<int>(TimedOp::rmsnorm)] = 1.6;
+  scales[static_cast<int>(TimedOp::rotary)] = 1.45;
+  scales[static_cast<int>(TimedOp::embed)] = 1.7;
+  scales[static_cast<int>(TimedOp::attention)] = 1.2;
+  scales[static_cast<int>(TimedOp::sample)] = 0.9;
+  const std::vector<StepSample> steps = synthetic_steps(scales, 5e3, 300);
+  const OpScaleFit fit = fit_op_scales(steps);
+  CHECK(fit.per_kind);
+  CHECK(fit.op_scale == 1);
+  for (int k = 0; k < kNumTimedOps; ++k) {
+    CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
+    CHECK(fit.scales[k] == Approx(scales[k]).epsilon(1e-9));  // moe ops: never timed, 1
+  }
+  CHECK(fit.base_ns == Approx(5e3).epsilon(1e-6));
+  CHECK(fit.per_seq_ns == Approx(300).epsilon(1e-6));
+  REQUIRE(fit.samples.size() == 3);
+  CHECK(fit.samples[0].label == "decode x8 decode");  // groups in first-seen order
+  for (const OverheadSample& s : fit.samples) CHECK(s.predicted_ns == Approx(s.measured_ns).epsilon(1e-9));
+  // Quality over every step: exact on the six normal steps, 1 - 1/1.4 off
+  // (the slow spell) on the other three.
+  CHECK(fit.quality.steps == 9);
+  const double slow = 1 - 1 / 1.4;
+  CHECK(fit.quality.max_abs_error == Approx(slow).epsilon(1e-6));
+  CHECK(fit.quality.mean_abs_error == Approx(slow / 3).epsilon(1e-6));
+  CHECK(fit.quality.unscaled_ratio_min > 0);
+  CHECK(fit.quality.unscaled_ratio_min <= fit.quality.unscaled_ratio_mean);
+  CHECK(fit.quality.unscaled_ratio_mean <= fit.quality.unscaled_ratio_max);
+  CHECK(fit.quality.in_situ_ratio_mean < 1);  // base and per_seq are outside the ops
+  // Same input, same output.
+  const OpScaleFit again = fit_op_scales(steps);
+  CHECK(again.scales == fit.scales);
+  CHECK(again.base_ns == fit.base_ns);
+
+  // Steps faster than their scaled ops: the terms stay >= 0.
+  std::vector<StepSample> fast = steps;
+  for (StepSample& s : fast) s.measured_ns = 0.8 * s.measured_ns;
+  const OpScaleFit clamped = fit_op_scales(fast);
+  CHECK(clamped.base_ns >= 0);
+  CHECK(clamped.per_seq_ns >= 0);
+
+  // Without in-situ times: the single-scale fit of version 1, scales 1.
+  std::vector<StepSample> untimed = steps;
+  for (StepSample& s : untimed) s.in_situ_ns.fill(0.0);
+  const OpScaleFit global = fit_op_scales(untimed);
+  CHECK_FALSE(global.per_kind);
+  for (double v : global.scales) CHECK(v == 1);
+  CHECK(global.op_scale > 0);
+  CHECK(fit_op_scales({}).quality.steps == 0);
+}
+
+TEST_CASE("op kinds map to the runner's timed ops, and fit_step_overhead gives every kind of one its scale") {
+  CHECK(timed_op_of(OpKind::attn_prefill, false) == static_cast<int>(TimedOp::attention));
+  CHECK(timed_op_of(OpKind::attn_decode, false) == static_cast<int>(TimedOp::attention));
+  CHECK(timed_op_of(OpKind::silu_mul, false) == static_cast<int>(TimedOp::silu_mul));
+  CHECK(timed_op_of(OpKind::silu_mul, true) == static_cast<int>(TimedOp::moe_experts));
+  CHECK(timed_op_of(OpKind::moe_down_proj, true) == static_cast<int>(TimedOp::moe_experts));
+  CHECK(timed_op_of(OpKind::tp_allreduce, false) == -1);
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    CAPTURE(op_name(kind));
+    CHECK((timed_op_of(kind, false) >= 0) == (table_kind(kind) != TableKind::none));
+  }
+
+  // Real tables (a quick tiny calibration) with made-up in-situ times:
+  // attention 1.5x its table, everything else as the table says.
+  const CalibratedProfile p = quick_tiny();
+  const CalibratedTables tables(p, "quick");
+  const ModelDesc model = resolve_model("tiny");
+  std::vector<MeasuredStep> steps;
+  std::vector<Op> ops;
+  for (const auto& [label, shape] : std::vector<std::pair<std::string, BatchShape>>{
+           {"decode", BatchShape{{{1, 40, true}, {1, 12, true}}}},
+           {"prefill", BatchShape{{{48, 0, true}}}},
+           {"mixed", BatchShape{{{1, 40, true}, {24, 0, true}}}}}) {
+    MeasuredStep m;
+    m.label = label;
+    m.shape = shape;
+    ops.clear();
+    step_ops(model, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
+    for (const Op& op : ops) {
+      const int k = timed_op_of(op.kind, false);
+      REQUIRE(k >= 0);
+      m.op_ns[k] += tables.op_time(op).time_ns * op.repeat * (k == static_cast<int>(TimedOp::attention) ? 1.5 : 1.0);
+    }
+    double in_situ = 0;
+    for (double v : m.op_ns) in_situ += v;
+    m.measured_ns = in_situ + 20e3;
+    steps.push_back(m);
+  }
+  const StepOverhead o = fit_step_overhead(steps, tables, model, Dtype::fp32, Dtype::fp32);
+  CHECK(o.op_scale == 1);
+  CHECK(o.op_scales[static_cast<int>(OpKind::attn_prefill)] == Approx(1.5).epsilon(1e-9));
+  CHECK(o.op_scales[static_cast<int>(OpKind::attn_decode)] == Approx(1.5).epsilon(1e-9));
+  CHECK(o.op_scales[static_cast<int>(OpKind::qkv_proj)] == Approx(1.0).epsilon(1e-9));
+  CHECK(o.op_scales[static_cast<int>(OpKind::tp_allreduce)] == 1);
+  CHECK(o.base_ns == Approx(20e3).epsilon(1e-6));
+  CHECK(o.per_seq_ns == Approx(0).margin(1e-6));
+  CHECK(o.fit.max_abs_error < 1e-9);
+  // The cost model with this step model prices the steps as measured.
+  CalibratedProfile q = p;
+  q.overhead = o;
+  const CalibratedTables scaled(q, "scaled");
+  std::vector<Op> scratch;
+  for (const MeasuredStep& m : steps) {
+    const StepLookup l = lookup_step(scaled, model, m.shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch);
+    CHECK(l.total_ns() == Approx(m.measured_ns).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the CPU backend's op timing marks: from mark 0, non-decreasing, strict about marks") {
+  auto backend = make_backend("cpu", {1});
+  backend->begin_op_timing(3);
+  backend->mark_op(0);
+  backend->mark_op(1);
+  backend->mark_op(2);
+  std::vector<double> ns(3, -1.0);
+  backend->read_op_marks(ns);
+  CHECK(ns[0] == 0);
+  CHECK(ns[1] >= ns[0]);
+  CHECK(ns[2] >= ns[1]);
+  CHECK_THROWS_WITH(backend->mark_op(3), Catch::Contains("mark 3"));
+  backend->begin_op_timing(2);
+  backend->mark_op(0);
+  std::vector<double> two(2);
+  CHECK_THROWS_WITH(backend->read_op_marks(two), Catch::Contains("mark 1") && Catch::Contains("not recorded"));
+  std::vector<double> one(1, -1.0);
+  backend->read_op_marks(one);
+  CHECK(one[0] == 0);
+}
+
+TEST_CASE("calibration steps carry in-situ op times for every op the runner runs") {
+  RunnerOptions ro;
+  ro.block_size = 16;
+  const std::vector<StepScenario> scenarios = {{"mixed x2", 2, 16, 6, 2, 24, 2}};
+  const std::vector<MeasuredStep> steps = measure_steps(model_config_from(resolve_model("tiny")), ro, scenarios);
+  REQUIRE_FALSE(steps.empty());
+  for (const MeasuredStep& s : steps) {
+    double sum = 0;
+    for (int k = 0; k < kNumTimedOps; ++k) {
+      const auto op = static_cast<TimedOp>(k);
+      CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
+      CHECK(s.op_ns[k] >= 0);
+      if (op == TimedOp::moe_router || op == TimedOp::moe_experts) CHECK(s.op_ns[k] == 0);
+      sum += s.op_ns[k];
+    }
+    CHECK(sum > 0);
+    CHECK(sum <= s.measured_ns);  // the ops run inside the step
   }
 }

@@ -292,6 +292,11 @@ TEST_CASE("op_scale multiplies the ops and the idle warm-up grows with the gap")
 
 TEST_CASE("a profile without op_scale, idle terms or rounds reads as scale 1, no warm-up, one round") {
   nlohmann::json j = nlohmann::json::parse(calibrated_profile_text(tiny_profile()));
+  // As version 1 wrote it (before the per-kind scales).
+  j["version"] = 1;
+  for (const char* key : {"op_scales", "fit"}) j["step_overhead"].erase(key);
+  for (auto& s : j["step_overhead"]["samples"])
+    for (const char* key : {"in_situ_ns", "predicted_ns"}) s.erase(key);
   for (const char* key : {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"}) j["step_overhead"].erase(key);
   j["metadata"].erase("rounds");
   const CalibratedProfile p = parse_calibrated_profile(j, "old.json");
@@ -343,4 +348,108 @@ TEST_CASE("cluster config takes a profile key and echoes it") {
   CHECK(cluster_config_json(c)["groups"][0]["profile"] == "x.json");
   const nlohmann::json bad = nlohmann::json::parse(R"({"groups": [{"model": "tiny", "profile": 3}]})");
   CHECK_THROWS_WITH(parse_cluster_config(bad, "c.json"), Catch::Contains("profile"));
+}
+
+TEST_CASE("per-kind op scales round-trip, and version 1 profiles read with scale 1 or their op_scale") {
+  CalibratedProfile p = tiny_profile();
+  p.overhead.op_scales[static_cast<std::size_t>(OpKind::qkv_proj)] = 1.125;
+  p.overhead.op_scales[static_cast<std::size_t>(OpKind::attn_prefill)] = 1.5;
+  p.overhead.op_scales[static_cast<std::size_t>(OpKind::attn_decode)] = 1.5;
+  p.overhead.fit = {12, 0.031, 0.08, 0.7, 0.5, 0.95, 0.88};
+  p.overhead.samples[0].in_situ_ns = 3500;
+  p.overhead.samples[0].predicted_ns = 8800;
+  const std::string text = calibrated_profile_text(p);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j["version"] == 2);
+  CHECK(j["step_overhead"]["op_scales"]["qkv_proj"] == 1.125);
+  CHECK_FALSE(j["step_overhead"]["op_scales"].contains("tp_allreduce"));  // kinds with a table only
+  const CalibratedProfile back = parse_calibrated_profile(j, "p.json");
+  CHECK(calibrated_profile_text(back) == text);
+  CHECK(back.overhead.op_scales == p.overhead.op_scales);
+  CHECK(back.overhead.fit.steps == 12);
+  CHECK(back.overhead.fit.max_abs_error == 0.08);
+  CHECK(back.overhead.samples[0].predicted_ns == 8800);
+
+  // Version 1: no per-kind scales; its op_scale still multiplies every op.
+  nlohmann::json v1 = j;
+  v1["version"] = 1;
+  for (const char* key : {"op_scales", "fit"}) v1["step_overhead"].erase(key);
+  for (auto& s : v1["step_overhead"]["samples"])
+    for (const char* key : {"in_situ_ns", "predicted_ns"}) s.erase(key);
+  v1["step_overhead"]["op_scale"] = 1.25;
+  const CalibratedProfile old = parse_calibrated_profile(v1, "v1.json");
+  CHECK(old.overhead.op_scales == unit_op_scales());
+  CHECK(old.overhead.fit.steps == 0);
+  const CalibratedTables t(old, "v1.json");
+  CHECK(t.op_scale(OpKind::qkv_proj) == 1.25);
+  CHECK(t.op_scale(OpKind::attn_decode) == 1.25);
+  // ... and version 2 writes what it read, with scales 1.
+  CHECK(parse_calibrated_profile(nlohmann::json::parse(calibrated_profile_text(old)), "v2.json").overhead.op_scale == 1.25);
+
+  // Strict both ways: a version 2 key in a version 1 file, a version 2 file
+  // without them, a kind without a table, a scale <= 0, an unknown version.
+  nlohmann::json bad = v1;
+  bad["step_overhead"]["op_scales"] = nlohmann::json::object();
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales") && Catch::Contains("unknown key"));
+  bad = j;
+  bad["step_overhead"].erase("op_scales");
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales") && Catch::Contains("missing"));
+  bad = j;
+  bad["step_overhead"]["samples"][0].erase("in_situ_ns");
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.samples[0].in_situ_ns") && Catch::Contains("missing"));
+  bad = j;
+  bad["step_overhead"]["op_scales"]["tp_allreduce"] = 1;
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales.tp_allreduce") && Catch::Contains("no table"));
+  bad = j;
+  bad["step_overhead"]["op_scales"]["rmsnorm"] = 0;
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales.rmsnorm") && Catch::Contains("positive"));
+  bad = j;
+  bad["step_overhead"]["fit"].erase("max_abs_error");
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.fit.max_abs_error") && Catch::Contains("missing"));
+  bad = j;
+  bad["version"] = 3;
+  CHECK_THAT(error_of(bad), Catch::Contains("version") && Catch::Contains("got 3"));
+  // A kind left out of op_scales reads as 1.
+  nlohmann::json some = j;
+  some["step_overhead"]["op_scales"].erase("qkv_proj");
+  CHECK(parse_calibrated_profile(some, "p.json").overhead.op_scales[static_cast<std::size_t>(OpKind::qkv_proj)] == 1);
+}
+
+TEST_CASE("a per-kind scale multiplies only its ops: scale 2 on attention doubles the attention part of a step") {
+  const ModelDesc m = resolve_model("tiny");
+  CalibratedProfile unit = tiny_profile();
+  CalibratedProfile doubled = unit;
+  doubled.overhead.op_scales[static_cast<std::size_t>(OpKind::attn_prefill)] = 2;
+  doubled.overhead.op_scales[static_cast<std::size_t>(OpKind::attn_decode)] = 2;
+  auto model_of = [&](const CalibratedProfile& p) {
+    return CalibratedCostModel(std::make_shared<const CalibratedTables>(p, "p.json"), m, ParallelLayout{}, Dtype::fp32,
+                               Dtype::fp32, 4096);
+  };
+  CalibratedCostModel a = model_of(unit), b = model_of(doubled);
+  BatchShape mixed;
+  mixed.seqs = {{1, 40, true}, {1, 100, true}, {30, 0, true}, {20, 16, false}};
+  StepPlan plan;
+  const StepInput in{&plan, &mixed, 0, 0};
+  std::vector<OpCost> ops_a, ops_b;
+  const Time ta = a.stage_time(in, &ops_a);
+  const Time tb = b.stage_time(in, &ops_b);
+  REQUIRE(ops_a.size() == ops_b.size());
+  double attention = 0;
+  for (std::size_t i = 0; i < ops_a.size(); ++i) {
+    const bool attn = ops_a[i].kind == OpKind::attn_prefill || ops_a[i].kind == OpKind::attn_decode;
+    CAPTURE(op_name(ops_a[i].kind));
+    CHECK(ops_b[i].time_ns == (attn ? 2 * ops_a[i].time_ns : ops_a[i].time_ns));
+    if (attn) attention += ops_a[i].time_ns;
+  }
+  REQUIRE(attention > 0);
+  CHECK(static_cast<double>(tb - ta) == Approx(attention).margin(1.0));  // each total rounded to 1 ns
+  // lookup_step (the profiler's and validate's view) applies the same scales.
+  std::vector<Op> scratch;
+  const StepLookup la = lookup_step(CalibratedTables(unit, "p.json"), m, mixed, ParallelLayout{}, Dtype::fp32,
+                                    Dtype::fp32, 0, scratch);
+  const StepLookup lb = lookup_step(CalibratedTables(doubled, "p.json"), m, mixed, ParallelLayout{}, Dtype::fp32,
+                                    Dtype::fp32, 0, scratch);
+  CHECK(la.ops_ns == lb.ops_ns);
+  CHECK(lb.scaled_ops_ns - la.scaled_ops_ns == Approx(attention).epsilon(1e-12));
+  CHECK(std::llround(lb.total_ns()) == tb);
 }

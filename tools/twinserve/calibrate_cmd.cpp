@@ -14,6 +14,7 @@
 #include "hwprofiles/calibrated_profile.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 namespace {
@@ -51,12 +52,19 @@ void run(const CalibrateArgs& a) {
   o.progress = &std::cerr;
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
+  const StepOverhead& fit = profile.overhead;
   std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << " weights, "
-            << profile.metadata.kv_dtype << " KV) on "
-            << profile.metadata.device << " in " << profile.metadata.seconds << " s; a step is "
-            << profile.overhead.op_scale << " x its ops + " << profile.overhead.base_ns / 1e3 << " us + "
-            << profile.overhead.per_seq_ns / 1e3 << " us per seq, + up to " << profile.overhead.idle_ns / 1e3
-            << " us after idling\nWrote " << a.out << "\n";
+            << profile.metadata.kv_dtype << " KV) on " << profile.metadata.device << " in "
+            << profile.metadata.seconds << " s; a step is its ops, each kind scaled to its in-situ time, + "
+            << fit.base_ns / 1e3 << " us + " << fit.per_seq_ns / 1e3 << " us per seq, + up to " << fit.idle_ns / 1e3
+            << " us after idling\n";
+  if (fit.fit.steps > 0) {
+    std::cout << "Step fit over " << fit.fit.steps << " engine steps: mean |error| " << fit.fit.mean_abs_error * 100
+              << "%, max " << fit.fit.max_abs_error * 100 << "%; the ops timed alone sum to "
+              << fit.fit.unscaled_ratio_mean << " x the step (" << fit.fit.unscaled_ratio_min << " to "
+              << fit.fit.unscaled_ratio_max << "), timed in the steps to " << fit.fit.in_situ_ratio_mean << " x\n";
+  }
+  std::cout << "Wrote " << a.out << "\n";
 }
 
 const RegisterCommand registration{"calibrate", [](CLI::App& root) {
@@ -68,16 +76,16 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--dtype", a.dtype, "Weight storage: auto, f32 or bf16 (as `run`)");
   sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16 (as `run`)");
   sub->add_option("--backend", a.backend, "auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread, as `run`)");
-  sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)");
-  sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)");
+  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread, as `run`)")->check(thread_count());
+  sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)")->check(int_range(1, 1024));
+  sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)")->check(int_range(0, kMaxInt32));
   sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);
   sub->add_flag("--quick", a.quick, "Coarse grid, few repeats (seconds for tiny; for tests)");
   sub->add_option("--rounds", a.rounds,
                   "Passes over the grid and the step scenarios, each point's repeats pooled (default 3): "
                   "machine noise then spreads over the tables instead of bending one")
       ->check(CLI::Range(1, 100));
-  sub->add_option("--out", a.out, "Profile to write (JSON)")->required();
+  sub->add_option("--out", a.out, "Profile to write (JSON)")->required()->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
   sub->callback([args] { run(*args); });
 }};

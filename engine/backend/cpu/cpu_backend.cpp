@@ -209,4 +209,28 @@ void CpuBackend::silu_and_mul(const TensorView& gate_up, const TensorView& out) 
   });
 }
 
+void CpuBackend::begin_op_timing(std::size_t marks) {
+  marks_.assign(marks, {});
+  marked_.assign(marks, false);
+}
+
+void CpuBackend::mark_op(std::size_t index) {
+  if (index >= marks_.size()) {
+    throw Error("cpu backend: op timing mark " + std::to_string(index) + " beyond the " +
+                std::to_string(marks_.size()) + " begun");
+  }
+  marks_[index] = std::chrono::steady_clock::now();
+  marked_[index] = true;
+}
+
+void CpuBackend::read_op_marks(std::span<double> ns) {
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    if (i >= marks_.size() || !marked_[i]) {
+      throw Error("cpu backend: op timing mark " + std::to_string(i) + " was not recorded");
+    }
+    ns[i] = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(marks_[i] - marks_[0]).count());
+  }
+}
+
+
 }  // namespace twin

@@ -2,6 +2,7 @@
 // The CPU backend's class, shared by its source files (one per op family:
 // cpu_backend.cpp memory and elementwise, cpu_gemm.cpp GEMMs and MoE,
 // cpu_attention.cpp KV and attention, cpu_sampling.cpp sampling).
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,10 @@ class CpuBackend final : public Backend {
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override {}
+  // The host clock: every op has finished when its call returns.
+  void begin_op_timing(std::size_t marks) override;
+  void mark_op(std::size_t index) override;
+  void read_op_marks(std::span<double> ns) override;
 
   void gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) override;
   void embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) override;
@@ -59,6 +64,8 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   int threads_;
+  std::vector<std::chrono::steady_clock::time_point> marks_;
+  std::vector<bool> marked_;
 };
 
 }  // namespace twin

@@ -96,6 +96,7 @@ CudaBackend::~CudaBackend() {
   if (staging_host_ != nullptr) cudaFreeHost(staging_host_);
   if (staging_device_ != nullptr) cudaFree(staging_device_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
   cudaEventDestroy(ops_done_);
   cudaEventDestroy(copies_done_);
   cudaStreamDestroy(copy_stream_);
@@ -151,6 +152,41 @@ void CudaBackend::download(void* host_dst, const void* src, std::size_t bytes) {
 void CudaBackend::synchronize() {
   cuda_check(cudaStreamSynchronize(stream_), "synchronize");
   staging_offset_ = 0;  // nothing staged is in flight any more
+}
+
+void CudaBackend::begin_op_timing(std::size_t marks) {
+  // Default flags: timing enabled (ops_done_ disables it; these must not).
+  while (timing_events_.size() < marks) {
+    cudaEvent_t e = nullptr;
+    cuda_check(cudaEventCreate(&e), "op timing: create event");
+    timing_events_.push_back(e);
+  }
+  timing_marked_.assign(marks, false);
+}
+
+void CudaBackend::mark_op(std::size_t index) {
+  if (index >= timing_marked_.size()) {
+    throw Error("cuda backend: op timing mark " + std::to_string(index) + " beyond the " +
+                std::to_string(timing_marked_.size()) + " begun");
+  }
+  // Enqueued behind every op so far; the host goes on launching.
+  cuda_check(cudaEventRecord(timing_events_[index], stream_), "op timing: record event");
+  timing_marked_[index] = true;
+}
+
+void CudaBackend::read_op_marks(std::span<double> ns) {
+  if (ns.empty()) return;
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    if (i >= timing_marked_.size() || !timing_marked_[i]) {
+      throw Error("cuda backend: op timing mark " + std::to_string(i) + " was not recorded");
+    }
+  }
+  synchronize();  // every mark recorded so far has completed
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, timing_events_[0], timing_events_[i]), "op timing: elapsed time");
+    ns[i] = static_cast<double>(ms) * 1e6;
+  }
 }
 
 void CudaBackend::after_launch(const char* op) { cuda_check(cudaGetLastError(), op); }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/backend/backend.hpp"
 
@@ -49,6 +50,10 @@ class CudaBackend final : public Backend {
   void copy(const TensorView& src, const TensorView& dst) override;
   void fill(const TensorView& dst, float value) override;
   void synchronize() override;
+  // Timing events recorded on the op stream between ops, read once.
+  void begin_op_timing(std::size_t marks) override;
+  void mark_op(std::size_t index) override;
+  void read_op_marks(std::span<double> ns) override;
 
   void gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) override;
   void embedding(std::span<const TokenId> ids, const TensorView& table, const TensorView& out) override;
@@ -102,6 +107,10 @@ class CudaBackend final : public Backend {
   cudaEvent_t ops_done_ = nullptr;
   cudaEvent_t copies_done_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  // Op timing: events kept from pass to pass (grown, never shrunk) and which
+  // of them this pass recorded.
+  std::vector<cudaEvent_t> timing_events_;
+  std::vector<bool> timing_marked_;
 
   char* staging_host_ = nullptr;  // pinned
   char* staging_device_ = nullptr;
