@@ -64,19 +64,19 @@ double read_number(const nlohmann::json& obj, const char* key, const std::string
                    const std::string& origin) {
   auto it = obj.find(key);
   if (it == obj.end()) json_field_error(origin, path, "missing required field");
-  if (!it->is_number()) json_field_error(origin, path, "expected a number, got " + it->dump());
+  if (!it->is_number()) json_field_error(origin, path, "expected a number, got " + json_excerpt(*it));
   const double v = it->get<double>();
   if (!std::isfinite(v)) json_field_error(origin, path, "expected a finite number");
   switch (rule) {
     case Rule::positive:
-      if (!(v > 0)) json_field_error(origin, path, "expected a positive number, got " + it->dump());
+      if (!(v > 0)) json_field_error(origin, path, "expected a positive number, got " + json_excerpt(*it));
       break;
     case Rule::non_negative:
-      if (v < 0) json_field_error(origin, path, "expected a non-negative number, got " + it->dump());
+      if (v < 0) json_field_error(origin, path, "expected a non-negative number, got " + json_excerpt(*it));
       break;
     case Rule::fraction:
       if (!(v > 0 && v <= 1))
-        json_field_error(origin, path, "expected an efficiency in (0, 1], got " + it->dump());
+        json_field_error(origin, path, "expected an efficiency in (0, 1], got " + json_excerpt(*it));
       break;
   }
   return v;
@@ -115,7 +115,7 @@ std::vector<GemmCurvePoint> read_curve(const nlohmann::json& eff, const std::str
     const auto& p = (*it)[i];
     const std::string at = path + "[" + std::to_string(i) + "]";
     if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
-      json_field_error(origin, at, "expected [flops, efficiency], got " + p.dump());
+      json_field_error(origin, at, "expected [flops, efficiency], got " + json_excerpt(p));
     const double f = p[0].get<double>(), e = p[1].get<double>();
     if (!(f > 0) || !std::isfinite(f)) json_field_error(origin, at, "expected positive flops");
     if (!(e > 0 && e <= 1)) json_field_error(origin, at, "expected an efficiency in (0, 1]");
@@ -139,7 +139,7 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   else if (kind == "cpu")
     hw.kind = DeviceKind::cpu;
   else
-    json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + kind + "\"");
+    json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + excerpt(kind) + "\"");
 
   std::set<std::string> numeric_fields;  // every number read, to match against sources
   const auto& peaks = read_object(j, "peak_tflops", origin);

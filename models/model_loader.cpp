@@ -65,7 +65,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
                    [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
     json_field_error(origin, "model_type",
-                     "unsupported '" + m.model_type + "'; supported: llama, mistral, mixtral, qwen2");
+                     "unsupported '" + excerpt(m.model_type) + "'; supported: llama, mistral, mixtral, qwen2");
 
   m.hidden_size = json_int(j, "hidden_size", origin);
   m.intermediate_size = json_int(j, "intermediate_size", origin);

@@ -8,6 +8,7 @@
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {
@@ -94,15 +95,15 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
 }
 
 void load_search_file(SearchSpace& space, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(path + ": cannot open the search file");
-  std::stringstream text;
-  text << in.rdbuf();
+  // The search file is part of what the user asked for: its faults are usage
+  // errors (exit 2), read through the same guarded parser as every file.
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(path + ": not valid JSON: " + e.what());
+    json = read_json_file(path);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
   apply_search_json(space, json, path);
 }

@@ -12,6 +12,7 @@
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 #include "planner/thread_pool.hpp"
 #include "sim/cluster.hpp"
@@ -40,9 +41,9 @@ std::string scheduler_key(const std::string& key) {
 // Numbers and booleans as JSON literals, everything else a string.
 nlohmann::json value_json(const std::string& text) {
   try {
-    nlohmann::json j = nlohmann::json::parse(text);
+    nlohmann::json j = parse_json_guarded(text, "--vary value");
     if (j.is_number() || j.is_boolean()) return j;
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const Error&) {  // not JSON (or 1e309): a string, checked where it is used
   }
   return text;
 }

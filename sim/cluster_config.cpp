@@ -4,6 +4,8 @@
 #include <set>
 
 #include "engine/core/error.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/router.hpp"
 #include "models/json_fields.hpp"
 
 namespace twin {
@@ -12,7 +14,7 @@ namespace {
 using Json = nlohmann::json;
 
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& problem) {
-  throw Error(origin + ": " + key + ": " + problem);
+  throw Error(origin + ": " + excerpt(key) + ": " + problem);
 }
 
 void check_keys(const Json& obj, const std::string& origin, const std::string& where,
@@ -49,18 +51,33 @@ std::int64_t get_int(const Json& v, const std::string& origin, const std::string
 double get_fraction(const Json& v, const std::string& origin, const std::string& key) {
   if (!v.is_number()) fail(origin, key, "expected a number");
   const double x = v.get<double>();
-  if (!(x > 0 && x <= 1)) fail(origin, key, "expected a number in (0, 1], got " + v.dump());
+  if (!(x > 0 && x <= 1)) fail(origin, key, "expected a number in (0, 1], got " + json_excerpt(v));
   return x;
 }
 
-// Scheduler values go to set_replica_option as text, which checks them.
+// Runs a core check now, so its complaint names this file and key rather
+// than surfacing, placeless, when the cluster is built.
+template <typename Check>
+void core_check(const std::string& origin, const std::string& key, Check check) {
+  try {
+    check();
+  } catch (const Error& e) {
+    fail(origin, key, e.what());
+  }
+}
+
+// Scheduler values go to set_replica_option as text, which checks them (on a
+// scratch config here; cross-option checks happen when the cluster is built).
 OptionList get_options(const Json& obj, const std::string& origin, const std::string& where, std::string* preset) {
   if (!obj.is_object()) fail(origin, where, "expected a JSON object of scheduler / KV options");
   OptionList out;
+  ReplicaConfig scratch = replica_preset("vllm");
   for (const auto& [key, value] : obj.items()) {
     const std::string name = where + "." + key;
-    if (key == "preset" && preset) {
+    if (key == "preset") {
+      if (!preset) fail(origin, name, "a preset applies to the whole cluster: set it in the top-level scheduler");
       *preset = get_string(value, origin, name);
+      core_check(origin, name, [&] { (void)replica_preset(*preset); });
       continue;
     }
     if (value.is_string()) {
@@ -83,6 +100,7 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
     } else {
       fail(origin, name, "expected a string, number, boolean or list of integers");
     }
+    core_check(origin, name, [&] { set_replica_option(scratch, out.back().first, out.back().second); });
   }
   return out;
 }
@@ -127,6 +145,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
       out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset);
     } else if (key == "router") {
       out.router = get_string(v, origin, key);
+      core_check(origin, key, [&] { (void)router_policy(out.router); });
     } else if (key == "slos") {
       out.slos = get_string(v, origin, key);
     } else if (key == "seed") {

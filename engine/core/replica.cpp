@@ -31,7 +31,7 @@ std::int32_t parse_int(std::string_view key, std::string_view value, std::int32_
   const auto* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, v);
   if (value.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
-    throw UsageError("replica option '" + std::string(key) + "': bad value '" + std::string(value) +
+    throw UsageError("replica option '" + excerpt(key) + "': bad value '" + excerpt(value) +
                      "', expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   return v;
@@ -40,7 +40,7 @@ std::int32_t parse_int(std::string_view key, std::string_view value, std::int32_
 bool parse_bool(std::string_view key, std::string_view value) {
   if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
   if (value == "false" || value == "0" || value == "off" || value == "no") return false;
-  throw UsageError("replica option '" + std::string(key) + "': bad value '" + std::string(value) +
+  throw UsageError("replica option '" + excerpt(key) + "': bad value '" + excerpt(value) +
                    "', expected true or false");
 }
 
@@ -59,7 +59,7 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     const auto* end = value.data() + value.size();
     auto [ptr, ec] = std::from_chars(value.data(), end, w);
     if (value.empty() || ec != std::errc{} || ptr != end || !(w >= 0.0 && w < 1.0)) {
-      throw UsageError("replica option 'watermark': bad value '" + std::string(value) +
+      throw UsageError("replica option 'watermark': bad value '" + excerpt(value) +
                        "', expected a fraction in [0, 1)");
     }
     c.kv.watermark = w;
@@ -76,7 +76,7 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
       std::string names;
       for (const auto& k : scheduler_option_keys()) names += k + ", ";
       for (const char* k : kKvKeys) names += std::string(k) + (k == kKvKeys[std::size(kKvKeys) - 1] ? "" : ", ");
-      throw UsageError("unknown replica option '" + std::string(key) + "': known options are " + names);
+      throw UsageError("unknown replica option '" + excerpt(key) + "': known options are " + names);
     }
     set_scheduler_option(c.scheduler, key, value);
     if (key == "max_model_len") c.kv.max_model_len = c.scheduler.max_model_len;
@@ -102,6 +102,7 @@ Replica& Replica::operator=(Replica&&) noexcept = default;
 std::int32_t Replica::index() const { return impl_->index(); }
 const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
+std::optional<std::string> Replica::rejection_reason(const Request& req) const { return impl_->rejection_reason(req); }
 void Replica::abort(RequestId id, Time now) { impl_->abort(id, now); }
 StepPlan Replica::plan(Time now) { return impl_->plan(now); }
 void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now); }

@@ -63,6 +63,11 @@ class Replica {
   // max_model_len, or more blocks than the whole cache) is rejected at once:
   // its record appears in take_finished().
   void add(Request request, Time now);
+  // Why add() would reject `req` at once (nullopt: it would queue it). It
+  // reads only the request's numbers (and its tokens, if it carries any), so
+  // a caller can skip building per-token state for a request that will be
+  // rejected anyway: add() then records the same rejection.
+  std::optional<std::string> rejection_reason(const Request& req) const;
   // Ends a request wherever it is (queued, running, swapped).
   void abort(RequestId id, Time now);
 

@@ -37,7 +37,7 @@ RouterPolicy router_policy(std::string_view name) {
     if (name == n) return p;
     known += (known.empty() ? "" : ", ") + std::string(n);
   }
-  throw UsageError("unknown router policy '" + std::string(name) + "': known policies are " + known);
+  throw UsageError("unknown router policy '" + excerpt(name) + "': known policies are " + known);
 }
 
 std::string_view router_name(RouterPolicy policy) {

@@ -32,6 +32,9 @@ class Scheduler {
   const ReplicaConfig& config() const { return config_; }
 
   void add(Request request, Time now);
+  // Why add() would reject `req` at once, from its numbers alone; nullopt if
+  // it would queue it.
+  std::optional<std::string> rejection_reason(const Request& req) const;
   void abort(RequestId id, Time now);
   StepPlan plan(Time now);
   // As plan(now), into `plan`: its vectors keep their capacity, so a caller
@@ -111,7 +114,6 @@ class Scheduler {
     bool active = false;
   };
 
-  std::optional<std::string> rejection_reason(const Request& req) const;
   void end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now, bool remove_from_running);
   void release_slot(std::int32_t slot);
   void enqueue(std::int32_t slot, bool at_front, Time now);

@@ -17,7 +17,7 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 std::string bad_value(std::string_view key, std::string_view value, std::string_view expected) {
-  return "scheduler option '" + std::string(key) + "': bad value '" + std::string(value) + "', expected " +
+  return "scheduler option '" + excerpt(key) + "': bad value '" + excerpt(value) + "', expected " +
          std::string(expected);
 }
 
@@ -97,7 +97,7 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     c.batching = BatchingMode::dynamic;
     return c;
   }
-  throw UsageError("unknown scheduler preset '" + std::string(name) + "': known presets are " +
+  throw UsageError("unknown scheduler preset '" + excerpt(name) + "': known presets are " +
                    join(scheduler_preset_names()));
 }
 

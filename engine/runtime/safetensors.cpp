@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.hpp"
+#include "models/json_fields.hpp"
 
 namespace twin {
 namespace {
@@ -66,17 +67,16 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   }
   const std::byte* data_start = base + 8 + header_len;
   const std::uint64_t data_bytes = map_bytes_ - 8 - header_len;
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(reinterpret_cast<const char*>(base + 8),
-                                   reinterpret_cast<const char*>(base + 8 + header_len));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": header is not valid JSON: " + e.what());
-  }
+  // The format caps headers at 100 MB; the guarded parser also caps nesting.
+  JsonLimits limits;
+  limits.max_bytes = std::size_t{100} << 20;
+  const nlohmann::json header = parse_json_guarded(
+      std::string_view(reinterpret_cast<const char*>(base + 8), static_cast<std::size_t>(header_len)),
+      path + ": header", limits);
   if (!header.is_object()) throw Error(path + ": header is not a JSON object");
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
-    const std::string where = path + ": tensor '" + name + "'";
+    const std::string where = path + ": tensor '" + excerpt(name) + "'";
     try {
       SafetensorsTensor t;
       t.dtype = entry.at("dtype").get<std::string>();
@@ -89,7 +89,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         if (d < 0) throw Error(where + ": negative dimension in shape " + shape_text(t.shape));
       }
       const std::size_t elem = safetensors_dtype_bytes(t.dtype);
-      if (elem == 0) throw Error(where + ": unknown dtype '" + t.dtype + "'");
+      if (elem == 0) throw Error(where + ": unknown dtype '" + excerpt(t.dtype) + "'");
       t.bytes = offsets[1] - offsets[0];
       if (numel(t.shape) * elem != t.bytes) {
         throw Error(where + ": " + std::to_string(t.bytes) + " bytes do not hold shape " + shape_text(t.shape) +

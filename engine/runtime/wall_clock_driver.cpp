@@ -61,7 +61,11 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource&
       const Time at = due(pending);
       if (at < last_due) throw Error("request " + std::to_string(pending.id) + " arrives before the one read before it");
       last_due = at;
-      materialize_prompt_tokens(pending, vocab, options.token_seed);
+      // Tokens only for a request the core will take: one it rejects from its
+      // numbers (prompt + output beyond max_model_len, more KV than the cache)
+      // may claim 2^31 prompt tokens, and add() records its rejection from
+      // the numbers alone, exactly as the simulator's replica does.
+      if (!replica.rejection_reason(pending)) materialize_prompt_tokens(pending, vocab, options.token_seed);
       // Queued as of its arrival, not of when the loop took it in (after the
       // step in flight): rejections and the dynamic batcher's timeout count
       // from there, as in the simulator, which adds at the arrival instant.

@@ -135,7 +135,7 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   CHECK(cal["measured"].get<double>() == Approx((run1 + run2) / 2).epsilon(1e-4));
   CHECK(cal["error_pct"].get<double>() ==
         Approx((cal["predicted"].get<double>() - cal["measured"].get<double>()) / cal["measured"].get<double>() * 100)
-            .epsilon(1e-4));  // the JSON rounds its figures
+            .margin(2e-3));  // the JSON rounds ms to 6 decimals: ~2e-4 points of error at 0.3 ms
   CHECK(repeats[0]["output_throughput"]["error_pct"].is_number());
   CHECK(fs::exists(twice / "load_0.50" / "engine_2" / "requests.csv"));
   std::ifstream md(twice / "report.md");

@@ -18,6 +18,7 @@
 #include "planner/planner.hpp"
 #include "planner/thread_pool.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 namespace {
@@ -113,31 +114,31 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   auto args = std::make_shared<PlanArgs>();
   auto& a = *args;
   auto* sub = root.add_subcommand("plan", "Find the cheapest deployment that meets SLOs on a trace (capacity planning)");
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required();
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
   sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
-  sub->add_option("--out", a.out_dir, "Write plan.json, plan.csv, pareto.csv and plots here")->required();
+  sub->add_option("--out", a.out_dir, "Write plan.json, plan.csv, pareto.csv and plots here")->required()->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace plan files already in --out");
   sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');
-  sub->add_option("--tp", a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',');
-  sub->add_option("--pp", a.pp, "PP sizes to try (default 1)")->delimiter(',');
+  sub->add_option("--tp", a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',')->check(int_range(1, 1024));
+  sub->add_option("--pp", a.pp, "PP sizes to try (default 1)")->delimiter(',')->check(int_range(1, 1024));
   sub->add_option("--scheduler", a.presets, "Scheduler presets to try (default vllm)")->delimiter(',');
   sub->add_option("--max-num-batched-tokens,--chunk-size", a.max_num_batched_tokens,
-                  "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',');
-  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',');
+                  "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
+  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
   sub->add_option("--router", a.routers, "Routers to try for the replicas (default least_outstanding)")->delimiter(',');
-  sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment");
-  sub->add_option("--budget", a.budget, "At most this many $ per hour");
-  sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)");
+  sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
+  sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
+  sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)")->check(real_range(0, 1, true, true));
   sub->add_option("--probe-requests", a.probe_requests,
-                  "Requests per capacity probe: the trace's first N (default 2000; 0: all)");
-  sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)");
+                  "Requests per capacity probe: the trace's first N (default 2000; 0: all)")->check(int_range(1, kMaxInt64));
+  sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)")->check(int_range(0, kMaxInt64));
   sub->add_option("--max-extra-replicas", a.max_extra_replicas,
-                  "Replicas added one at a time when the cluster check fails (default 8)");
+                  "Replicas added one at a time when the cluster check fails (default 8)")->check(int_range(0, 1000000));
   sub->add_option("--seed", a.seed, "Seed for the routers' random choices")->check(CLI::NonNegativeNumber);
-  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)");
+  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] {

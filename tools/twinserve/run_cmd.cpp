@@ -28,6 +28,7 @@
 #include "metrics/summary_table.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "sim/sources.hpp"
 #include "traces/trace_reader.hpp"
@@ -199,30 +200,30 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   auto args = std::make_shared<RunArgs>();
   auto* sub = root.add_subcommand("run", "Serve a request trace on the real engine against the wall clock");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required();
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
   sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
   sub->add_option("--dtype", a.dtype, "Weight storage: auto (checkpoint's f32/bf16), f32 or bf16");
   sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16");
   sub->add_option("--backend", a.backend, "auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread)");
-  sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace");
+  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread)")->check(thread_count());
+  sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));
   sub->add_flag("--asap", a.asap, "Submit every request at t=0 (throughput run)");
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
-  sub->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)");
-  sub->add_option("--top-k", a.top_k, "Top-k cut (0: none)");
-  sub->add_option("--top-p", a.top_p, "Nucleus cut (1: none)");
-  sub->add_option("--eos-token", a.eos_token, "Stop a request when it samples this token (default: run to the trace's output length)");
+  sub->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)")->check(real_range(0, 100));
+  sub->add_option("--top-k", a.top_k, "Top-k cut (0: none)")->check(int_range(0, kMaxInt32));
+  sub->add_option("--top-p", a.top_p, "Nucleus cut (1: none)")->check(real_range(0, 1, true));
+  sub->add_option("--eos-token", a.eos_token, "Stop a request when it samples this token (default: run to the trace's output length)")->check(int_range(0, kMaxInt32));
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
-  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks");
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
+  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks")->check(int_range(1, kMaxInt32));
   sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
-                  "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)");
+                  "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")->check(int_range(1, std::int64_t{1} << 50));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
-                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9)");
-  sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)");
-  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
+                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")->check(real_range(0, 1, true));
+  sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
+  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here")->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
   sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests")->check(CLI::NonNegativeNumber);

@@ -3,14 +3,16 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/core/error.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
-  sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step");
-  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most");
-  sub.add_option("--block-size", f.block_size, "KV block size in tokens");
+  sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step")
+      ->check(int_range(1, kMaxInt32));
+  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxInt32));
+  sub.add_option("--block-size", f.block_size, "KV block size in tokens")->check(int_range(1, 512));
   sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
   sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");

@@ -16,6 +16,7 @@
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 
 namespace twin::cli {
@@ -105,25 +106,25 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto args = std::make_shared<SimulateArgs>();
   auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required();
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
   sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
   sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
   sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype (default: 16-bit as the weights)");
-  sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)");
-  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages");
-  sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)");
+  sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
+  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
+  sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
   sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most");
-  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV");
-  sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan");
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most")->check(int_range(1, kMaxInt32));
+  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
+  sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
-  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here");
+  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here")->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
   sub->add_flag("--no-progress", a.no_progress, "No progress line on stderr");

@@ -13,6 +13,7 @@
 #include "planner/loaded_trace.hpp"
 #include "planner/sweep.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 namespace {
@@ -55,14 +56,14 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
   auto args = std::make_shared<SweepArgs>();
   auto& a = *args;
   auto* sub = root.add_subcommand("sweep", "Run a grid of simulations over cluster-config keys (what-if studies)");
-  sub->add_option("--trace", a.trace, "Request trace")->required();
+  sub->add_option("--trace", a.trace, "Request trace")->required()->check(non_empty());
   sub->add_option("--config", a.config_path, "Base cluster config JSON (docs/simulate.md); default: one llama-3.1-8b on h100-80gb");
   sub->add_option("--vary", a.vary, "KEY=V1,V2,... (repeatable: the grid is the cartesian product)")->required();
   sub->add_option("--slo", a.slo, "SLOs (override the config's)");
-  sub->add_option("--out", a.out_dir, "Write sweep.csv here");
+  sub->add_option("--out", a.out_dir, "Write sweep.csv here")->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace sweep.csv already in --out");
   sub->add_option("--max-requests", a.max_requests, "Use the trace's first N requests (default: all)")->check(CLI::NonNegativeNumber);
-  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)");
+  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
   sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] { run_sweep_command(*args); });
 }};

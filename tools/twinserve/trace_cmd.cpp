@@ -10,6 +10,7 @@
 
 #include "engine/core/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 #include "traces/generator.hpp"
 #include "traces/length_dist.hpp"
 #include "traces/trace_reader.hpp"
@@ -33,10 +34,10 @@ struct ReadFlags {
         ->capture_default_str();
     sub->add_flag("--keep-failed", keep_failed, "Keep BurstGPT rows with 0 response tokens (failed requests)");
     sub->add_option("--hash-block-size", hash_block_size,
-                    "Tokens per hash id in Mooncake/Bailian traces (0: 512 for Mooncake, 16 for Bailian)");
+                    "Tokens per hash id in Mooncake/Bailian traces (0: 512 for Mooncake, 16 for Bailian)")->check(int_range(0, 1 << 20));
     sub->add_option("--backwards-tolerance-s", tolerance_s,
                     "Rows may arrive this much earlier than the previous one (clamped) before it is an error")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_range(0, 9e9));
   }
   TraceReadOptions options() const {
     TraceReadOptions o;
@@ -152,12 +153,12 @@ void install(CLI::App& root) {
     auto force = std::make_shared<bool>(false);
     sub->add_option("IN", *in, "Input trace (any known format)")->required();
     sub->add_option("OUT", *out, "Output trace: .jsonl or .csv")->required();
-    sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)");
-    sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0");
-    sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)");
+    sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)")->check(real_range(0, 1e9, true));
+    sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0")->check(real_range(0, 9e9));
+    sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)")->check(real_range(0, 9e9, true));
     sub->add_option("--max-requests", t->max_requests, "Keep at most N requests")->check(CLI::NonNegativeNumber);
-    sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens");
-    sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens");
+    sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens")->check(int_range(0, kMaxInt32));
+    sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens")->check(int_range(0, kMaxInt32));
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
     flags->add(sub);
     sub->callback([=] {
@@ -180,14 +181,14 @@ void install(CLI::App& root) {
     auto force = std::make_shared<bool>(false);
     const std::string lengths = std::string("Length spec: ") + length_spec_help();
     sub->add_option("OUT", *out, "Output trace: .jsonl or .csv")->required();
-    sub->add_option("--requests", o->max_requests, "Number of requests (0: until --duration-s)")->capture_default_str();
-    sub->add_option("--duration-s", o->duration_s, "Stop at this arrival time in seconds (0: no limit)");
+    sub->add_option("--requests", o->max_requests, "Number of requests (0: until --duration-s)")->capture_default_str()->check(int_range(0, kMaxInt64));
+    sub->add_option("--duration-s", o->duration_s, "Stop at this arrival time in seconds (0: no limit)")->check(real_range(0, 9e9));
     sub->add_option("--rate", o->rate, "Mean arrivals per second (new sessions per second with --sessions)")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_range(0, 1e9, true));
     sub->add_option("--arrivals", *arrivals, "poisson | gamma | constant | trace:PATH (replay its arrival times)")
         ->capture_default_str();
     sub->add_option("--cv", o->cv, "Gamma arrivals: coefficient of variation of the gaps (>1 is bursty)")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_range(0, 1e3, true));
     sub->add_option("--prompt", o->prompt, "Prompt lengths. " + lengths)->capture_default_str();
     sub->add_option("--output", o->output, "Output lengths. " + lengths)->capture_default_str();
     sub->add_option("--shared-prefix", *prefix,
@@ -195,13 +196,13 @@ void install(CLI::App& root) {
     sub->add_option("--sessions", o->session_turns,
                     "Multi-turn sessions: turns per session as a length spec (e.g. uniform:2:8)");
     sub->add_option("--think-time-s", o->think_time_s, "Sessions: mean think time between turns (exponential)")
-        ->capture_default_str();
+        ->capture_default_str()->check(real_range(0, 9e9));
     sub->add_option("--session-user-tokens", o->session_user_tokens,
                     "Sessions: new user tokens per later turn. " + lengths)
         ->capture_default_str();
     sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
-        ->capture_default_str();
-    sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str();
+        ->capture_default_str()->check(int_range(1, kMaxInt32));
+    sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
     sub->add_option("--seed", o->seed, "Random seed")->capture_default_str()->check(CLI::NonNegativeNumber);
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
     sub->callback([=] {

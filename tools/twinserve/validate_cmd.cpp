@@ -11,6 +11,7 @@
 
 #include "engine/core/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "validate/report.hpp"
 #include "validate/validation.hpp"
@@ -77,27 +78,27 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   auto args = std::make_shared<ValidateArgs>();
   auto* sub = root.add_subcommand("validate", "Engine vs simulator on the same requests at several loads, with a report");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load")->required();
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load")->required()->check(non_empty());
   sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
   sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
   sub->add_option("--max-requests", a.max_requests, "Use the first N requests of the trace")->check(CLI::NonNegativeNumber);
   sub->add_option("--backend", a.backend, "Engine backend: auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)");
+  sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)")->check(thread_count());
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)");
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(0, kMaxInt32));
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks,
-                  "KV blocks (default: the memory plan, as run: 1 GiB on the cpu, device memory on cuda)");
+                  "KV blocks (default: the memory plan, as run: 1 GiB on the cpu, device memory on cuda)")->check(int_range(0, kMaxInt32));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
-                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9, as run)");
+                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9, as run)")->check(real_range(0, 1, true));
   sub->add_option("--dtype", a.dtype, "Engine weight storage (default: the profile's; must agree with it)");
   sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "Engine KV cache storage (default: the profile's; must agree with it)");
   sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
-  sub->add_option("--out", a.out_dir, "Output folder (default ./validation)");
+  sub->add_option("--out", a.out_dir, "Output folder (default ./validation)")->check(non_empty());
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
-                  "and runs 2.. against run 1 show the machine's run-to-run noise");
+                  "and runs 2.. against run 1 show the machine's run-to-run noise")->check(int_range(1, 1000));
   sub->add_flag("--overwrite", a.overwrite, "Replace results already in --out");
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
   sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
