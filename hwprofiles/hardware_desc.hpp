@@ -1,7 +1,10 @@
 #pragma once
 // One device kind (a GPU, or a CPU socket for the CPU engine) and the node it
-// sits in. Units: TFLOP/s, GB = 1e9 bytes, GB/s = 1e9 bytes/s per direction,
-// microseconds. Every number in a profile file carries a source note in its
+// sits in. Units: TFLOP/s, GB/s = 1e9 bytes/s per direction, microseconds.
+// Memory is stated as the device reports it (memory_mib as nvidia-smi prints
+// it, or memory_bytes / memory_gib), since the KV plan is a difference of
+// large numbers; the decimal memory_gb is still read for older files.
+// Every number in a profile file carries a source note in its
 // "sources" object, keyed by the field's dotted path ("peak_tflops.bf16").
 #include <map>
 #include <string>
@@ -27,11 +30,16 @@ struct HardwareDesc {
   std::string name;
   DeviceKind kind = DeviceKind::gpu;
   PeakTflops peak_tflops;
-  double memory_gb = 0;              // marketed capacity, in 1e9 bytes
+  double memory_capacity_bytes = 0;  // as the device reports it
+  std::string memory_reported;       // the profile's own figure, e.g. "81920 MiB"
   double memory_bandwidth_gbps = 0;  // peak DRAM/HBM bandwidth
   double nvlink_bandwidth_gbps = 0;  // GPU-to-GPU link in a node, per direction (PCIe where no NVLink)
   double nvlink_latency_us = 0;      // fixed cost of one collective in a node
   int gpus_per_node = 1;
+  // How the node's GPUs are joined: "nvswitch" (HGX/DGX boards, the
+  // default), "nvlink_pairs" (NVLink bridges two by two, PCIe between
+  // pairs) or "pcie" (no NVLink; nvlink_* then unused).
+  std::string interconnect = "nvswitch";
   double pcie_bandwidth_gbps = 0;  // host link, per direction
   double pcie_latency_us = 0;
   double nic_bandwidth_gbps = 0;  // network per node, per direction
@@ -43,6 +51,12 @@ struct HardwareDesc {
   double allreduce_efficiency = 0;  // large-message NCCL bus bandwidth / link bandwidth
   double pcie_efficiency = 0;       // measured host copy / link peak
   std::vector<GemmCurvePoint> gemm_curve;  // ascending flops, at least one point
+  // Memory the serving process holds outside the weights, activations and
+  // KV cache, per GPU: the CUDA context and library workspaces (vLLM's
+  // "non_torch_memory" at TP 1), and the collective buffers (NCCL, custom
+  // all-reduce) a GPU adds when it shares a replica with others.
+  double runtime_reserve_bytes = 1024.0 * 1024 * 1024;
+  double collective_reserve_bytes = 512.0 * 1024 * 1024;
   double price_per_gpu_hour = 0;  // editable: per GPU (per socket for a CPU)
   std::map<std::string, std::string> sources;  // dotted field path -> note
 };
@@ -76,6 +90,6 @@ bool supports(const HardwareDesc& hw, Dtype d);
 // curve's points and held flat beyond its ends.
 double gemm_efficiency(const HardwareDesc& hw, double flops);
 
-double memory_bytes(const HardwareDesc& hw);  // memory_gb * 1e9
+double memory_bytes(const HardwareDesc& hw);  // memory_capacity_bytes
 
 }  // namespace twin

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "engine/core/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
@@ -23,7 +25,6 @@ struct ScalarField {
 };
 
 constexpr ScalarField kScalars[] = {
-    {"memory_gb", &HardwareDesc::memory_gb, Rule::positive},
     {"memory_bandwidth_gbps", &HardwareDesc::memory_bandwidth_gbps, Rule::positive},
     {"nvlink_bandwidth_gbps", &HardwareDesc::nvlink_bandwidth_gbps, Rule::positive},
     {"nvlink_latency_us", &HardwareDesc::nvlink_latency_us, Rule::non_negative},
@@ -54,10 +55,32 @@ constexpr PeakField kPeaks[] = {
 };
 
 constexpr const char* kTopKeys[] = {
-    "name", "kind", "peak_tflops", "memory_gb", "memory_bandwidth_gbps", "nvlink_bandwidth_gbps",
-    "nvlink_latency_us", "gpus_per_node", "pcie_bandwidth_gbps", "pcie_latency_us",
-    "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us", "step_overhead_us", "efficiency",
-    "price_per_gpu_hour", "sources"};
+    "name", "kind", "peak_tflops", "memory_bytes", "memory_mib", "memory_gib", "memory_gb",
+    "memory_bandwidth_gbps", "nvlink_bandwidth_gbps", "nvlink_latency_us", "gpus_per_node",
+    "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
+    "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
+    "sources"};
+
+// The units a device's memory may be given in; exactly one appears. Binary
+// units are what the driver reports; "memory_gb" (1e9 bytes, the marketing
+// figure) is kept for older files.
+struct MemoryUnit {
+  const char* key;
+  double bytes;
+  const char* unit;
+};
+constexpr MemoryUnit kMemoryUnits[] = {
+    {"memory_bytes", 1.0, "bytes"},
+    {"memory_mib", 1024.0 * 1024.0, "MiB"},
+    {"memory_gib", 1024.0 * 1024.0 * 1024.0, "GiB"},
+    {"memory_gb", 1e9, "GB"},
+};
+
+std::string number_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
 
 // Reads and checks one number; `path` is the dotted field name for messages.
 double read_number(const nlohmann::json& obj, const char* key, const std::string& path, Rule rule,
@@ -156,6 +179,35 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   for (const auto& f : kScalars) {
     hw.*f.member = read_number(j, f.key, f.key, f.rule, origin);
     numeric_fields.insert(f.key);
+  }
+  if (j.contains("interconnect")) {
+    hw.interconnect = json_string(j, "interconnect", origin);
+    if (hw.interconnect != "nvswitch" && hw.interconnect != "nvlink_pairs" && hw.interconnect != "pcie") {
+      json_field_error(origin, "interconnect",
+                       "expected \"nvswitch\", \"nvlink_pairs\" or \"pcie\", got \"" + excerpt(hw.interconnect) + "\"");
+    }
+  }
+  const MemoryUnit* memory_unit = nullptr;
+  for (const auto& u : kMemoryUnits) {
+    if (!j.contains(u.key)) continue;
+    if (memory_unit) {
+      json_field_error(origin, u.key, std::string("give the memory once; ") + memory_unit->key + " is already set");
+    }
+    memory_unit = &u;
+    const double v = read_number(j, u.key, u.key, Rule::positive, origin);
+    hw.memory_capacity_bytes = v * u.bytes;
+    hw.memory_reported = number_text(v) + " " + u.unit;
+    numeric_fields.insert(u.key);
+  }
+  if (!memory_unit) {
+    json_field_error(origin, "memory_mib", "missing required field (or memory_bytes / memory_gib / memory_gb)");
+  }
+  // Optional: a profile without them gets the defaults in hardware_desc.hpp.
+  for (const auto& [key, member] : {std::pair{"runtime_reserve_mib", &HardwareDesc::runtime_reserve_bytes},
+                                    std::pair{"collective_reserve_mib", &HardwareDesc::collective_reserve_bytes}}) {
+    if (!j.contains(key)) continue;
+    hw.*member = read_number(j, key, key, Rule::non_negative, origin) * 1024.0 * 1024.0;
+    numeric_fields.insert(key);
   }
   const double gpn = read_number(j, "gpus_per_node", "gpus_per_node", Rule::positive, origin);
   if (gpn != std::floor(gpn) || gpn > 1024)

@@ -43,6 +43,6 @@ double gemm_efficiency(const HardwareDesc& hw, double flops) {
   return c[i - 1].efficiency + t * (c[i].efficiency - c[i - 1].efficiency);
 }
 
-double memory_bytes(const HardwareDesc& hw) { return hw.memory_gb * 1e9; }
+double memory_bytes(const HardwareDesc& hw) { return hw.memory_capacity_bytes; }
 
 }  // namespace twin

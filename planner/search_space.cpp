@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string> kSearchKeys = {"model",        "dtype",   "hardware", "tp",       "pp",
                                            "preset",       "max_num_batched_tokens", "max_num_seqs",
-                                           "router",       "max_gpus", "budget"};
+                                           "router",       "max_gpus", "budget",   "max_model_len"};
 
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
   throw UsageError(origin + ": " + key + ": " + what);
@@ -84,6 +84,9 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
       s.max_num_batched_tokens = ints(v, origin, key);
     } else if (key == "max_num_seqs") {
       s.max_num_seqs = ints(v, origin, key);
+    } else if (key == "max_model_len") {
+      if (v.is_array()) fail(origin, key, "expected one positive integer (prompt + output tokens at most)");
+      s.max_model_len = ints(v, origin, key).front();
     } else if (key == "max_gpus") {
       s.max_gpus = ints(v, origin, key).front();
       if (v.is_array()) fail(origin, key, "expected one positive integer");
@@ -139,6 +142,7 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& s) {
                 c.preset = preset;
                 c.max_num_batched_tokens = m;
                 c.max_num_seqs = q;
+                c.max_model_len = s.max_model_len;
                 c.router = router;
                 out.push_back(std::move(c));
               }
@@ -184,6 +188,7 @@ ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const 
   config.scheduler_preset = c.preset;
   if (c.max_num_batched_tokens > 0) config.scheduler_options.emplace_back("max_num_batched_tokens", std::to_string(c.max_num_batched_tokens));
   if (c.max_num_seqs > 0) config.scheduler_options.emplace_back("max_num_seqs", std::to_string(c.max_num_seqs));
+  if (c.max_model_len > 0) config.scheduler_options.emplace_back("max_model_len", std::to_string(c.max_model_len));
   config.router = c.router;
   config.slos = slos;
   config.seed = seed;

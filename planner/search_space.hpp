@@ -22,6 +22,7 @@ struct SearchSpace {
   std::vector<std::string> presets = {"vllm"};
   std::vector<std::int32_t> max_num_batched_tokens;  // empty: the preset's
   std::vector<std::int32_t> max_num_seqs;            // empty: the preset's
+  std::int32_t max_model_len = 0;                    // 0: the model's context
   std::vector<std::string> routers = {"least_outstanding"};
   std::optional<std::int32_t> max_gpus;
   std::optional<double> budget;  // $ per hour
@@ -34,6 +35,7 @@ struct Candidate {
   std::int32_t tp = 1, pp = 1;
   std::int32_t max_num_batched_tokens = 0;  // 0: the preset's
   std::int32_t max_num_seqs = 0;            // 0: the preset's
+  std::int32_t max_model_len = 0;           // 0: the model's context
 };
 
 // Applies the keys of a search file over `space`. Throws UsageError naming

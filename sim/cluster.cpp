@@ -9,8 +9,6 @@
 namespace twin {
 namespace {
 
-constexpr double kWorkspaceBytes = 512.0 * 1024 * 1024;
-
 std::string describe(const GroupPlan& g) {
   return g.model.name + " (" + std::string(dtype_name(g.dtype)) + ") on " + g.hardware.name + " with tp=" +
          std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp);
@@ -52,21 +50,34 @@ std::int64_t Cluster::total_kv_blocks() const {
 
 double activation_reserve_bytes(const ModelDesc& m, const ParallelLayout& layout, Dtype weights,
                                 const SchedulerConfig& scheduler) {
+  // vLLM sizes the cache after a profile run: one forward pass over the full
+  // token budget split across max_num_seqs dummy sequences, then sampling of
+  // one token per sequence. What it subtracts is the peak of the PyTorch
+  // allocator over that run, and the two phases do not overlap: the MLP's
+  // buffers are free again before the logits exist.
   const double tokens = effective_token_budget(scheduler);
   const double act = static_cast<double>(activation_bytes(weights));
   const double tp = layout.tp;
   const double ffn = static_cast<double>(m.intermediate_size) * (m.is_moe() ? std::max<int64_t>(1, m.num_experts_per_tok) : 1);
-  // Residual + normed input, the QKV output, attention output and the gated
-  // MLP's two halves are alive at the peak.
-  const double per_token = 2.0 * m.hidden_size + (m.q_dim() + 2.0 * m.kv_dim()) / tp + m.q_dim() / tp + 2.0 * ffn / tp;
-  const double sampling = std::min<double>(scheduler.max_num_seqs, tokens);
-  const double logits = sampling * static_cast<double>(m.vocab_size) / tp * 4.0;  // fp32 logits
-  return tokens * per_token * act + logits + kWorkspaceBytes;
+  // At the MLP: the fused gate/up output (2 x ffn), the activated half
+  // (ffn), and three hidden-wide tensors (residual, normed input, the
+  // output being written). Fitted: vLLM's measured peak for Llama-3.1-8B on
+  // an RTX 3090 grew by 109,756 bytes per budget token between 20k and 29k
+  // tokens (vllm-project/vllm issue 10517); this gives 110,592.
+  const double forward = tokens * (3.0 * ffn / tp + 3.0 * m.hidden_size) * act;
+  // Sampling: the logits are gathered whole on each rank, in fp32, with the
+  // probabilities and log-probabilities beside them.
+  const double sampled = std::min<double>(scheduler.max_num_seqs, tokens);
+  const double sampler = sampled * static_cast<double>(m.vocab_size) * 4.0 * 3.0;
+  return std::max(forward, sampler);
 }
 
 NodeLinks node_links(const HardwareDesc& hw) {
   NodeLinks l;
   l.gpus_per_node = hw.gpus_per_node;
+  l.interconnect = hw.interconnect == "nvlink_pairs" ? Interconnect::nvlink_pairs
+                   : hw.interconnect == "pcie"       ? Interconnect::pcie
+                                                     : Interconnect::nvswitch;
   l.nvlink_bandwidth = hw.nvlink_bandwidth_gbps * 1e9;
   // The profile gives the fixed latency of one all-reduce over the whole
   // node (a ring of gpus_per_node: 2(n-1) hops); the graph wants one hop.
@@ -120,8 +131,18 @@ Cluster build_cluster(const ClusterConfig& config) {
     check_layout(g.model, g.layout);
 
     g.replica = replica_preset(config.scheduler_preset);
+    // As vLLM (and `twinserve run`): requests are bounded by the model's own
+    // context unless max_model_len says less. The presets' 131072 would let
+    // 8k prompts through on a 4k model and size a no-chunking budget for
+    // contexts the model never sees.
+    const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
+    if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
     for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
     for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
+    if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
+      throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +
+                       " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
+    }
     g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
 
     // The fullest GPU decides: check every stage.
@@ -131,6 +152,11 @@ Cluster build_cluster(const ClusterConfig& config) {
     const std::int32_t override_blocks = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
     mem.num_gpu_blocks_override = override_blocks;
     mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
+    mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
+    mem.collective_reserve_bytes = g.layout.tp * g.layout.pp > 1 ? g.hardware.collective_reserve_bytes : 0.0;
+    // vLLM captures its CUDA graphs after the cache is sized, so the graph
+    // pool lives in the (1 - utilization) headroom, not in this budget.
+    mem.cuda_graph_reserve_bytes = 0;
     bool first = true;
     for (int stage = 0; stage < g.layout.pp; ++stage) {
       MemoryPlanInput s = mem;

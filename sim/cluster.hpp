@@ -42,9 +42,11 @@ struct Cluster {
   std::int32_t num_gpus() const { return topology.num_gpus(); }
 };
 
-// Activation memory the memory plan reserves on one GPU: the step's peak
-// intermediate buffers at the token budget, the logits of the sampling seqs,
-// and a fixed workspace (cuBLAS, NCCL, CUDA graphs).
+// Activation memory the memory plan reserves on one GPU: the peak of vLLM's
+// profile run at the token budget, the larger of the MLP's intermediate
+// buffers over the whole budget and the sampler's fp32 logits for
+// max_num_seqs sequences. (The CUDA context, workspaces and collective
+// buffers are the hardware profile's reserves, apart from this.)
 double activation_reserve_bytes(const ModelDesc& model, const ParallelLayout& layout, Dtype weights,
                                 const SchedulerConfig& scheduler);
 

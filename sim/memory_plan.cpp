@@ -30,15 +30,23 @@ MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
   if (in.num_gpu_blocks_override < 0) throw UsageError("num_gpu_blocks_override must not be negative");
   if (!(in.kv_block_bytes_per_gpu > 0)) throw Error(what + ": a KV block takes no memory; check the model descriptor");
   MemoryPlan plan;
+  plan.device_bytes = in.gpu_memory_bytes;
+  plan.utilization = in.gpu_memory_utilization;
   plan.usable_bytes = in.gpu_memory_bytes * in.gpu_memory_utilization;
   plan.weight_bytes = in.weight_bytes_per_gpu;
   plan.activation_bytes = in.activation_reserve_bytes;
-  plan.kv_bytes = plan.usable_bytes - plan.weight_bytes - plan.activation_bytes;
+  plan.runtime_bytes = in.runtime_reserve_bytes;
+  plan.collective_bytes = in.collective_reserve_bytes;
+  plan.cuda_graph_bytes = in.cuda_graph_reserve_bytes;
+  plan.kv_bytes = plan.usable_bytes - plan.weight_bytes - plan.activation_bytes - plan.runtime_bytes -
+                  plan.collective_bytes - plan.cuda_graph_bytes;
   plan.block_bytes = in.kv_block_bytes_per_gpu;
+  const double other = plan.runtime_bytes + plan.collective_bytes + plan.cuda_graph_bytes;
   const std::string numbers = gib(in.gpu_memory_bytes) + " x " + std::to_string(in.gpu_memory_utilization).substr(0, 4) +
                               " = " + gib(plan.usable_bytes) + " usable per GPU; weights " + gib(plan.weight_bytes) +
-                              " and activations " + gib(plan.activation_bytes) + " per GPU leave " +
-                              gib(plan.kv_bytes) + " for KV; one block takes " + mib(plan.block_bytes);
+                              ", activations " + gib(plan.activation_bytes) + " and runtime/collective/graph reserves " +
+                              gib(other) + " per GPU leave " + gib(plan.kv_bytes) + " for KV; one block takes " +
+                              mib(plan.block_bytes);
   if (plan.kv_bytes < plan.block_bytes) {
     throw Error(what + " does not fit: " + numbers +
                 ". Use more GPUs per replica (--tensor-parallel-size / --pipeline-parallel-size), a smaller dtype, "
@@ -62,6 +70,32 @@ MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
                 "); check the hardware profile's memory (" + numbers + ") or num_gpu_blocks_override");
   }
   return plan;
+}
+
+std::string explain_memory_plan(const MemoryPlan& p, const std::string& indent) {
+  std::string out;
+  auto line = [&](const char* sign, const char* name, double bytes) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s%s %-34s %10.3f GiB %18.0f bytes\n", indent.c_str(), sign, name,
+                  bytes / (1024.0 * 1024.0 * 1024.0), bytes);
+    out += buf;
+  };
+  char util[64];
+  std::snprintf(util, sizeof util, "x gpu_memory_utilization %.4g", p.utilization);
+  line(" ", "device memory (as reported)", p.device_bytes);
+  line(" ", util, p.usable_bytes);
+  line("-", "weights", p.weight_bytes);
+  line("-", "activation peak (profile run)", p.activation_bytes);
+  line("-", "runtime (CUDA context, workspaces)", p.runtime_bytes);
+  line("-", "collectives (NCCL, all-reduce)", p.collective_bytes);
+  line("-", "CUDA graphs (inside the budget)", p.cuda_graph_bytes);
+  line("=", "KV cache", p.kv_bytes);
+  line("/", "one block", p.block_bytes);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s= %-34s %10d%s\n", indent.c_str(), "KV blocks", p.num_blocks,
+                p.overridden ? " (num_gpu_blocks_override)" : "");
+  out += buf;
+  return out;
 }
 
 }  // namespace twin

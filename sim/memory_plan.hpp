@@ -1,27 +1,37 @@
 #pragma once
 // How many KV blocks a replica gets, as vLLM decides it: what the GPU may use
-// (memory x gpu_memory_utilization) minus the weights and the activation
-// peak, divided by the bytes one block takes on one GPU. Under TP/PP every
-// GPU holds its share of the weights and of each block; the fullest GPU
-// decides.
+// (memory as the device reports it x gpu_memory_utilization) minus the
+// weights, the activation peak of a profile run at the token budget, the
+// memory outside PyTorch (CUDA context and workspaces, collective buffers)
+// and any CUDA graph pool counted inside the budget, divided by the bytes one
+// block takes on one GPU. Under TP/PP every GPU holds its share of the
+// weights and of each block; the fullest GPU decides.
 #include <cstdint>
 #include <string>
 
 namespace twin {
 
 struct MemoryPlanInput {
-  double gpu_memory_bytes = 0;
+  double gpu_memory_bytes = 0;            // as the device reports it
   double gpu_memory_utilization = 0.9;
   double weight_bytes_per_gpu = 0;        // the fullest GPU's share
-  double activation_reserve_bytes = 0;    // peak activations and workspace per GPU
+  double activation_reserve_bytes = 0;    // peak of the profile run per GPU
+  double runtime_reserve_bytes = 0;       // CUDA context, library workspaces
+  double collective_reserve_bytes = 0;    // NCCL / custom all-reduce buffers (0 alone)
+  double cuda_graph_reserve_bytes = 0;    // graph pool counted inside the budget
   double kv_block_bytes_per_gpu = 0;      // one block's share on the fullest GPU
   std::int32_t num_gpu_blocks_override = 0;  // > 0: use this many, as vLLM's flag
 };
 
 struct MemoryPlan {
+  double device_bytes = 0;     // as the device reports it
+  double utilization = 0;
   double usable_bytes = 0;     // memory x utilization
   double weight_bytes = 0;
   double activation_bytes = 0;
+  double runtime_bytes = 0;
+  double collective_bytes = 0;
+  double cuda_graph_bytes = 0;
   double kv_bytes = 0;         // left for the KV cache
   double block_bytes = 0;
   std::int32_t num_blocks = 0;
@@ -37,5 +47,9 @@ constexpr std::int32_t kMaxSimulatedBlocks = std::int32_t{1} << 26;
 // hardware and layout in the message.
 // Throws UsageError for a utilization outside (0, 1].
 MemoryPlan plan_memory(const MemoryPlanInput& input, const std::string& what);
+
+// The plan term by term, one line each with GiB and bytes, as
+// `simulate --explain-memory` prints it. `indent` starts every line.
+std::string explain_memory_plan(const MemoryPlan& plan, const std::string& indent);
 
 }  // namespace twin

@@ -81,6 +81,10 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["kv_block_bytes_per_gpu"] = g.memory.block_bytes;
     j["weight_bytes_per_gpu"] = g.memory.weight_bytes;
     j["activation_reserve_bytes_per_gpu"] = g.memory.activation_bytes;
+    j["runtime_reserve_bytes_per_gpu"] = g.memory.runtime_bytes;
+    j["collective_reserve_bytes_per_gpu"] = g.memory.collective_bytes;
+    j["cuda_graph_reserve_bytes_per_gpu"] = g.memory.cuda_graph_bytes;
+    j["device_memory_bytes"] = g.memory.device_bytes;
     j["usable_bytes_per_gpu"] = g.memory.usable_bytes;
     resolved.push_back(std::move(j));
   }

@@ -112,13 +112,19 @@ std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32
     const std::string prefix = "node" + std::to_string(node) + ".";
     const Vertex host = s.add_vertex(VertexKind::host, node, prefix + "host");
     s.hosts.push_back(host);
+    const bool nvlink = links.nvlink_bandwidth > 0 && links.interconnect != Interconnect::pcie;
+    const bool switched = nvlink && links.interconnect == Interconnect::nvswitch;
     Vertex nvswitch{};
-    if (links.nvlink_bandwidth > 0) nvswitch = s.add_vertex(VertexKind::nvswitch, node, prefix + "nvswitch");
+    if (switched) nvswitch = s.add_vertex(VertexKind::nvswitch, node, prefix + "nvswitch");
+    Vertex partner{};
     for (std::int32_t g = 0; g < links.gpus_per_node; ++g) {
       const Vertex gpu = s.add_vertex(VertexKind::gpu, node, prefix + "gpu" + std::to_string(g));
       s.add_link(gpu, host, links.pcie_bandwidth, links.pcie_latency);
-      // The GPU-to-GPU latency is split over the two hops through the switch.
-      if (links.nvlink_bandwidth > 0) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2);
+      // The GPU-to-GPU latency is split over the two hops through the switch;
+      // a bridge is one hop carrying all of it.
+      if (switched) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2);
+      if (nvlink && !switched && g % 2 == 1) s.add_link(partner, gpu, links.nvlink_bandwidth, links.nvlink_latency);
+      partner = gpu;
       added.push_back(static_cast<GpuId>(s.gpus.size()));
       s.gpus.push_back(gpu);
       s.gpu_node.push_back(node);

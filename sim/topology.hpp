@@ -15,10 +15,17 @@
 
 namespace twin {
 
+// How a node's GPUs reach each other: every GPU on an NVSwitch (HGX/DGX
+// boards: any pair at full NVLink bandwidth), NVLink bridges joining GPUs
+// two by two (PCIe cards such as A100 PCIe or H100 NVL: a bridged pair talks
+// over NVLink, any other pair through the host's PCIe), or PCIe only.
+enum class Interconnect { nvswitch, nvlink_pairs, pcie };
+
 // The links of one kind of node, from its hardware profile. Bandwidths in
 // bytes per second per direction, latencies in nanoseconds.
 struct NodeLinks {
   std::int32_t gpus_per_node = 8;
+  Interconnect interconnect = Interconnect::nvswitch;
   double nvlink_bandwidth = 0;   // 0: no NVLink, GPUs talk over PCIe via the host
   double nvlink_latency = 0;     // GPU to GPU through the switch
   double pcie_bandwidth = 0;     // GPU to host

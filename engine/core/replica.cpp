@@ -18,6 +18,9 @@ ReplicaConfig replica_preset(std::string_view name) {
   c.kv.block_size = 16;
   c.kv.enable_prefix_caching = name == "vllm";  // vLLM v1 turns APC on by default; the others predate it
   if (name == "lightllm") c.kv.block_size = 1;  // token-level KV (TokenAttention)
+  // vLLM v0's BlockSpaceManager keeps 1% of the blocks free at admission
+  // (CacheConfig watermark 0.01) so running requests can grow.
+  if (name == "vllm-v0") c.kv.watermark = 0.01;
   return c;
 }
 
@@ -103,7 +106,7 @@ std::int32_t Replica::index() const { return impl_->index(); }
 const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
 std::optional<std::string> Replica::rejection_reason(const Request& req) const { return impl_->rejection_reason(req); }
-void Replica::abort(RequestId id, Time now) { impl_->abort(id, now); }
+void Replica::abort(RequestId id, Time now, const std::string& reason) { impl_->abort(id, now, reason); }
 StepPlan Replica::plan(Time now) { return impl_->plan(now); }
 void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now); }
 void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }

@@ -26,7 +26,7 @@ struct ReplicaConfig {
   std::int32_t max_plans_in_flight = 1;  // pipeline stages
 };
 
-// Named presets setting scheduler AND KV knobs (vllm, sarathi, orca, static,
+// Named presets setting scheduler AND KV knobs (vllm, vllm-v0, sarathi, orca, static,
 // dynamic, lightllm); see scheduler.md. kv.num_blocks stays 0: the caller sizes
 // the cache from memory. Throws UsageError listing the known names.
 std::vector<std::string> replica_preset_names();
@@ -68,8 +68,9 @@ class Replica {
   // a caller can skip building per-token state for a request that will be
   // rejected anyway: add() then records the same rejection.
   std::optional<std::string> rejection_reason(const Request& req) const;
-  // Ends a request wherever it is (queued, running, swapped).
-  void abort(RequestId id, Time now);
+  // Ends a request wherever it is (queued, running, swapped), recording
+  // `reason` (e.g. "interrupted" when the engine was stopped).
+  void abort(RequestId id, Time now, const std::string& reason = "aborted");
 
   // The next step, or an empty plan when there is nothing to do now.
   StepPlan plan(Time now);

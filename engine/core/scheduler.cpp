@@ -113,10 +113,10 @@ void Scheduler::enqueue(std::int32_t slot, bool at_front, Time now) {
   if (s.batch_member) ++members_waiting_;
 }
 
-void Scheduler::abort(RequestId id, Time now) {
+void Scheduler::abort(RequestId id, Time now, const std::string& reason) {
   const auto it = id_to_slot_.find(id);
   if (it == id_to_slot_.end()) return;  // already ended: aborting twice is harmless
-  end_request(it->second, Outcome::aborted, "aborted", now, true);
+  end_request(it->second, Outcome::aborted, reason, now, true);
 }
 
 void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now,

@@ -35,7 +35,7 @@ class Scheduler {
   // Why add() would reject `req` at once, from its numbers alone; nullopt if
   // it would queue it.
   std::optional<std::string> rejection_reason(const Request& req) const;
-  void abort(RequestId id, Time now);
+  void abort(RequestId id, Time now, const std::string& reason = "aborted");
   StepPlan plan(Time now);
   // As plan(now), into `plan`: its vectors keep their capacity, so a caller
   // that recycles plans allocates nothing per step.

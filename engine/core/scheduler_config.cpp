@@ -74,7 +74,9 @@ constexpr std::int64_t kIntMax = 1LL << 30;
 
 }  // namespace
 
-std::vector<std::string> scheduler_preset_names() { return {"vllm", "sarathi", "orca", "static", "dynamic", "lightllm"}; }
+std::vector<std::string> scheduler_preset_names() {
+  return {"vllm", "vllm-v0", "sarathi", "orca", "static", "dynamic", "lightllm"};
+}
 
 SchedulerConfig scheduler_preset(std::string_view name) {
   SchedulerConfig c;  // the struct's defaults are vLLM v1's
@@ -88,7 +90,11 @@ SchedulerConfig scheduler_preset(std::string_view name) {
   c.enable_chunked_prefill = false;
   c.decode_first = false;
   c.max_num_batched_tokens = 0;  // auto: max(max_model_len, 2048)
-  if (name == "orca" || name == "lightllm") return c;
+  // vLLM v0's default scheduler is this same algorithm: whole prompts,
+  // prefills first, a step with prefills carries no decodes, budget
+  // max(max_model_len, 2048), 256 seqs. Its KV side (watermark, no prefix
+  // caching) is set in replica_preset.
+  if (name == "orca" || name == "lightllm" || name == "vllm-v0") return c;
   if (name == "static") {
     c.batching = BatchingMode::static_batch;
     return c;

@@ -47,7 +47,7 @@ struct SchedulerConfig {
   bool stop_at_eos = false;  // honour StepResult::stopped (engine with EOS)
 };
 
-// The named presets: vllm, sarathi, orca, static, dynamic, lightllm.
+// The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm.
 std::vector<std::string> scheduler_preset_names();
 // Throws UsageError listing the known names for an unknown one.
 SchedulerConfig scheduler_preset(std::string_view name);

@@ -21,7 +21,22 @@ TEST_CASE("presets set scheduler and KV knobs", "[config]") {
   CHECK(replica_preset("static").scheduler.batching == BatchingMode::static_batch);
   CHECK(replica_preset("dynamic").scheduler.batching == BatchingMode::dynamic);
   CHECK(replica_preset("lightllm").kv.block_size == 1);
-  CHECK(replica_preset_names().size() == 6);
+  // vLLM v0's default scheduler: orca's algorithm (whole prompts, prefills
+  // first, no mixing, budget max(max_model_len, 2048)) with v0's 1% watermark.
+  const auto v0 = replica_preset("vllm-v0");
+  CHECK_FALSE(v0.scheduler.enable_chunked_prefill);
+  CHECK_FALSE(v0.scheduler.decode_first);
+  CHECK(v0.scheduler.max_num_batched_tokens == 0);
+  CHECK(v0.scheduler.max_num_seqs == 256);
+  CHECK(v0.scheduler.preemption == PreemptionMode::recompute);
+  CHECK(v0.scheduler.victim == VictimPolicy::newest);
+  CHECK(v0.kv.block_size == 16);
+  CHECK_FALSE(v0.kv.enable_prefix_caching);
+  CHECK(v0.kv.watermark == 0.01);
+  auto short_context = v0.scheduler;
+  short_context.max_model_len = 1024;
+  CHECK(effective_token_budget(short_context) == 2048);
+  CHECK(replica_preset_names().size() == 7);
   for (const auto& name : replica_preset_names()) {
     auto c = replica_preset(name);
     c.kv.num_blocks = 10;

@@ -66,7 +66,12 @@ TEST_CASE("bundled figures match the reference table") {
   CHECK(peak_flops(h100, Dtype::fp8) == Approx(1978.9e12));
   CHECK(h100.memory_bandwidth_gbps == 3350);
   CHECK(h100.memory_efficiency == Approx(0.89));
-  CHECK(memory_bytes(h100) == Approx(80e9));
+  // Memory as the device reports it, not the marketed decimal figure.
+  CHECK(memory_bytes(h100) == 81559.0 * 1024 * 1024);
+  CHECK(h100.memory_reported == "81559 MiB");
+  CHECK(memory_bytes(resolve_hardware("a100-80gb")) == 85'899'345'920.0);  // 80 GiB
+  CHECK(memory_bytes(resolve_hardware("h200")) == 143771.0 * 1024 * 1024);
+  CHECK(h100.collective_reserve_bytes == 1792.0 * 1024 * 1024);
   auto a100 = resolve_hardware("a100-80gb");
   CHECK_FALSE(supports(a100, Dtype::fp8));
   CHECK_THROWS_AS(peak_flops(a100, Dtype::fp8), UsageError);
@@ -75,7 +80,7 @@ TEST_CASE("bundled figures match the reference table") {
 }
 
 TEST_CASE("a missing field is rejected with the field named") {
-  for (const char* key : {"memory_gb", "nvlink_latency_us", "price_per_gpu_hour", "kind"}) {
+  for (const char* key : {"memory_mib", "nvlink_latency_us", "price_per_gpu_hour", "kind"}) {
     auto j = h100_json();
     j.erase(key);
     j["sources"].erase(key);
@@ -87,6 +92,34 @@ TEST_CASE("a missing field is rejected with the field named") {
   auto j = h100_json();
   j["efficiency"].erase("memory");
   CHECK(load_error(j).find("efficiency.memory") != std::string::npos);
+}
+
+TEST_CASE("memory may be given in bytes, MiB, GiB or (older files) decimal GB, once") {
+  auto j = h100_json();
+  j.erase("memory_mib");
+  j["sources"].erase("memory_mib");
+  const std::pair<const char*, double> units[] = {
+      {"memory_bytes", 1.0}, {"memory_gib", 1024.0 * 1024 * 1024}, {"memory_gb", 1e9}};
+  for (const auto& [key, scale] : units) {
+    auto k = j;
+    k[key] = 80;
+    k["sources"][key] = "test";
+    INFO(key);
+    CHECK(memory_bytes(parse_hardware_json(k.dump(), "test", "x")) == 80 * scale);
+  }
+  auto both = h100_json();
+  both["memory_gb"] = 80;
+  both["sources"]["memory_gb"] = "test";
+  CHECK(load_error(both).find("give the memory once") != std::string::npos);
+  // The reserves are optional; without them the defaults hold.
+  auto bare = h100_json();
+  for (const char* key : {"runtime_reserve_mib", "collective_reserve_mib"}) {
+    bare.erase(key);
+    bare["sources"].erase(key);
+  }
+  const HardwareDesc hw = parse_hardware_json(bare.dump(), "test", "x");
+  CHECK(hw.runtime_reserve_bytes == 1024.0 * 1024 * 1024);
+  CHECK(hw.collective_reserve_bytes == 512.0 * 1024 * 1024);
 }
 
 TEST_CASE("a negative field is rejected with the field named") {

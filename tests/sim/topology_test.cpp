@@ -75,3 +75,38 @@ TEST_CASE("bad node links are rejected") {
   CHECK_THROWS_WITH(t.add_nodes(l, 1), Catch::Contains("PCIe"));
   CHECK_THROWS(t.add_nodes(dgx(), 0));
 }
+
+TEST_CASE("NVLink bridges join GPUs two by two - other pairs and PCIe-only nodes go through the host") {
+  NodeLinks pairs = dgx();
+  pairs.gpus_per_node = 4;
+  pairs.interconnect = Interconnect::nvlink_pairs;
+  ClusterTopology t;
+  const auto gpus = t.add_nodes(pairs, 1);
+  // A bridged pair: one NVLink hop carrying the whole GPU-to-GPU latency.
+  const PathCost bridged = t.path(gpus[0], gpus[1]);
+  CHECK(bridged.bandwidth == Approx(450e9));
+  CHECK(bridged.latency == Approx(2000));
+  CHECK(bridged.hops == 1);
+  // Across pairs: up to the host and down again over PCIe.
+  CHECK(t.path_names(gpus[1], gpus[2]) == std::vector<std::string>{"node0.gpu1", "node0.host", "node0.gpu2"});
+  CHECK(t.path(gpus[1], gpus[2]).bandwidth == Approx(64e9));
+  // So TP 2 on a pair rides NVLink and TP 4 is held to PCIe, with the
+  // latency per message counted on every ring step.
+  const std::array<GpuId, 2> two{gpus[0], gpus[1]};
+  const std::array<GpuId, 4> four{gpus[0], gpus[1], gpus[2], gpus[3]};
+  const RingCost r2 = t.ring(two), r4 = t.ring(four);
+  CHECK(r2.bandwidth == Approx(450e9));
+  CHECK(r4.bandwidth == Approx(64e9));
+  CHECK(r4.allreduce_time(16e6) > 5 * r2.allreduce_time(16e6));
+
+  NodeLinks pcie = dgx();
+  pcie.interconnect = Interconnect::pcie;
+  ClusterTopology p;
+  const auto g = p.add_nodes(pcie, 1);
+  CHECK(p.path(g[0], g[1]).bandwidth == Approx(64e9));
+  CHECK(p.path(g[0], g[1]).latency == Approx(2 * 10000));
+  // An NVSwitch board gives every pair the same NVLink path.
+  ClusterTopology s;
+  const auto h = s.add_nodes(dgx(), 1);
+  CHECK(s.path(h[1], h[2]).bandwidth == Approx(450e9));
+}

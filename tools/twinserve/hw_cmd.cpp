@@ -16,13 +16,13 @@ using namespace twin;
 const char* kind_name(DeviceKind k) { return k == DeviceKind::gpu ? "gpu" : "cpu"; }
 
 void list_hardware() {
-  std::printf("%-10s %-4s %10s %10s %8s %10s %8s\n", "name", "kind", "bf16 TF/s", "fp8 TF/s", "mem GB",
+  std::printf("%-10s %-4s %10s %10s %8s %10s %8s\n", "name", "kind", "bf16 TF/s", "fp8 TF/s", "mem GiB",
               "mem GB/s", "$/hour");
   for (const auto& name : hardware_names()) {
     auto hw = resolve_hardware(name);
     auto tf = [](double v) { return v > 0 ? std::to_string(static_cast<long long>(v + 0.5)) : std::string("-"); };
     std::printf("%-10s %-4s %10s %10s %8.0f %10.0f %8.2f\n", name.c_str(), kind_name(hw.kind),
-                tf(hw.peak_tflops.bf16).c_str(), tf(hw.peak_tflops.fp8).c_str(), hw.memory_gb,
+                tf(hw.peak_tflops.bf16).c_str(), tf(hw.peak_tflops.fp8).c_str(), hw.memory_capacity_bytes / (1024.0 * 1024 * 1024),
                 hw.memory_bandwidth_gbps, hw.price_per_gpu_hour);
   }
 }
@@ -38,17 +38,27 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
       {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8}};
   for (const auto& [k, v] : peaks)
     if (v > 0) peak[k] = v;
-  j["memory_gb"] = hw.memory_gb;
+  // Back in the unit the profile gave, so that the output loads again.
+  const std::string& reported = hw.memory_reported;
+  const auto space = reported.rfind(' ');
+  const std::string unit = space == std::string::npos ? "bytes" : reported.substr(space + 1);
+  const double scale = unit == "MiB" ? 1024.0 * 1024 : unit == "GiB" ? 1024.0 * 1024 * 1024 : unit == "GB" ? 1e9 : 1.0;
+  const char* key = unit == "MiB" ? "memory_mib" : unit == "GiB" ? "memory_gib" : unit == "GB" ? "memory_gb" : "memory_bytes";
+  j[key] = hw.memory_capacity_bytes / scale;
   j["memory_bandwidth_gbps"] = hw.memory_bandwidth_gbps;
   j["nvlink_bandwidth_gbps"] = hw.nvlink_bandwidth_gbps;
   j["nvlink_latency_us"] = hw.nvlink_latency_us;
   j["gpus_per_node"] = hw.gpus_per_node;
+  j["interconnect"] = hw.interconnect;
   j["pcie_bandwidth_gbps"] = hw.pcie_bandwidth_gbps;
   j["pcie_latency_us"] = hw.pcie_latency_us;
   j["nic_bandwidth_gbps"] = hw.nic_bandwidth_gbps;
   j["nic_latency_us"] = hw.nic_latency_us;
   j["kernel_launch_us"] = hw.kernel_launch_us;
   j["step_overhead_us"] = hw.step_overhead_us;
+  if (hw.sources.count("runtime_reserve_mib")) j["runtime_reserve_mib"] = hw.runtime_reserve_bytes / (1024.0 * 1024);
+  if (hw.sources.count("collective_reserve_mib"))
+    j["collective_reserve_mib"] = hw.collective_reserve_bytes / (1024.0 * 1024);
   auto& eff = j["efficiency"];
   eff["compute"] = hw.compute_efficiency;
   eff["memory"] = hw.memory_efficiency;

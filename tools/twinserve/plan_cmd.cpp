@@ -28,7 +28,7 @@ struct PlanArgs {
   std::optional<std::string> model;
   std::vector<std::string> hardware, presets, routers;
   std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
-  std::optional<std::int32_t> max_gpus;
+  std::optional<std::int32_t> max_gpus, max_model_len;
   std::optional<double> budget;
   double tolerance = 0.02;
   std::int64_t probe_requests = 2000, verify_requests = 0;
@@ -51,6 +51,7 @@ PlanOptions make_options(const PlanArgs& a) {
   if (!a.max_num_batched_tokens.empty()) o.space.max_num_batched_tokens = a.max_num_batched_tokens;
   if (!a.max_num_seqs.empty()) o.space.max_num_seqs = a.max_num_seqs;
   if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
+  if (a.max_model_len) o.space.max_model_len = *a.max_model_len;
   if (a.budget) o.space.budget = *a.budget;
   o.slos = a.slo;
   o.capacity.tolerance = a.tolerance;
@@ -129,6 +130,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
                   "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
   sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
   sub->add_option("--router", a.routers, "Routers to try for the replicas (default least_outstanding)")->delimiter(',');
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(2, kMaxInt32));
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
   sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)")->check(real_range(0, 1, true, true));

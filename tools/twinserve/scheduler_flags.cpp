@@ -8,7 +8,7 @@
 namespace twin::cli {
 
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
-  sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, sarathi, orca, static, dynamic, lightllm");
+  sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm");
   sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step")
       ->check(int_range(1, kMaxInt32));
   sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxInt32));

@@ -12,6 +12,7 @@
 #include "engine/core/error.hpp"
 #include "metrics/summary_table.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
@@ -31,7 +32,7 @@ struct SimulateArgs {
   std::optional<std::uint64_t> seed;
   SchedulerFlags sched;
   std::int64_t max_requests = 0;
-  bool no_steps = false, overwrite = false, no_progress = false;
+  bool no_steps = false, overwrite = false, no_progress = false, explain_memory = false;
 };
 
 ClusterConfig make_config(const SimulateArgs& a) {
@@ -68,8 +69,32 @@ ClusterConfig make_config(const SimulateArgs& a) {
   return c;
 }
 
+// The memory plan of every group, term by term, as vLLM's startup log
+// gives it; nothing is simulated.
+void explain_memory(const ClusterConfig& config) {
+  const Cluster cluster = build_cluster(config);
+  for (std::size_t i = 0; i < cluster.groups.size(); ++i) {
+    const GroupPlan& g = cluster.groups[i];
+    const SchedulerConfig& s = g.replica.scheduler;
+    std::cout << "group " << i << ": " << g.model.name << " (" << dtype_name(g.dtype) << ", KV "
+              << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << " (" << g.hardware.memory_reported
+              << "), tp=" << g.layout.tp << " pp=" << g.layout.pp << ", preset " << s.preset
+              << ", max_num_batched_tokens " << effective_token_budget(s) << ", max_num_seqs " << s.max_num_seqs
+              << ", max_model_len " << s.max_model_len << ", block size " << g.replica.kv.block_size
+              << "\nper GPU (the fullest stage):\n";
+    std::cout << explain_memory_plan(g.memory, "  ");
+    std::cout << "  tokens in the cache: " << static_cast<std::int64_t>(g.memory.num_blocks) * g.replica.kv.block_size
+              << "\n";
+  }
+}
+
 void run(const SimulateArgs& a) {
   const ClusterConfig config = make_config(a);
+  if (a.explain_memory) {
+    explain_memory(config);
+    return;
+  }
+  if (a.trace.empty()) throw UsageError("simulate needs --trace (or --explain-memory)");
   TraceReadOptions read;
   if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
   read.on_bad_row = parse_bad_row_policy(a.on_bad_row);
@@ -106,7 +131,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto args = std::make_shared<SimulateArgs>();
   auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
+  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->check(non_empty());
+  sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
   sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
@@ -119,7 +145,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most")->check(int_range(1, kMaxInt32));
+  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
   sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
