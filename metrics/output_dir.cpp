@@ -14,6 +14,13 @@ OutputDir::OutputDir(std::filesystem::path dir, bool overwrite, const std::vecto
   }
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw Error(dir_.string() + ": cannot create the output directory: " + ec.message());
+  {
+    // Found now, not after a model has loaded and a run has been served.
+    const auto probe = dir_ / ".twinserve-write-probe";
+    const bool writable = static_cast<bool>(std::ofstream(probe, std::ios::binary | std::ios::trunc));
+    std::filesystem::remove(probe, ec);
+    if (!writable) throw Error(dir_.string() + ": the output directory is not writable");
+  }
   if (overwrite) return;
   for (const auto& name : files) {
     const auto file = dir_ / name;

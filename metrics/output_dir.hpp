@@ -14,7 +14,8 @@ class OutputDir {
  public:
   // Creates dir (and parents). Throws twin::UsageError if any of `files`
   // already exists in it and overwrite is false, naming the file and the
-  // option; twin::Error if dir is not a directory or cannot be created.
+  // option; twin::Error if dir is not a directory, cannot be created or is
+  // not writable.
   OutputDir(std::filesystem::path dir, bool overwrite,
             const std::vector<std::string>& files = kResultFiles);
 

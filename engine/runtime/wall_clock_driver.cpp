@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.hpp"
@@ -56,7 +58,37 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource&
   // steps and the lateness of a wake-up therefore count in the next step's
   // measured duration, as they do for a client.
   Time now = 0;
+  // Ends every live request with `reason`; returns how many.
+  auto end_all = [&](const std::string& reason) {
+    std::vector<RequestId> ids;
+    for (const SeqView& s : replica.live_seqs()) ids.push_back(s.request->id);
+    for (RequestId id : ids) replica.abort(id, now, reason);
+    drain();
+    return static_cast<std::int64_t>(ids.size());
+  };
+  const auto stop_requested = [&] { return options.stop && options.stop(); };
+  // A wait for the next instant in slices while a stop can be asked for, so
+  // an interrupt during a long idle gap is seen within kStopPoll.
+  const auto wait_for = [&](Time wake) {
+    const Clock::time_point until = t0 + std::chrono::nanoseconds(wake);
+    constexpr auto kStopPoll = std::chrono::milliseconds(50);
+    if (options.stop) {
+      while (until - Clock::now() > kStopPoll) {
+        if (options.stop()) return;
+        std::this_thread::sleep_for(kStopPoll);
+      }
+    }
+    wait_until(until);
+  };
   while (true) {
+    if (stop_requested()) {
+      // Stop admitting (requests not yet due never arrived), and end what is
+      // in flight with a reason the records keep.
+      now = std::max(now, clock());
+      stats.interrupted = end_all("interrupted");
+      stats.stopped = true;
+      break;
+    }
     while (have && due(pending) <= now) {
       const Time at = due(pending);
       if (at < last_due) throw Error("request " + std::to_string(pending.id) + " arrives before the one read before it");
@@ -93,14 +125,11 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource&
     if (wake == std::numeric_limits<Time>::max()) {
       // Work remains but nothing can ever make progress: the policy cannot
       // serve these requests. End them rather than hang.
-      std::vector<RequestId> ids;
-      for (const SeqView& s : replica.live_seqs()) ids.push_back(s.request->id);
-      for (RequestId id : ids) replica.abort(id, now);
-      stats.unserved += static_cast<std::int64_t>(ids.size());
-      drain();
+      stats.unserved += end_all("aborted");
       break;
     }
-    wait_until(t0 + std::chrono::nanoseconds(wake));
+    wait_for(wake);
+    if (stop_requested()) continue;  // stopped mid-wait: the clock has not reached `wake`
     now = std::max(now, wake);
   }
   stats.wall_time_s = std::chrono::duration<double>(Clock::now() - t0).count();

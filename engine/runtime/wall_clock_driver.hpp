@@ -8,6 +8,7 @@
 // write. Most callers want engine/runtime/serve.hpp, which builds the
 // runner, replica and executor from one settings struct.
 #include <cstdint>
+#include <functional>
 
 #include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
@@ -21,12 +22,18 @@ struct DriveOptions {
   double time_scale = 1.0;  // > 0: trace time / time_scale = wall time
   bool asap = false;        // submit every request at t = 0
   std::uint64_t token_seed = 0;  // prompt tokens for length-only / hash-id requests
+  // Asked between steps (and every 50 ms while idle): true stops the run.
+  // Requests not yet due are never submitted; those in flight end as
+  // aborted with reason "interrupted"; their records still reach the sink.
+  std::function<bool()> stop;
 };
 
 struct DriveStats {
   std::int64_t submitted = 0;
   std::int64_t steps = 0;
   std::int64_t unserved = 0;  // could never be scheduled; aborted at the end
+  bool stopped = false;        // DriveOptions::stop ended the run early
+  std::int64_t interrupted = 0;  // requests in flight then, aborted as "interrupted"
   Time end_time = 0;          // wall ns since the start when the last request ended
   double wall_time_s = 0;
 };

@@ -216,3 +216,34 @@ TEST_CASE("run --time-scale: a client's patience shrinks with the clock, so a qu
 }
 
 }  // namespace twin::test
+
+namespace twin::test {
+
+TEST_CASE("a stop request ends the run between steps: in-flight requests aborted as interrupted, every record kept") {
+  EngineSettings s = tiny_settings();
+  Engine engine(s);
+  // 40 requests 1 ms apart; the stop comes after the 6th step, long before
+  // the last arrival, so some requests are in flight and some never arrive.
+  std::vector<Request> trace = some_requests(40);
+  for (Request& r : trace) r.output_len = 30;
+  VectorSource source(trace);
+  Collect sink;
+  DriveOptions options;
+  options.stop = [&] { return sink.steps >= 6; };
+  const DriveStats stats = engine.serve(source, sink, options);
+  CHECK(stats.stopped);
+  CHECK(stats.interrupted > 0);
+  CHECK(sink.steps == 6);
+  CHECK(static_cast<std::int64_t>(sink.requests.size()) == stats.submitted);  // every submitted request has its record
+  CHECK(stats.submitted < 40);
+  std::int64_t interrupted = 0;
+  for (const RequestRecord& r : sink.requests) {
+    if (r.outcome == Outcome::aborted) {
+      CHECK(r.reason == "interrupted");
+      ++interrupted;
+    }
+  }
+  CHECK(interrupted == stats.interrupted);
+}
+
+}  // namespace twin::test

@@ -28,6 +28,7 @@
 #include "metrics/summary_table.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "sim/sources.hpp"
@@ -152,6 +153,8 @@ void run(const RunArgs& a) {
   options.time_scale = a.time_scale;
   options.asap = a.asap;
   options.token_seed = a.seed;
+  const InterruptGuard interrupts;  // the first Ctrl-C stops the run, the records are kept
+  options.stop = [] { return InterruptGuard::received() != 0; };
   const DriveStats stats = engine.serve(source, sink, options);
 
   const ReplicaConfig& rc = engine.replica_config();
@@ -169,6 +172,10 @@ void run(const RunArgs& a) {
   const nlohmann::ordered_json settings = engine.config_echo();
   for (const auto& [key, value] : settings.items()) echo[key] = value;
   echo["unserved"] = stats.unserved;
+  if (stats.stopped) {
+    echo["interrupted"] = true;
+    echo["interrupted_requests"] = stats.interrupted;
+  }
   const Summary summary = sink.collector.summarize(context);
   if (dir) {
     requests_file.flush();
@@ -194,6 +201,11 @@ void run(const RunArgs& a) {
   print_summary_table(std::cout, summary);
   std::cout << "Ran " << stats.steps << " steps in " << stats.wall_time_s << " s wall\n";
   if (!a.out_dir.empty()) std::cout << "Wrote results to " << a.out_dir << "\n";
+  if (stats.stopped) {
+    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": " +
+                std::to_string(stats.interrupted) + " requests in flight aborted (reason 'interrupted'), the rest never "
+                "submitted; the records so far are written" + (a.out_dir.empty() ? "" : " to " + a.out_dir));
+  }
 }
 
 const RegisterCommand registration{"run", [](CLI::App& root) {
