@@ -74,7 +74,7 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     c.max_plans_in_flight = parse_int(key, value, 1, 1024);
   } else {
     bool known = false;
-    for (const auto& k : scheduler_option_keys()) known = known || key == k || key == "batch_timeout";
+    for (const auto& k : scheduler_option_keys()) known = known || key == k || key == "batch_timeout" || key == "max_waiting_requests";
     if (!known) {
       std::string names;
       for (const auto& k : scheduler_option_keys()) names += k + ", ";

@@ -60,8 +60,9 @@ class Replica {
   const ReplicaConfig& config() const;
 
   // Queues a request. One that can never be served (prompt + output beyond
-  // max_model_len, or more blocks than the whole cache) is rejected at once:
-  // its record appears in take_finished().
+  // max_model_len, or more blocks than the whole cache), or one that finds
+  // max_queued_requests waiting ("queue full"), is rejected at once: its
+  // record appears in take_finished().
   void add(Request request, Time now);
   // Why add() would reject `req` at once (nullopt: it would queue it). It
   // reads only the request's numbers (and its tokens, if it carries any), so
@@ -92,7 +93,7 @@ class Replica {
   void set_record_steps(bool on);
 
   // When plan() may have work without any new arrival or completion (dynamic
-  // batching timeout, a cancel time), if any.
+  // batching timeout, a cancel time, a queue deadline of max_queue_time), if any.
   std::optional<Time> next_wakeup() const;
 
   bool can_plan() const;                // fewer than max_plans_in_flight outstanding

@@ -74,7 +74,10 @@ void Scheduler::add(Request request, Time now) {
     throw Error("replica " + std::to_string(index_) + ": request id " + std::to_string(request.id) +
                 " is already in flight");
   }
-  if (auto reason = rejection_reason(request)) {
+  std::optional<std::string> reason = rejection_reason(request);
+  const std::int32_t max_queued = config_.scheduler.max_queued_requests;
+  if (!reason && max_queued > 0 && queue_.size() >= static_cast<std::size_t>(max_queued)) reason = "queue full";
+  if (reason) {
     RequestRecord r;
     r.id = request.id;
     r.replica = index_;
@@ -101,8 +104,22 @@ void Scheduler::add(Request request, Time now) {
   s.output_len = s.req.output_len;
   kv_.init_seq(s.req, s.kv);
   id_to_slot_.emplace(s.id, slot);
-  if (s.req.cancel_time != kNoTime) cancels_.emplace(s.req.cancel_time, slot);
+  const Time max_wait = config_.scheduler.max_queue_time;
+  if (max_wait > 0 && now <= std::numeric_limits<Time>::max() - max_wait) s.queue_deadline = now + max_wait;
+  set_deadline(slot);
   enqueue(slot, false, now);
+}
+
+// Keys the request's slot in deadlines_ by the earlier of its cancel time
+// and, until it is first scheduled, its queue deadline.
+void Scheduler::set_deadline(std::int32_t slot) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  Time t = s.req.cancel_time;
+  if (!s.admitted_once && s.queue_deadline != kNoTime) t = t == kNoTime ? s.queue_deadline : std::min(t, s.queue_deadline);
+  if (t == s.deadline) return;
+  if (s.deadline != kNoTime) deadlines_.erase({s.deadline, slot});
+  s.deadline = t;
+  if (t != kNoTime) deadlines_.emplace(t, slot);
 }
 
 void Scheduler::enqueue(std::int32_t slot, bool at_front, Time now) {
@@ -138,7 +155,7 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
   r.itl = std::move(s.itl);
   finished_.push_back(std::move(r));
 
-  if (s.req.cancel_time != kNoTime) cancels_.erase({s.req.cancel_time, slot});
+  if (s.deadline != kNoTime) deadlines_.erase({s.deadline, slot});
   if (s.batch_member) {
     --members_alive_;
     if (s.state == State::waiting) --members_waiting_;
@@ -189,7 +206,7 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.swap_out.clear();
   plan.swap_in.clear();
   if (!can_plan()) return;
-  process_cancels(now, plan);
+  process_deadlines(now, plan);
   if (batch_mode()) maybe_form_batch(now);
 
   const auto waiting_at_plan = static_cast<std::int32_t>(queue_.size());
@@ -251,11 +268,20 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   }
 }
 
-void Scheduler::process_cancels(Time now, StepPlan& plan) {
-  while (!cancels_.empty() && cancels_.begin()->first <= now) {
-    const std::int32_t slot = cancels_.begin()->second;
-    plan.aborted.push_back(seqs_[static_cast<std::size_t>(slot)].req.id);
-    end_request(slot, Outcome::aborted, "cancelled", now, true);  // erases the cancel entry
+void Scheduler::process_deadlines(Time now, StepPlan& plan) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const std::int32_t slot = deadlines_.begin()->second;
+    const Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    // A queue deadline strictly before the cancel time (or without one) is a
+    // timeout; on a tie the client's cancel wins.
+    const bool timed_out = !s.admitted_once && s.queue_deadline != kNoTime && s.queue_deadline <= now &&
+                           (s.req.cancel_time == kNoTime || s.queue_deadline < s.req.cancel_time);
+    if (timed_out) {
+      end_request(slot, Outcome::rejected, "queue timeout", now, true);  // erases the deadline entry
+    } else {
+      plan.aborted.push_back(s.id);
+      end_request(slot, Outcome::aborted, "cancelled", now, true);
+    }
   }
 }
 
@@ -427,6 +453,7 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   if (!s.admitted_once) {
     s.admitted_once = true;
     s.cached_prompt_tokens = hits;
+    if (s.queue_deadline != kNoTime) set_deadline(slot);  // scheduled: the queue deadline no longer applies
   }
   add_to_plan(plan, slot, n);
   return true;
@@ -500,6 +527,13 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     s.in_flight = false;
     if (s.state == State::ended) {  // aborted while in flight
       release_slot(slot);
+      continue;
+    }
+    if (s.req.cancel_time != kNoTime && s.req.cancel_time <= now) {
+      // Its cancel time fell inside this step: the step's work for it is
+      // dropped (no token counted, nothing published) and it ends here.
+      end_request(slot, Outcome::aborted, "cancelled", now, false);
+      any_ended = true;
       continue;
     }
     const bool in_prompt = s.num_computed < s.prompt_len;
@@ -582,7 +616,7 @@ std::vector<StepRecord> Scheduler::take_steps() {
 
 std::optional<Time> Scheduler::next_wakeup() const {
   std::optional<Time> t;
-  if (!cancels_.empty()) t = cancels_.begin()->first;
+  if (!deadlines_.empty()) t = deadlines_.begin()->first;
   const auto& sc = config_.scheduler;
   if (sc.batching == BatchingMode::dynamic && members_alive_ == 0 && !queue_.empty() &&
       queue_.size() < static_cast<std::size_t>(sc.batch_size)) {

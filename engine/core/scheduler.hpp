@@ -101,6 +101,8 @@ class Scheduler {
     std::int32_t preemptions = 0;
     Time queued_at = 0;
     Time first_token = kNoTime;
+    Time queue_deadline = kNoTime;  // max_queue_time: rejected if never scheduled by then
+    Time deadline = kNoTime;        // its key in deadlines_: the earlier of the cancel time and queue_deadline
     QueueEntry queue_entry;
     Request req;
 
@@ -118,7 +120,8 @@ class Scheduler {
   void release_slot(std::int32_t slot);
   void enqueue(std::int32_t slot, bool at_front, Time now);
 
-  void process_cancels(Time now, StepPlan& plan);
+  void process_deadlines(Time now, StepPlan& plan);
+  void set_deadline(std::int32_t slot);
   void maybe_form_batch(Time now);
   Time oldest_queued_at() const;
   void schedule_running(StepPlan& plan, bool prefill_only);
@@ -153,7 +156,9 @@ class Scheduler {
   RequestQueue queue_;
   std::vector<std::int32_t> running_;     // admission order (vLLM's running list)
   std::deque<std::int32_t> swapped_;      // swap-out order; swapped back in first come first
-  std::set<std::pair<Time, std::int32_t>> cancels_;  // (cancel_time, slot)
+  // (deadline, slot): cancel times, and queue deadlines of requests never
+  // scheduled; next_wakeup() reads the first.
+  std::set<std::pair<Time, std::int32_t>> deadlines_;
 
   std::int32_t members_alive_ = 0;        // static / dynamic batch
   std::int32_t members_waiting_ = 0;

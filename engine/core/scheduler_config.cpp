@@ -110,7 +110,8 @@ SchedulerConfig scheduler_preset(std::string_view name) {
 std::vector<std::string> scheduler_option_keys() {
   return {"max_num_batched_tokens", "max_num_seqs", "max_model_len", "enable_chunked_prefill",
           "long_prefill_token_threshold", "decode_first", "batching", "batch_size", "batch_timeout_ms",
-          "order", "length_bucket_bounds", "preemption", "victim", "stop_at_eos"};
+          "order", "length_bucket_bounds", "preemption", "victim", "stop_at_eos", "max_queued_requests",
+          "max_queue_time_ms"};
 }
 
 void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_view value) {
@@ -152,6 +153,10 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
     c.victim = parse_enum(key, value, kVictims);
   } else if (key == "stop_at_eos") {
     c.stop_at_eos = parse_bool(key, value);
+  } else if (key == "max_queued_requests" || key == "max_waiting_requests") {
+    c.max_queued_requests = static_cast<std::int32_t>(parse_int(key, value, 0, kIntMax));
+  } else if (key == "max_queue_time_ms") {
+    c.max_queue_time = from_millis(parse_double(key, value, 0.0, 1e9));
   } else {
     throw UsageError("unknown scheduler option '" + std::string(key) + "': known options are " +
                      join(scheduler_option_keys()));
@@ -171,6 +176,8 @@ void validate(const SchedulerConfig& c) {
   if (c.long_prefill_token_threshold < 0) fail("long_prefill_token_threshold must be >= 0");
   if (c.batch_size < 1) fail("batch_size must be >= 1");
   if (c.batch_timeout < 0) fail("batch_timeout must be >= 0");
+  if (c.max_queued_requests < 0) fail("max_queued_requests must be >= 0 (0 = unlimited)");
+  if (c.max_queue_time < 0) fail("max_queue_time must be >= 0 (0 = none)");
   const std::int32_t budget = effective_token_budget(c);
   if (!c.enable_chunked_prefill && budget < c.max_model_len) {
     // As vLLM: without chunking a whole prompt (or a recompute of prompt plus

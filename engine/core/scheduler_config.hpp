@@ -45,6 +45,13 @@ struct SchedulerConfig {
   PreemptionMode preemption = PreemptionMode::recompute;
   VictimPolicy victim = VictimPolicy::newest;
   bool stop_at_eos = false;  // honour StepResult::stopped (engine with EOS)
+  // Overload control (scheduler.md, "Overload control"); 0 = off, the default.
+  // An arrival finding this many requests waiting is rejected ("queue full");
+  // SGLang's --max-queued-requests.
+  std::int32_t max_queued_requests = 0;
+  // A request still waiting, never scheduled, this long after it was added is
+  // rejected ("queue timeout").
+  Time max_queue_time = 0;
 };
 
 // The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm.

@@ -236,6 +236,17 @@ TEST_CASE("random workloads: swap preemption - pipeline plans - EOS - other orde
                    {"max_num_seqs", "16"}};
     run_random(o);
   }
+  SECTION("overload limits") {
+    o.overrides = {{"max_queued_requests", "6"}, {"max_queue_time_ms", "20"}};
+    run_random(o);
+  }
+  SECTION("overload limits, two plans in flight, dynamic") {
+    o.preset = "dynamic";
+    o.plans_in_flight = 2;
+    // A queue timeout above the 50 ms batch timeout, or no batch could form.
+    o.overrides = {{"max_queued_requests", "12"}, {"max_queue_time_ms", "120"}};
+    run_random(o);
+  }
   SECTION("contiguous") {
     o.num_blocks = 1024;
     o.overrides = {{"contiguous", "true"}};

@@ -2,6 +2,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
+#include <string>
+
 #include "engine/core/error.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
@@ -13,6 +16,12 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
       ->check(int_range(1, kMaxInt32));
   sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxInt32));
   sub.add_option("--block-size", f.block_size, "KV block size in tokens")->check(int_range(1, 512));
+  sub.add_option("--max-queued-requests", f.max_queued_requests,
+                 "Waiting requests per replica at most; an arrival beyond is rejected ('queue full'); 0 = unlimited")
+      ->check(int_range(0, std::int64_t{1} << 30));
+  sub.add_option("--max-queue-time-ms", f.max_queue_time_ms,
+                 "Reject a request not yet scheduled this long after its arrival ('queue timeout'); 0 = none")
+      ->check(real_range(0, 1e9));
   sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
   sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
@@ -25,6 +34,13 @@ std::vector<std::pair<std::string, std::string>> scheduler_overrides(const Sched
   if (f.max_num_batched_tokens) out.emplace_back("max_num_batched_tokens", std::to_string(*f.max_num_batched_tokens));
   if (f.max_num_seqs) out.emplace_back("max_num_seqs", std::to_string(*f.max_num_seqs));
   if (f.block_size) out.emplace_back("block_size", std::to_string(*f.block_size));
+  if (f.max_queued_requests) out.emplace_back("max_queued_requests", std::to_string(*f.max_queued_requests));
+  if (f.max_queue_time_ms) {
+    // Shortest round-trip form, so the core's parser reads back the same number.
+    char buf[32];
+    const auto res = std::to_chars(buf, buf + sizeof buf, *f.max_queue_time_ms);
+    out.emplace_back("max_queue_time_ms", std::string(buf, res.ptr));
+  }
   if (f.prefix_on && f.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
   if (f.chunked_on && f.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
   if (f.prefix_on || f.prefix_off) out.emplace_back("enable_prefix_caching", f.prefix_on ? "true" : "false");

@@ -15,7 +15,8 @@ namespace twin::cli {
 
 struct SchedulerFlags {
   std::optional<std::string> preset;
-  std::optional<std::int32_t> max_num_batched_tokens, max_num_seqs, block_size;
+  std::optional<std::int32_t> max_num_batched_tokens, max_num_seqs, block_size, max_queued_requests;
+  std::optional<double> max_queue_time_ms;
   bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
   std::vector<std::string> set_options;  // --set KEY=VALUE
 };
