@@ -114,7 +114,7 @@ TEST_CASE("max_queue_time_ms wakes an idle replica at the deadline", "[overload]
   CHECK(r.next_wakeup() == std::nullopt);
 }
 
-TEST_CASE("a cancel before the queue deadline is a cancel; a preempted request is not timed out", "[overload]") {
+TEST_CASE("a cancel before the queue deadline is a cancel, and a preempted request is not timed out", "[overload]") {
   ReplicaConfig cfg = config_for("dynamic", 100);
   set_replica_option(cfg, "max_queue_time_ms", "10");
   Replica r(cfg, 0);

@@ -131,7 +131,7 @@ TWIN_HOST_DEVICE inline std::int32_t partition_size(std::int32_t max_keys, std::
   const std::int64_t u = units > 0 ? units : 1;
   const std::int64_t parts = (target + u - 1) / u;
   std::int64_t size = (max_keys + parts - 1) / parts;
-  const std::int64_t floor_for_grid = (max_keys + kMaxPartitions - 1) / kMaxPartitions;
+  const std::int64_t floor_for_grid = (static_cast<std::int64_t>(max_keys) + kMaxPartitions - 1) / kMaxPartitions;
   if (size < floor_for_grid) size = floor_for_grid;
   size = (size + kPartitionQuantum - 1) / kPartitionQuantum * kPartitionQuantum;
   if (size < kMinPartition) size = kMinPartition;
