@@ -29,7 +29,7 @@ TWIN_HOST_DEVICE inline std::int64_t kv_offset(std::int64_t slot, std::int32_t k
 
 // Blocks a context of `tokens` tokens spans.
 TWIN_HOST_DEVICE inline std::int32_t blocks_for(std::int32_t tokens, std::int32_t block_size) {
-  return (tokens + block_size - 1) / block_size;
+  return static_cast<std::int32_t>((static_cast<std::int64_t>(tokens) + block_size - 1) / block_size);
 }
 
 // Absolute position of new token `query` of a sequence with `context_len`
@@ -49,7 +49,9 @@ TWIN_HOST_DEVICE inline std::int32_t first_key(std::int32_t position, std::int32
 // partitions of `partition_size` keys; partition p covers
 // [first + p * size, min(first + (p + 1) * size, first + count)).
 TWIN_HOST_DEVICE inline std::int32_t num_partitions(std::int32_t count, std::int32_t partition_size) {
-  return count <= 0 ? 0 : (count + partition_size - 1) / partition_size;
+  // In 64 bits: a count near 2^31 must not overflow on the way.
+  return count <= 0 ? 0
+                    : static_cast<std::int32_t>((static_cast<std::int64_t>(count) + partition_size - 1) / partition_size);
 }
 
 struct KeyRange {
