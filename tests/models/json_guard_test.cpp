@@ -2,6 +2,8 @@
 // size and number limits, key paths and bounded quotes in its errors.
 #include <catch2/catch.hpp>
 
+#include "tests/support/error_of.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,16 +16,9 @@
 
 using namespace twin;
 
-namespace {
+using twin::test::error_of;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+namespace {
 
 std::string nested_arrays(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 

@@ -1,6 +1,8 @@
 // The safetensors reader/writer, and weights that do not match the config.
 #include <catch2/catch.hpp>
 
+#include "tests/support/error_of.hpp"
+
 #include <cstring>
 #include <fstream>
 
@@ -13,15 +15,6 @@ namespace {
 
 std::span<const std::byte> bytes_of(const std::vector<float>& v) {
   return std::as_bytes(std::span<const float>(v));
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
