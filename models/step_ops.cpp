@@ -198,7 +198,12 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
     if (count > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, count));
   }
   if (last) {
-    out.push_back(elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, 1));
+    // Priced as a norm over every token (vLLM normalises all rows, then
+    // gathers the sampling ones); num_seqs tells the engine's profiler how
+    // many rows its final_norm call gathers and normalises (forward_program).
+    Op final_norm = elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, 1);
+    final_norm.num_seqs = sampling;
+    out.push_back(final_norm);
     if (sampling > 0) {
       out.push_back(gemm(OpKind::lm_head, sampling, vocab_shard, h, wb, act, 1));
       if (tp > 1) out.push_back(collective(OpKind::tp_gather, sampling, m.vocab_size, act, tp, 1));

@@ -30,7 +30,8 @@ struct BatchShape {
 //   moe_gate_up_proj, moe_down_proj: m = tokens * top_k rows spread evenly
 //     (balanced routing) over num_seqs = experts touched = min(experts, m);
 //     the weights of exactly those experts are read.
-//   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n.
+//   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n
+//     (final_norm: num_seqs = the sampling seqs, whose rows it gathers).
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
 //     with context. num_seqs, tokens = sum of new, context = sum of context
 //     (of the context inside the sliding window, for a windowed model)

@@ -13,6 +13,7 @@
 #include "engine/profiler/step_overhead.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "hwprofiles/calibrated_lookup.hpp"
+#include "models/forward_program.hpp"
 #include "models/model_math.hpp"
 
 #include "git_commit.hpp"  // generated at every build (git_commit.cmake)
@@ -197,16 +198,17 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // A decode point holds batch x context tokens of one layer's KV.
   const std::int64_t kv_cap = options.quick ? 8192 : 131072;
 
-  // A mixture of experts replaces the dense MLP by the router and the
-  // experts' GEMMs (rows = tokens x top_k, spread over the experts).
-  const std::vector<OpKind> token_ops =
-      model.is_moe() ? std::vector<OpKind>{OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary,
-                                           OpKind::o_proj, OpKind::moe_router, OpKind::moe_gate_up_proj,
-                                           OpKind::silu_mul, OpKind::moe_down_proj, OpKind::final_norm}
-                     : std::vector<OpKind>{OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary,
-                                           OpKind::o_proj, OpKind::gate_up_proj, OpKind::silu_mul,
-                                           OpKind::down_proj, OpKind::final_norm};
-  const OpKind seq_ops[] = {OpKind::lm_head, OpKind::sample};
+  // The tables: one curve per op kind the forward program prices a
+  // token-row call as (a MoE's router and expert GEMMs in place of the dense
+  // MLP), one per sampling-row call, and the attention grids.
+  std::vector<OpKind> token_ops, seq_ops;
+  for (ForwardCall call : forward_program(model.is_moe())) {
+    const ForwardCallInfo& info = call_info(call);
+    if (info.rows == CallRows::attention) continue;
+    std::vector<OpKind>& list = info.rows == CallRows::sampling ? seq_ops : token_ops;
+    for (OpKind kind : info.priced_as())
+      if (std::find(list.begin(), list.end(), kind) == list.end()) list.push_back(kind);
+  }
   std::int64_t total_points = static_cast<std::int64_t>(token_ops.size() * tokens.size() + std::size(seq_ops) * seqs.size());
   for (std::int64_t n : prefill_n)
     for (std::int64_t c : contexts) total_points += n + c <= context ? 1 : 0;
@@ -244,7 +246,8 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
       CurveTable t;
       t.op = kind;
       for (std::int64_t x : xs) {
-        const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, false), w, kv, kind);
+        // A prefill chunk samples once (its final_norm gathers one row).
+        const Op op = op_of(model, per_seq ? many_seqs(x, 1, 0, true) : one_seq(x, 0, true), w, kv, kind);
         t.n = op.n;
         t.k = table_kind(kind) == TableKind::gemm ? op.k : 0;
         // Keyed as the lookup reads it: a GEMM by m, an elementwise op by its

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/error.hpp"
+#include "engine/runtime/forward_calls.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "engine/runtime/model_weights.hpp"
 
@@ -22,8 +23,7 @@ struct OpBench::Impl {
   OpBenchOptions options;
   std::unique_ptr<Backend> backend;
   ModelWeights weights;
-  Buffer scratch;
-  TensorView x, h, delta, qkv, attn, gate_up, act, xs, hs, logits, router_logits;
+  ForwardScratch scratch;
   Buffer kv;
   KvCacheView cache;
   std::string kv_dtype;  // resolved: f32 or bf16
@@ -33,37 +33,25 @@ struct OpBench::Impl {
   std::vector<BlockId> tables;
   std::vector<SeqAttention> seqs;
   std::vector<SamplingParams> sampling;
-  AttentionShape shape;
-  RopeConfig rope;
+  ForwardArgs args;
 
   void carve() {
-    const std::int64_t T = options.max_tokens, S = options.max_seqs, H = config.hidden_size;
-    const std::int64_t I = config.intermediate_size;
-    // MoE: every token is routed to top_k experts, so the expert MLP's rows
-    // (gate_up, act) number tokens x top_k.
-    const std::int64_t R = T * std::max<std::int64_t>(config.experts_per_token, 1);
-    struct Want {
-      TensorView* view;
-      std::int64_t rows, cols;
-    };
-    const std::vector<Want> wants = {{&x, T, H},          {&h, T, H},           {&delta, T, H},
-                                     {&qkv, T, config.q_dim() + 2 * config.kv_dim()},
-                                     {&attn, T, config.q_dim()}, {&gate_up, R, 2 * I}, {&act, R, I},
-                                     {&xs, S, H},         {&hs, S, H},          {&logits, S, config.vocab_size},
-                                     {&router_logits, T, std::max<std::int64_t>(config.num_experts, 1)}};
-    std::vector<std::size_t> offsets;
-    std::size_t total = 0;
-    for (const Want& w : wants) {
-      total = (total + 63) / 64 * 64;
-      offsets.push_back(total);
-      total += static_cast<std::size_t>(w.rows * w.cols) * sizeof(float);
+    const std::int64_t T = options.max_tokens, S = options.max_seqs;
+    // A MoE's expert GEMMs are timed apart, on tokens x top_k rows.
+    carve_scratch(*backend, config, T, S, config.is_moe() ? std::max<std::int64_t>(config.experts_per_token, 1) : 1,
+                  scratch);
+    // Small finite values: no NaN or denormal slow paths in the timed
+    // kernels. The routing ids are integers: expert 0, 1, ... in turn.
+    for (const TensorView* v : {&scratch.x, &scratch.h, &scratch.delta, &scratch.qkv, &scratch.attn, &scratch.gate_up,
+                                &scratch.act, &scratch.router_logits, &scratch.topk_weights, &scratch.xs, &scratch.hs,
+                                &scratch.logits}) {
+      backend->fill(*v, 0.01f);
     }
-    scratch = backend->allocate(total);
-    for (std::size_t i = 0; i < wants.size(); ++i) {
-      *wants[i].view = scratch.view(ElemType::f32, wants[i].rows, wants[i].cols, offsets[i]);
-      // Small finite values: no NaN or denormal slow paths in the timed kernels.
-      backend->fill(*wants[i].view, 0.01f);
+    std::vector<std::int32_t> expert_ids(static_cast<std::size_t>(scratch.topk_ids.rows * scratch.topk_ids.cols));
+    for (std::size_t i = 0; i < expert_ids.size(); ++i) {
+      expert_ids[i] = static_cast<std::int32_t>(i % static_cast<std::size_t>(std::max<std::int64_t>(config.num_experts, 1)));
     }
+    backend->upload(scratch.topk_ids.data, expert_ids.data(), expert_ids.size() * sizeof(std::int32_t));
     ids.resize(static_cast<std::size_t>(T));
     positions.resize(static_cast<std::size_t>(T));
     for (std::int64_t i = 0; i < T; ++i) {
@@ -116,18 +104,6 @@ struct OpBench::Impl {
     }
   }
 
-  const TensorView& layer_weight(OpKind kind, std::size_t layer) const {
-    const LayerWeights& L = weights.layers[layer];
-    switch (kind) {
-      case OpKind::qkv_proj: return L.qkv;
-      case OpKind::o_proj: return L.o;
-      case OpKind::moe_router: return L.router;
-      case OpKind::gate_up_proj: return L.gate_up;
-      case OpKind::down_proj: return L.down;
-      default: return weights.lm_head;
-    }
-  }
-
   void check_rows(const Op& op, std::int64_t rows_needed, std::int64_t have, const char* what) const {
     if (rows_needed > have) {
       throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' needs " + std::to_string(rows_needed) + " " +
@@ -135,130 +111,90 @@ struct OpBench::Impl {
     }
   }
 
-  // The work of one instance on layer `l`.
+  // A MoE's expert GEMMs and their silu * up, timed apart from the fused
+  // moe_experts call that runs them in a step: step_ops spreads the op's m
+  // rows evenly over num_seqs experts, one GEMM per expert on its rows.
+  std::function<void(std::size_t)> expert_part(const Op& op) {
+    if (op.kind == OpKind::silu_mul) {
+      check_rows(op, op.tokens, scratch.act.rows, "token rows");  // tokens x top_k
+      const TensorView gu = scratch.gate_up.slice_rows(0, op.tokens), a = scratch.act.slice_rows(0, op.tokens);
+      return [this, gu, a](std::size_t) { backend->silu_and_mul(gu, a); };
+    }
+    const bool up = op.kind == OpKind::moe_gate_up_proj;
+    const std::int64_t experts = op.num_seqs;
+    if (experts < 1 || experts > static_cast<std::int64_t>(weights.layers[0].expert_gate_up.size())) {
+      throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' touches " + std::to_string(experts) +
+                  " experts; the engine's model has " + std::to_string(weights.layers[0].expert_gate_up.size()));
+    }
+    const std::int64_t per = (op.m + experts - 1) / experts;
+    check_rows(op, per, up ? scratch.h.rows : scratch.act.rows, "rows per expert");
+    std::vector<std::int64_t> split(static_cast<std::size_t>(experts), op.m / experts);
+    for (std::int64_t e = 0; e < op.m % experts; ++e) ++split[static_cast<std::size_t>(e)];
+    const TensorView a = up ? scratch.h : scratch.act, c = up ? scratch.gate_up : scratch.delta;
+    return [this, up, split, a, c](std::size_t l) {
+      const LayerWeights& L = weights.layers[l];
+      for (std::size_t e = 0; e < split.size(); ++e) {
+        if (split[e] == 0) continue;
+        backend->gemm(a.slice_rows(0, split[e]), up ? L.expert_gate_up[e] : L.expert_down[e],
+                      c.slice_rows(0, split[e]), GemmOptions{});
+      }
+    };
+  }
+
+  // The work of one instance of `op` on layer `l`: the forward program's
+  // call that runs it in a step (models/forward_program), on rows shaped as
+  // step_ops shaped the op.
   std::function<void(std::size_t)> work(const Op& op) {
-    const float eps = static_cast<float>(config.rms_norm_eps);
-    const std::int64_t qd = config.q_dim(), kvd = config.kv_dim();
-    switch (op.kind) {
-      case OpKind::qkv_proj:
-      case OpKind::o_proj:
-      case OpKind::gate_up_proj:
-      case OpKind::down_proj:
-      case OpKind::moe_router:
-      case OpKind::lm_head: {
-        const bool head = op.kind == OpKind::lm_head;
-        check_rows(op, op.m, head ? options.max_seqs : options.max_tokens, head ? "sampling rows" : "token rows");
-        const TensorView& w0 = layer_weight(op.kind, 0);
-        if (w0.rows < op.n || w0.cols != op.k) {
-          throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' is " + std::to_string(op.n) + " x " +
-                      std::to_string(op.k) + " in step_ops but the engine's weight is " + std::to_string(w0.rows) +
-                      " x " + std::to_string(w0.cols));
-        }
-        TensorView a, c;
-        switch (op.kind) {
-          case OpKind::qkv_proj: a = h; c = qkv; break;
-          case OpKind::o_proj: a = attn; c = delta; break;
-          case OpKind::gate_up_proj: a = h; c = gate_up; break;
-          case OpKind::down_proj: a = act; c = delta; break;
-          case OpKind::moe_router: a = h; c = router_logits; break;
-          default: a = hs; c = logits; break;
-        }
-        a = a.slice_rows(0, op.m);
-        c = c.slice_rows(0, op.m);
-        return [this, kind = op.kind, a, c](std::size_t l) {
-          const LayerWeights& L = weights.layers[l];
-          GemmOptions o;
-          if (kind == OpKind::qkv_proj && L.qkv_bias.data) o.bias = &L.qkv_bias;
-          backend->gemm(a, layer_weight(kind, l), c, o);
-        };
-      }
-      case OpKind::moe_gate_up_proj:
-      case OpKind::moe_down_proj: {
-        // step_ops spreads the op's m rows evenly over num_seqs experts; the
-        // engine runs one GEMM per expert on its rows (moe_experts).
-        const bool up = op.kind == OpKind::moe_gate_up_proj;
-        const std::int64_t experts = op.num_seqs;
-        if (experts < 1 || experts > static_cast<std::int64_t>(weights.layers[0].expert_gate_up.size())) {
-          throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' touches " + std::to_string(experts) +
-                      " experts; the engine's model has " +
-                      std::to_string(weights.layers[0].expert_gate_up.size()));
-        }
-        const std::int64_t per = (op.m + experts - 1) / experts;
-        check_rows(op, per, up ? h.rows : act.rows, "rows per expert");
-        std::vector<std::int64_t> rows(static_cast<std::size_t>(experts), op.m / experts);
-        for (std::int64_t e = 0; e < op.m % experts; ++e) ++rows[static_cast<std::size_t>(e)];
-        const TensorView a = up ? h : act, c = up ? gate_up : delta;
-        return [this, up, rows, a, c](std::size_t l) {
-          const LayerWeights& L = weights.layers[l];
-          for (std::size_t e = 0; e < rows.size(); ++e) {
-            if (rows[e] == 0) continue;
-            backend->gemm(a.slice_rows(0, rows[e]), up ? L.expert_gate_up[e] : L.expert_down[e],
-                          c.slice_rows(0, rows[e]), GemmOptions{});
-          }
-        };
-      }
-      case OpKind::embed: {
-        check_rows(op, op.tokens, options.max_tokens, "token rows");
-        const std::span<const TokenId> t(ids.data(), static_cast<std::size_t>(op.tokens));
-        const TensorView out = x.slice_rows(0, op.tokens);
-        return [this, t, out](std::size_t) { backend->embedding(t, weights.embed, out); };
-      }
-      case OpKind::rmsnorm: {
-        check_rows(op, op.tokens, options.max_tokens, "token rows");
-        const TensorView r = x.slice_rows(0, op.tokens), d = delta.slice_rows(0, op.tokens), o = h.slice_rows(0, op.tokens);
-        return [this, r, d, o, eps](std::size_t l) { backend->add_rmsnorm(r, d, weights.layers[l].input_norm, eps, o); };
-      }
-      case OpKind::rotary: {
-        check_rows(op, op.tokens, options.max_tokens, "token rows");
-        const TensorView all = qkv.slice_rows(0, op.tokens);
-        const TensorView q = all.slice_cols(0, qd), k = all.slice_cols(qd, kvd);
-        const std::span<const std::int32_t> pos(positions.data(), static_cast<std::size_t>(op.tokens));
-        return [this, q, k, pos](std::size_t) { backend->rotary(q, k, pos, rope); };
-      }
-      case OpKind::silu_mul: {
-        check_rows(op, op.tokens, act.rows, "token rows");  // MoE: tokens x top_k
-        const TensorView gu = gate_up.slice_rows(0, op.tokens), a = act.slice_rows(0, op.tokens);
-        return [this, gu, a](std::size_t) { backend->silu_and_mul(gu, a); };
-      }
-      case OpKind::final_norm: {
-        check_rows(op, op.tokens, options.max_tokens, "token rows");
-        const TensorView r = x.slice_rows(0, op.tokens), d = delta.slice_rows(0, op.tokens);
-        return [this, r, d](std::size_t) { backend->add(r, d); };
-      }
-      case OpKind::sample: {
-        const std::int64_t s = op.tokens;
-        check_rows(op, s, options.max_seqs, "sampling rows");
-        const std::span<const std::int32_t> r(rows.data(), static_cast<std::size_t>(s));
-        const TensorView in = x, gathered = xs.slice_rows(0, s), normed = hs.slice_rows(0, s);
-        const TensorView lg = logits.slice_rows(0, s);
-        const std::span<const SamplingParams> params(sampling.data(), static_cast<std::size_t>(s));
-        const std::span<TokenId> out(sampled.data(), static_cast<std::size_t>(s));
-        return [this, r, in, gathered, normed, lg, params, out, eps](std::size_t) {
-          backend->gather_rows(in, r, gathered);
-          backend->rmsnorm(gathered, weights.final_norm, eps, normed);
-          backend->sample(lg, params, out);
-        };
-      }
-      case OpKind::attn_prefill:
-      case OpKind::attn_decode: {
+    const bool moe = config.is_moe();
+    const int c = call_of(op.kind, moe);
+    if (c < 0) {
+      throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' is not profiled (collectives need tp > 1)");
+    }
+    const ForwardCall call = static_cast<ForwardCall>(c);
+    if (call == ForwardCall::moe_experts) return expert_part(op);
+    args.tokens = 0;
+    args.samples = 0;
+    switch (call_info(call).rows) {
+      case CallRows::tokens:
+        args.tokens = op.tokens;
+        // The final norm's gather and RMSNorm run on the step's sampling rows.
+        args.samples = call == ForwardCall::final_norm ? op.num_seqs : 0;
+        break;
+      case CallRows::sampling:
+        args.samples = call == ForwardCall::lm_head ? op.m : op.num_seqs;
+        break;
+      case CallRows::attention: {
         const bool prefill = op.kind == OpKind::attn_prefill;
         if (prefill && op.num_seqs != 1) throw Error("profiler: attn_prefill is timed one seq at a time");
         const std::int64_t n = prefill ? op.tokens : 1;
-        const std::int64_t c = prefill ? op.context : op.context / std::max<std::int64_t>(op.num_seqs, 1);
+        const std::int64_t ctx = prefill ? op.context : op.context / std::max<std::int64_t>(op.num_seqs, 1);
+        args.tokens = op.tokens;
         check_rows(op, op.tokens, options.max_tokens, "token rows");
-        layout_attention(op.num_seqs, n, c);
-        const TensorView all = qkv.slice_rows(0, op.tokens);
-        const TensorView q = all.slice_cols(0, qd), k = all.slice_cols(qd, kvd), v = all.slice_cols(qd + kvd, kvd);
-        const TensorView out = attn.slice_rows(0, op.tokens);
-        return [this, q, k, v, out](std::size_t) {
-          backend->kv_write(k, v, cache, slots);
-          backend->paged_attention(q, cache, seqs, shape, out);
-        };
+        layout_attention(op.num_seqs, n, ctx);
+        args.slots = slots;
+        args.attention_seqs = seqs;
+        args.kv = std::span<const KvCacheView>(&cache, 1);
+        break;
       }
-      default:
-        throw Error("profiler: op '" + std::string(op_name(op.kind)) +
-                    "' is not profiled (collectives need tp > 1)");
     }
+    check_rows(op, args.tokens, options.max_tokens, "token rows");
+    check_rows(op, args.samples, options.max_seqs, "sampling rows");
+    if (op.n > 0 && (op.kind == OpKind::qkv_proj || op.kind == OpKind::o_proj || op.kind == OpKind::gate_up_proj ||
+                     op.kind == OpKind::down_proj || op.kind == OpKind::moe_router || op.kind == OpKind::lm_head)) {
+      const LayerWeights& L = weights.layers[0];
+      const TensorView& w0 = op.kind == OpKind::qkv_proj    ? L.qkv
+                             : op.kind == OpKind::o_proj    ? L.o
+                             : op.kind == OpKind::gate_up_proj ? L.gate_up
+                             : op.kind == OpKind::down_proj ? L.down
+                             : op.kind == OpKind::moe_router ? L.router
+                                                             : weights.lm_head;
+      if (w0.rows < op.n || w0.cols != op.k) {
+        throw Error("profiler: op '" + std::string(op_name(op.kind)) + "' is " + std::to_string(op.n) + " x " +
+                    std::to_string(op.k) + " in step_ops but the engine's weight is " + std::to_string(w0.rows) +
+                    " x " + std::to_string(w0.cols));
+      }
+    }
+    return [this, call](std::size_t l) { run_call(call, args, l); };
   }
 };
 
@@ -278,11 +214,22 @@ OpBench::OpBench(const ModelConfig& config, const OpBenchOptions& options) : imp
   m.weights = load_model_weights(*m.backend, config, w);
   m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
   m.carve();
-  m.shape.num_heads = static_cast<std::int32_t>(config.num_heads);
-  m.shape.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
-  m.shape.head_dim = static_cast<std::int32_t>(config.head_dim);
-  m.shape.sliding_window = static_cast<std::int32_t>(std::min<std::int64_t>(config.sliding_window, INT32_MAX));
-  m.rope = rope_config(config);
+  ForwardArgs& a = m.args;
+  a.backend = m.backend.get();
+  a.config = &m.config;
+  a.weights = &m.weights;
+  a.scratch = &m.scratch;
+  a.ids = m.ids;
+  a.positions = m.positions;
+  a.sample_rows = m.rows;
+  a.sampling = m.sampling;
+  a.sampled = m.sampled;
+  a.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
+  a.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
+  a.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
+  a.attention.sliding_window = static_cast<std::int32_t>(std::min<std::int64_t>(config.sliding_window, INT32_MAX));
+  a.rope = rope_config(config);
+  a.eps = static_cast<float>(config.rms_norm_eps);
   m.backend->synchronize();
 }
 

@@ -1,14 +1,13 @@
 #pragma once
-// Runs the backend kernels the model runner issues for one op of
-// models/step_ops, on the model's own weights (loaded or random), so a timed
-// op is exactly what a step runs. The mapping from step_ops to kernels:
-//   qkv_proj, o_proj, gate_up_proj, down_proj: gemm on the layer's weights
-//   lm_head: gemm on the LM head;  embed: embedding
-//   rmsnorm: add_rmsnorm (the fused residual step of every layer)
-//   rotary, silu_mul: rotary, silu_and_mul
-//   attn_prefill / attn_decode: kv_write of the new tokens + paged_attention
-//   final_norm: the last residual add over all tokens
-//   sample: gather of the sampling rows, their final rmsnorm, and sample
+// Times one op of models/step_ops by running the call of the forward
+// program that runs it in a step (models/forward_program: call_of), through
+// the runner's own run_call, on the model's own weights (loaded or random):
+// a timed op is exactly what a step runs. rmsnorm is a layer's input norm
+// (plain on layer 0, fused with the residual add after), attn_prefill and
+// attn_decode the attention call on prefill-only or decode-only seqs. The
+// one exception is a MoE's expert GEMMs and their silu * up, which a step
+// runs fused in one moe_experts call: they are timed apart, one GEMM per
+// touched expert on its share of the rows.
 // Per-layer ops cycle over the layers' weights when one call is short, so
 // weights stream from memory as in a real step rather than sitting in cache.
 #include <cstdint>

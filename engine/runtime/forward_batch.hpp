@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/core/types.hpp"
-#include "models/timed_ops.hpp"
+#include "models/forward_program.hpp"
 
 namespace twin {
 

@@ -7,56 +7,11 @@
 #include "engine/backend/backend.hpp"
 #include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/core/error.hpp"
+#include "engine/runtime/forward_calls.hpp"
 #include "engine/runtime/model_weights.hpp"
 
 namespace twin {
 namespace {
-
-// Activation buffers for up to `tokens` rows and `samples` sampling rows,
-// carved out of one allocation and regrown (doubling) when a step needs more.
-struct Scratch {
-  Buffer storage;
-  std::int64_t tokens = 0, samples = 0;
-  TensorView x, h, delta, qkv, attn, gate_up, act, router_logits, topk_ids, topk_weights;
-  TensorView xs, hs, logits;
-};
-
-void carve(Backend& backend, const ModelConfig& c, std::int64_t T, std::int64_t S, Scratch& s) {
-  const std::int64_t H = c.hidden_size, I = c.intermediate_size;
-  const std::int64_t E = std::max<std::int64_t>(c.num_experts, 1), K = std::max<std::int64_t>(c.experts_per_token, 1);
-  struct Want {
-    TensorView* view;
-    ElemType dtype;
-    std::int64_t rows, cols;
-  };
-  const std::vector<Want> wants = {
-      {&s.x, ElemType::f32, T, H},          {&s.h, ElemType::f32, T, H},
-      {&s.delta, ElemType::f32, T, H},      {&s.qkv, ElemType::f32, T, c.q_dim() + 2 * c.kv_dim()},
-      {&s.attn, ElemType::f32, T, c.q_dim()}, {&s.gate_up, ElemType::f32, T, 2 * I},
-      {&s.act, ElemType::f32, T, I},        {&s.router_logits, ElemType::f32, T, E},
-      {&s.topk_ids, ElemType::i32, T, K},   {&s.topk_weights, ElemType::f32, T, K},
-      {&s.xs, ElemType::f32, S, H},         {&s.hs, ElemType::f32, S, H},
-      {&s.logits, ElemType::f32, S, c.vocab_size}};
-  std::vector<std::size_t> offsets;
-  std::size_t total = 0;
-  for (const Want& w : wants) {
-    total = (total + 63) / 64 * 64;
-    offsets.push_back(total);
-    total += static_cast<std::size_t>(w.rows * w.cols) * elem_bytes(w.dtype);
-  }
-  s.storage = Buffer();  // free the old one first: peak memory stays one scratch
-  try {
-    s.storage = backend.allocate(total);
-  } catch (const Error& e) {
-    throw Error("activation scratch for " + std::to_string(T) + " tokens and " + std::to_string(S) +
-                " sampled rows: " + e.what());
-  }
-  for (std::size_t i = 0; i < wants.size(); ++i) {
-    *wants[i].view = s.storage.view(wants[i].dtype, wants[i].rows, wants[i].cols, offsets[i]);
-  }
-  s.tokens = T;
-  s.samples = S;
-}
 
 // Workspaces a device backend grows lazily during the first steps at the
 // scheduler's limits, which the memory plan must leave free: the bf16 copy
@@ -101,7 +56,7 @@ struct ModelRunner::Impl {
   Buffer kv_device, kv_host;
   std::string kv_dtype;  // resolved: f32 or bf16
   std::vector<KvCacheView> device_layers, host_layers;
-  Scratch scratch;
+  ForwardScratch scratch;
   std::optional<KvMemoryPlan> plan;  // where the device's memory sized the KV cache
   AttentionShape attention;
   RopeConfig rope;
@@ -183,14 +138,16 @@ struct ModelRunner::Impl {
   std::vector<double> mark_ns;
   void begin_timing() {
     if (!time_ops) return;
-    // Mark 0, embed, at most 9 per layer (6 + the dense MLP's 3), final
-    // norm, and sample / lm_head / sample.
-    backend->begin_op_timing(2 + 9 * weights.layers.size() + 4);
+    // Mark 0, then one per call of the program (the layer's once per layer).
+    std::size_t marks = 1;
+    for (ForwardCall call : forward_program(config.is_moe()))
+      marks += call_info(call).part == CallPart::layer ? weights.layers.size() : 1;
+    backend->begin_op_timing(marks);
     mark_ops.clear();
     mark_ops.push_back(TimedOp::embed);  // mark 0 ends no op
     backend->mark_op(0);
   }
-  void tick(TimedOp op, ForwardOutput&) {
+  void tick(TimedOp op) {
     if (!time_ops) return;
     backend->mark_op(mark_ops.size());
     mark_ops.push_back(op);
@@ -203,30 +160,6 @@ struct ModelRunner::Impl {
       // Clamped: marks never run backwards, but a negative gap must not leak.
       out.op_ns[static_cast<std::size_t>(mark_ops[i])] += std::max(0.0, mark_ns[i] - mark_ns[i - 1]);
     }
-  }
-
-  void mlp(const LayerWeights& L, std::int64_t T, ForwardOutput& out) {
-    const TensorView h = scratch.h.slice_rows(0, T);
-    const TensorView delta = scratch.delta.slice_rows(0, T);
-    if (!config.is_moe()) {
-      const TensorView gu = scratch.gate_up.slice_rows(0, T);
-      const TensorView act = scratch.act.slice_rows(0, T);
-      backend->gemm(h, L.gate_up, gu);
-      tick(TimedOp::gate_up_proj, out);
-      backend->silu_and_mul(gu, act);
-      tick(TimedOp::silu_mul, out);
-      backend->gemm(act, L.down, delta);
-      tick(TimedOp::down_proj, out);
-      return;
-    }
-    const TensorView rl = scratch.router_logits.slice_rows(0, T);
-    const TensorView ids = scratch.topk_ids.slice_rows(0, T);
-    const TensorView wts = scratch.topk_weights.slice_rows(0, T);
-    backend->gemm(h, L.router, rl);
-    backend->moe_topk(rl, static_cast<std::int32_t>(config.experts_per_token), true, ids, wts);
-    tick(TimedOp::moe_router, out);
-    backend->moe_experts(h, ids, wts, L.expert_gate_up, L.expert_down, delta);
-    tick(TimedOp::moe_experts, out);
   }
 
   void forward(const ForwardBatch& batch, ForwardOutput& out) {
@@ -261,63 +194,51 @@ struct ModelRunner::Impl {
       // Each dimension grows (doubling) only when it must: growing both
       // whenever either did once compounded the token rows to 2^17 and more
       // (34 GB on Llama-3.1-8B) as the sampled rows grew.
-      carve(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
-            S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, scratch);
+      carve_scratch(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
+            S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, 1, scratch);
     }
-    const float eps = static_cast<float>(config.rms_norm_eps);
-    const std::int64_t qd = config.q_dim(), kvd = config.kv_dim();
-    const TensorView x = scratch.x.slice_rows(0, T), h = scratch.h.slice_rows(0, T);
-    const TensorView delta = scratch.delta.slice_rows(0, T), qkv = scratch.qkv.slice_rows(0, T);
-    const TensorView attn = scratch.attn.slice_rows(0, T);
-    const TensorView q = qkv.slice_cols(0, qd), k = qkv.slice_cols(qd, kvd), v = qkv.slice_cols(qd + kvd, kvd);
-
-    begin_timing();
-    backend->embedding(batch.tokens, weights.embed, x);
-    tick(TimedOp::embed, out);
-    for (std::size_t l = 0; l < weights.layers.size(); ++l) {
-      const LayerWeights& L = weights.layers[l];
-      if (l == 0) {
-        backend->rmsnorm(x, L.input_norm, eps, h);
-      } else {
-        backend->add_rmsnorm(x, delta, L.input_norm, eps, h);
-      }
-      tick(TimedOp::rmsnorm, out);
-      GemmOptions qkv_options;
-      if (L.qkv_bias.data) qkv_options.bias = &L.qkv_bias;
-      backend->gemm(h, L.qkv, qkv, qkv_options);
-      tick(TimedOp::qkv_proj, out);
-      backend->rotary(q, k, positions, rope);
-      tick(TimedOp::rotary, out);
-      backend->kv_write(k, v, device_layers[l], slots);
-      backend->paged_attention(q, device_layers[l], attn_seqs, attention, attn);
-      tick(TimedOp::attention, out);
-      backend->gemm(attn, L.o, delta);
-      tick(TimedOp::o_proj, out);
-      backend->add_rmsnorm(x, delta, L.post_norm, eps, h);
-      tick(TimedOp::rmsnorm, out);
-      mlp(L, T, out);
-    }
-    backend->add(x, delta);
-    tick(TimedOp::final_norm, out);
-    if (S == 0) {
-      backend->synchronize();
-      end_timing(out);
-      return;
-    }
-    const TensorView xs = scratch.xs.slice_rows(0, S), hs = scratch.hs.slice_rows(0, S);
-    const TensorView logits = scratch.logits.slice_rows(0, S);
-    backend->gather_rows(x, sample_rows, xs);
-    backend->rmsnorm(xs, weights.final_norm, eps, hs);
-    tick(TimedOp::sample, out);  // as the profiler's `sample` table: gather, final norm, sampling
-    backend->gemm(hs, weights.lm_head, logits);
-    tick(TimedOp::lm_head, out);
+    ForwardArgs args;
+    args.backend = backend.get();
+    args.config = &config;
+    args.weights = &weights;
+    args.scratch = &scratch;
+    args.tokens = T;
+    args.samples = S;
+    args.ids = batch.tokens;
+    args.positions = positions;
+    args.slots = slots;
+    args.attention_seqs = attn_seqs;
+    args.kv = device_layers;
+    args.sample_rows = sample_rows;
+    args.sampling = sampling;
     out.sampled.resize(static_cast<std::size_t>(S));
-    backend->sample(logits, sampling, out.sampled);
-    tick(TimedOp::sample, out);
+    args.sampled = out.sampled;
+    args.attention = attention;
+    args.rope = rope;
+    args.eps = static_cast<float>(config.rms_norm_eps);
+
+    // The forward program: the prologue, its layer part once per layer,
+    // the epilogue (its sampling calls only where a seq samples).
+    const std::span<const ForwardCall> program = forward_program(config.is_moe());
+    begin_timing();
+    auto run = [&](ForwardCall call, std::size_t layer) {
+      run_call(call, args, layer);
+      tick(call_info(call).timed);
+    };
+    for (ForwardCall call : program)
+      if (call_info(call).part == CallPart::prologue) run(call, 0);
+    for (std::size_t l = 0; l < weights.layers.size(); ++l)
+      for (ForwardCall call : program)
+        if (call_info(call).part == CallPart::layer) run(call, l);
+    for (ForwardCall call : program) {
+      const ForwardCallInfo& info = call_info(call);
+      if (info.part == CallPart::epilogue && (S > 0 || info.rows != CallRows::sampling)) run(call, 0);
+    }
+    if (S == 0) backend->synchronize();  // sample() waits for the pass; a pass that samples nothing must too
     end_timing(out);
-    if (batch.return_logits) {
+    if (batch.return_logits && S > 0) {
       out.logits.resize(static_cast<std::size_t>(S * config.vocab_size));
-      backend->download(out.logits.data(), logits.data, out.logits.size() * sizeof(float));
+      backend->download(out.logits.data(), scratch.logits.data, out.logits.size() * sizeof(float));
     }
   }
 
@@ -359,7 +280,9 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
   m.options.kv_cache_dtype = m.kv_dtype;
   const std::int64_t T = options.max_num_batched_tokens, S = options.max_num_seqs;
-  if (T > 0 || S > 0) carve(*m.backend, config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), m.scratch);
+  if (T > 0 || S > 0) {
+    carve_scratch(*m.backend, config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), 1, m.scratch);
+  }
   const std::int64_t block_bytes = twin::kv_block_bytes(config, options.block_size, m.kv_dtype);
   if (options.num_blocks > 0) {
     if (options.kv_cache_memory_bytes > 0) {

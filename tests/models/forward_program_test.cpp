@@ -1,0 +1,84 @@
+// The forward program (the engine's calls in order) and step_ops (the cost
+// models' ops) describe the same pass: every kind step_ops prices for a
+// one-device step is run by exactly one call of the program, and every call
+// of the program is priced by step_ops. A new op added to one and not the
+// other fails here.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/forward_program.hpp"
+#include "models/model_desc.hpp"
+#include "models/step_ops.hpp"
+
+using namespace twin;
+
+namespace {
+
+std::set<OpKind> priced_kinds(const ModelDesc& m) {
+  std::vector<Op> ops;
+  // A prefill and a decode that both sample: every op of one device appears.
+  step_ops(m, BatchShape{{{8, 0, true}, {1, 20, true}}}, ParallelLayout{}, Dtype::fp16, Dtype::fp16, 0, ops);
+  std::set<OpKind> kinds;
+  for (const Op& op : ops) kinds.insert(op.kind);
+  return kinds;
+}
+
+std::set<OpKind> program_kinds(bool moe) {
+  std::set<OpKind> kinds;
+  for (ForwardCall c : forward_program(moe))
+    for (OpKind k : call_info(c).priced_as()) kinds.insert(k);
+  return kinds;
+}
+
+}  // namespace
+
+TEST_CASE("the forward program runs exactly the op kinds step_ops prices, dense and MoE") {
+  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b"}) {
+    CAPTURE(name);
+    const ModelDesc m = resolve_model(name);
+    CHECK(priced_kinds(m) == program_kinds(m.is_moe()));
+    for (OpKind k : priced_kinds(m)) {
+      CAPTURE(op_name(k));
+      const int c = call_of(k, m.is_moe());
+      REQUIRE(c >= 0);
+      // The call runs the kind, and its time bucket is the kind's.
+      const ForwardCallInfo& info = call_info(static_cast<ForwardCall>(c));
+      bool found = false;
+      for (OpKind p : info.priced_as()) found = found || p == k;
+      CHECK(found);
+      CHECK(timed_op_of(k, m.is_moe()) == static_cast<int>(info.timed));
+    }
+  }
+}
+
+TEST_CASE("the program is a prologue, a layer and an epilogue, each call once, sampling calls last") {
+  for (bool moe : {false, true}) {
+    CAPTURE(moe);
+    const auto program = forward_program(moe);
+    std::set<ForwardCall> seen;
+    int part = 0;
+    for (ForwardCall c : program) {
+      const ForwardCallInfo& info = call_info(c);
+      CHECK(info.call == c);
+      CHECK(seen.insert(c).second);
+      CHECK(static_cast<int>(info.part) >= part);  // parts in order
+      part = static_cast<int>(info.part);
+      CHECK(kTimedOpNames[static_cast<int>(info.timed)].size() > 0);
+    }
+    CHECK(call_info(program.front()).part == CallPart::prologue);
+    CHECK(call_info(program.back()).rows == CallRows::sampling);
+    CHECK(seen.count(ForwardCall::moe_experts) == (moe ? 1u : 0u));
+    CHECK(seen.count(ForwardCall::gate_up_proj) == (moe ? 0u : 1u));
+  }
+  // Both norms of a layer share the rmsnorm bucket; collectives have no call.
+  CHECK(call_info(ForwardCall::input_norm).timed == TimedOp::rmsnorm);
+  CHECK(call_info(ForwardCall::post_norm).timed == TimedOp::rmsnorm);
+  CHECK(call_of(OpKind::rmsnorm, false) == static_cast<int>(ForwardCall::input_norm));
+  CHECK(call_of(OpKind::tp_allreduce, false) == -1);
+  CHECK(call_of(OpKind::pp_send, true) == -1);
+  CHECK(timed_op_of(OpKind::silu_mul, true) == static_cast<int>(TimedOp::moe_experts));
+  CHECK(timed_op_of(OpKind::gate_up_proj, true) == -1);
+}
