@@ -334,15 +334,17 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
       for (const StepScenario& s : base)
         if (s.output == 1) scenarios.push_back(s);
   }
-  RunnerOptions ro;
-  ro.backend = options.backend;
-  ro.threads = options.threads;
-  ro.weights_dir = options.weights_dir;
-  ro.seed = options.seed;
-  ro.weight_dtype = options.dtype;
-  ro.kv_cache_dtype = options.kv_cache_dtype;
-  ro.block_size = static_cast<std::int32_t>(meta.block_size);
-  const std::vector<MeasuredStep> steps = measure_steps(config, ro, scenarios, rounds);
+  // Whole steps through the engine's entry point, as `run` builds it.
+  EngineSettings engine;
+  engine.model_config = config;
+  engine.runner.backend = options.backend;
+  engine.runner.threads = options.threads;
+  engine.runner.weights_dir = options.weights_dir;
+  engine.runner.seed = options.seed;
+  engine.runner.weight_dtype = options.dtype;
+  engine.runner.kv_cache_dtype = options.kv_cache_dtype;
+  engine.runner.block_size = static_cast<std::int32_t>(meta.block_size);
+  const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios, rounds);
   const CalibratedTables tables(p, "(calibration in progress)");
   p.overhead = fit_step_overhead(steps, tables, model, w, kv);
   if (log) {
@@ -373,7 +375,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // The warm-up after idleness, on a short prefill (what an arrival to an
   // idle engine runs); gap 0 is the back-to-back baseline.
   const std::vector<double> gaps = {0, 0.5e6, 2e6, 8e6, 32e6, 128e6, 512e6};
-  const IdleWarmup idle = measure_idle_warmup(config, ro, cap(32), gaps, options.quick ? 3 : 7);
+  const IdleWarmup idle = measure_idle_warmup(engine, cap(32), gaps, options.quick ? 3 : 7);
   p.overhead.idle_ns = idle.idle_ns;
   p.overhead.idle_tau_ns = idle.idle_tau_ns;
   p.overhead.idle_samples = idle.samples;

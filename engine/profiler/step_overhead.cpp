@@ -6,11 +6,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "engine/core/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/profiler/op_timer.hpp"
 #include "engine/runtime/executor.hpp"
+#include "engine/runtime/serve.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
 #include "engine/runtime/wait_until.hpp"
 
@@ -34,11 +36,33 @@ const char* step_class_name(StepClass c) {
   return "?";
 }
 
-std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions runner_options,
-                                        const std::vector<StepScenario>& scenarios, std::int32_t rounds) {
+namespace {
+
+// The engine for calibration's own scenarios: the settings' model, backend,
+// weights and dtypes; the vLLM preset, with exactly the KV blocks and
+// max_model_len the scenarios need.
+std::unique_ptr<Engine> scenario_engine(EngineSettings settings, std::int32_t max_len, std::int64_t blocks) {
+  ReplicaConfig rc = replica_preset("vllm");
+  set_replica_option(rc, "max_model_len", std::to_string(max_len));
+  rc.kv.block_size = settings.runner.block_size;
+  rc.kv.num_blocks = static_cast<std::int32_t>(blocks);
+  settings.replica = rc;
+  return std::make_unique<Engine>(std::move(settings));
+}
+
+ModelConfig settings_model(const EngineSettings& s) {
+  if (s.model_config) return *s.model_config;
+  return model_config_from(resolve_model(s.model.empty() ? s.runner.weights_dir : s.model));
+}
+
+}  // namespace
+
+std::vector<MeasuredStep> measure_steps(EngineSettings settings, const std::vector<StepScenario>& scenarios,
+                                        std::int32_t rounds) {
+  const ModelConfig config = settings_model(settings);
   std::int32_t max_len = 0;
   std::int64_t blocks = 0;
-  const std::int32_t bs = runner_options.block_size;
+  const std::int32_t bs = settings.runner.block_size;
   for (const StepScenario& s : scenarios) {
     max_len = std::max({max_len, s.prompt + s.output, s.inject_prompt + s.output});
     const std::int64_t per = (s.prompt + s.output + bs - 1) / bs + 1;
@@ -49,11 +73,12 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
     throw UsageError("profiler: step scenarios need " + std::to_string(max_len) + " positions, the model has " +
                      std::to_string(config.max_position_embeddings));
   }
-  runner_options.num_blocks = static_cast<std::int32_t>(blocks + 1);
-  ModelRunner runner(config, runner_options);
+  settings.model_config = config;
   // In-situ op times, for the per-kind scales: marks between ops, read at
   // the end of each pass, so the step itself runs as untimed.
-  runner.set_time_ops(true);
+  settings.time_ops = true;
+  const std::unique_ptr<Engine> engine = scenario_engine(std::move(settings), max_len, blocks + 1);
+  const std::uint64_t seed = engine->settings().runner.seed;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   auto clock = [&]() -> Time { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
@@ -68,19 +93,15 @@ std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions
   for (std::size_t run = 0; run < runs.size(); ++run) {
     const StepScenario& sc = runs[run];
     const bool keep = run > 0;
-    ReplicaConfig rc = replica_preset("vllm");
-    set_replica_option(rc, "max_model_len", std::to_string(max_len));
-    rc.kv.num_blocks = runner_options.num_blocks;
-    validate(rc);
-    Replica replica(rc, 0);
-    Executor executor(runner);
+    Replica replica(engine->replica_config(), 0);
+    Executor executor(engine->runner());
     auto submit = [&](std::int32_t prompt, Time now) {
       Request r;
       r.id = next_id++;
       r.arrival = now;
       r.prompt_len = prompt;
       r.output_len = sc.output;
-      materialize_prompt_tokens(r, config.vocab_size, runner_options.seed);
+      materialize_prompt_tokens(r, config.vocab_size, seed);
       replica.add(std::move(r), now);
     };
     Time now = clock();
@@ -404,21 +425,20 @@ IdleWarmup fit_idle_warmup(std::vector<IdleSample> samples) {
   return best;
 }
 
-IdleWarmup measure_idle_warmup(const ModelConfig& config, RunnerOptions runner_options, std::int32_t prompt,
-                               const std::vector<double>& gaps_ns, std::int32_t rounds) {
+IdleWarmup measure_idle_warmup(EngineSettings settings, std::int32_t prompt, const std::vector<double>& gaps_ns,
+                               std::int32_t rounds) {
+  const ModelConfig config = settings_model(settings);
   if (prompt < 1 || prompt >= config.max_position_embeddings) {
     throw UsageError("profiler: the idle warm-up prompt must be 1 to " +
                      std::to_string(config.max_position_embeddings - 1) + " tokens, got " + std::to_string(prompt));
   }
-  const std::int32_t bs = runner_options.block_size;
-  runner_options.num_blocks = (prompt + 1 + bs - 1) / bs + 2;
-  ModelRunner runner(config, runner_options);
-  ReplicaConfig rc = replica_preset("vllm");
-  set_replica_option(rc, "max_model_len", std::to_string(prompt + 1));
-  rc.kv.num_blocks = runner_options.num_blocks;
-  validate(rc);
-  Replica replica(rc, 0);
-  Executor executor(runner);
+  const std::int32_t bs = settings.runner.block_size;
+  settings.model_config = config;
+  settings.time_ops = false;
+  const std::unique_ptr<Engine> engine = scenario_engine(std::move(settings), prompt + 1, (prompt + 1 + bs - 1) / bs + 2);
+  const std::uint64_t seed = engine->settings().runner.seed;
+  Replica replica(engine->replica_config(), 0);
+  Executor executor(engine->runner());
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0 = Clock::now();
   auto clock = [&]() -> Time { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count(); };
@@ -432,7 +452,7 @@ IdleWarmup measure_idle_warmup(const ModelConfig& config, RunnerOptions runner_o
     r.arrival = at;
     r.prompt_len = prompt;
     r.output_len = 1;
-    materialize_prompt_tokens(r, config.vocab_size, runner_options.seed);
+    materialize_prompt_tokens(r, config.vocab_size, seed);
     replica.add(std::move(r), at);
     const StepPlan plan = replica.plan(at);
     if (plan.empty()) throw Error("profiler: the idle warm-up step was not scheduled");

@@ -12,6 +12,7 @@
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/serve.hpp"
 #include "hwprofiles/calibrated_lookup.hpp"
 #include "models/step_ops.hpp"
 
@@ -41,12 +42,15 @@ struct MeasuredStep {
   OpTimes op_ns{};    // the runner's in-situ time per op inside this step
 };
 
-// Runs each scenario on a fresh scheduler (vLLM preset) over one model
-// runner (`runner.num_blocks` is sized here), the whole list `rounds` times
-// over (a slow spell of the machine then hits one pass of a scenario, not
-// all of its steps). Prompts are distinct (no prefix-cache hits).
-std::vector<MeasuredStep> measure_steps(const ModelConfig& config, RunnerOptions runner,
-                                        const std::vector<StepScenario>& scenarios, std::int32_t rounds = 1);
+// Runs each scenario on a fresh replica of one engine built by the engine's
+// entry point (engine/runtime/serve) from `engine`: its backend, weights,
+// dtypes and threads as given; the scheduler is the vLLM preset with the
+// KV blocks and max_model_len the scenarios need (set here). The whole list
+// runs `rounds` times over (a slow spell of the machine then hits one pass
+// of a scenario, not all of its steps). Prompts are distinct (no
+// prefix-cache hits).
+std::vector<MeasuredStep> measure_steps(EngineSettings engine, const std::vector<StepScenario>& scenarios,
+                                        std::int32_t rounds = 1);
 
 struct StepFit {
   double op_scale = 1;
@@ -113,8 +117,8 @@ struct IdleWarmup {
   double idle_tau_ns = 0;  // 0: no warm-up measured
   std::vector<IdleSample> samples;
 };
-IdleWarmup measure_idle_warmup(const ModelConfig& config, RunnerOptions runner, std::int32_t prompt,
-                               const std::vector<double>& gaps_ns, std::int32_t rounds);
+IdleWarmup measure_idle_warmup(EngineSettings engine, std::int32_t prompt, const std::vector<double>& gaps_ns,
+                               std::int32_t rounds);
 
 // The least-squares fit of measure_idle_warmup over samples' (gap_ns,
 // extra_ns); exposed for tests.

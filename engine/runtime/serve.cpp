@@ -18,9 +18,13 @@ std::string gib(std::int64_t bytes) {
 }  // namespace
 
 Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
-  const std::string name = settings_.model.empty() ? settings_.runner.weights_dir : settings_.model;
-  if (name.empty()) throw UsageError("the engine needs --model NAME (or --weights DIR holding a config.json)");
-  model_ = model_config_from(resolve_model(name));
+  if (settings_.model_config) {
+    model_ = *settings_.model_config;
+  } else {
+    const std::string name = settings_.model.empty() ? settings_.runner.weights_dir : settings_.model;
+    if (name.empty()) throw UsageError("the engine needs --model NAME (or --weights DIR holding a config.json)");
+    model_ = model_config_from(resolve_model(name));
+  }
   ReplicaConfig& rc = settings_.replica;
   validate(rc.scheduler);  // a bad scheduler setting fails before the weights load
   RunnerOptions& ro = settings_.runner;

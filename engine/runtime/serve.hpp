@@ -7,6 +7,7 @@
 // counts are taken from what it allocated.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,9 @@ struct EngineSettings {
   // Model name or config path as `run --model`; empty: runner.weights_dir's
   // config.json.
   std::string model;
+  // A model already resolved (calibrate's, a test's own config): used in
+  // place of `model` where set.
+  std::optional<ModelConfig> model_config;
   // Backend, threads, weights, seed, weight and KV dtypes, KV memory. The
   // block size, the KV block counts (where given) and the scheduler's limits
   // are taken from `replica`.

@@ -112,11 +112,10 @@ TEST_CASE("rounds pool every point's repeats and every scenario's steps, and the
   o.rounds = 0;
   CHECK_THROWS_WITH(calibrate(resolve_model("tiny"), o), Catch::Contains("--rounds"));
 
-  RunnerOptions ro;
-  ro.block_size = 16;
+  EngineSettings tiny;
+  tiny.model = "tiny";
   const std::vector<StepScenario> scenarios = {{"decode x2", 2, 16, 5, 0, 0, 0}};
-  const auto config = model_config_from(resolve_model("tiny"));
-  CHECK(measure_steps(config, ro, scenarios, 3).size() == 3 * measure_steps(config, ro, scenarios, 1).size());
+  CHECK(measure_steps(tiny, scenarios, 3).size() == 3 * measure_steps(tiny, scenarios, 1).size());
 }
 
 TEST_CASE("a quick profile prices every real engine step of decode and mixed scenarios") {
@@ -127,10 +126,10 @@ TEST_CASE("a quick profile prices every real engine step of decode and mixed sce
   const CalibratedProfile p = quick_tiny();
   const CalibratedTables tables(p, "quick");
   const ModelDesc model = resolve_model("tiny");
-  RunnerOptions ro;
-  ro.block_size = 16;
+  EngineSettings engine;
+  engine.model = "tiny";
   const std::vector<StepScenario> scenarios = {{"decode x4", 4, 16, 12, 0, 0, 0}, {"mixed x2", 2, 16, 10, 2, 48, 3}};
-  const std::vector<MeasuredStep> steps = measure_steps(model_config_from(model), ro, scenarios);
+  const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios);
   REQUIRE(steps.size() > 10);
   std::vector<Op> scratch;
   for (const MeasuredStep& s : steps) {
@@ -227,15 +226,15 @@ TEST_CASE("the idle warm-up fit recovers an amplitude and a time constant") {
 }
 
 TEST_CASE("a real engine step after idling is measured against the same step back to back") {
-  RunnerOptions ro;
-  ro.block_size = 16;
-  const IdleWarmup w = measure_idle_warmup(model_config_from(resolve_model("tiny")), ro, 16, {0, 1e6, 4e6}, 2);
+  EngineSettings tiny;
+  tiny.model = "tiny";
+  const IdleWarmup w = measure_idle_warmup(tiny, 16, {0, 1e6, 4e6}, 2);
   REQUIRE(w.samples.size() == 3);
   CHECK(w.samples[0].gap_ns == 0);
   CHECK(w.samples[0].extra_ns == 0);
   for (const IdleSample& s : w.samples) CHECK(s.measured_ns > 0);
   CHECK(w.idle_ns >= 0);
-  CHECK_THROWS_WITH(measure_idle_warmup(model_config_from(resolve_model("tiny")), ro, 0, {0}, 1),
+  CHECK_THROWS_WITH(measure_idle_warmup(tiny, 0, {0}, 1),
                     Catch::Contains("prompt"));
 }
 
@@ -456,10 +455,10 @@ TEST_CASE("the CPU backend's op timing marks: from mark 0, non-decreasing, stric
 }
 
 TEST_CASE("calibration steps carry in-situ op times for every op the runner runs") {
-  RunnerOptions ro;
-  ro.block_size = 16;
+  EngineSettings tiny;
+  tiny.model = "tiny";
   const std::vector<StepScenario> scenarios = {{"mixed x2", 2, 16, 6, 2, 24, 2}};
-  const std::vector<MeasuredStep> steps = measure_steps(model_config_from(resolve_model("tiny")), ro, scenarios);
+  const std::vector<MeasuredStep> steps = measure_steps(tiny, scenarios);
   REQUIRE_FALSE(steps.empty());
   for (const MeasuredStep& s : steps) {
     double sum = 0;

@@ -67,21 +67,21 @@ int main() {
 
   // Fresh steps, priced but not fitted: decode-only at two batch sizes,
   // prefill-only, and prompts joining running decodes.
-  RunnerOptions ro;
-  ro.block_size = 16;
+  EngineSettings engine;
+  engine.model_config = model_config_from(model);
   // (The prompts stay within the quick grid's 256 tokens: nothing extrapolates.)
   const std::vector<StepScenario> scenarios = {{"decode x2", 2, 48, 8, 0, 0, 0},
                                                {"decode x16", 16, 32, 6, 0, 0, 0},
                                                {"prefill 96", 1, 96, 1, 0, 0, 0},
                                                {"prefill 3x64", 3, 64, 1, 0, 0, 0},
                                                {"mixed x6", 6, 32, 10, 2, 80, 4}};
-  const std::vector<MeasuredStep> steps = measure_steps(model_config_from(model), ro, scenarios, 2);
+  const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios, 2);
 
   // Both step models on the same tables and the same fitting steps (the
   // quick calibration's scenarios, run again): the per-kind fit with the
   // steps' in-situ op times, and version 1's single scale without them.
   const std::vector<MeasuredStep> fit_steps = measure_steps(
-      model_config_from(model), ro,
+      engine,
       {{"decode x1", 1, 16, 6, 0, 0, 0}, {"decode x8", 8, 16, 6, 0, 0, 0}, {"prefill", 1, 64, 1, 0, 0, 0},
        {"prefill", 1, 64, 1, 0, 0, 0}, {"prefill", 1, 64, 1, 0, 0, 0}, {"mixed x4", 4, 16, 8, 2, 48, 3}},
       2);
