@@ -177,6 +177,7 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   meta["kv_dtype"] = m.kv_dtype;
   meta["backend"] = m.backend;
   meta["device"] = m.device;
+  if (!m.hardware.empty()) meta["hardware"] = m.hardware;
   meta["cpu_model"] = m.cpu_model;
   meta["hostname"] = m.hostname;
   meta["date"] = m.date;
@@ -301,16 +302,17 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   CalibratedProfile p;
   const Json& meta = json.at("metadata");
   r.check_keys(meta, "metadata",
-               {"model", "dtype", "kv_dtype", "backend", "device", "cpu_model", "hostname", "date", "git_commit",
-                "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "rounds", "quick",
-                "seconds"},
-               {"rounds"});
+               {"model", "dtype", "kv_dtype", "backend", "device", "hardware", "cpu_model", "hostname", "date",
+                "git_commit", "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "rounds",
+                "quick", "seconds"},
+               {"rounds", "hardware"});
   ProfileMetadata& m = p.metadata;
   m.model = r.string(meta, "metadata", "model");
   m.dtype = r.string(meta, "metadata", "dtype");
   m.kv_dtype = r.string(meta, "metadata", "kv_dtype");
   m.backend = r.string(meta, "metadata", "backend");
   m.device = r.string(meta, "metadata", "device");
+  if (meta.contains("hardware")) m.hardware = r.string(meta, "metadata", "hardware");
   m.cpu_model = r.string(meta, "metadata", "cpu_model");
   m.hostname = r.string(meta, "metadata", "hostname");
   m.date = r.string(meta, "metadata", "date");

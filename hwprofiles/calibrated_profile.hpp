@@ -131,6 +131,9 @@ struct ProfileMetadata {
   std::string kv_dtype;      // KV cache (fp32 on the CPU engine)
   std::string backend;       // cpu or cuda
   std::string device;        // DeviceInfo name
+  // The bundled hardware profile of that device (hardware_for_device:
+  // "cpu", "h200", ...); empty where none matched or in an older profile.
+  std::string hardware;
   std::string cpu_model;     // /proc/cpuinfo "model name", or "unknown"
   std::string hostname;
   std::string date;          // UTC, ISO 8601

@@ -13,6 +13,7 @@
 #include "engine/profiler/step_overhead.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "hwprofiles/calibrated_lookup.hpp"
+#include "hwprofiles/hardware_desc.hpp"
 #include "models/forward_program.hpp"
 #include "models/model_math.hpp"
 
@@ -147,6 +148,11 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   meta.kv_dtype = bench->kv_dtype_name() == "bf16" ? "bf16" : "fp32";
   meta.backend = bench->backend_name();
   meta.device = dev.name;
+  try {
+    meta.hardware = hardware_for_device(meta.backend, dev.name);
+  } catch (const UsageError&) {
+    meta.hardware.clear();  // a device no bundled profile matches: recorded by its name only
+  }
   meta.cpu_model = cpu_model_name();
   meta.hostname = host_name();
   meta.date = utc_now();

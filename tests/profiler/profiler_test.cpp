@@ -51,6 +51,8 @@ TEST_CASE("a quick calibration of tiny covers every op its steps need") {
   CHECK(p.metadata.dtype == "fp32");
   CHECK(p.metadata.kv_dtype == "fp32");
   CHECK(p.metadata.backend == "cpu");
+  CHECK(p.metadata.hardware == "cpu");  // the bundled hardware profile of the device
+  CHECK(parse_calibrated_profile(nlohmann::json::parse(calibrated_profile_text(p)), "mem").metadata.hardware == "cpu");
   CHECK(p.metadata.threads >= 1);
   CHECK(p.metadata.quick);
   CHECK(p.metadata.rounds == 3);
