@@ -17,14 +17,33 @@ std::string_view dtype_name(Dtype d) {
   return "unknown";
 }
 
+namespace {
+
+struct Spelling {
+  std::string_view text;
+  Dtype dtype;
+};
+constexpr Spelling kSpellings[] = {
+    {"fp32", Dtype::fp32},     {"f32", Dtype::fp32},      {"float32", Dtype::fp32}, {"float", Dtype::fp32},
+    {"fp16", Dtype::fp16},     {"f16", Dtype::fp16},      {"float16", Dtype::fp16}, {"half", Dtype::fp16},
+    {"bf16", Dtype::bf16},     {"bfloat16", Dtype::bf16}, {"fp8", Dtype::fp8},      {"fp8_e4m3", Dtype::fp8},
+    {"fp8_e5m2", Dtype::fp8},  {"int8", Dtype::int8},
+};
+
+}  // namespace
+
 Dtype parse_dtype(std::string_view text) {
-  for (Dtype d : kAllDtypes)
-    if (text == dtype_name(d)) return d;
-  if (text == "float32") return Dtype::fp32;
-  if (text == "float16") return Dtype::fp16;
-  if (text == "bfloat16") return Dtype::bf16;
-  throw UsageError("unknown dtype '" + std::string(text) +
-                   "'; expected one of: fp32, fp16, bf16, fp8, int8 (or float32, float16, bfloat16)");
+  for (const Spelling& s : kSpellings)
+    if (text == s.text) return s.dtype;
+  std::string known;
+  for (const Spelling& s : kSpellings) known += (known.empty() ? "" : ", ") + std::string(s.text);
+  const std::string shown = text.size() > 40 ? std::string(text.substr(0, 40)) + "..." : std::string(text);
+  throw UsageError("unknown dtype '" + shown + "'; expected one of: " + known);
+}
+
+std::optional<Dtype> parse_dtype_or_auto(std::string_view text) {
+  if (text == "auto") return std::nullopt;
+  return parse_dtype(text);
 }
 
 }  // namespace twin

@@ -1,6 +1,7 @@
 #pragma once
 // Element types of weights, activations and the KV cache.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace twin {
@@ -28,8 +29,15 @@ constexpr int64_t activation_bytes(Dtype weights) { return weights == Dtype::fp3
 // "fp32", "fp16", ... (static storage).
 std::string_view dtype_name(Dtype d);
 
-// Accepts our names and the Hugging Face torch_dtype spellings ("float16",
-// "bfloat16", "float32"). Throws UsageError listing the choices.
+// The one dtype vocabulary of every --dtype and --kv-cache-dtype flag,
+// config key, model config and profile field: our names and vLLM's and
+// PyTorch's spellings. fp32 = f32, float32, float; fp16 = f16, float16, half;
+// bf16 = bfloat16; fp8 = fp8_e4m3, fp8_e5m2 (priced alike); int8. Throws
+// UsageError listing the choices (not "auto": see parse_dtype_or_auto).
 Dtype parse_dtype(std::string_view text);
+
+// vLLM's default "auto" (the model's own dtype for the weights, the weights'
+// for the KV cache) is nullopt; anything else is parse_dtype's.
+std::optional<Dtype> parse_dtype_or_auto(std::string_view text);
 
 }  // namespace twin

@@ -16,7 +16,7 @@ void apply_profile_dtypes(const CalibratedTables& tables, const std::string& gro
   const ProfileMetadata& m = tables.profile().metadata;
   auto adopt = [&](const std::string& given, const std::string& measured, const char* what, Dtype& out) {
     const Dtype d = parse_dtype(measured);
-    if (!given.empty() && parse_dtype(given) != d) {
+    if (!given.empty() && parse_dtype_or_auto(given).value_or(d) != d) {
       throw UsageError(tables.origin() + ": the profile was measured with " + what + " " + measured +
                        ", the group asks for " + given + " (leave it unset to use the profile's)");
     }

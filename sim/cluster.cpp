@@ -1,6 +1,7 @@
 #include "sim/cluster.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/core/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
@@ -117,10 +118,20 @@ Cluster build_cluster(const ClusterConfig& config) {
     g.config = gc;
     g.model = resolve_model(gc.model);
     g.hardware = resolve_hardware(gc.hardware);
-    g.dtype = gc.dtype.empty() ? g.model.torch_dtype : parse_dtype(gc.dtype);
-    g.kv_dtype = gc.kv_dtype.empty() ? (g.dtype == Dtype::fp32 ? Dtype::fp32
-                                        : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16))
-                                     : parse_dtype(gc.kv_dtype);
+    // Unset or "auto" (vLLM's default): the model's dtype for the weights,
+    // the weights' 16-bit type (fp32 stays fp32) for the KV cache.
+    auto given = [](const std::string& text, const char* key) -> std::optional<Dtype> {
+      if (text.empty()) return std::nullopt;
+      try {
+        return parse_dtype_or_auto(text);
+      } catch (const UsageError& e) {
+        throw UsageError(std::string(key) + ": " + e.what());
+      }
+    };
+    g.dtype = given(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
+    g.kv_dtype = given(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
+                     .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32
+                                                      : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
     std::shared_ptr<const CalibratedTables> profile;
     if (!gc.profile.empty()) {
       if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");

@@ -33,14 +33,9 @@ ElemType kv_elem_type(const std::string& resolved) { return resolved == "bf16" ?
 }  // namespace
 
 std::string resolve_kv_cache_dtype(const std::string& requested, const std::string& weight_dtype) {
-  if (requested == "auto") return weight_dtype == "bf16" ? "bf16" : "f32";
-  if (requested == "f32" || requested == "fp32" || requested == "float32") return "f32";
-  if (requested == "bf16" || requested == "bfloat16") return "bf16";
-  if (requested.rfind("fp8", 0) == 0) {
-    throw UsageError("--kv-cache-dtype " + requested +
-                     ": an fp8 KV cache is not implemented on any backend yet (use auto, f32 or bf16)");
-  }
-  throw UsageError("unknown --kv-cache-dtype '" + requested + "' (known: auto, f32, bf16)");
+  const std::string d = engine_storage_dtype(requested, "--kv-cache-dtype");
+  if (d == "auto") return engine_storage_dtype(weight_dtype, "--dtype") == "bf16" ? "bf16" : "f32";
+  return d;
 }
 
 std::int64_t kv_block_bytes(const ModelConfig& c, std::int32_t block_size, const std::string& kv_dtype) {

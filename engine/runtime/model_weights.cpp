@@ -4,11 +4,13 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include "engine/backend/sampling.hpp"
 #include "engine/core/error.hpp"
 #include "engine/runtime/safetensors.hpp"
+#include "models/dtype.hpp"
 
 namespace twin {
 namespace {
@@ -165,23 +167,42 @@ void part_values(const Part& part, const Checkpoint* ckpt, std::uint64_t seed, s
 
 }  // namespace
 
+std::string engine_storage_dtype(const std::string& text, const std::string& flag) {
+  std::optional<Dtype> d;
+  try {
+    d = parse_dtype_or_auto(text);
+  } catch (const UsageError& e) {
+    throw UsageError(flag + ": " + e.what());
+  }
+  if (!d) return "auto";
+  switch (*d) {
+    case Dtype::fp32: return "f32";
+    case Dtype::bf16: return "bf16";
+    case Dtype::fp16:
+      throw UsageError(flag + " " + text + ": the engine stores f32 or bf16 (an fp16 checkpoint is widened to f32); use auto, f32 or bf16");
+    case Dtype::fp8:
+    case Dtype::int8: break;
+  }
+  throw UsageError(flag + " " + text + ": " + std::string(dtype_name(*d)) +
+                   " storage is not implemented on any backend yet (use auto, f32 or bf16)");
+}
+
 ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options) {
   check_model_config(config);
   std::unique_ptr<Checkpoint> ckpt;
   if (!options.dir.empty()) ckpt = std::make_unique<Checkpoint>(options.dir);
 
   ElemType matrix_dtype = ElemType::f32;
-  if (options.dtype == "bf16") {
+  const std::string dtype = engine_storage_dtype(options.dtype, "--dtype");
+  if (dtype == "bf16") {
     matrix_dtype = ElemType::bf16;
-  } else if (options.dtype == "auto") {
+  } else if (dtype == "auto") {
     if (ckpt) {
       // Keep bf16 checkpoints in bf16 (half the bytes to stream per decode step).
       const SafetensorsTensor& e =
           ckpt->get("model.embed_tokens.weight", {config.vocab_size, config.hidden_size});
       if (e.dtype == "BF16") matrix_dtype = ElemType::bf16;
     }
-  } else if (options.dtype != "f32") {
-    throw UsageError("weight dtype '" + options.dtype + "' is not one of: auto, f32, bf16");
   }
 
   ModelWeights w;

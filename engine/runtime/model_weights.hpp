@@ -38,9 +38,17 @@ struct WeightOptions {
   std::string dir;         // safetensors folder; empty: random weights
   std::uint64_t seed = 0;  // random weights
   // Storage dtype: "auto" keeps a checkpoint's f32 / bf16 (f16 becomes f32;
-  // random weights are f32), or "f32" / "bf16" to convert.
+  // random weights are f32), or f32 / bf16 in any spelling of
+  // models/dtype.hpp (float32, float, bfloat16, ...) to convert.
   std::string dtype = "auto";
 };
+
+// The engine's storage type for a --dtype or --kv-cache-dtype value in the
+// one dtype vocabulary (models/dtype.hpp): "auto", "f32" or "bf16". Types
+// the engine does not store are UsageError naming `flag`: fp16 (a
+// checkpoint's f16 is widened to f32; pick f32 or bf16), fp8 and int8 (not
+// implemented on any backend yet).
+std::string engine_storage_dtype(const std::string& text, const std::string& flag);
 
 // Loads or initialises every weight of `config` into backend memory. Missing
 // tensors, wrong shapes or unsupported dtypes throw twin::Error naming the

@@ -223,3 +223,20 @@ TEST_CASE("dtype names parse both ways") {
   CHECK_THROWS_WITH(parse_dtype("fp4"), Catch::Contains("int8"));
   CHECK_THROWS_AS(parse_dtype("fp4"), UsageError);
 }
+
+TEST_CASE("one dtype vocabulary takes vLLM's and PyTorch's spellings, and auto apart") {
+  for (const char* s : {"fp32", "f32", "float32", "float"}) CHECK(parse_dtype(s) == Dtype::fp32);
+  for (const char* s : {"fp16", "f16", "float16", "half"}) CHECK(parse_dtype(s) == Dtype::fp16);
+  for (const char* s : {"fp8", "fp8_e4m3", "fp8_e5m2"}) CHECK(parse_dtype(s) == Dtype::fp8);
+  CHECK_FALSE(parse_dtype_or_auto("auto").has_value());
+  CHECK(parse_dtype_or_auto("half") == Dtype::fp16);
+  CHECK_THROWS_AS(parse_dtype("auto"), UsageError);  // auto means nothing without a model
+  // A long bad value is quoted short.
+  const std::string junk(5000, 'x');
+  try {
+    parse_dtype(junk);
+    FAIL("accepted");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).size() < 400);
+  }
+}

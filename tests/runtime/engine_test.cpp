@@ -8,6 +8,7 @@
 
 #include "engine/core/error.hpp"
 #include "engine/core/timeline.hpp"
+#include "engine/runtime/model_weights.hpp"
 #include "engine/runtime/serve.hpp"
 #include "models/model_desc.hpp"
 #include "tests/runtime/test_support.hpp"
@@ -53,7 +54,16 @@ TEST_CASE("the KV cache dtype: auto is the weights' dtype, vLLM's names are take
   CHECK(resolve_kv_cache_dtype("bfloat16", "f32") == "bf16");
   CHECK(resolve_kv_cache_dtype("fp32", "bf16") == "f32");
   CHECK_THROWS_WITH(resolve_kv_cache_dtype("fp8_e4m3", "bf16"), Catch::Contains("--kv-cache-dtype fp8_e4m3"));
-  CHECK_THROWS_WITH(resolve_kv_cache_dtype("int4", "bf16"), Catch::Contains("unknown --kv-cache-dtype 'int4'"));
+  CHECK_THROWS_WITH(resolve_kv_cache_dtype("int4", "bf16"),
+                    Catch::Contains("--kv-cache-dtype") && Catch::Contains("unknown dtype 'int4'"));
+  CHECK(resolve_kv_cache_dtype("float", "bf16") == "f32");
+  CHECK_THROWS_WITH(resolve_kv_cache_dtype("half", "bf16"), Catch::Contains("--kv-cache-dtype half"));
+  // The weights' flag takes the same vocabulary.
+  CHECK(engine_storage_dtype("bfloat16", "--dtype") == "bf16");
+  CHECK(engine_storage_dtype("fp32", "--dtype") == "f32");
+  CHECK(engine_storage_dtype("auto", "--dtype") == "auto");
+  CHECK_THROWS_WITH(engine_storage_dtype("int8", "--dtype"), Catch::Contains("--dtype int8") && Catch::Contains("not implemented"));
+  CHECK_THROWS_WITH(engine_storage_dtype("q4", "--dtype"), Catch::Contains("--dtype") && Catch::Contains("'q4'"));
   const ModelConfig m = model_config_from(resolve_model("tiny"));
   CHECK(kv_block_bytes(m, 16, "bf16") * 2 == kv_block_bytes(m, 16, "f32"));
 }

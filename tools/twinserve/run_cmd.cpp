@@ -215,8 +215,8 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
   sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
-  sub->add_option("--dtype", a.dtype, "Weight storage: auto (checkpoint's f32/bf16), f32 or bf16");
-  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16");
+  sub->add_option("--dtype", a.dtype, "Weight storage: auto (checkpoint's f32/bf16), f32 or bf16 (also float32, float, bfloat16)");
+  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16 (also float32, float, bfloat16)");
   sub->add_option("--backend", a.backend, "auto, cpu or cuda");
   sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread)")->check(thread_count());
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));

@@ -136,8 +136,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
-  sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
-  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype (default: 16-bit as the weights)");
+  sub->add_option("--dtype", a.dtype, "Weight dtype: fp32, fp16, bf16, fp8, int8 or vLLM's spellings (float32, float, half, float16, bfloat16, fp8_e4m3, fp8_e5m2); auto or unset: the model's");
+  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
   sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
   sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
