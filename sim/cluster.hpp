@@ -1,8 +1,8 @@
 #pragma once
 // Turns a ClusterConfig into what the simulator runs: resolves models and
 // hardware, checks each layout, plans KV memory, places every replica's GPUs
-// in the cluster graph, and gives each group a roofline cost model priced
-// from that graph.
+// in the cluster graph, and gives each group its cost model: the roofline
+// priced from that graph, a calibrated profile, or an engine run's replay.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -67,6 +67,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["kv_dtype"] = std::string(dtype_name(g.kv_dtype));
     j["tp"] = g.layout.tp;
     j["pp"] = g.layout.pp;
+    j["cost_model"] = !g.config.replay.empty() ? "replay" : (!g.config.profile.empty() ? "calibrated" : "roofline");
     j["replicas"] = g.config.count;
     j["first_replica"] = g.first_replica;
     j["scheduler_preset"] = g.replica.scheduler.preset;
@@ -88,8 +89,15 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["usable_bytes_per_gpu"] = g.memory.usable_bytes;
     resolved.push_back(std::move(j));
   }
+  // The groups' cost model where they share one, else "mixed" (each
+  // resolved group names its own).
+  std::string cost_model;
+  for (const nlohmann::ordered_json& g : resolved) {
+    const std::string c = g["cost_model"].get<std::string>();
+    cost_model = cost_model.empty() || cost_model == c ? c : "mixed";
+  }
   echo["resolved_groups"] = std::move(resolved);
-  echo["cost_model"] = "roofline";
+  echo["cost_model"] = cost_model;
   return echo;
 }
 

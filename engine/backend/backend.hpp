@@ -1,7 +1,7 @@
 #pragma once
 // The backend op interface: everything the transformer runtime asks of a
 // device. Two implementations: cpu/ (OpenBLAS + threads, the reference) and
-// cuda/ (cuBLAS + own kernels, issue 8).
+// cuda/ (cuBLAS + own kernels).
 //
 // The model follows ggml's split of device, buffer and stream:
 // - a Backend allocates Buffers (RAII, device or pinned-host memory);

@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 #include "hwprofiles/calibrated_lookup.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "models/model_desc.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "sim/cluster.hpp"
+#include "sim/run.hpp"
 #include "sim_test_util.hpp"
 
 using namespace twin;
@@ -452,4 +455,25 @@ TEST_CASE("a per-kind scale multiplies only its ops: scale 2 on attention double
   CHECK(la.ops_ns == lb.ops_ns);
   CHECK(lb.scaled_ops_ns - la.scaled_ops_ns == Approx(attention).epsilon(1e-12));
   CHECK(std::llround(lb.total_ns()) == tb);
+}
+
+TEST_CASE("summary.json's config echo names each group's cost model: roofline or calibrated") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("twin_echo_profile_" + std::to_string(::getpid()) + ".json")).string();
+  write_calibrated_profile(path, tiny_profile());
+  ClusterConfig config;
+  config.groups.emplace_back();
+  config.groups[0].model = "tiny";
+  config.groups[0].hardware = "cpu";
+  config.num_gpu_blocks_override = 64;
+  const auto roofline = config_echo(config, build_cluster(config));
+  CHECK(roofline["cost_model"] == "roofline");
+  CHECK(roofline["resolved_groups"][0]["cost_model"] == "roofline");
+  config.groups[0].profile = path;
+  const auto calibrated = config_echo(config, build_cluster(config));
+  CHECK(calibrated["cost_model"] == "calibrated");
+  config.groups.push_back(config.groups[0]);
+  config.groups[1].profile.clear();
+  CHECK(config_echo(config, build_cluster(config))["cost_model"] == "mixed");
+  std::filesystem::remove(path);
 }

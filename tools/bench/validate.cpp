@@ -2,7 +2,7 @@
 // user runs it: `twinserve calibrate` profiles this machine, then
 // `twinserve validate` serves a chat-like trace at three loads on the engine
 // and compares it with the simulator. Prints the errors against the targets
-// of issue 7 (|error| <= 5% on p50 and p90 of TTFT, TPOT and E2EL, <= 3% on
+// set when the loop was built (|error| <= 5% on p50 and p90 of TTFT, TPOT and E2EL, <= 3% on
 // output throughput), the replay parity figure, and the engine's own
 // run-to-run noise. The engine serves each load three times: the measured
 // figures are each metric's median over the runs, "noise" the largest
