@@ -8,13 +8,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Six decimals keep every figure well inside its meaning (1 ns in ms) while
-// sparing readers 17-digit noise; NaN (no data) becomes null.
-Json number(double value) {
-  if (!std::isfinite(value)) return nullptr;
-  const double rounded = std::round(value * 1e6) / 1e6;
-  return rounded == 0 ? 0.0 : rounded;  // no "-0.0"
-}
+Json number(double value) { return json_figure(value); }
 
 Json latency(const LatencyStats& s) {
   Json j;
@@ -37,6 +31,14 @@ Json spread(const Spread& s) {
 }
 
 }  // namespace
+
+// Six decimals keep every figure well inside its meaning (1 ns in ms) while
+// sparing readers 17-digit noise.
+Json json_figure(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  const double rounded = std::round(value * 1e6) / 1e6;
+  return rounded == 0 ? 0.0 : rounded;  // no "-0.0"
+}
 
 nlohmann::ordered_json summary_to_json(const Summary& s) {
   Json j;

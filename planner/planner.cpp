@@ -54,6 +54,9 @@ std::int32_t floor_prompt_len(const LoadedTrace& trace, const std::vector<Slo>& 
   return prompt_len_percentile(trace, p);
 }
 
+// Full precision, unlike the outputs' json_figure: a probe read back
+// (probe_from: across MPI ranks and resumed plans) must equal the one
+// computed in place, or the search would take another path.
 nlohmann::ordered_json num(double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr); }
 double num_from(const nlohmann::json& j) { return j.is_null() ? kNaN : j.get<double>(); }
 

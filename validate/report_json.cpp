@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "metrics/summary_json.hpp"
 #include "validate/report.hpp"
 
 namespace twin {
@@ -7,10 +8,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json num(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  return std::round(v * 1e6) / 1e6;
-}
+Json num(double v) { return json_figure(v); }
 
 Json metric_json(const std::vector<MetricComparison>& metrics) {
   Json out = Json::object();
