@@ -68,6 +68,10 @@ FAMILIES = {
     "attn_decode": ["attn_decode"],
 }
 ACT = 2.0  # fp16 activations, weights and KV
+# Elementwise kernels run on the CUDA cores, not the tensor cores: their
+# compute roof is the fp32 peak over the fp16 tensor peak, flat (one point).
+CUDA_CORES = {"a100-80gb": 19.5 / 312.0, "h100-80gb": 66.9 / 989.4}
+CUDA_CORE_OPS = ["embed", "rmsnorm", "final_norm", "rotary", "silu_mul", "sample"]
 
 
 def op_size(model, tp, op, batch, tokens, context):
@@ -294,6 +298,9 @@ def main():
             FAMILIES_FIT = FAMILIES
         pricer = Pricer(gpu, launch, [tuple(p) for p in eff["gemm_curve"]], eff["compute"], eff["memory"])
         curves = {}
+        if FAMILIES_FIT:
+            for family in ("norm", "silu_mul", "rotary"):
+                pricer.curves[family] = {"compute": ("flops", [(1.0, CUDA_CORES[gpu])])}
         for family, ops in FAMILIES_FIT.items():
             pts = []
             for r in rows:
@@ -312,7 +319,8 @@ def main():
                 slots["compute"] = ("flops", [(x, 0.3) for x in knots(min(fls), max(fls))])
             else:
                 slots["memory"] = ("bytes", [(x, 0.5) for x in knots(min(bys), max(bys))])
-            pricer.curves[family] = slots
+            fixed = {r: v for r, v in pricer.curves.get(family, {}).items() if r not in slots}
+            pricer.curves[family] = dict(slots, **fixed)
             if family == "gemm":
                 smooth_start(pricer, family, [q for q in pts if q[0] / q[1] < 24], "memory")
                 smooth_start(pricer, family, [q for q in pts if q[0] / q[1] > 48], "compute")
@@ -344,6 +352,8 @@ def main():
                         t = pricer.time(family_of(op), *op_size(r[1], r[2], r[3], r[4], r[5], r[6]))
                         print("  ", r[1:7], "meas %.4f ours %.4f" % (r[7], t * 1e3), file=sys.stderr)
         result[gpu] = {"kernel_launch_us": round(launch * 1e6, 3), "curves": {}}
+        result[gpu]["curves"]["cuda_cores"] = {"roof": "compute", "x": "flops",
+                                               "points": [[1.0, float("%.3g" % CUDA_CORES[gpu])]], "ops": CUDA_CORE_OPS}
         for family, slots in curves.items():
             for roof, (axis, p) in slots.items():
                 name = family if len(slots) == 1 else "%s_%s" % (family, roof)
