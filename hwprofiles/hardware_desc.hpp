@@ -8,6 +8,7 @@
 // "sources" object, keyed by the field's dotted path ("peak_tflops.bf16").
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/dtype.hpp"
@@ -25,6 +26,27 @@ struct GemmCurvePoint {
   double flops = 0;       // FLOPs of one GEMM
   double efficiency = 0;  // achieved fraction of the dense peak
 };
+
+// A measured efficiency curve: [x, efficiency] points, interpolated linearly
+// in log(x) and held flat beyond its ends, that scales one roof of the op
+// kinds it lists. x is the op's FLOPs, its bytes moved, or its arithmetic
+// intensity (FLOPs per byte). Ops no curve lists keep the defaults: the
+// compute roof at gemm_curve (capped at `compute`), the memory roof at the
+// constant `memory` efficiency. The profile's "sources" entry
+// "efficiency.curves.NAME" says where the points came from.
+enum class CurveRoof { compute, memory };
+enum class CurveAxis { flops, bytes, intensity };
+
+struct EfficiencyCurveDesc {
+  std::string name;
+  CurveRoof roof = CurveRoof::compute;
+  CurveAxis axis = CurveAxis::flops;
+  std::vector<std::pair<double, double>> points;  // ascending x, efficiency in (0, 1]
+  std::vector<std::string> ops;                   // op kind names (models/step_ops.hpp)
+};
+
+const char* curve_roof_name(CurveRoof r);
+const char* curve_axis_name(CurveAxis a);
 
 struct HardwareDesc {
   std::string name;
@@ -51,6 +73,7 @@ struct HardwareDesc {
   double allreduce_efficiency = 0;  // large-message NCCL bus bandwidth / link bandwidth
   double pcie_efficiency = 0;       // measured host copy / link peak
   std::vector<GemmCurvePoint> gemm_curve;  // ascending flops, at least one point
+  std::vector<EfficiencyCurveDesc> curves; // named curves, by name; optional
   // Memory the serving process holds outside the weights, activations and
   // KV cache, per GPU: the CUDA context and library workspaces (vLLM's
   // "non_torch_memory" at TP 1), and the collective buffers (NCCL, custom

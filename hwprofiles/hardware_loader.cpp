@@ -11,6 +11,7 @@
 #include "hwprofiles/hardware_desc.hpp"
 #include "models/embedded_file.hpp"
 #include "models/json_fields.hpp"
+#include "models/step_ops.hpp"
 
 namespace twin {
 
@@ -149,6 +150,73 @@ std::vector<GemmCurvePoint> read_curve(const nlohmann::json& eff, const std::str
   return curve;
 }
 
+std::string string_at(const nlohmann::json& obj, const char* key, const std::string& path, const std::string& origin) {
+  auto it = obj.find(key);
+  if (it == obj.end()) json_field_error(origin, path, "missing required field");
+  if (!it->is_string()) json_field_error(origin, path, "expected a string, got " + json_excerpt(*it));
+  return it->get<std::string>();
+}
+
+// efficiency.curves: {"NAME": {"roof": "compute"|"memory", "x": "flops"|"bytes"|"intensity",
+// "points": [[x, efficiency], ...], "ops": ["qkv_proj", ...]}, ...}. An op
+// kind may be priced by at most one curve per roof.
+std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, const std::string& origin) {
+  std::vector<EfficiencyCurveDesc> out;
+  auto it = eff.find("curves");
+  if (it == eff.end()) return out;
+  if (!it->is_object()) json_field_error(origin, "efficiency.curves", "expected an object of named curves");
+  std::set<std::pair<int, std::string>> claimed;  // (roof, op)
+  for (auto c = it->begin(); c != it->end(); ++c) {
+    const std::string path = "efficiency.curves." + c.key();
+    if (!c->is_object()) json_field_error(origin, path, "expected an object with roof, x, points and ops");
+    reject_unknown_keys(*c, std::vector<std::string>{"roof", "x", "points", "ops"},
+                        [](const std::string& k) { return k; }, path + ".", origin);
+    EfficiencyCurveDesc d;
+    d.name = c.key();
+    const std::string roof = string_at(*c, "roof", path + ".roof", origin);
+    if (roof == "compute") d.roof = CurveRoof::compute;
+    else if (roof == "memory") d.roof = CurveRoof::memory;
+    else json_field_error(origin, path + ".roof", "expected \"compute\" or \"memory\", got \"" + excerpt(roof) + "\"");
+    const std::string axis = string_at(*c, "x", path + ".x", origin);
+    if (axis == "flops") d.axis = CurveAxis::flops;
+    else if (axis == "bytes") d.axis = CurveAxis::bytes;
+    else if (axis == "intensity") d.axis = CurveAxis::intensity;
+    else json_field_error(origin, path + ".x", "expected \"flops\", \"bytes\" or \"intensity\", got \"" + excerpt(axis) + "\"");
+    auto pts = c->find("points");
+    if (pts == c->end() || !pts->is_array() || pts->empty())
+      json_field_error(origin, path + ".points", "expected a non-empty array of [x, efficiency] pairs");
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const auto& p = (*pts)[i];
+      const std::string at = path + ".points[" + std::to_string(i) + "]";
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+        json_field_error(origin, at, "expected [x, efficiency], got " + json_excerpt(p));
+      const double x = p[0].get<double>(), e = p[1].get<double>();
+      if (!(x > 0) || !std::isfinite(x)) json_field_error(origin, at, "expected a positive x");
+      if (!(e > 0 && e <= 1)) json_field_error(origin, at, "expected an efficiency in (0, 1]");
+      if (!d.points.empty() && !(x > d.points.back().first)) json_field_error(origin, at, "x must increase along the curve");
+      d.points.emplace_back(x, e);
+    }
+    auto ops = c->find("ops");
+    if (ops == c->end() || !ops->is_array() || ops->empty())
+      json_field_error(origin, path + ".ops", "expected a non-empty array of op names");
+    for (size_t i = 0; i < ops->size(); ++i) {
+      const std::string at = path + ".ops[" + std::to_string(i) + "]";
+      if (!(*ops)[i].is_string()) json_field_error(origin, at, "expected an op name");
+      const std::string op = (*ops)[i].get<std::string>();
+      try {
+        (void)parse_op_kind(op);
+      } catch (const UsageError& e) {
+        json_field_error(origin, at, e.what());
+      }
+      if (!claimed.insert({static_cast<int>(d.roof), op}).second)
+        json_field_error(origin, at, "op '" + excerpt(op) + "' already has a " + roof + " curve");
+      d.ops.push_back(op);
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& origin,
                                 const std::string& default_name) {
   auto key_of_cstr = [](const char* k) { return std::string(k); };
@@ -216,7 +284,7 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   numeric_fields.insert("gpus_per_node");
 
   const auto& eff = read_object(j, "efficiency", origin);
-  std::vector<std::string> eff_keys{"gemm_curve"};
+  std::vector<std::string> eff_keys{"gemm_curve", "curves"};
   for (const auto& f : kEfficiencies) eff_keys.emplace_back(f.key);
   reject_unknown_keys(eff, eff_keys, [](const std::string& k) { return k; }, "efficiency.", origin);
   for (const auto& f : kEfficiencies) {
@@ -226,6 +294,8 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   }
   hw.gemm_curve = read_curve(eff, origin);
   numeric_fields.insert("efficiency.gemm_curve");
+  hw.curves = read_named_curves(eff, origin);
+  for (const auto& c : hw.curves) numeric_fields.insert("efficiency.curves." + c.name);
 
   // Every number says where it came from; every note belongs to a number.
   const auto& sources = read_object(j, "sources", origin);

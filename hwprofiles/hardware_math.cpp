@@ -43,6 +43,17 @@ double gemm_efficiency(const HardwareDesc& hw, double flops) {
   return c[i - 1].efficiency + t * (c[i].efficiency - c[i - 1].efficiency);
 }
 
+const char* curve_roof_name(CurveRoof r) { return r == CurveRoof::compute ? "compute" : "memory"; }
+
+const char* curve_axis_name(CurveAxis a) {
+  switch (a) {
+    case CurveAxis::flops: return "flops";
+    case CurveAxis::bytes: return "bytes";
+    case CurveAxis::intensity: return "intensity";
+  }
+  return "flops";
+}
+
 double memory_bytes(const HardwareDesc& hw) { return hw.memory_capacity_bytes; }
 
 }  // namespace twin

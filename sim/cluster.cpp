@@ -91,19 +91,6 @@ NodeLinks node_links(const HardwareDesc& hw) {
   return l;
 }
 
-RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
-  RooflineParams p;
-  p.peak_flops = peak_flops(hw, weights);
-  p.memory_bandwidth = hw.memory_bandwidth_gbps * 1e9;
-  p.compute_efficiency = hw.compute_efficiency;
-  for (const auto& point : hw.gemm_curve) p.gemm_efficiency.points.emplace_back(point.flops, point.efficiency);
-  p.memory_efficiency = hw.memory_efficiency;
-  p.allreduce_efficiency = hw.allreduce_efficiency;
-  p.kernel_launch_ns = hw.kernel_launch_us * 1e3;
-  p.step_overhead_ns = hw.step_overhead_us * 1e3;
-  return p;
-}
-
 Cluster build_cluster(const ClusterConfig& config) {
   Cluster cluster;
   cluster.router = router_policy(config.router);

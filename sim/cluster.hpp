@@ -52,7 +52,6 @@ double activation_reserve_bytes(const ModelDesc& model, const ParallelLayout& la
 
 // The roofline inputs of one hardware profile at a weight dtype (links and
 // rings are filled per replica from the graph).
-RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights);
 NodeLinks node_links(const HardwareDesc& hw);
 
 // Throws UsageError for unknown names, bad layouts or options (naming them),

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/error.hpp"
@@ -37,6 +38,11 @@ struct OpCost {
   double comm_bytes = 0;
   std::int32_t repeat = 1;
   bool compute_bound = false;
+  // What priced it (roofline): the curve of the binding roof ("gemm_curve",
+  // "memory" for the constant memory efficiency, a profile's named curve,
+  // "link" for transfers) and the efficiency it gave; empty otherwise.
+  std::string_view curve{};
+  double efficiency = 0;
 };
 
 // A price in ns as the simulator's clock holds it. Throws twin::Error when

@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "engine/core/error.hpp"
 
 namespace twin {
 
 double EfficiencyCurve::at(double flops) const {
+  // `flops` is the curve's x, whatever its axis.
   if (points.empty()) return 1.0;
   if (flops <= points.front().first) return points.front().second;
   if (flops >= points.back().first) return points.back().second;
@@ -27,6 +29,31 @@ double EfficiencyCurve::at(double flops) const {
 void EfficiencyCurve::prepare() {
   log_flops_.clear();
   for (const auto& p : points) log_flops_.push_back(std::log10(p.first));
+}
+
+RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
+  RooflineParams p;
+  p.peak_flops = peak_flops(hw, weights);
+  p.memory_bandwidth = hw.memory_bandwidth_gbps * 1e9;
+  p.compute_efficiency = hw.compute_efficiency;
+  p.gemm_efficiency.name = "gemm_curve";
+  for (const auto& point : hw.gemm_curve) p.gemm_efficiency.points.emplace_back(point.flops, point.efficiency);
+  p.memory_efficiency = hw.memory_efficiency;
+  p.allreduce_efficiency = hw.allreduce_efficiency;
+  p.kernel_launch_ns = hw.kernel_launch_us * 1e3;
+  p.step_overhead_ns = hw.step_overhead_us * 1e3;
+  if (hw.curves.size() > 127) throw UsageError("hardware " + hw.name + ": more than 127 efficiency curves");
+  for (const EfficiencyCurveDesc& d : hw.curves) {
+    const auto index = static_cast<std::int8_t>(p.curves.size());
+    EfficiencyCurve curve;
+    curve.name = d.name;
+    curve.axis = d.axis;
+    curve.points = d.points;
+    p.curves.push_back(std::move(curve));
+    auto& slots = d.roof == CurveRoof::compute ? p.compute_curve : p.memory_curve;
+    for (const std::string& op : d.ops) slots[static_cast<std::size_t>(parse_op_kind(op))] = index;
+  }
+  return p;
 }
 
 RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dtype weights, Dtype kv,
@@ -47,6 +74,19 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dty
     }
   }
   params_.gemm_efficiency.prepare();
+  for (EfficiencyCurve& c : params_.curves) {
+    if (c.points.empty()) throw UsageError("roofline cost model: efficiency curve '" + c.name + "' has no points");
+    for (std::size_t i = 0; i < c.points.size(); ++i) {
+      if (!(c.points[i].first > 0) || !(c.points[i].second > 0) || (i > 0 && c.points[i].first <= c.points[i - 1].first))
+        throw UsageError("roofline cost model: efficiency curve '" + c.name + "' needs positive points ascending in x");
+    }
+    c.prepare();
+  }
+  const auto curve_count = static_cast<std::int8_t>(params_.curves.size());
+  for (std::size_t k = 0; k < params_.compute_curve.size(); ++k) {
+    if (params_.compute_curve[k] >= curve_count || params_.memory_curve[k] >= curve_count)
+      throw UsageError("roofline cost model: an op kind names an efficiency curve that does not exist");
+  }
   params_.tp_rings.resize(layout_.pp);
   params_.pp_links.resize(layout_.pp);
   ops_.reserve(32);
@@ -70,17 +110,25 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       one = op.kind == OpKind::tp_allreduce ? effective.allreduce_time(op.comm_bytes)
                                              : effective.allreduce_time(op.comm_bytes) / 2;
       one += params_.kernel_launch_ns;
+      c.curve = "link";
       break;
     }
     case OpKind::pp_send:
       one = params_.pp_links[stage].time(op.comm_bytes) + params_.kernel_launch_ns;
+      c.curve = "link";
       break;
     default: {
-      const double efficiency = efficiency_for(op);
-      const double compute = op.flops / (params_.peak_flops * efficiency) * 1e9;
-      const double memory = op.bytes / (params_.memory_bandwidth * params_.memory_efficiency) * 1e9;
+      const double compute_eff = compute_efficiency_for(op);
+      const double memory_eff = memory_efficiency_for(op);
+      const double compute = op.flops / (params_.peak_flops * compute_eff) * 1e9;
+      const double memory = op.bytes / (params_.memory_bandwidth * memory_eff) * 1e9;
       c.compute_bound = compute > memory;
       one = std::max(compute, memory) + params_.kernel_launch_ns;
+      const std::int8_t index = (c.compute_bound ? params_.compute_curve : params_.memory_curve)[static_cast<std::size_t>(op.kind)];
+      c.curve = index >= 0 ? std::string_view(params_.curves[static_cast<std::size_t>(index)].name)
+                : c.compute_bound ? (attention_priced_flat(op) ? std::string_view("attention") : std::string_view("gemm_curve"))
+                                  : std::string_view("memory");
+      c.efficiency = c.compute_bound ? compute_eff : memory_eff;
       break;
     }
   }
@@ -88,19 +136,48 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   return c;
 }
 
-double RooflineCostModel::efficiency_for(const Op& op) const {
+bool RooflineCostModel::attention_priced_flat(const Op& op) const {
   const bool attention = op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode;
-  if (attention && params_.attention_efficiency > 0) return params_.attention_efficiency;
-  if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
+  return attention && params_.attention_efficiency > 0;
+}
+
+namespace {
+double axis_value(CurveAxis axis, const Op& op) {
+  switch (axis) {
+    case CurveAxis::flops: return op.flops;
+    case CurveAxis::bytes: return op.bytes;
+    case CurveAxis::intensity: return op.bytes > 0 ? op.flops / op.bytes : 0.0;
+  }
+  return op.flops;
+}
+}  // namespace
+
+double RooflineCostModel::curve_at(std::int32_t index, double x) const {
   std::uint64_t bits;
-  std::memcpy(&bits, &op.flops, sizeof bits);
-  bits *= 0x9E3779B97F4A7C15ULL;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (bits ^ static_cast<std::uint64_t>(index + 2)) * 0x9E3779B97F4A7C15ULL;
   EfficiencyMemo& memo = memo_[(bits >> 52) & (kMemoSize - 1)];
-  if (memo.flops != op.flops) {
-    memo.flops = op.flops;
-    memo.efficiency = std::min(params_.compute_efficiency, params_.gemm_efficiency.at(op.flops));
+  if (memo.x != x || memo.curve != index) {
+    memo.x = x;
+    memo.curve = index;
+    memo.efficiency = index < 0 ? std::min(params_.compute_efficiency, params_.gemm_efficiency.at(x))
+                                : params_.curves[static_cast<std::size_t>(index)].at(x);
   }
   return memo.efficiency;
+}
+
+double RooflineCostModel::compute_efficiency_for(const Op& op) const {
+  const std::int8_t index = params_.compute_curve[static_cast<std::size_t>(op.kind)];
+  if (index >= 0) return curve_at(index, axis_value(params_.curves[static_cast<std::size_t>(index)].axis, op));
+  if (attention_priced_flat(op)) return params_.attention_efficiency;
+  if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
+  return curve_at(-1, op.flops);
+}
+
+double RooflineCostModel::memory_efficiency_for(const Op& op) const {
+  const std::int8_t index = params_.memory_curve[static_cast<std::size_t>(op.kind)];
+  if (index < 0) return params_.memory_efficiency;
+  return curve_at(index, axis_value(params_.curves[static_cast<std::size_t>(index)].axis, op));
 }
 
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {

@@ -2,11 +2,18 @@
 // The roofline cost model: each op of models/step_ops is limited either by
 // compute or by memory traffic, whichever takes longer, plus a kernel launch;
 // collectives and stage-to-stage sends are priced from the cluster graph.
-//   op time = repeat x (max(flops / (peak x eff(flops)), bytes / (bw x mem_eff)) + launch)
+//   op time = repeat x (max(flops / (peak x eff_c), bytes / (bw x eff_m)) + launch)
+// eff_c and eff_m come from the hardware profile's named curves configured
+// for the op's kind (hwprofiles/hardware_desc.hpp), else from the GEMM
+// curve and the constant memory efficiency.
 //   stage time = sum of op times + per-step overhead
+#include <array>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "hwprofiles/hardware_desc.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
 #include "models/step_ops.hpp"
@@ -15,12 +22,14 @@
 
 namespace twin {
 
-// A size-dependent efficiency: points (op FLOPs, fraction of peak),
-// interpolated linearly in log10(FLOPs), clamped at the ends. Small GEMMs run
-// far below peak.
+// A size-dependent efficiency: points (x, fraction of the roof),
+// interpolated linearly in log10(x), clamped at the ends. x is the op's
+// FLOPs, bytes or FLOPs per byte (`axis`). Small GEMMs run far below peak.
 struct EfficiencyCurve {
-  std::vector<std::pair<double, double>> points;  // ascending FLOPs
-  double at(double flops) const;
+  std::string name;
+  CurveAxis axis = CurveAxis::flops;
+  std::vector<std::pair<double, double>> points;  // ascending x
+  double at(double x) const;
   // Precomputes the points' logarithms; at() works without, only slower.
   void prepare();
 
@@ -31,12 +40,22 @@ struct EfficiencyCurve {
 // Everything the roofline needs about one replica's GPUs and links: plain
 // numbers, filled from the hardware profile and the cluster graph.
 struct RooflineParams {
+  static constexpr std::array<std::int8_t, kNumOpKinds> filled(std::int8_t v) {
+    std::array<std::int8_t, kNumOpKinds> a{};
+    for (auto& x : a) x = v;
+    return a;
+  }
   double peak_flops = 0;             // per GPU, FLOP/s at the weight dtype
   double memory_bandwidth = 0;       // bytes/s
   double compute_efficiency = 0.75;  // large-GEMM fraction of peak; caps the curve
   EfficiencyCurve gemm_efficiency;   // empty: compute_efficiency for every size
   double attention_efficiency = 0;   // fraction of peak attention kernels reach; 0: as GEMMs
   double memory_efficiency = 0.85;
+  // Named curves and, per op kind, the index of the curve scaling its
+  // compute and memory roofs (-1: the defaults above).
+  std::vector<EfficiencyCurve> curves;
+  std::array<std::int8_t, kNumOpKinds> compute_curve = filled(-1);
+  std::array<std::int8_t, kNumOpKinds> memory_curve = filled(-1);
   double allreduce_efficiency = 1.0; // achieved fraction of the ring's link bandwidth
   double kernel_launch_ns = 0;
   double step_overhead_ns = 0;
@@ -45,6 +64,10 @@ struct RooflineParams {
   PathCost host_link;                // GPU to host memory (swap)
   double kv_block_bytes_per_gpu = 0; // swap copy size per block
 };
+
+// The roofline parameters of a hardware profile at a weight dtype (links
+// left empty: the cluster fills them from its graph).
+RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights);
 
 class RooflineCostModel final : public CostModel {
  public:
@@ -69,15 +92,20 @@ class RooflineCostModel final : public CostModel {
   Dtype kv_;
   RooflineParams params_;
   std::vector<Op> ops_;  // reused every step
-  // Direct-mapped memo of the curve by op FLOPs: GEMM sizes depend only on
-  // the batch's token count, which repeats across steps and replicas.
+  // Direct-mapped memo of curve lookups by (curve, x): op sizes depend
+  // only on the batch's token counts, which repeat across steps and replicas.
   struct EfficiencyMemo {
-    double flops = -1;
+    double x = -1;
+    std::int32_t curve = -2;
     double efficiency = 0;
   };
   static constexpr std::size_t kMemoSize = 4096;
   mutable std::vector<EfficiencyMemo> memo_ = std::vector<EfficiencyMemo>(kMemoSize);
-  double efficiency_for(const Op& op) const;
+  // Curve `index` (-1: the GEMM curve capped at the compute efficiency) at x.
+  double curve_at(std::int32_t index, double x) const;
+  double compute_efficiency_for(const Op& op) const;
+  bool attention_priced_flat(const Op& op) const;
+  double memory_efficiency_for(const Op& op) const;
 };
 
 }  // namespace twin

@@ -191,3 +191,31 @@ TEST_CASE("the hardware profile of the device an engine ran on") {
   CHECK_THROWS_WITH(hardware_for_device("cuda", "NVIDIA GeForce RTX 4090"),
                     Catch::Contains("RTX 4090") && Catch::Contains("--hw"));
 }
+
+TEST_CASE("named efficiency curves are read, checked and need a source") {
+  const HardwareDesc a100 = resolve_hardware("a100-80gb");
+  REQUIRE_FALSE(a100.curves.empty());
+  for (const auto& c : a100.curves) {
+    CHECK(a100.sources.count("efficiency.curves." + c.name));
+    CHECK_FALSE(c.ops.empty());
+  }
+  CHECK(resolve_hardware("h200").curves.empty());  // no measured curves: the defaults
+  auto j = h100_json();
+  auto& curves = j["efficiency"]["curves"];
+  REQUIRE(curves.contains("gemm_memory"));
+  curves["gemm_memory"]["ops"].push_back("qkv_projection");
+  CHECK(load_error(j).find("efficiency.curves.gemm_memory.ops[") != std::string::npos);
+  j = h100_json();
+  j["efficiency"]["curves"]["extra"] = {{"roof", "memory"}, {"x", "bytes"}, {"points", {{1e6, 0.5}}}, {"ops", {"rmsnorm"}}};
+  j["sources"]["efficiency.curves.extra"] = "E: a test";
+  CHECK(load_error(j).find("already has a memory curve") != std::string::npos);
+  j = h100_json();
+  j["efficiency"]["curves"]["extra"] = {{"roof", "memory"}, {"x", "tokens"}, {"points", {{1e6, 0.5}}}, {"ops", {"embed"}}};
+  CHECK(load_error(j).find("efficiency.curves.extra.x") != std::string::npos);
+  j["efficiency"]["curves"]["extra"]["x"] = "bytes";
+  CHECK(load_error(j).find("sources.efficiency.curves.extra") != std::string::npos);  // no source note
+  j["sources"]["efficiency.curves.extra"] = "E: a test";
+  CHECK(load_error(j).empty());
+  j["efficiency"]["curves"]["extra"]["points"] = {{1e6, 0.5}, {1e5, 0.6}};
+  CHECK(load_error(j).find("efficiency.curves.extra.points[1]") != std::string::npos);
+}

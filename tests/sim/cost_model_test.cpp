@@ -106,3 +106,35 @@ TEST_CASE("swaps are priced over the host link") {
   const Time one = m.swap_time(1), hundred = m.swap_time(100);
   CHECK(hundred > 50 * (one - static_cast<Time>(c.groups[0].hardware.pcie_latency_us * 1e3)));
 }
+
+TEST_CASE("TP all-reduce, logits gather and PP sends are priced from the interconnect's links") {
+  // One decode of Llama-2-7B: the all-reduced buffer is 4096 x 2 bytes.
+  const double bytes = 4096.0 * 2;
+  auto op_each = [](const std::vector<OpCost>& ops, OpKind kind) {
+    for (const auto& op : ops)
+      if (op.kind == kind) return op.time_ns / op.repeat;
+    return -1.0;
+  };
+  SECTION("A100 on an NVSwitch board: two NVLink hops of 42.1 us / 14 each") {
+    Cluster c = build_cluster(one_group("llama-2-7b", "a100-80gb", 2, 2, 1, "fp16"));
+    std::vector<OpCost> ops;
+    price(*c.replicas[0].cost_model, decode_batch(1, 100), &ops);
+    const double hop = 42.1e3 / 14;  // ns per GPU-to-GPU path
+    const double ring = bytes / (300e9 * 0.71) * 1e9 + 2 * hop;
+    CHECK(op_each(ops, OpKind::tp_allreduce) == Approx(ring + 3000));  // + the A100's 3 us kernel floor
+    // The first stage sends hidden states and residual (2 x 4096 x 2 bytes)
+    // to the next stage's first GPU: GPU 2, on the same switch.
+    CHECK(op_each(ops, OpKind::pp_send) == Approx(hop + 2 * bytes / 300e9 * 1e9 + 3000));
+    std::vector<OpCost> last;
+    price(*c.replicas[0].cost_model, decode_batch(1, 100), &last, 1);
+    const double gather_bytes = 32000.0 * 2;  // the whole vocabulary's logits
+    CHECK(op_each(last, OpKind::tp_gather) == Approx((gather_bytes / (300e9 * 0.71) * 1e9 + 2 * hop) / 2 + 3000));
+  }
+  SECTION("L40S over PCIe: GPU - host - GPU, 10 us and 32 GB/s each way") {
+    Cluster c = build_cluster(one_group("llama-2-7b", "l40s", 2, 1, 1, "fp16"));
+    std::vector<OpCost> ops;
+    price(*c.replicas[0].cost_model, decode_batch(1, 100), &ops);
+    const double ring = bytes / (32e9 * 0.8) * 1e9 + 2 * 20000;
+    CHECK(op_each(ops, OpKind::tp_allreduce) == Approx(ring + 4000));
+  }
+}

@@ -14,6 +14,7 @@
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
+#include "sim/explain_ops.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
@@ -33,6 +34,7 @@ struct SimulateArgs {
   SchedulerFlags sched;
   std::int64_t max_requests = 0;
   bool no_steps = false, overwrite = false, no_progress = false, explain_memory = false;
+  std::string explain_ops;  // step shapes to price op by op, then exit
 };
 
 ClusterConfig make_config(const SimulateArgs& a) {
@@ -94,7 +96,12 @@ void run(const SimulateArgs& a) {
     explain_memory(config);
     return;
   }
-  if (a.trace.empty()) throw UsageError("simulate needs --trace (or --explain-memory)");
+  if (!a.explain_ops.empty()) {
+    Cluster cluster = build_cluster(config);
+    std::cout << explain_ops(cluster, a.explain_ops);
+    return;
+  }
+  if (a.trace.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
   TraceReadOptions read;
   if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
   read.on_bad_row = parse_bad_row_policy(a.on_bad_row);
@@ -133,6 +140,10 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto& a = *args;
   sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->check(non_empty());
   sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
+  sub->add_option("--explain-ops", a.explain_ops,
+                  "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
+                  "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
+      ->check(non_empty());
   sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");

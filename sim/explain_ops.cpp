@@ -1,0 +1,91 @@
+#include "sim/explain_ops.hpp"
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/core/error.hpp"
+#include "engine/core/step_plan.hpp"
+
+namespace twin {
+namespace {
+
+struct NamedShape {
+  std::string label;
+  BatchShape shape;
+};
+
+std::int64_t parse_count(const std::string& text, const std::string& item) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 1 || v > (1LL << 30))
+    throw UsageError("--explain-ops: bad shape '" + excerpt(item) + "'; expected P (a prompt of P tokens) or BxC (B decodes after C cached tokens)");
+  return v;
+}
+
+std::vector<NamedShape> parse_shapes(const std::string& shapes) {
+  std::vector<NamedShape> out;
+  std::stringstream ss(shapes);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    NamedShape s;
+    const auto x = item.find('x');
+    if (x == std::string::npos) {
+      const std::int64_t p = parse_count(item, item);
+      s.label = "prefill of " + std::to_string(p) + " tokens";
+      s.shape.seqs.push_back(SeqShape{p, 0, true});
+    } else {
+      const std::int64_t b = parse_count(item.substr(0, x), item), c = parse_count(item.substr(x + 1), item);
+      if (b > 65536) throw UsageError("--explain-ops: at most 65536 decodes in '" + excerpt(item) + "'");
+      s.label = std::to_string(b) + " decodes after " + std::to_string(c) + " cached tokens";
+      for (std::int64_t i = 0; i < b; ++i) s.shape.seqs.push_back(SeqShape{1, c, true});
+    }
+    out.push_back(std::move(s));
+  }
+  if (out.empty()) throw UsageError("--explain-ops: no shapes given");
+  return out;
+}
+
+}  // namespace
+
+std::string explain_ops(Cluster& cluster, const std::string& shapes) {
+  const std::vector<NamedShape> list = parse_shapes(shapes);
+  std::string out;
+  char line[512];
+  for (std::size_t i = 0; i < cluster.groups.size(); ++i) {
+    const GroupPlan& g = cluster.groups[i];
+    CostModel& model = *cluster.replicas.at(static_cast<std::size_t>(g.first_replica)).cost_model;
+    out += "group " + std::to_string(i) + ": " + g.model.name + " (" + std::string(dtype_name(g.dtype)) + ") on " +
+           g.hardware.name + ", tp=" + std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp) +
+           " (first stage)\n";
+    for (const NamedShape& s : list) {
+      StepPlan plan;
+      StepInput in{&plan, &s.shape, g.first_replica, 0};
+      std::vector<OpCost> ops;
+      const Time total = model.stage_time(in, &ops);
+      std::snprintf(line, sizeof line, "  %s: %.3f ms (with the step overhead)\n", s.label.c_str(), static_cast<double>(total) / 1e6);
+      out += line;
+      std::snprintf(line, sizeof line, "    %-16s %6s %12s %12s %8s  %-14s %s\n", "op", "repeat", "each us", "total us", "bound",
+                    "curve", "efficiency");
+      out += line;
+      for (const OpCost& c : ops) {
+        const bool link = c.curve == "link";
+        std::snprintf(line, sizeof line, "    %-16s %6d %12.2f %12.2f %8s  %-14s %s\n", std::string(op_name(c.kind)).c_str(),
+                      c.repeat, c.time_ns / c.repeat / 1e3, c.time_ns / 1e3,
+                      link ? "link" : c.curve.empty() ? "-" : c.compute_bound ? "compute" : "memory",
+                      c.curve.empty() ? "-" : std::string(c.curve).c_str(),
+                      c.efficiency > 0 ? std::to_string(c.efficiency).substr(0, 5).c_str() : "-");
+        out += line;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace twin

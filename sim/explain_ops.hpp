@@ -1,0 +1,15 @@
+#pragma once
+// `simulate --explain-ops`: what each group's cost model charges for a few
+// step shapes, op by op, and which efficiency curve priced each op.
+#include <string>
+
+#include "sim/cluster.hpp"
+
+namespace twin {
+
+// `shapes`: comma-separated; "P" is one prompt of P tokens (no cache), "BxC"
+// is B decodes each after C cached tokens. UsageError for anything else.
+// Prices the first pipeline stage of each group's first replica.
+std::string explain_ops(Cluster& cluster, const std::string& shapes);
+
+}  // namespace twin

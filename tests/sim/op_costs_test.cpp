@@ -1,0 +1,172 @@
+// Roofline op prices against Vidur's measured kernel times (A100 and H100,
+// Llama-2-7B and 70B under TP): tests/sim/data/vidur_op_times.csv, made by
+// tools/fit-curves.py. Prints the figure table of docs/op-costs.md.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hwprofiles/hardware_desc.hpp"
+#include "models/model_desc.hpp"
+#include "models/step_ops.hpp"
+#include "sim/roofline_cost_model.hpp"
+
+using namespace twin;
+
+namespace {
+
+struct Row {
+  std::string gpu, model, op, source;
+  int tp = 1, batch = 1;
+  std::int64_t tokens = 0, context = 0;
+  double measured_ms = 0;
+};
+
+std::vector<Row> read_rows() {
+  std::ifstream in(std::string(TWIN_SOURCE_DIR) + "/tests/sim/data/vidur_op_times.csv");
+  REQUIRE(in.good());
+  std::vector<Row> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) f.push_back(cell);
+    REQUIRE(f.size() == 9);
+    Row r;
+    r.gpu = f[0];
+    r.model = f[1];
+    r.tp = std::stoi(f[2]);
+    r.op = f[3];
+    r.batch = std::stoi(f[4]);
+    r.tokens = std::stoll(f[5]);
+    r.context = std::stoll(f[6]);
+    r.measured_ms = std::stod(f[7]);
+    r.source = f[8];
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// Our price of one instance of the row's op, and the curve that set it.
+struct Priced {
+  double ms = 0;
+  std::string curve;
+};
+
+Priced price_row(const Row& r) {
+  const HardwareDesc hw = resolve_hardware(r.gpu);
+  const ModelDesc model = resolve_model(r.model);
+  RooflineCostModel cost(model, ParallelLayout{r.tp, 1}, Dtype::fp16, Dtype::fp16, roofline_params(hw, Dtype::fp16));
+  BatchShape shape;
+  for (int i = 0; i < r.batch; ++i) shape.seqs.push_back(SeqShape{r.tokens, r.context, true});
+  std::vector<Op> ops;
+  step_ops(model, shape, ParallelLayout{r.tp, 1}, Dtype::fp16, Dtype::fp16, 0, ops);
+  for (const Op& op : ops) {
+    if (op_name(op.kind) != r.op) continue;
+    const OpCost c = cost.price(op, 0);
+    return {c.time_ns / c.repeat / 1e6, std::string(c.curve)};
+  }
+  FAIL("no op " << r.op << " in the step");
+  return {};
+}
+
+// Vidur's times are kernel times in whole microseconds: below 1 us apart,
+// a relative error says nothing.
+bool close_enough(double ours_ms, double measured_ms) {
+  return std::fabs(ours_ms / measured_ms - 1) <= 0.15 || std::fabs(ours_ms - measured_ms) <= 0.001;
+}
+
+// Points of each (gpu, op) still further off than that, as docs/op-costs.md
+// lists them. The test fails if a family misses more (a curve got worse);
+// lower these when the curves get better.
+const std::map<std::string, int> kKnownMisses = {
+    {"a100-80gb attn_decode", 8}, {"a100-80gb attn_prefill", 15}, {"a100-80gb down_proj", 2},
+    {"a100-80gb gate_up_proj", 0}, {"a100-80gb o_proj", 7},       {"a100-80gb qkv_proj", 7},
+    {"a100-80gb rmsnorm", 12},     {"a100-80gb rotary", 6},        {"a100-80gb silu_mul", 11},
+    {"h100-80gb down_proj", 16},   {"h100-80gb gate_up_proj", 6},  {"h100-80gb o_proj", 8},
+    {"h100-80gb qkv_proj", 6},     {"h100-80gb rmsnorm", 12},      {"h100-80gb rotary", 4},
+    {"h100-80gb silu_mul", 16},
+};
+
+}  // namespace
+
+TEST_CASE("roofline op prices against Vidur's measured A100 and H100 kernels", "[op-costs]") {
+  const std::vector<Row> rows = read_rows();
+  REQUIRE(rows.size() > 500);
+  std::map<std::string, std::vector<double>> errors;
+  std::map<std::string, int> misses;
+  std::map<std::string, std::string> curves;
+  for (const Row& r : rows) {
+    const Priced p = price_row(r);
+    const std::string key = r.gpu + " " + r.op;
+    errors[key].push_back(std::fabs(p.ms / r.measured_ms - 1));
+    curves[key] = p.curve;  // the curve of the largest point's binding roof
+    if (!close_enough(p.ms, r.measured_ms)) {
+      ++misses[key];
+      std::printf("miss %s %s tp%d batch %d tokens %lld context %lld: ours %.4f ms, Vidur %.4f ms\n", r.gpu.c_str(),
+                  r.op.c_str(), r.tp, r.batch, static_cast<long long>(r.tokens), static_cast<long long>(r.context),
+                  p.ms, r.measured_ms);
+    }
+  }
+  std::printf("| GPU | op | points | median error | max error | within 15%% or 1 us | curve (largest point) |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (auto& [key, e] : errors) {
+    std::sort(e.begin(), e.end());
+    const auto space = key.find(' ');
+    const int n = static_cast<int>(e.size());
+    std::printf("| %s | %s | %d | %.1f%% | %.1f%% | %d | %s |\n", key.substr(0, space).c_str(), key.substr(space + 1).c_str(),
+                n, 100 * e[e.size() / 2], 100 * e.back(), n - misses[key], curves[key].c_str());
+  }
+  for (auto& [key, e] : errors) {
+    INFO(key << ": " << misses[key] << " of " << e.size() << " points off by more than 15% and 1 us");
+    CHECK(e[e.size() / 2] <= 0.15);  // the median point of every family
+    const auto known = kKnownMisses.find(key);
+    CHECK(misses[key] <= (known == kKnownMisses.end() ? 0 : known->second));
+  }
+}
+
+TEST_CASE("named efficiency curves price the ops they list and the explain names them") {
+  const HardwareDesc hw = resolve_hardware("a100-80gb");
+  RooflineParams p = roofline_params(hw, Dtype::fp16);
+  const ModelDesc model = resolve_model("llama-2-7b");
+  RooflineCostModel cost(model, ParallelLayout{1, 1}, Dtype::fp16, Dtype::fp16, p);
+  BatchShape one;
+  one.seqs.push_back(SeqShape{1, 1000, true});
+  std::vector<Op> ops;
+  step_ops(model, one, ParallelLayout{1, 1}, Dtype::fp16, Dtype::fp16, 0, ops);
+  for (const Op& op : ops) {
+    const OpCost c = cost.price(op, 0);
+    if (op.kind == OpKind::qkv_proj) {
+      CHECK_FALSE(c.compute_bound);  // one token: the weights' bytes
+      CHECK(c.curve == "gemm_memory");
+      CHECK(c.efficiency > 0.5);
+    }
+    if (op.kind == OpKind::attn_decode) CHECK(c.curve == "attn_decode");
+    if (op.kind == OpKind::embed) CHECK(c.curve == "memory");  // no curve lists it: the constant
+  }
+  // Elementwise kernels run on the CUDA cores: their FLOPs never make them
+  // compute-bound on the tensor-core GEMM curve (64 decodes: a norm of 64 rows).
+  BatchShape many;
+  for (int i = 0; i < 64; ++i) many.seqs.push_back(SeqShape{1, 1024, true});
+  ops.clear();
+  step_ops(model, many, ParallelLayout{1, 1}, Dtype::fp16, Dtype::fp16, 0, ops);
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::rmsnorm && op.kind != OpKind::rotary && op.kind != OpKind::silu_mul) continue;
+    const OpCost c = cost.price(op, 0);
+    CHECK_FALSE(c.compute_bound);
+    CHECK(c.curve == std::string(op_name(op.kind) == "rmsnorm" ? "norm" : op_name(op.kind)));
+  }
+  // A profile without named curves prices as before: the cpu profile.
+  const RooflineParams cpu = roofline_params(resolve_hardware("cpu"), Dtype::fp32);
+  CHECK(cpu.curves.empty());
+  for (auto index : cpu.compute_curve) CHECK(index == -1);
+}

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""Fits the roofline's named efficiency curves to Vidur's measured kernel times.
+
+Vidur (github.com/microsoft/vidur, MIT licence) ships per-kernel times of
+Llama-2-7B and 70B measured with CUDA timers on A100 and H100. This script
+reads them, keeps a small table of the points the simulator's test checks
+(tests/sim/data/vidur_op_times.csv), and fits, per GPU, the curves the
+hardware profile names: GEMM compute efficiency by arithmetic intensity,
+GEMM and elementwise memory efficiency by bytes, attention prefill by FLOPs
+and decode by bytes. It prints the curves as profile JSON; the C++ test is
+the judge of the result (this file mirrors the op sizes of models/step_ops
+and the price of sim/roofline_cost_model only to fit).
+
+Reproduce (stdlib Python only; a Vidur checkout at 7d47513 for the MLP
+tables, and its commit e2d00e9 for the Llama-2-70B TP 2 attention table):
+
+  V=/path/to/vidur/.git
+  mkdir -p /tmp/vidur
+  for g in a100 h100; do for m in 7b 70b; do
+    git --git-dir=$V show 7d47513:data/profiling/compute/$g/meta-llama/Llama-2-$m-hf/mlp.csv \\
+      > /tmp/vidur/${g}_llama-2-$m_mlp.csv; done; done
+  git --git-dir=$V show e2d00e9:data/profiling/a100/attention.csv > /tmp/vidur/a100_llama-2-70b_attention.csv
+  tools/fit-curves.py /tmp/vidur            # prints curves, rewrites the table
+
+The Llama-2-7B A100 attention points are not in the git objects of the
+Vidur repository (Git LFS); the rows used were read from a copy of that
+file, sw5sh/cs378-assignment3@7ac2fe9 (same path), and are kept as they
+are in tests/sim/data/vidur_a100_llama-2-7b_attention.csv.
+"""
+import csv
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TABLE = os.path.join(ROOT, "tests/sim/data/vidur_op_times.csv")
+ATTN_7B = os.path.join(ROOT, "tests/sim/data/vidur_a100_llama-2-7b_attention.csv")
+
+GPUS = {  # dense fp16 peak, HBM bandwidth (the profiles' own figures)
+    "a100-80gb": (312e12, 2039e9),
+    "h100-80gb": (989.4e12, 3350e9),
+}
+MODELS = {  # hidden, intermediate, q heads, kv heads, head_dim
+    "llama-2-7b": (4096, 11008, 32, 32, 128),
+    "llama-2-70b": (8192, 28672, 64, 8, 128),
+}
+CONFIGS = [("llama-2-7b", 1), ("llama-2-70b", 2), ("llama-2-70b", 4)]
+TOKENS = [1, 4, 16, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 1536, 2048, 3072, 4096]
+# Vidur op -> ours; rmsnorm is vLLM's fused residual add + norm, two per
+# layer, where Vidur times two norms and one add: half of the three.
+MLP_OPS = {
+    "qkv_proj": ["attn_pre_proj"],
+    "o_proj": ["attn_post_proj"],
+    "gate_up_proj": ["mlp_up_proj"],
+    "down_proj": ["mlp_down_proj"],
+    "silu_mul": ["mlp_act"],
+    "rotary": ["attn_rope"],
+    "rmsnorm": ["input_layernorm", "post_attention_layernorm", "add"],
+}
+FAMILIES = {
+    "gemm": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"],
+    "norm": ["rmsnorm"],
+    "silu_mul": ["silu_mul"],
+    "rotary": ["rotary"],
+    "attn_prefill": ["attn_prefill"],
+    "attn_decode": ["attn_decode"],
+}
+ACT = 2.0  # fp16 activations, weights and KV
+# Elementwise kernels run on the CUDA cores, not the tensor cores: their
+# compute roof is the fp32 peak over the fp16 tensor peak, flat (one point).
+CUDA_CORES = {"a100-80gb": 19.5 / 312.0, "h100-80gb": 66.9 / 989.4}
+CUDA_CORE_OPS = ["embed", "rmsnorm", "final_norm", "rotary", "silu_mul", "sample"]
+
+
+def op_size(model, tp, op, batch, tokens, context):
+    """(flops, bytes) of one instance, as models/step_ops.cpp computes them."""
+    h, inter, qh, kvh, hd = MODELS[model]
+    q_dim = qh // tp * hd
+    kv_dim = max(1, kvh // tp) * hd
+    m = batch * tokens
+    gemm = {"qkv_proj": (q_dim + 2 * kv_dim, h), "o_proj": (h, q_dim),
+            "gate_up_proj": (2 * inter // tp, h), "down_proj": (h, inter // tp)}
+    if op in gemm:
+        n, k = gemm[op]
+        return 2.0 * m * n * k, n * k * ACT + m * k * ACT + m * n * ACT
+    if op == "rmsnorm":
+        return 5.0 * m * h, m * h * 4 * ACT + h * ACT
+    if op == "rotary":
+        w = q_dim + kv_dim
+        return 3.0 * m * w, m * w * 2 * ACT + m * hd * ACT
+    if op == "silu_mul":
+        return 5.0 * m * (inter // tp), m * (inter // tp) * 3 * ACT
+    if op in ("attn_prefill", "attn_decode"):
+        pairs = batch * (tokens * context + tokens * (tokens + 1) // 2)
+        flops = 4.0 * pairs * hd * (qh // tp)
+        kv_rows = batch * (context + tokens)
+        byts = kv_rows * 2 * kv_dim * ACT + m * 2 * kv_dim * ACT + m * 2 * q_dim * ACT
+        return flops, byts
+    raise ValueError(op)
+
+
+def interp(points, x):
+    if x <= points[0][0]:
+        return points[0][1]
+    if x >= points[-1][0]:
+        return points[-1][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if x <= x1:
+            t = (math.log10(x) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
+            return y0 + t * (y1 - y0)
+    return points[-1][1]
+
+
+class Pricer:
+    def __init__(self, gpu, launch_s, legacy_curve, compute_cap, memory_eff):
+        self.peak, self.bw = GPUS[gpu]
+        self.launch = launch_s
+        self.legacy = legacy_curve
+        self.cap = compute_cap
+        self.memory_eff = memory_eff
+        self.curves = {}  # family -> {"compute": (axis, pts), "memory": (axis, pts)}
+
+    def time(self, family, flops, byts):
+        c = self.curves.get(family, {})
+        if "compute" in c:
+            axis, pts = c["compute"]
+            ec = interp(pts, flops / byts if axis == "intensity" else flops)
+        else:
+            ec = min(self.cap, interp(self.legacy, flops))
+        if "memory" in c:
+            axis, pts = c["memory"]
+            em = interp(pts, byts)
+        else:
+            em = self.memory_eff
+        return max(flops / (self.peak * ec), byts / (self.bw * em)) + self.launch
+
+
+def family_of(op):
+    for f, ops in FAMILIES.items():
+        if op in ops:
+            return f
+    raise ValueError(op)
+
+
+def read_mlp(path):
+    rows = {}
+    for r in csv.DictReader(open(path)):
+        key = (int(r["num_tensor_parallel_workers"]), int(r["num_tokens"]))
+        rows.setdefault(key, []).append(r)
+    return rows
+
+
+def measured_mlp(rows, tp, tokens, op):
+    # Vidur repeats some token counts; the mean of their medians.
+    rs = rows.get((tp, tokens))
+    if not rs:
+        return None
+    vals = [sum(float(r["time_stats.%s.median" % v]) for v in MLP_OPS[op]) for r in rs]
+    ms = sum(vals) / len(vals)
+    return ms / 2 if op == "rmsnorm" else ms
+
+
+def attention_points(path):
+    """Llama-2-70B TP 2 rows of Vidur's early A100 table: a grid of
+    prefill chunks and decode batches."""
+    rows = list(csv.DictReader(open(path)))
+    out = []
+    dec = {}
+    for r in rows:
+        if r["is_prefill"] == "False":
+            dec[(int(r["batch_size"]), int(r["kv_cache_size"]))] = float(r["time_stats.attn_decode.median"])
+    kvs = sorted({k for _, k in dec})
+    for b in (1, 4, 16, 64, 128):
+        for want in (128, 1024, 2048, 3968):
+            k = min(kvs, key=lambda v: (abs(v - want), v))
+            if (b, k) in dec:
+                out.append(("attn_decode", b, 1, k, dec[(b, k)]))
+    pre = {}
+    for r in rows:
+        if r["is_prefill"] == "True" and r["time_stats.attn_prefill.median"]:
+            pre.setdefault((int(r["prefill_chunk_size"]), int(r["kv_cache_size"])),
+                           float(r["time_stats.attn_prefill.median"]))
+    for c in (64, 128, 256, 512, 1024, 2048, 3072, 4096):
+        for k in (0, 1024, 2048):
+            if (c, k) in pre:
+                out.append(("attn_prefill", 1, c, k, pre[(c, k)]))
+    return out
+
+
+def build_table(vidur_dir):
+    table = []
+    for gpu, tag in (("a100-80gb", "a100"), ("h100-80gb", "h100")):
+        for model, tp in CONFIGS:
+            path = os.path.join(vidur_dir, "%s_%s_mlp.csv" % (tag, model))
+            rows = read_mlp(path)
+            for op in MLP_OPS:
+                for t in TOKENS:
+                    ms = measured_mlp(rows, tp, t, op)
+                    if ms is not None:
+                        table.append([gpu, model, tp, op, 1, t, 0, round(ms, 6), "vidur@7d47513 compute/%s mlp.csv" % tag])
+    for op, b, c, k, ms in attention_points(os.path.join(vidur_dir, "a100_llama-2-70b_attention.csv")):
+        table.append(["a100-80gb", "llama-2-70b", 2, op, b, c, k, ms, "vidur@e2d00e9 data/profiling/a100/attention.csv"])
+    for r in csv.DictReader(open(ATTN_7B)):
+        op = "attn_prefill" if r["kind"] == "prefill" else "attn_decode"
+        table.append(["a100-80gb", "llama-2-7b", 1, op, int(r["batch"]), int(r["chunk"]), int(r["kv"]), float(r["ms"]),
+                      "vidur LFS copy sw5sh/cs378-assignment3@7ac2fe9 offset %s" % r["offset"]])
+    return table
+
+
+def knots(lo, hi, per_decade=3):
+    """The data's ends and a grid between them: no knot without data beside it."""
+    a, b = math.floor(math.log10(lo) * per_decade) + 1, math.ceil(math.log10(hi) * per_decade) - 1
+    inner = [10 ** (i / per_decade) for i in range(a, b + 1)]
+    return [lo] + [x for x in inner if lo * 1.2 < x < hi / 1.2] + [hi]
+
+
+def smooth_start(pricer, family, pts, roof):
+    """Each knot starts at the geometric mean of the efficiencies the points
+    near it need (triangle weights over one knot spacing in log x)."""
+    axis, p = pricer.curves[family][roof]
+    need = []
+    for flops, byts, t in pts:
+        busy = max(t - pricer.launch, 1e-9)
+        if roof == "memory":
+            need.append((byts, byts / (pricer.bw * busy)))
+        else:
+            need.append((flops / byts if axis == "intensity" else flops, flops / (pricer.peak * busy)))
+    lx = [math.log10(x) for x, _ in p]
+    for j, (x, _) in enumerate(p):
+        lo = lx[j - 1] if j > 0 else lx[j] - 1
+        hi = lx[j + 1] if j + 1 < len(lx) else lx[j] + 1
+        wsum = lsum = 0.0
+        for v, e in need:
+            lv = math.log10(v)
+            w = 1 - (lx[j] - lv) / (lx[j] - lo) if lv <= lx[j] else 1 - (lv - lx[j]) / (hi - lx[j])
+            if w > 0:
+                wsum += w
+                lsum += w * math.log(min(1.0, max(1e-4, e)))
+        if wsum > 0:
+            p[j] = (x, math.exp(lsum / wsum))
+    # Efficiency does not fall as the work grows (the curves are kept
+    # non-decreasing: bigger kernels fill the GPU at least as well).
+    for j in range(1, len(p)):
+        p[j] = (p[j][0], max(p[j][1], p[j - 1][1]))
+
+
+def fit(pricer, family, pts, slots):
+    """Coordinate descent on the knots' efficiencies (a line search over
+    factors per knot), least squares in log time."""
+    def loss():
+        s = 0.0
+        for flops, byts, t in pts:
+            s += math.log(pricer.time(family, flops, byts) / t) ** 2
+        return s / len(pts)
+    best = loss()
+    for _ in range(40):
+        improved = False
+        for roof in slots:
+            axis, p = pricer.curves[family][roof]
+            for j in range(len(p)):
+                old = p[j][1]
+                choice = old
+                lo, hi = 1e-4, 1.0
+                for f in (0.3, 0.5, 0.7, 0.85, 0.93, 0.98, 1.02, 1.07, 1.15, 1.4, 2.0, 3.0):
+                    p[j] = (p[j][0], min(hi, max(lo, old * f)))
+                    cur = loss()
+                    if cur < best - 1e-12:
+                        best, choice, improved = cur, p[j][1], True
+                p[j] = (p[j][0], choice)
+        if not improved:
+            break
+    return best
+
+
+def main():
+    vidur_dir = [a for a in sys.argv[1:] if not a.startswith("--")][0]
+    table = build_table(vidur_dir)
+    os.makedirs(os.path.dirname(TABLE), exist_ok=True)
+    with open(TABLE, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["gpu", "model", "tp", "op", "batch", "tokens", "context", "measured_ms", "source"])
+        w.writerows(table)
+    result = {}
+    for gpu in GPUS:
+        prof = json.load(open(os.path.join(ROOT, "hwprofiles/profiles/%s.json" % gpu)))
+        rows = [r for r in table if r[0] == gpu]
+        # The fixed cost of a kernel: the shortest time Vidur measured on this GPU.
+        launch = min(r[7] for r in rows) * 1e-3
+        eff = prof["efficiency"]
+        if "--before" in sys.argv:
+            # The profile as it stands without named curves: one GEMM curve,
+            # constant memory efficiency, its own launch cost.
+            launch = prof["kernel_launch_us"] * 1e-6
+            FAMILIES_FIT = {}
+        else:
+            FAMILIES_FIT = FAMILIES
+        pricer = Pricer(gpu, launch, [tuple(p) for p in eff["gemm_curve"]], eff["compute"], eff["memory"])
+        curves = {}
+        if FAMILIES_FIT:
+            for family in ("norm", "silu_mul", "rotary"):
+                pricer.curves[family] = {"compute": ("flops", [(1.0, CUDA_CORES[gpu])])}
+        for family, ops in FAMILIES_FIT.items():
+            pts = []
+            for r in rows:
+                if r[3] in ops:
+                    fl, by = op_size(r[1], r[2], r[3], r[4], r[5], r[6])
+                    pts.append((fl, by, r[7] * 1e-3))
+            if not pts:
+                continue
+            bys = [p[1] for p in pts]
+            fls = [p[0] for p in pts]
+            slots = {}
+            if family == "gemm":
+                slots["compute"] = ("intensity", [(x, 0.5) for x in (16, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 2048)])
+                slots["memory"] = ("bytes", [(x, 0.7) for x in knots(min(bys), max(bys))])
+            elif family == "attn_prefill":
+                slots["compute"] = ("flops", [(x, 0.3) for x in knots(min(fls), max(fls))])
+            else:
+                slots["memory"] = ("bytes", [(x, 0.5) for x in knots(min(bys), max(bys))])
+            fixed = {r: v for r, v in pricer.curves.get(family, {}).items() if r not in slots}
+            pricer.curves[family] = dict(slots, **fixed)
+            if family == "gemm":
+                smooth_start(pricer, family, [q for q in pts if q[0] / q[1] < 24], "memory")
+                smooth_start(pricer, family, [q for q in pts if q[0] / q[1] > 48], "compute")
+            else:
+                for roof in slots:
+                    smooth_start(pricer, family, pts, roof)
+            fit(pricer, family, pts, list(slots))
+            curves[family] = slots
+        # Per op: median and largest error of the fitted prices (the C++
+        # test reports the same from the simulator's own code).
+        for op in sorted({r[3] for r in rows}):
+            errs = sorted(abs(pricer.time(family_of(op), *op_size(r[1], r[2], r[3], r[4], r[5], r[6])) / (r[7] * 1e-3) - 1)
+                          for r in rows if r[3] == op)
+            miss = []
+            for r in rows:
+                if r[3] != op:
+                    continue
+                t = pricer.time(family_of(op), *op_size(r[1], r[2], r[3], r[4], r[5], r[6])) * 1e3
+                if abs(t / r[7] - 1) > 0.15 and abs(t - r[7]) > 0.001:
+                    miss.append("%s tp%d b%d n%d c%d: %.4f vs %.4f" % (r[1], r[2], r[4], r[5], r[6], t, r[7]))
+            print("%s %-13s n=%3d median %5.1f%% max %5.1f%% within 15%% or 1 us: %d" %
+                  (gpu, op, len(errs), 100 * errs[len(errs) // 2], 100 * errs[-1], len(errs) - len(miss)),
+                  file=sys.stderr)
+            for m in miss:
+                print("    miss", m, file=sys.stderr)
+            if os.environ.get("FIT_DEBUG") == op:
+                for r in rows:
+                    if r[3] == op:
+                        t = pricer.time(family_of(op), *op_size(r[1], r[2], r[3], r[4], r[5], r[6]))
+                        print("  ", r[1:7], "meas %.4f ours %.4f" % (r[7], t * 1e3), file=sys.stderr)
+        result[gpu] = {"kernel_launch_us": round(launch * 1e6, 3), "curves": {}}
+        result[gpu]["curves"]["cuda_cores"] = {"roof": "compute", "x": "flops",
+                                               "points": [[1.0, float("%.3g" % CUDA_CORES[gpu])]], "ops": CUDA_CORE_OPS}
+        for family, slots in curves.items():
+            for roof, (axis, p) in slots.items():
+                name = family if len(slots) == 1 else "%s_%s" % (family, roof)
+                result[gpu]["curves"][name] = {"roof": roof, "x": axis,
+                                               "points": [[float("%.3g" % x), float("%.3g" % y)] for x, y in p],
+                                               "ops": FAMILIES[family]}
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
