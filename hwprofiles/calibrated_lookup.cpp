@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 namespace {

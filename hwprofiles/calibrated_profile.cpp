@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/json_fields.hpp"
 
 namespace twin {

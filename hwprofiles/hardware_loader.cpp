@@ -7,7 +7,7 @@
 #include <system_error>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
 #include "models/embedded_file.hpp"
 #include "models/json_fields.hpp"

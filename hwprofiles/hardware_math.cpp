@@ -1,7 +1,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
 
 namespace twin {

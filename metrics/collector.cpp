@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/percentile.hpp"
 
 namespace twin {

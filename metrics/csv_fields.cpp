@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin::csv {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 namespace twin::csv {
 

@@ -2,7 +2,7 @@
 
 #include <system_error>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

@@ -3,7 +3,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/csv_fields.hpp"
 
 namespace twin {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/embedded_file.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"

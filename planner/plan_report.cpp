@@ -8,7 +8,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/output_dir.hpp"
 
 namespace twin {

@@ -5,10 +5,10 @@
 #include <limits>
 #include <numeric>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
+#include "planner/thread_pool.hpp"
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
-#include "planner/thread_pool.hpp"
 
 namespace twin {
 namespace {

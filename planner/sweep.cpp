@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "hwprofiles/hardware_desc.hpp"

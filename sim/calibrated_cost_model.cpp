@@ -3,7 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

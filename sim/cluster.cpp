@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/replay_cost_model.hpp"
 

@@ -3,7 +3,7 @@
 #include <limits>
 #include <set>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "models/json_fields.hpp"

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
+#include "base/types.hpp"
 #include "engine/core/step_plan.hpp"
-#include "engine/core/types.hpp"
 #include "models/step_ops.hpp"
 
 namespace twin {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/step_plan.hpp"
 
 namespace twin {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/step_csv.hpp"
 
 namespace twin {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"

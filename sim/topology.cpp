@@ -7,7 +7,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 namespace twin {
 

@@ -8,7 +8,7 @@
 #include <queue>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "traces/length_dist.hpp"
 #include "traces/prng.hpp"
 #include "traces/trace_reader.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace twin {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

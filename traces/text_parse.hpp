@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 namespace twin {
 

@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "traces/json_row.hpp"
 #include "traces/line_reader.hpp"
 #include "traces/text_parse.hpp"

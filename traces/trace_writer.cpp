@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "traces/text_parse.hpp"
 
 namespace twin {

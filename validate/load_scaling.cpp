@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/timeline.hpp"
 
 namespace twin {

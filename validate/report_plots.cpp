@@ -4,7 +4,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "validate/plot_script.hpp"
 #include "validate/report.hpp"
 

@@ -1,6 +1,6 @@
 #include "validate/run_recorder.hpp"
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/summary_json.hpp"
 
 namespace twin {

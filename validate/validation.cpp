@@ -5,7 +5,7 @@
 #include <memory>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "engine/runtime/serve.hpp"

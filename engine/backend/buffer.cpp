@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "engine/backend/backend.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

@@ -1,8 +1,8 @@
 #include <string>
 
+#include "base/error.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/backend/cpu/cpu_backend.hpp"
-#include "engine/core/error.hpp"
 #if defined(TWIN_HAVE_CUDA)
 #include "engine/backend/cuda/cuda_backend.hpp"
 #endif

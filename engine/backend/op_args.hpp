@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "base/types.hpp"
 #include "engine/backend/tensor.hpp"
-#include "engine/core/types.hpp"
 
 namespace twin {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/types.hpp"
 #include "engine/backend/op_args.hpp"
 #include "engine/backend/tensor.hpp"
-#include "engine/core/types.hpp"
 
 namespace twin {
 

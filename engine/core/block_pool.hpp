@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 namespace twin {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/types.hpp"
 #include "engine/core/block_pool.hpp"
 #include "engine/core/request.hpp"
-#include "engine/core/types.hpp"
 
 namespace twin {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 
 namespace twin {
 

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/scheduler.hpp"
 
 namespace twin {

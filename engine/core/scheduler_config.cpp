@@ -4,7 +4,7 @@
 #include <charconv>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 

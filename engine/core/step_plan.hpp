@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/types.hpp"
 #include "engine/core/kv_cache.hpp"
-#include "engine/core/types.hpp"
 
 namespace twin {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unistd.h>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/profiler/op_bench.hpp"
 #include "engine/profiler/step_overhead.hpp"
 #include "engine/runtime/model_config.hpp"

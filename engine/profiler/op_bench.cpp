@@ -4,7 +4,7 @@
 #include <chrono>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/runtime/forward_calls.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "engine/runtime/model_weights.hpp"

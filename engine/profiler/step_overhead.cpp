@@ -8,12 +8,12 @@
 #include <map>
 #include <memory>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/profiler/op_timer.hpp"
 #include "engine/runtime/executor.hpp"
-#include "engine/runtime/serve.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
+#include "engine/runtime/serve.hpp"
 #include "engine/runtime/wait_until.hpp"
 
 namespace twin {

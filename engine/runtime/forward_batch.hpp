@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/types.hpp"
+#include "base/types.hpp"
 #include "models/forward_program.hpp"
 
 namespace twin {

@@ -1,6 +1,6 @@
 #include "engine/runtime/model_config.hpp"
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {

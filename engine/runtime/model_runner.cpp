@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/backend/cuda/memory_plan.hpp"
-#include "engine/core/error.hpp"
 #include "engine/runtime/forward_calls.hpp"
 #include "engine/runtime/model_weights.hpp"
 

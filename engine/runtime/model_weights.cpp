@@ -7,8 +7,8 @@
 #include <optional>
 #include <span>
 
+#include "base/error.hpp"
 #include "engine/backend/sampling.hpp"
-#include "engine/core/error.hpp"
 #include "engine/runtime/safetensors.hpp"
 #include "models/dtype.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/json_fields.hpp"
 
 namespace twin {

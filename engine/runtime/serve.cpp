@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/timeline.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
 #include "engine/runtime/wait_until.hpp"

@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/backend/backend.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin::test {
 

@@ -96,8 +96,8 @@ TEST_CASE("a prefill tile reads every key its rows see, and each row sees exactl
   CHECK(key_visible(2, 5, 4));
 }
 
+#include "base/error.hpp"
 #include "engine/backend/cuda/memory_plan.hpp"
-#include "engine/core/error.hpp"
 
 TEST_CASE("the KV memory plan gives the cache what is left of the utilization budget") {
   const std::int64_t gib = std::int64_t{1} << 30;

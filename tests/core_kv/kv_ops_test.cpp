@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/kv_cache.hpp"
 #include "tests/core_kv/kv_test_util.hpp"
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/scheduler_config.hpp"
 

@@ -3,7 +3,7 @@
 // cancel time does not count its work for that request.
 #include <catch2/catch.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/scheduler_config.hpp"
 #include "tests/core_sched/sched_test_util.hpp"
 

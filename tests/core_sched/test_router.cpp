@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/router.hpp"
 #include "tests/core_sched/sched_test_util.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tests/core_sched/sched_test_util.hpp"
 
 namespace twin::test {

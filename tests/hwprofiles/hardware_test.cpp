@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
 #include "models/embedded_file.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/summary_json.hpp"
 #include "records_fixture.hpp"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/step_csv.hpp"
 #include "records_fixture.hpp"

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/log_histogram.hpp"
 #include "metrics/percentile.hpp"
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"

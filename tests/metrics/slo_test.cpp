@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/slo.hpp"
 
 using twin::Metric;

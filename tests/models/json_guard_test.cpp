@@ -10,7 +10,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 

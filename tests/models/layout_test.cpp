@@ -1,7 +1,7 @@
 // Parallel layouts: what check_layout accepts and how weights and KV split.
 #include <catch2/catch.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
 

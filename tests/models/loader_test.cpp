@@ -6,7 +6,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
 

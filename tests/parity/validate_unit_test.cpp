@@ -7,7 +7,7 @@
 #include <cmath>
 #include <memory>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "validate/comparison.hpp"
 #include "validate/load_scaling.hpp"
 #include "validate/step_pricing.hpp"

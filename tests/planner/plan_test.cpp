@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "engine/core/error.hpp"
-#include "planner/planner.hpp"
+#include "base/error.hpp"
 #include "planner/plan_report.hpp"
+#include "planner/planner.hpp"
 #include "tests/planner/planner_test_util.hpp"
 
 namespace twin {

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "planner/sweep.hpp"
 #include "tests/planner/planner_test_util.hpp"
 

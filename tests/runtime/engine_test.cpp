@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/timeline.hpp"
 #include "engine/runtime/model_weights.hpp"
 #include "engine/runtime/serve.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <unistd.h>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/runtime/safetensors.hpp"
 #include "tests/runtime/reference_model.hpp"
 #include "tests/support/run_cli.hpp"

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/runtime/safetensors.hpp"
 #include "tests/runtime/test_support.hpp"
 

@@ -2,7 +2,7 @@
 // Helpers shared by the simulator tests.
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tests/traces/test_util.hpp"
 #include "traces/generator.hpp"
 #include "traces/length_dist.hpp"

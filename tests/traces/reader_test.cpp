@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tests/traces/test_util.hpp"
 #include "traces/text_parse.hpp"
 #include "traces/trace_reader.hpp"

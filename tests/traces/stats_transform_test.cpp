@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tests/traces/test_util.hpp"
 #include "traces/trace_stats.hpp"
 #include "traces/transforms.hpp"

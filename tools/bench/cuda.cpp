@@ -19,9 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/bench/best_time.hpp"
+#include "base/error.hpp"
 #include "engine/backend/backend.hpp"
-#include "engine/core/error.hpp"
+#include "tools/bench/best_time.hpp"
 
 namespace {
 

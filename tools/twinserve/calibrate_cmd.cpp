@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/profiler/calibrate.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "models/model_desc.hpp"

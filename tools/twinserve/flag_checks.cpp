@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin::cli {
 namespace {

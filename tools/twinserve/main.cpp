@@ -7,7 +7,7 @@
 #include <exception>
 #include <iostream>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
 
 namespace twin::cli {

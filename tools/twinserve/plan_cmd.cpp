@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/output_dir.hpp"
 #include "planner/mpi_split.hpp"
 #include "planner/plan_report.hpp"

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/runtime/model_config.hpp"
@@ -27,11 +27,11 @@
 #include "metrics/summary_json.hpp"
 #include "metrics/summary_table.hpp"
 #include "models/model_desc.hpp"
-#include "tools/twinserve/command_registry.hpp"
-#include "tools/twinserve/interrupt_guard.hpp"
-#include "tools/twinserve/flag_checks.hpp"
-#include "tools/twinserve/scheduler_flags.hpp"
 #include "sim/sources.hpp"
+#include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace twin::cli {

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {

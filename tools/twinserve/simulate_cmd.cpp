@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/summary_table.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "metrics/output_dir.hpp"
 #include "planner/loaded_trace.hpp"
 #include "planner/sweep.hpp"

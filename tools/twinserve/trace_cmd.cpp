@@ -8,7 +8,7 @@
 #include <iostream>
 #include <memory>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/generator.hpp"

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"

@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
+#include "base/error.hpp"
 #include "engine/backend/cpu/cpu_backend.hpp"
 #include "engine/backend/cpu/cpu_backend_impl.hpp"
 #include "engine/backend/op_checks.hpp"
 #include "engine/backend/rope.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

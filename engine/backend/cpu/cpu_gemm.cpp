@@ -14,9 +14,9 @@
 #include <numeric>
 #include <string>
 
+#include "base/error.hpp"
 #include "engine/backend/cpu/cpu_backend_impl.hpp"
 #include "engine/backend/op_checks.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

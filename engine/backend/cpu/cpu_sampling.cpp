@@ -1,9 +1,9 @@
 #include <string>
 
+#include "base/error.hpp"
 #include "engine/backend/cpu/cpu_backend_impl.hpp"
 #include "engine/backend/op_checks.hpp"
 #include "engine/backend/sampling.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

@@ -5,12 +5,12 @@
 #include <limits>
 #include <string>
 
+#include "base/error.hpp"
 #include "engine/backend/cuda/cuda_backend.hpp"
 #include "engine/backend/cuda/cuda_backend_impl.hpp"
 #include "engine/backend/cuda/cuda_kernels.hpp"
 #include "engine/backend/op_checks.hpp"
 #include "engine/backend/rope.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

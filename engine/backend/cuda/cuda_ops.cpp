@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "engine/backend/cuda/cuda_attention_decode.hpp"
 #include "engine/backend/cuda/cuda_backend_impl.hpp"
 #include "engine/backend/cuda/cuda_kernels.hpp"
@@ -15,7 +16,6 @@
 #include "engine/backend/op_checks.hpp"
 #include "engine/backend/paged_index.hpp"
 #include "engine/backend/sampling.hpp"
-#include "engine/core/error.hpp"
 
 namespace twin {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "base/error.hpp"
 
 namespace twin {
 
