@@ -26,9 +26,7 @@ namespace twin {
 namespace {
 
 std::vector<Request> read_trace(const ValidateOptions& o) {
-  TraceReadOptions read;
-  if (!o.trace_format.empty()) read.format = parse_format_name(o.trace_format);
-  TraceReader reader(o.trace, read);
+  TraceReader reader(o.trace, o.read);
   std::vector<Request> out;
   Request r;
   while ((o.max_requests <= 0 || static_cast<std::int64_t>(out.size()) < o.max_requests) && reader.next(r)) {

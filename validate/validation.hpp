@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/cluster_config.hpp"
+#include "traces/trace_reader.hpp"
 #include "validate/comparison.hpp"
 #include "validate/run_recorder.hpp"
 #include "validate/step_pricing.hpp"
@@ -21,7 +22,7 @@ namespace twin {
 
 struct ValidateOptions {
   std::string trace;
-  std::string trace_format;      // empty: detected
+  TraceReadOptions read;         // format (default: detected) and bad-row policy
   std::string model;             // name or config path
   std::string profile;           // calibrated hardware profile (twinserve calibrate); required
   // Hardware profile pricing the roofline column; empty: the bundled

@@ -63,3 +63,19 @@ TEST_CASE("hw show --json round-trips the profile with its sources") {
   CHECK(list.exit_code == 0);
   CHECK(list.out.find("l40s") != std::string::npos);
 }
+
+TEST_CASE("every command that reads a trace and writes results takes the same flag groups") {
+  // Registered once (tools/twinserve/common_flags): a command that lacks one
+  // of them has drifted from the others.
+  for (const char* cmd : {"run", "simulate", "validate", "sweep", "plan"}) {
+    CAPTURE(cmd);
+    const auto r = run_twinserve(std::string(cmd) + " --help");
+    REQUIRE(r.exit_code == 0);
+    for (const char* flag : {"--trace", "--format", "--on-bad-row", "--max-requests", "--out", "--overwrite"}) {
+      CAPTURE(flag);
+      CHECK(r.out.find(std::string(flag) + " ") != std::string::npos);
+    }
+  }
+  for (const char* cmd : {"run", "simulate", "validate"})
+    CHECK(run_twinserve(std::string(cmd) + " --help").out.find("--num-gpu-blocks") != std::string::npos);
+}

@@ -18,13 +18,16 @@
 #include "planner/planner.hpp"
 #include "planner/thread_pool.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 namespace {
 
 struct PlanArgs {
-  std::string trace, slo, out_dir, search_path, trace_format, dtype;
+  TraceInputFlags in;
+  OutputFlags out;
+  std::string slo, search_path, dtype;
   std::optional<std::string> model;
   std::vector<std::string> hardware, presets, routers;
   std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
@@ -35,7 +38,7 @@ struct PlanArgs {
   std::int32_t max_extra_replicas = 8;
   std::uint64_t seed = 0;
   int jobs = 0;
-  bool overwrite = false, no_plots = false;
+  bool no_plots = false;
 };
 
 PlanOptions make_options(const PlanArgs& a) {
@@ -71,13 +74,14 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   const PlanOptions options = make_options(a);
   check_plan_options(options);
   if (mpi.rank() == 0) {
-    const OutputDir refuse_early(a.out_dir, a.overwrite, plan_files());  // before the long part
+    const OutputDir refuse_early(a.out.dir, a.out.overwrite, plan_files());  // before the long part
   }
-  TraceReadOptions read;
-  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
-  const LoadedTrace trace = load_trace(a.trace, read);
+  LoadedTrace trace = load_trace(a.in.path, trace_read_options(a.in));
+  if (a.in.max_requests > 0 && static_cast<std::int64_t>(trace.requests.size()) > a.in.max_requests) {
+    trace.requests.resize(static_cast<std::size_t>(a.in.max_requests));
+  }
   if (arrival_rate(trace) <= 0) {
-    throw Error(a.trace + ": plan needs at least two requests with different arrival times (a rate to size for)");
+    throw Error(a.in.path + ": plan needs at least two requests with different arrival times (a rate to size for)");
   }
 
   const std::vector<Candidate> candidates = plan_candidates(options);
@@ -98,7 +102,7 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   }
   const PlanResult plan = assemble_plan(trace, options, std::move(results));
   print_plan(std::cout, plan);
-  const std::string plots = write_plan_outputs(a.out_dir, a.overwrite, !a.no_plots, plan, options);
+  const std::string plots = write_plan_outputs(a.out.dir, a.out.overwrite, !a.no_plots, plan, options);
   std::size_t probes = 0, checks = 0;
   for (const auto& c : plan.candidates) {
     probes += c.capacity.probes.size();
@@ -108,17 +112,16 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   std::cout << "\nEvaluated " << candidates.size() << " candidates (" << probes << " capacity probes, " << checks
             << " cluster checks) in " << wall << " s wall on " << (options.jobs > 0 ? options.jobs : default_jobs())
             << " threads" << (mpi.size() > 1 ? " x " + std::to_string(mpi.size()) + " MPI ranks" : "") << "\n";
-  std::cout << "Wrote plan.json, plan.csv, pareto.csv to " << a.out_dir << "; " << plots << "\n";
+  std::cout << "Wrote plan.json, plan.csv, pareto.csv to " << a.out.dir << "; " << plots << "\n";
 }
 
 const RegisterCommand registration{"plan", [](CLI::App& root) {
   auto args = std::make_shared<PlanArgs>();
   auto& a = *args;
   auto* sub = root.add_subcommand("plan", "Find the cheapest deployment that meets SLOs on a trace (capacity planning)");
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
-  sub->add_option("--out", a.out_dir, "Write plan.json, plan.csv, pareto.csv and plots here")->required()->check(non_empty());
-  sub->add_flag("--overwrite", a.overwrite, "Replace plan files already in --out");
+  add_output_flags(*sub, a.out, "Write plan.json, plan.csv, pareto.csv and plots here", true);
   sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
@@ -142,7 +145,6 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--seed", a.seed, "Seed for the routers' random choices")->check(CLI::NonNegativeNumber);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
-  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] {
     MpiSession mpi;
     if (!mpi.active() || mpi.size() == 1) {

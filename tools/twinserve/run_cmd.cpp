@@ -29,6 +29,7 @@
 #include "models/model_desc.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
@@ -38,7 +39,9 @@ namespace twin::cli {
 namespace {
 
 struct RunArgs {
-  std::string trace, out_dir, trace_format, on_bad_row = "error", backend = "cpu", dtype = "auto";
+  TraceInputFlags in;
+  OutputFlags out;
+  std::string backend = "cpu", dtype = "auto";
   std::string kv_cache_dtype = "auto";
   std::optional<std::string> model, weights, slo;
   std::optional<std::int32_t> max_model_len, num_gpu_blocks;
@@ -53,8 +56,7 @@ struct RunArgs {
   std::int32_t top_k = 0;
   std::optional<std::int32_t> eos_token;
   SchedulerFlags sched;
-  std::int64_t max_requests = 0;
-  bool no_steps = false, overwrite = false;
+  bool no_steps = false;
 };
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
@@ -120,19 +122,16 @@ void run(const RunArgs& a) {
   es.sampling.top_p = a.top_p;
   es.sampling.seed = a.seed;
   es.sampling.eos_token = a.eos_token.value_or(-1);
-  TraceReadOptions read;
-  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
-  read.on_bad_row = parse_bad_row_policy(a.on_bad_row);
-  TraceSource source(a.trace, read, a.max_requests);
+  TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
   std::optional<OutputDir> dir;
   std::ofstream requests_file, steps_file;
   std::unique_ptr<RequestCsvWriter> request_writer;
   std::unique_ptr<StepCsvWriter> step_writer;
-  if (!a.out_dir.empty()) {
+  if (!a.out.dir.empty()) {
     std::vector<std::string> files = {"requests.csv", "summary.json"};
     if (!a.no_steps) files.push_back("steps.csv");
-    dir.emplace(a.out_dir, a.overwrite, files);
+    dir.emplace(a.out.dir, a.out.overwrite, files);
   }
   Engine engine(es);  // loads the weights: after every cheap check
   if (const std::string plan = engine.memory_plan_line(); !plan.empty()) std::cerr << plan << "\n";
@@ -165,8 +164,8 @@ void run(const RunArgs& a) {
   context.simulated_time_s = to_seconds(stats.end_time);
   context.wall_time_s = stats.wall_time_s;
   nlohmann::ordered_json& echo = context.config;
-  echo["trace"] = a.trace;
-  if (a.max_requests > 0) echo["max_requests"] = a.max_requests;
+  echo["trace"] = a.in.path;
+  if (a.in.max_requests > 0) echo["max_requests"] = a.in.max_requests;
   echo["time_scale"] = a.time_scale;
   echo["asap"] = a.asap;
   const nlohmann::ordered_json settings = engine.config_echo();
@@ -179,14 +178,14 @@ void run(const RunArgs& a) {
   const Summary summary = sink.collector.summarize(context);
   if (dir) {
     requests_file.flush();
-    if (!requests_file) throw Error(a.out_dir + "/requests.csv: write failed");
+    if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
     if (step_writer) {
       steps_file.flush();
-      if (!steps_file) throw Error(a.out_dir + "/steps.csv: write failed");
+      if (!steps_file) throw Error(a.out.dir + "/steps.csv: write failed");
     }
     std::ofstream summary_file = dir->open("summary.json");
     write_summary_json(summary_file, summary);
-    if (!summary_file) throw Error(a.out_dir + "/summary.json: write failed");
+    if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
   }
   const auto& report = source.reader().report();
   if (report.skipped_bad > 0 || report.reordered > 0) {
@@ -200,11 +199,11 @@ void run(const RunArgs& a) {
   if (stats.unserved > 0) std::cerr << "warning: " << stats.unserved << " requests could never be scheduled\n";
   print_summary_table(std::cout, summary);
   std::cout << "Ran " << stats.steps << " steps in " << stats.wall_time_s << " s wall\n";
-  if (!a.out_dir.empty()) std::cout << "Wrote results to " << a.out_dir << "\n";
+  if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
   if (stats.stopped) {
     throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": " +
                 std::to_string(stats.interrupted) + " requests in flight aborted (reason 'interrupted'), the rest never "
-                "submitted; the records so far are written" + (a.out_dir.empty() ? "" : " to " + a.out_dir));
+                "submitted; the records so far are written" + (a.out.dir.empty() ? "" : " to " + a.out.dir));
   }
 }
 
@@ -212,7 +211,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   auto args = std::make_shared<RunArgs>();
   auto* sub = root.add_subcommand("run", "Serve a request trace on the real engine against the wall clock");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->required()->check(non_empty());
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
   sub->add_option("--dtype", a.dtype, "Weight storage: auto (checkpoint's f32/bf16), f32 or bf16 (also float32, float, bfloat16)");
@@ -235,12 +234,8 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
                   "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")->check(real_range(0, 1, true));
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
-  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here")->check(non_empty());
-  sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
+  add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
-  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests")->check(CLI::NonNegativeNumber);
-  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
-  sub->add_option("--on-bad-row", a.on_bad_row, "error or skip");
   sub->callback([args] { run(*args); });
 }};
 

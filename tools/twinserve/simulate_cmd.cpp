@@ -18,6 +18,7 @@
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 
@@ -25,15 +26,16 @@ namespace twin::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string trace, config_path, out_dir, trace_format, on_bad_row = "error";
+  TraceInputFlags in;
+  OutputFlags out;
+  std::string config_path;
   std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo, replay;
   std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   std::optional<double> gpu_memory_utilization;
   std::optional<std::uint64_t> seed;
   SchedulerFlags sched;
-  std::int64_t max_requests = 0;
-  bool no_steps = false, overwrite = false, no_progress = false, explain_memory = false;
+  bool no_steps = false, no_progress = false, explain_memory = false;
   std::string explain_ops;  // step shapes to price op by op, then exit
 };
 
@@ -101,19 +103,16 @@ void run(const SimulateArgs& a) {
     std::cout << explain_ops(cluster, a.explain_ops);
     return;
   }
-  if (a.trace.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
-  TraceReadOptions read;
-  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
-  read.on_bad_row = parse_bad_row_policy(a.on_bad_row);
-  TraceSource source(a.trace, read, a.max_requests);
+  if (a.in.path.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
+  TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
   RunOutputs outputs;
-  outputs.out_dir = a.out_dir;
-  outputs.overwrite = a.overwrite;
+  outputs.out_dir = a.out.dir;
+  outputs.overwrite = a.out.overwrite;
   outputs.write_steps = !a.no_steps;
   outputs.progress = !a.no_progress;
   nlohmann::ordered_json extra;
-  extra["trace"] = a.trace;
-  if (a.max_requests > 0) extra["max_requests"] = a.max_requests;
+  extra["trace"] = a.in.path;
+  if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   const RunResult result = run_simulation(config, source, outputs, extra);
   if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
@@ -131,14 +130,14 @@ void run(const SimulateArgs& a) {
   print_summary_table(std::cout, result.summary);
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
             << result.wall_time_s << " s wall\n";
-  if (!a.out_dir.empty()) std::cout << "Wrote results to " << a.out_dir << "\n";
+  if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
 }
 
 const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto args = std::make_shared<SimulateArgs>();
   auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads)")->check(non_empty());
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", false);
   sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
   sub->add_option("--explain-ops", a.explain_ops,
                   "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
@@ -158,16 +157,12 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
-  sub->add_option("--num-gpu-blocks-override", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
+  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
-  sub->add_option("--out", a.out_dir, "Write requests.csv, steps.csv and summary.json here")->check(non_empty());
-  sub->add_flag("--overwrite", a.overwrite, "Replace result files already in --out");
+  add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
   sub->add_flag("--no-progress", a.no_progress, "No progress line on stderr");
-  sub->add_option("--max-requests", a.max_requests, "Stop reading the trace after this many requests")->check(CLI::NonNegativeNumber);
-  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
-  sub->add_option("--on-bad-row", a.on_bad_row, "error or skip");
   sub->callback([args] { run(*args); });
 }};
 

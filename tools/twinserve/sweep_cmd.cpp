@@ -13,17 +13,18 @@
 #include "planner/loaded_trace.hpp"
 #include "planner/sweep.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 namespace {
 
 struct SweepArgs {
-  std::string config_path, trace, out_dir, trace_format, slo;
+  TraceInputFlags in;
+  OutputFlags out;
+  std::string config_path, slo;
   std::vector<std::string> vary;
-  std::int64_t max_requests = 0;
   int jobs = 0;
-  bool overwrite = false;
 };
 
 void run_sweep_command(const SweepArgs& a) {
@@ -33,22 +34,19 @@ void run_sweep_command(const SweepArgs& a) {
   std::vector<VaryAxis> axes;
   for (const auto& v : a.vary) axes.push_back(parse_vary(v));
   check_vary_axes(base, axes);
-  if (a.max_requests < 0) throw UsageError("--max-requests: expected 0 (all) or a positive count");
   std::optional<OutputDir> dir;
-  if (!a.out_dir.empty()) dir.emplace(a.out_dir, a.overwrite, std::vector<std::string>{"sweep.csv"});
-  TraceReadOptions read;
-  if (!a.trace_format.empty()) read.format = parse_format_name(a.trace_format);
-  const LoadedTrace trace = load_trace(a.trace, read);
+  if (!a.out.dir.empty()) dir.emplace(a.out.dir, a.out.overwrite, std::vector<std::string>{"sweep.csv"});
+  const LoadedTrace trace = load_trace(a.in.path, trace_read_options(a.in));
   SweepOptions options;
-  options.max_requests = static_cast<std::size_t>(a.max_requests);
+  options.max_requests = static_cast<std::size_t>(a.in.max_requests);
   options.jobs = a.jobs;
   const std::vector<SweepPoint> points = run_sweep(base, axes, trace, options);
   print_sweep_table(std::cout, axes, points);
   if (dir) {
     std::ofstream f = dir->open("sweep.csv");
     write_sweep_csv(f, axes, points);
-    if (!f) throw Error(a.out_dir + "/sweep.csv: write failed");
-    std::cout << "Wrote " << a.out_dir << "/sweep.csv\n";
+    if (!f) throw Error(a.out.dir + "/sweep.csv: write failed");
+    std::cout << "Wrote " << a.out.dir << "/sweep.csv\n";
   }
 }
 
@@ -56,15 +54,12 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
   auto args = std::make_shared<SweepArgs>();
   auto& a = *args;
   auto* sub = root.add_subcommand("sweep", "Run a grid of simulations over cluster-config keys (what-if studies)");
-  sub->add_option("--trace", a.trace, "Request trace")->required()->check(non_empty());
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   sub->add_option("--config", a.config_path, "Base cluster config JSON (docs/simulate.md); default: one llama-3.1-8b on h100-80gb");
   sub->add_option("--vary", a.vary, "KEY=V1,V2,... (repeatable: the grid is the cartesian product)")->required();
   sub->add_option("--slo", a.slo, "SLOs (override the config's)");
-  sub->add_option("--out", a.out_dir, "Write sweep.csv here")->check(non_empty());
-  sub->add_flag("--overwrite", a.overwrite, "Replace sweep.csv already in --out");
-  sub->add_option("--max-requests", a.max_requests, "Use the trace's first N requests (default: all)")->check(CLI::NonNegativeNumber);
+  add_output_flags(*sub, a.out, "Write sweep.csv here", false);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
-  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] { run_sweep_command(*args); });
 }};
 

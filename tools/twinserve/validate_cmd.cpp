@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "validate/report.hpp"
@@ -20,25 +21,25 @@ namespace twin::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string trace, model, profile, out_dir = "validation", loads = "0.3,0.6,0.9", backend = "cpu", trace_format;
+  TraceInputFlags in;
+  OutputFlags out{"validation", false};
+  std::string model, profile, loads = "0.3,0.6,0.9", backend = "cpu";
   std::string dtype, kv_cache_dtype, hw;
   double gpu_memory_utilization = 0.9;
-  std::int64_t max_requests = 0;
   std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0, engine_repeats = 1;
   std::uint64_t seed = 0;
   SchedulerFlags sched;
-  bool overwrite = false, no_plots = false, quiet = false;
+  bool no_plots = false, quiet = false;
 };
 
 void run(const ValidateArgs& a) {
   ValidateOptions o;
-  o.trace = a.trace;
-  o.trace_format = a.trace_format;
+  o.trace = a.in.path;
+  o.read = trace_read_options(a.in);
   o.model = a.model;
   o.profile = a.profile;
   o.loads = parse_loads(a.loads);
-  if (a.max_requests < 0) throw UsageError("--max-requests must be >= 0");
-  o.max_requests = a.max_requests;
+  o.max_requests = a.in.max_requests;
   o.backend = a.backend;
   o.threads = a.threads;
   o.seed = a.seed;
@@ -51,8 +52,8 @@ void run(const ValidateArgs& a) {
   o.roofline_hardware = a.hw;
   o.gpu_memory_utilization = a.gpu_memory_utilization;
   o.max_model_len = a.max_model_len;
-  o.out_dir = a.out_dir;
-  o.overwrite = a.overwrite;
+  o.out_dir = a.out.dir;
+  o.overwrite = a.out.overwrite;
   o.plots = !a.no_plots;
   o.engine_repeats = a.engine_repeats;
   if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "validate: " << line << "\n"; };
@@ -78,11 +79,10 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   auto args = std::make_shared<ValidateArgs>();
   auto* sub = root.add_subcommand("validate", "Engine vs simulator on the same requests at several loads, with a report");
   auto& a = *args;
-  sub->add_option("--trace", a.trace, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load")->required()->check(non_empty());
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load", true);
   sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
   sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
-  sub->add_option("--max-requests", a.max_requests, "Use the first N requests of the trace")->check(CLI::NonNegativeNumber);
   sub->add_option("--backend", a.backend, "Engine backend: auto, cpu or cuda");
   sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)")->check(thread_count());
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
@@ -95,14 +95,12 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--dtype", a.dtype, "Engine weight storage (default: the profile's; must agree with it)");
   sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "Engine KV cache storage (default: the profile's; must agree with it)");
   sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
-  sub->add_option("--out", a.out_dir, "Output folder (default ./validation)")->check(non_empty());
+  add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
                   "and runs 2.. against run 1 show the machine's run-to-run noise")->check(int_range(1, 1000));
-  sub->add_flag("--overwrite", a.overwrite, "Replace results already in --out");
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
   sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
-  sub->add_option("--format", a.trace_format, "Trace format (default: detected)");
   sub->callback([args] { run(*args); });
 }};
 
