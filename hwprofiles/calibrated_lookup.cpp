@@ -1,6 +1,7 @@
 #include "hwprofiles/calibrated_lookup.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -203,10 +204,18 @@ StepLookup lookup_step(const CalibratedTables& tables, const ModelDesc& model, c
   step_ops(model, batch, layout, weights, kv, stage, scratch);
   if (scratch.empty()) return s;
   for (const SeqShape& q : batch.seqs) s.num_seqs += q.new_tokens > 0 ? 1 : 0;
+  // Each timed op the step runs adds its fixed cost once, to its first op.
+  const OpTimes& fixed = tables.profile().overhead.op_fixed_ns;
+  std::array<bool, kNumTimedOps> charged{};
+  const bool moe = model.is_moe();
   for (const Op& op : scratch) {
     const OpLookup l = tables.op_time(op);
     const double t = l.time_ns * op.repeat;
-    const double scaled = t * tables.op_scale(op.kind);
+    double scaled = t * tables.op_scale(op.kind);
+    if (const int k = timed_op_of(op.kind, moe); k >= 0 && !charged[static_cast<std::size_t>(k)]) {
+      charged[static_cast<std::size_t>(k)] = true;
+      scaled += fixed[static_cast<std::size_t>(k)];
+    }
     s.ops_ns += t;
     s.scaled_ops_ns += scaled;
     s.out_of_range += l.out_of_range ? 1 : 0;

@@ -201,6 +201,9 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     if (table_kind(kind) != TableKind::none) scales[std::string(op_name(kind))] = p.overhead.op_scales[k];
   }
   over["op_scales"] = std::move(scales);
+  OJson fixed = OJson::object();
+  for (int k = 0; k < kNumTimedOps; ++k) fixed[std::string(kTimedOpNames[k])] = p.overhead.op_fixed_ns[k];
+  over["op_fixed_ns"] = std::move(fixed);
   const StepFitQuality& q = p.overhead.fit;
   OJson fit;
   fit["steps"] = q.steps;
@@ -332,8 +335,8 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   // them reads as op_scale 1 and no idle warm-up.
   std::set<std::string> over_keys = {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples",
                                      "idle_samples"};
-  if (v2) over_keys.insert({"op_scales", "fit"});
-  r.check_keys(over, "step_overhead", over_keys, {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"});
+  if (v2) over_keys.insert({"op_scales", "op_fixed_ns", "fit"});
+  r.check_keys(over, "step_overhead", over_keys, {"op_scale", "op_fixed_ns", "idle_ns", "idle_tau_ns", "idle_samples"});
   if (v2) {
     // A kind left out reads as 1; a kind without a table is an error.
     const Json& scales = over.at("op_scales");
@@ -347,6 +350,18 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
       }
       if (table_kind(kind) == TableKind::none) r.fail("step_overhead.op_scales." + name, "op '" + name + "' has no table");
       p.overhead.op_scales[static_cast<std::size_t>(kind)] = r.positive(scales, "step_overhead.op_scales", name.c_str());
+    }
+    if (over.contains("op_fixed_ns")) {
+      // Keyed by the runner's timed ops; one left out reads as 0.
+      const Json& fixed = over.at("op_fixed_ns");
+      if (!fixed.is_object()) r.fail("step_overhead.op_fixed_ns", "expected a JSON object, got " + json_excerpt(fixed));
+      for (const auto& [name, value] : fixed.items()) {
+        int k = 0;
+        while (k < kNumTimedOps && kTimedOpNames[k] != name) ++k;
+        if (k == kNumTimedOps) r.fail("step_overhead.op_fixed_ns." + excerpt(name, 80), "not one of the runner's timed ops");
+        p.overhead.op_fixed_ns[static_cast<std::size_t>(k)] =
+            r.non_negative(fixed, "step_overhead.op_fixed_ns", name.c_str());
+      }
     }
     const Json& fit = over.at("fit");
     const std::string fp = "step_overhead.fit";

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/forward_program.hpp"
 #include "models/step_ops.hpp"
 
 namespace twin {
@@ -115,6 +116,10 @@ inline std::array<double, kNumOpKinds> unit_op_scales() {
 // quiet); 0 when idle_tau_ns is 0.
 struct StepOverhead {
   std::array<double, kNumOpKinds> op_scales = unit_op_scales();  // by OpKind
+  // By the runner's timed op (models/forward_program): the fixed cost its
+  // calls add to a step that runs it, beyond their scaled tables; zeros in
+  // profiles written before it was fitted.
+  OpTimes op_fixed_ns{};
   StepFitQuality fit;
   double op_scale = 1;
   double base_ns = 0;

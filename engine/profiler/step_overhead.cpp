@@ -283,22 +283,31 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
   const std::vector<double> w = relative_weights(measured);
   auto scaled_ops = [&](const OpTimes& table) {
     double t = 0;
-    for (int k = 0; k < kNumTimedOps; ++k) t += fit.scales[k] * table[k];
+    for (int k = 0; k < kNumTimedOps; ++k) t += fit.scales[k] * table[k] + (table[k] > 0 ? fit.fixed[k] : 0.0);
     return fit.op_scale * t;
   };
   if (any_in_situ) {
     fit.per_kind = true;
     for (int k = 0; k < kNumTimedOps; ++k) {
-      // min sum ((s t - m) / M)^2 over the groups, M the group's measured
-      // step: s = sum t m / M^2 / sum t^2 / M^2.
-      double num = 0, den = 0;
+      // in_situ ~ s x table + c per step (s > 0, c >= 0), minimising
+      // sum ((s t + c - u) / M)^2 over the groups, M the group's measured
+      // step. The intercept keeps a fixed cost per call (a thread pool's
+      // dispatch, a launch gap) out of the scale, which alone would
+      // stretch it to the small groups and overshoot the large ones.
+      std::vector<std::vector<double>> x;
+      std::vector<double> y, w1;
       for (const Median& m : med) {
         if (!(m.table[k] > 0) || !(m.in_situ[k] > 0) || !(m.measured > 0)) continue;
-        const double t = m.table[k] / m.measured, u = m.in_situ[k] / m.measured;
-        num += t * u;
-        den += t * t;
+        x.push_back({m.table[k] / m.measured, 1.0 / m.measured});
+        y.push_back(m.in_situ[k] / m.measured);
+        w1.push_back(1.0);
       }
-      if (den > 0 && num > 0) fit.scales[k] = num / den;
+      if (x.empty()) continue;
+      // One group cannot tell a scale from an intercept: scale only.
+      const std::vector<double> st =
+          x.size() < 2 ? nonneg_lsq({{x[0][0]}}, y, w1, true, {1.0}) : nonneg_lsq(x, y, w1, true, {1.0, 0.0});
+      if (st[0] > 0) fit.scales[k] = st[0];
+      if (st.size() > 1) fit.fixed[k] = st[1];
     }
     // The step terms on what the scaled ops leave unexplained.
     std::vector<std::vector<double>> x;
@@ -390,6 +399,7 @@ StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const Cal
     const int t = timed_op_of(static_cast<OpKind>(k), moe);
     if (t >= 0) o.op_scales[static_cast<std::size_t>(k)] = fit.scales[static_cast<std::size_t>(t)];
   }
+  o.op_fixed_ns = fit.fixed;
   o.fit = fit.quality;
   o.samples = fit.samples;
   return o;

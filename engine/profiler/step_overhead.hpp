@@ -76,6 +76,10 @@ struct StepSample {
 
 struct OpScaleFit {
   OpTimes scales{};  // by timed op; 1 where nothing was timed
+  // By timed op: what its calls cost in a step beyond their scaled tables
+  // (the in-situ time's intercept: a CPU thread pool's dispatch, a GPU's
+  // launch gaps), added once per step that runs the op.
+  OpTimes fixed{};
   double op_scale = 1;  // the global factor: 1 unless fitted without in-situ times
   double base_ns = 0;
   double per_seq_ns = 0;

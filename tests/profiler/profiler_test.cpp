@@ -283,7 +283,7 @@ namespace {
 // in-situ op times are exactly `scales` x the table times and whose measured
 // time adds base + per_seq x seqs. In each group one step runs in a slow
 // spell (everything 1.4x): the groups' medians must ignore it.
-std::vector<StepSample> synthetic_steps(const OpTimes& scales, double base, double per_seq) {
+std::vector<StepSample> synthetic_steps(const OpTimes& scales, double base, double per_seq, const OpTimes& fixed = {}) {
   std::vector<StepSample> out;
   const struct {
     const char* group;
@@ -304,7 +304,7 @@ std::vector<StepSample> synthetic_steps(const OpTimes& scales, double base, doub
         const double t = (1000.0 + 37.0 * k) * (op == TimedOp::attention ? g.scale_tokens * g.scale_tokens
                                                                            : g.scale_tokens + 0.1 * k);
         s.table_ns[k] = t;
-        s.in_situ_ns[k] = scales[k] * t;
+        s.in_situ_ns[k] = scales[k] * t + fixed[k];
         in_situ += s.in_situ_ns[k];
       }
       s.measured_ns = in_situ + base + per_seq * g.seqs;
@@ -374,6 +374,26 @@ TEST_CASE("the per-kind fit recovers each op kind's scale and the step terms fro
   for (double v : global.scales) CHECK(v == 1);
   CHECK(global.op_scale > 0);
   CHECK(fit_op_scales({}).quality.steps == 0);
+}
+
+TEST_CASE("a fixed cost per step of an op kind is fitted apart from its scale") {
+  // In-situ = scale x table + a fixed cost (a thread pool's dispatch, a
+  // launch gap): a scale alone would stretch to the small groups.
+  OpTimes scales, fixed{};
+  scales.fill(1.0);
+  scales[static_cast<int>(TimedOp::rmsnorm)] = 1.3;
+  scales[static_cast<int>(TimedOp::qkv_proj)] = 1.1;
+  fixed[static_cast<int>(TimedOp::rmsnorm)] = 40e3;
+  fixed[static_cast<int>(TimedOp::rotary)] = 15e3;
+  const OpScaleFit fit = fit_op_scales(synthetic_steps(scales, 5e3, 300, fixed));
+  for (int k = 0; k < kNumTimedOps; ++k) {
+    CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
+    CHECK(fit.scales[k] == Approx(scales[k]).epsilon(1e-6));
+    CHECK(fit.fixed[k] == Approx(fixed[k]).margin(1e-3));
+  }
+  CHECK(fit.base_ns == Approx(5e3).epsilon(1e-6));
+  CHECK(fit.per_seq_ns == Approx(300).epsilon(1e-6));
+  for (const OverheadSample& x : fit.samples) CHECK(x.predicted_ns == Approx(x.measured_ns).epsilon(1e-9));
 }
 
 TEST_CASE("op kinds map to the runner's timed ops, and fit_step_overhead gives every kind of one its scale") {

@@ -297,7 +297,7 @@ TEST_CASE("a profile without op_scale, idle terms or rounds reads as scale 1, no
   nlohmann::json j = nlohmann::json::parse(calibrated_profile_text(tiny_profile()));
   // As version 1 wrote it (before the per-kind scales).
   j["version"] = 1;
-  for (const char* key : {"op_scales", "fit"}) j["step_overhead"].erase(key);
+  for (const char* key : {"op_scales", "op_fixed_ns", "fit"}) j["step_overhead"].erase(key);
   for (auto& s : j["step_overhead"]["samples"])
     for (const char* key : {"in_situ_ns", "predicted_ns"}) s.erase(key);
   for (const char* key : {"op_scale", "idle_ns", "idle_tau_ns", "idle_samples"}) j["step_overhead"].erase(key);
@@ -376,7 +376,7 @@ TEST_CASE("per-kind op scales round-trip, and version 1 profiles read with scale
   // Version 1: no per-kind scales; its op_scale still multiplies every op.
   nlohmann::json v1 = j;
   v1["version"] = 1;
-  for (const char* key : {"op_scales", "fit"}) v1["step_overhead"].erase(key);
+  for (const char* key : {"op_scales", "op_fixed_ns", "fit"}) v1["step_overhead"].erase(key);
   for (auto& s : v1["step_overhead"]["samples"])
     for (const char* key : {"in_situ_ns", "predicted_ns"}) s.erase(key);
   v1["step_overhead"]["op_scale"] = 1.25;
