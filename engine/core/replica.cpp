@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/option_values.hpp"
 #include "engine/core/scheduler.hpp"
 
 namespace twin {
@@ -29,23 +30,12 @@ namespace {
 const char* const kKvKeys[] = {"block_size", "enable_prefix_caching", "num_gpu_blocks", "num_blocks",
                                "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight"};
 
-std::int32_t parse_int(std::string_view key, std::string_view value, std::int32_t lo, std::int32_t hi) {
-  std::int32_t v = 0;
-  const auto* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (value.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
-    throw UsageError("replica option '" + excerpt(key) + "': bad value '" + excerpt(value) +
-                     "', expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return v;
-}
+constexpr std::string_view kWhat = "replica option";
 
-bool parse_bool(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
-  if (value == "false" || value == "0" || value == "off" || value == "no") return false;
-  throw UsageError("replica option '" + excerpt(key) + "': bad value '" + excerpt(value) +
-                   "', expected true or false");
+std::int32_t parse_int(std::string_view key, std::string_view value, std::int32_t lo, std::int32_t hi) {
+  return static_cast<std::int32_t>(option_int(kWhat, key, value, lo, hi));
 }
+bool parse_bool(std::string_view key, std::string_view value) { return option_bool(kWhat, key, value); }
 
 }  // namespace
 

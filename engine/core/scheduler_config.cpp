@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/option_values.hpp"
 
 namespace twin {
 
@@ -16,47 +17,20 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string bad_value(std::string_view key, std::string_view value, std::string_view expected) {
-  return "scheduler option '" + excerpt(key) + "': bad value '" + excerpt(value) + "', expected " +
-         std::string(expected);
-}
+constexpr std::string_view kWhat = "scheduler option";
 
 std::int64_t parse_int(std::string_view key, std::string_view value, std::int64_t lo, std::int64_t hi) {
-  std::int64_t v = 0;
-  const auto* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (value.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
-    throw UsageError(bad_value(key, value, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
-  }
-  return v;
+  return option_int(kWhat, key, value, lo, hi);
 }
-
 double parse_double(std::string_view key, std::string_view value, double lo, double hi) {
-  // std::from_chars for double is in libstdc++ 11+; keep one parser.
-  double v = 0;
-  const auto* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, v);
-  if (value.empty() || ec != std::errc{} || ptr != end || !(v >= lo && v <= hi)) {
-    throw UsageError(bad_value(key, value, "a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
-  }
-  return v;
+  return option_real(kWhat, key, value, lo, hi);
 }
-
-bool parse_bool(std::string_view key, std::string_view value) {
-  if (value == "true" || value == "1" || value == "on" || value == "yes") return true;
-  if (value == "false" || value == "0" || value == "off" || value == "no") return false;
-  throw UsageError(bad_value(key, value, "true or false"));
-}
-
+bool parse_bool(std::string_view key, std::string_view value) { return option_bool(kWhat, key, value); }
 template <class Enum, std::size_t N>
 Enum parse_enum(std::string_view key, std::string_view value, const std::pair<const char*, Enum> (&table)[N]) {
-  std::vector<std::string> known;
-  for (const auto& [name, e] : table) {
-    if (value == name) return e;
-    known.emplace_back(name);
-  }
-  throw UsageError(bad_value(key, value, "one of: " + join(known)));
+  return option_enum(kWhat, key, value, table);
 }
+
 
 constexpr std::pair<const char*, BatchingMode> kBatching[] = {
     {"continuous", BatchingMode::continuous}, {"static", BatchingMode::static_batch}, {"dynamic", BatchingMode::dynamic}};
@@ -144,7 +118,7 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
     if (bounds.empty() || !std::is_sorted(bounds.begin(), bounds.end())) {
-      throw UsageError(bad_value(key, value, "increasing comma-separated prompt lengths, e.g. 256,1024,4096"));
+      throw UsageError(bad_option_value(kWhat, key, value, "increasing comma-separated prompt lengths, e.g. 256,1024,4096"));
     }
     c.length_bucket_bounds = std::move(bounds);
   } else if (key == "preemption") {
