@@ -235,7 +235,7 @@ StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const
 }
 
 
-OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
+OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs) {
   OpScaleFit fit;
   fit.scales.fill(1.0);
   if (steps.empty()) return fit;
@@ -304,8 +304,14 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
       }
       if (x.empty()) continue;
       // One group cannot tell a scale from an intercept: scale only.
-      const std::vector<double> st =
-          x.size() < 2 ? nonneg_lsq({{x[0][0]}}, y, w1, true, {1.0}) : nonneg_lsq(x, y, w1, true, {1.0, 0.0});
+      std::vector<double> st;
+      if (x.size() < 2 || !fixed_costs) {
+        std::vector<std::vector<double>> scale_only;
+        for (const std::vector<double>& row : x) scale_only.push_back({row[0]});
+        st = nonneg_lsq(scale_only, y, w1, true, {1.0});
+      } else {
+        st = nonneg_lsq(x, y, w1, true, {1.0, 0.0});
+      }
       if (st[0] > 0) fit.scales[k] = st[0];
       if (st.size() > 1) fit.fixed[k] = st[1];
     }
@@ -369,7 +375,7 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
 }
 
 StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
-                               const ModelDesc& model, Dtype weights, Dtype kv) {
+                               const ModelDesc& model, Dtype weights, Dtype kv, bool fixed_costs) {
   const bool moe = model.is_moe();
   std::vector<StepSample> samples;
   std::vector<Op> ops;
@@ -390,7 +396,7 @@ StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const Cal
     }
     samples.push_back(std::move(x));
   }
-  const OpScaleFit fit = fit_op_scales(samples);
+  const OpScaleFit fit = fit_op_scales(samples, fixed_costs);
   StepOverhead o;
   o.op_scale = fit.op_scale;
   o.base_ns = fit.base_ns;

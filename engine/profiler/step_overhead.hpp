@@ -102,13 +102,16 @@ struct OpScaleFit {
 // the relative error of the step. Without in-situ
 // times (every in_situ_ns 0), the global fit_step_terms. The quality figures
 // are over every step, not the groups' medians.
-OpScaleFit fit_op_scales(const std::vector<StepSample>& steps);
+// `fixed_costs` false: scales alone (no per-op intercept), as profiles
+// before op_fixed_ns were fitted; kept to measure the difference.
+OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs = true);
 
 // Prices each step's ops from the tables, groups the steps by scenario and
 // class and fits the step model (fit_op_scales): the profile's StepOverhead
 // less the idle terms.
 StepOverhead fit_step_overhead(const std::vector<MeasuredStep>& steps, const CalibratedTables& tables,
-                               const ModelDesc& model, Dtype weights, Dtype kv);
+                               const ModelDesc& model, Dtype weights, Dtype kv,
+                               bool fixed_costs = true);
 
 // The warm-up a step pays after the engine sat idle (StepOverhead's idle
 // terms). Each round submits one request of `prompt` tokens (output 1: one

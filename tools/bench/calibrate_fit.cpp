@@ -1,7 +1,8 @@
 // bench_calibrate_fit: how well a calibrated profile of `small` prices whole
 // engine steps on this CPU, by batch composition (decode-only, prefill-only,
-// mixed), with the per-kind op scales fitted from in-situ op times against
-// the single global scale of profile version 1, on the same tables.
+// mixed), with the per-kind op scales and fixed costs fitted from in-situ op
+// times, against the same scales without fixed costs and the single global
+// scale of profile version 1, on the same tables and steps.
 //
 // A quick calibration (`calibrate --model small --quick`, one round) gives
 // the tables; both step models are fitted on the same steps (the quick
@@ -88,24 +89,32 @@ int main() {
   std::vector<MeasuredStep> untimed = fit_steps;
   for (MeasuredStep& s : untimed) s.op_ns.fill(0.0);
   const CalibratedTables tables(calibrated, "quick");
-  CalibratedProfile per_kind = calibrated, global = calibrated;
+  CalibratedProfile per_kind = calibrated, scales_only = calibrated, global = calibrated;
   per_kind.overhead = fit_step_overhead(fit_steps, tables, model, Dtype::fp32, Dtype::fp32);
+  scales_only.overhead = fit_step_overhead(fit_steps, tables, model, Dtype::fp32, Dtype::fp32, false);
   global.overhead = fit_step_overhead(untimed, tables, model, Dtype::fp32, Dtype::fp32);
   std::printf("per-kind step model: scales");
   for (const CurveTable& t : calibrated.gemm)
     std::printf(" %s %.2f", std::string(op_name(t.op)).c_str(), per_kind.overhead.op_scales[static_cast<int>(t.op)]);
   for (const CurveTable& t : calibrated.elementwise)
     std::printf(" %s %.2f", std::string(op_name(t.op)).c_str(), per_kind.overhead.op_scales[static_cast<int>(t.op)]);
-  std::printf(" attention %.2f + %.0f us + %.0f us per seq\n",
-              per_kind.overhead.op_scales[static_cast<int>(OpKind::attn_prefill)], per_kind.overhead.base_ns / 1e3,
-              per_kind.overhead.per_seq_ns / 1e3);
+  std::printf(" attention %.2f; fixed us per step", per_kind.overhead.op_scales[static_cast<int>(OpKind::attn_prefill)]);
+  for (int k = 0; k < kNumTimedOps; ++k) {
+    if (per_kind.overhead.op_fixed_ns[k] > 0) {
+      std::printf(" %s %.0f", std::string(kTimedOpNames[k]).c_str(), per_kind.overhead.op_fixed_ns[k] / 1e3);
+    }
+  }
+  std::printf("; + %.0f us + %.0f us per seq\n", per_kind.overhead.base_ns / 1e3, per_kind.overhead.per_seq_ns / 1e3);
+  std::printf("scales-only step model (no fixed costs): + %.0f us + %.0f us per seq\n",
+              scales_only.overhead.base_ns / 1e3, scales_only.overhead.per_seq_ns / 1e3);
   std::printf("version 1 step model: %.3f x ops + %.0f us + %.0f us per seq\n", global.overhead.op_scale,
               global.overhead.base_ns / 1e3, global.overhead.per_seq_ns / 1e3);
 
   std::printf("\n%-13s %-8s %5s %11s %11s %10s %10s %10s %10s\n", "step model", "class", "steps", "measured ms",
               "predicted ms", "total err", "p50 err", "mean |err|", "max |err|");
   for (const auto& [name, profile] :
-       std::vector<std::pair<const char*, const CalibratedProfile*>>{{"per-kind", &per_kind}, {"global (v1)", &global}}) {
+       std::vector<std::pair<const char*, const CalibratedProfile*>>{
+           {"per-kind", &per_kind}, {"scales only", &scales_only}, {"global (v1)", &global}}) {
     const CalibratedTables tables(*profile, name);
     Row rows[3];
     std::vector<Op> scratch;
