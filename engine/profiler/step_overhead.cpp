@@ -277,7 +277,7 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
         num += t * u;
         den += t * t;
       }
-      if (den > 0 && num > 0) fit.scales[k] = num / den;
+      if (den > 0 && num > 0) fit.scales[k] = std::clamp(num / den, kMinOpScale, kMaxOpScale);
     }
     // The step terms on what the scaled ops leave unexplained.
     std::vector<std::vector<double>> x;
@@ -293,7 +293,8 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps) {
     std::vector<std::array<double, 3>> features;
     for (const Median& m : med) features.push_back({m.table_sum, 1.0, m.seqs});
     const StepFit f = fit_step_terms(features, measured);
-    fit.op_scale = f.op_scale;
+    // The profile reader's range (a fit from degenerate samples may leave it).
+    fit.op_scale = std::clamp(f.op_scale, kMinOpScale, kMaxOpScale);
     fit.base_ns = f.base_ns;
     fit.per_seq_ns = f.per_seq_ns;
   }
