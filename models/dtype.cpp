@@ -23,7 +23,7 @@ Dtype parse_dtype(std::string_view text) {
   if (text == "float32") return Dtype::fp32;
   if (text == "float16") return Dtype::fp16;
   if (text == "bfloat16") return Dtype::bf16;
-  throw UsageError("unknown dtype '" + std::string(text) +
+  throw UsageError("unknown dtype '" + excerpt(text) +
                    "'; expected one of: fp32, fp16, bf16, fp8, int8 (or float32, float16, bfloat16)");
 }
 
