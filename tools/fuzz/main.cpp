@@ -4,7 +4,8 @@
 //
 //   twin_fuzz --reader NAME|all --iterations N --seed S
 //   twin_fuzz --reader NAME --seed S --dump I        input I of that run, to stdout
-//   twin_fuzz --reader NAME --replay FILE_OR_DIR     run saved inputs (regressions, crashes)
+//   twin_fuzz --reader NAME --replay FILE_OR_DIR     run saved inputs (regressions, crashes);
+//                                                    a file named refuse-* must be refused, accept-* accepted
 //   twin_fuzz --list
 //
 // Exit status: 0 when no input failed (and, with --strict, every error named
@@ -116,7 +117,13 @@ int replay(const FuzzTarget& t, const std::string& path, bool strict, const Scra
     const char* verdict = out.verdict == Verdict::accepted ? "accepted"
                           : out.verdict == Verdict::refused ? "refused"
                                                             : "FAILED";
-    const bool bad = out.verdict == Verdict::failed ||
+    // A saved input may say what must become of it: refuse-* must be
+    // refused, accept-* accepted (an input once wrongly accepted, or wrongly
+    // refused, stays fixed).
+    const std::string name = files[i].filename().string();
+    const bool wrong_verdict = (name.rfind("refuse", 0) == 0 && out.verdict != Verdict::refused) ||
+                               (name.rfind("accept", 0) == 0 && out.verdict != Verdict::accepted);
+    const bool bad = out.verdict == Verdict::failed || wrong_verdict ||
                      (strict && out.verdict == Verdict::refused &&
                       (!out.names_origin || out.message.size() > kMaxMessageBytes));
     std::printf("%s %s: %s%s%s\n", bad ? "BAD" : "ok ", files[i].filename().c_str(), verdict,

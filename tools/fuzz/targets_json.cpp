@@ -63,6 +63,13 @@ std::vector<std::string> model_seeds() {
   return seeds;
 }
 
+// The loader names the file and key; the engine's shape checks after it
+// (model_config_from) see a loaded model, not a file, and name the model and
+// the key ("model 'x': hidden_act 'gelu' is not supported ...").
+bool names_model(const std::string& message, const Scratch& scratch) {
+  return names_file(message, scratch) || message.rfind("model '", 0) == 0;
+}
+
 void run_model(const std::string& input, const Scratch& scratch) {
   const ModelDesc m = load_model_file(scratch.write("input.json", input));
   // What `models show` prints.
@@ -273,13 +280,14 @@ void run_search(const std::string& input, const Scratch& scratch) {
 }
 
 FuzzTarget json_target(const char* name, const char* summary, std::vector<std::string> (*seeds)(),
-                       void (*run)(const std::string&, const Scratch&), std::size_t max_bytes = 1 << 16) {
+                       void (*run)(const std::string&, const Scratch&), std::size_t max_bytes = 1 << 16,
+                       bool (*names)(const std::string&, const Scratch&) = names_file) {
   FuzzTarget t;
   t.name = name;
   t.summary = summary;
   t.seeds = seeds;
   t.run = run;
-  t.names_origin = names_file;
+  t.names_origin = names;
   t.max_bytes = max_bytes;
   return t;
 }
@@ -289,7 +297,7 @@ FuzzTarget json_target(const char* name, const char* summary, std::vector<std::s
 std::vector<FuzzTarget> json_targets() {
   return {
       json_target("model", "model descriptor / Hugging Face config.json (load_model_file, then sizes, ops, engine shape)",
-                  model_seeds, run_model),
+                  model_seeds, run_model, 1 << 16, names_model),
       json_target("hardware", "hardware profile (load_hardware_file, then peaks and efficiencies)", hardware_seeds,
                   run_hardware),
       json_target("calibrated-profile", "calibrated profile (load_calibrated_tables, then steps priced for tiny)",

@@ -82,7 +82,7 @@ bool names_vary(const std::string& message, const Scratch&) {
 
 std::vector<std::string> length_seeds() {
   return {"lognormal:median=800:sigma=1", "lognormal:mean=200:sigma=0.8:max=4096", "uniform:32:256", "fixed:100",
-          "zipf:max=1000:s=1.2", "100"};
+          "zipf:max=1000:s=1.2", "fixed:1"};
 }
 
 void run_length(const std::string& input, const Scratch&) {
@@ -100,7 +100,7 @@ bool names_flag(const std::string& message, const Scratch&) {
 // --- generator specs: line 1 --arrivals, line 2 --shared-prefix, line 3 --sessions ---
 
 std::vector<std::string> generator_seeds() {
-  return {"poisson\n8:512:0.5\nuniform:2:8", "gamma\n1:16:1\n", "constant\n\n", "poisson\n0:0:0\nfixed:3"};
+  return {"poisson\n8:512:0.5\nuniform:2:8", "gamma\n1:16:1\n", "constant\n\n", "poisson\n2:4:0\nfixed:3"};
 }
 
 void run_generator(const std::string& input, const Scratch&) {
