@@ -1,6 +1,9 @@
 #include "tools/fuzz/driver.hpp"
 
+#include <algorithm>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <new>
 #include <typeinfo>
 
@@ -55,6 +58,28 @@ class InputStream {
   std::uint64_t counter_ = 0;
 };
 
+// Entries in /proc/self/fd and lines of /proc/self/maps; -1 without /proc.
+std::int64_t count_fds() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/self/fd", ec);
+  if (ec) return -1;
+  std::int64_t n = 0;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return -1;
+    ++n;
+  }
+  return n;
+}
+
+std::int64_t count_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  if (!maps) return -1;
+  std::int64_t n = 0;
+  std::string line;
+  while (std::getline(maps, line)) ++n;
+  return n;
+}
+
 void keep(std::vector<Finding>& list, std::size_t max, std::int64_t index, const std::string& message,
           const std::string& input) {
   if (list.size() < max) list.push_back({index, message, input});
@@ -92,9 +117,14 @@ std::string input_at(const FuzzTarget& target, const DriverOptions& options, std
   return input;
 }
 
+bool leaked(const DriverReport& report) {
+  return report.fds_gained > 0 || report.mappings_gained > std::max<std::int64_t>(1000, report.inputs / 10);
+}
+
 DriverReport run_driver(const FuzzTarget& target, const DriverOptions& options, const Scratch& scratch) {
   DriverReport report;
   InputStream stream(target, options);
+  const std::int64_t fds_before = count_fds(), mappings_before = count_mappings();
   const std::int64_t total = stream.num_seeds() + options.iterations;
   for (std::int64_t i = 0; i < total; ++i) {
     const std::string& input = stream.next();
@@ -128,6 +158,9 @@ DriverReport run_driver(const FuzzTarget& target, const DriverOptions& options, 
         break;
     }
   }
+  const std::int64_t fds_after = count_fds(), mappings_after = count_mappings();
+  if (fds_before >= 0 && fds_after >= 0) report.fds_gained = fds_after - fds_before;
+  if (mappings_before >= 0 && mappings_after >= 0) report.mappings_gained = mappings_after - mappings_before;
   return report;
 }
 

@@ -48,7 +48,15 @@ struct DriverReport {
   std::int64_t long_messages = 0;   // refused with a message over kMaxMessageBytes
   std::int64_t seeds_refused = 0;   // a seed the reader does not take: the harness is wrong
   std::vector<Finding> failures, no_origin, too_long, bad_seeds;
+  // Open file descriptors and memory mappings gained over the run (Linux
+  // /proc; 0 elsewhere): a reader that leaks either on a refused input
+  // gains one per input.
+  std::int64_t fds_gained = 0, mappings_gained = 0;
 };
+
+// What counts as a leak: any descriptor; mappings beyond the allocator's
+// own slack (it maps and keeps arenas), which a leak per input soon passes.
+bool leaked(const DriverReport& report);
 
 // Input number `index` of a run (for --dump): seeds first, then mutations.
 std::string input_at(const FuzzTarget& target, const DriverOptions& options, std::int64_t index);

@@ -93,12 +93,17 @@ int fuzz(const FuzzTarget& t, const DriverOptions& options, bool strict, const S
               static_cast<long long>(r.without_origin), static_cast<long long>(r.long_messages), kMaxMessageBytes);
   // Wall time is printed for people; nothing depends on it.
   std::printf("  %.0f inputs/s\n", seconds > 0 ? static_cast<double>(r.inputs) / seconds : 0.0);
+  if (leaked(r)) {
+    std::printf("  LEAKED over the run: %lld file descriptors, %lld memory mappings\n",
+                static_cast<long long>(r.fds_gained), static_cast<long long>(r.mappings_gained));
+  }
   print_findings("FAILED", r.failures, t, options.seed);
   print_findings("seed refused", r.bad_seeds, t, options.seed);
   print_findings("no origin", r.no_origin, t, options.seed);
   print_findings("too long", r.too_long, t, options.seed);
   std::fflush(stdout);
-  const bool bad = r.failed > 0 || r.seeds_refused > 0 || (strict && (r.without_origin > 0 || r.long_messages > 0));
+  const bool bad = r.failed > 0 || r.seeds_refused > 0 || leaked(r) ||
+                   (strict && (r.without_origin > 0 || r.long_messages > 0));
   return bad ? 1 : 0;
 }
 
