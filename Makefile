@@ -4,8 +4,10 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+FUZZ_ITERATIONS ?= 1000000
+FUZZ_SEED  ?= 1
 
-.PHONY: all deps configure build demo test bench test-asan clean
+.PHONY: all deps configure build demo test bench test-asan fuzz clean
 
 all: build
 
@@ -33,6 +35,17 @@ test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTWIN_SANITIZE=ON -DTWIN_CUDA=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# 10^6 mutated inputs per reader (docs/fuzz.md), readers in parallel; a
+# crashing input is saved in $(BUILD)/fuzz-crashes. Long: tens of minutes.
+# make fuzz BUILD=build-asan runs it under the sanitizers (configure that
+# folder first, e.g. with make test-asan).
+fuzz: configure
+	@cmake --build $(BUILD) --target twin_fuzz -j $(JOBS)
+	@mkdir -p $(BUILD)/fuzz-crashes
+	@$(BUILD)/tools/twin_fuzz --list | cut -d' ' -f1 | \
+	  xargs -P $(JOBS) -I{} $(BUILD)/tools/twin_fuzz --reader {} --iterations $(FUZZ_ITERATIONS) \
+	    --seed $(FUZZ_SEED) --strict --crash-dir $(BUILD)/fuzz-crashes
 
 clean:
 	@rm -rf $(BUILD) $(ASAN_BUILD)

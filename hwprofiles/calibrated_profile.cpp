@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "models/dtype.hpp"
 #include "models/json_fields.hpp"
 
 namespace twin {
@@ -42,7 +43,7 @@ struct Reader {
   const std::string& origin;
 
   [[noreturn]] void fail(const std::string& path, const std::string& what) const {
-    throw Error(origin + ": key '" + path + "': " + what);
+    throw Error(origin + ": key '" + excerpt(path) + "': " + what);
   }
 
   // Every key of `known` is required except those in `optional`.
@@ -74,6 +75,15 @@ struct Reader {
   double positive(const Json& obj, const std::string& path, const char* key) const {
     const double d = number(obj, path, key);
     if (!(d > 0)) fail(join(path, key), "expected a positive number, got " + json_excerpt(obj.at(key)));
+    return d;
+  }
+  // A fitted factor on the op tables' times: near 1 in any real profile.
+  // 1e-300 or 1e300 would price every step at nothing or at infinity.
+  double scale(const Json& obj, const std::string& path, const char* key) const {
+    const double d = number(obj, path, key);
+    if (!(d >= kMinOpScale && d <= kMaxOpScale)) {
+      fail(join(path, key), "expected a scale from 0.001 to 1000, got " + json_excerpt(obj.at(key)));
+    }
     return d;
   }
   double non_negative(const Json& obj, const std::string& path, const char* key) const {
@@ -313,6 +323,15 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   m.model = r.string(meta, "metadata", "model");
   m.dtype = r.string(meta, "metadata", "dtype");
   m.kv_dtype = r.string(meta, "metadata", "kv_dtype");
+  // Checked here, where the key is known, not first when a cost model
+  // adopts them.
+  for (const auto& [key, value] : {std::pair{"metadata.dtype", &m.dtype}, std::pair{"metadata.kv_dtype", &m.kv_dtype}}) {
+    try {
+      (void)parse_dtype(*value);
+    } catch (const Error& e) {
+      r.fail(key, e.what());
+    }
+  }
   m.backend = r.string(meta, "metadata", "backend");
   m.device = r.string(meta, "metadata", "device");
   if (meta.contains("hardware")) m.hardware = r.string(meta, "metadata", "hardware");
@@ -349,7 +368,7 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
         r.fail("step_overhead.op_scales." + name, e.what());
       }
       if (table_kind(kind) == TableKind::none) r.fail("step_overhead.op_scales." + name, "op '" + name + "' has no table");
-      p.overhead.op_scales[static_cast<std::size_t>(kind)] = r.positive(scales, "step_overhead.op_scales", name.c_str());
+      p.overhead.op_scales[static_cast<std::size_t>(kind)] = r.scale(scales, "step_overhead.op_scales", name.c_str());
     }
     if (over.contains("op_fixed_ns")) {
       // Keyed by the runner's timed ops; one left out reads as 0.
@@ -377,7 +396,7 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
     q.unscaled_ratio_max = r.non_negative(fit, fp, "unscaled_ratio_max");
     q.in_situ_ratio_mean = r.non_negative(fit, fp, "in_situ_ratio_mean");
   }
-  if (over.contains("op_scale")) p.overhead.op_scale = r.positive(over, "step_overhead", "op_scale");
+  if (over.contains("op_scale")) p.overhead.op_scale = r.scale(over, "step_overhead", "op_scale");
   p.overhead.base_ns = r.number(over, "step_overhead", "base_ns");
   p.overhead.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
   if (over.contains("idle_ns")) p.overhead.idle_ns = r.non_negative(over, "step_overhead", "idle_ns");

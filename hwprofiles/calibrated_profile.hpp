@@ -33,6 +33,12 @@ inline constexpr const char* kCalibratedProfileFormat = "twinserve calibrated pr
 // in_situ_ns and predicted_ns; version 1 files still read (scales 1).
 inline constexpr std::int64_t kCalibratedProfileVersion = 2;
 
+// The range of a step-overhead scale (op_scale, op_scales): a fitted factor on
+// the op tables' times, near 1 in any real profile. The reader refuses values
+// outside it (1e-300 would price every step at nothing); the fit clamps to it.
+inline constexpr double kMinOpScale = 1e-3;
+inline constexpr double kMaxOpScale = 1e3;
+
 struct CalibratedPoint {
   double x = 0;        // m, tokens or context per seq (see the table kind)
   double time_ns = 0;  // median of the repeats, > 0

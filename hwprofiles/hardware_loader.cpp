@@ -342,7 +342,7 @@ HardwareDesc resolve_hardware(const std::string& name_or_path) {
     if (f.name == name_or_path)
       return parse_hardware_json(std::string(f.text), "bundled hardware " + std::string(f.name),
                                  std::string(f.name));
-  throw UsageError("unknown hardware '" + name_or_path +
+  throw UsageError("unknown hardware '" + excerpt(name_or_path) +
                    "' (not a bundled name or a file); known hardware: " + known_names_text());
 }
 

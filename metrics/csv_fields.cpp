@@ -129,11 +129,11 @@ void append_text(std::string& out, std::string_view text) {
   out += '"';
 }
 
+// A field or column name inside an error, cut short: a malformed file may
+// hold a megabyte in one field.
 std::string quoted(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '"';
-  out += text;
+  std::string out(1, '"');
+  out += excerpt(text, 80);
   out += '"';
   return out;
 }
@@ -150,14 +150,14 @@ Reader::Reader(const std::filesystem::path& path, const std::vector<std::string>
   std::map<std::string, std::size_t> position;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!position.emplace(names[i], i).second) {
-      throw Error(where() + ": column \"" + names[i] + "\" appears twice");
+      throw Error(where() + ": column " + csv::quoted(names[i]) + " appears twice");
     }
   }
   std::string expected;
   for (const auto& name : columns_) expected += (expected.empty() ? "" : ",") + name;
   for (const auto& name : names) {
     if (std::find(columns_.begin(), columns_.end(), name) == columns_.end()) {
-      throw Error(where() + ": unknown column \"" + name + "\"; expected the columns " + expected);
+      throw Error(where() + ": unknown column " + csv::quoted(name) + "; expected the columns " + expected);
     }
   }
   for (const auto& name : columns_) {
@@ -199,7 +199,7 @@ std::int64_t Reader::integer(std::size_t column) const {
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   if (field.empty() || ec != std::errc() || end != field.data() + field.size()) {
-    fail(column, quoted(field) + " is not an integer");
+    fail(column, csv::quoted(field) + " is not an integer");
   }
   return value;
 }
@@ -217,7 +217,7 @@ Time Reader::seconds(std::size_t column, bool optional) const {
   if (field.empty() && optional) return kNoTime;
   Time value = 0;
   if (!parse_scaled(field, 9, value)) {
-    fail(column, quoted(field) + " is not a time in seconds with at most 9 decimals");
+    fail(column, csv::quoted(field) + " is not a time in seconds with at most 9 decimals");
   }
   return value;
 }
@@ -227,7 +227,7 @@ Time Reader::millis(std::size_t column, bool optional) const {
   if (field.empty() && optional) return kNoTime;
   Time value = 0;
   if (!parse_scaled(field, 6, value)) {
-    fail(column, quoted(field) + " is not a duration in milliseconds with at most 6 decimals");
+    fail(column, csv::quoted(field) + " is not a duration in milliseconds with at most 6 decimals");
   }
   return value;
 }

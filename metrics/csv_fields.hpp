@@ -21,8 +21,9 @@ void append_millis(std::string& out, Time ns);   // "12.345678"; empty for kNoTi
 void append_fixed(std::string& out, double value, int decimals);
 // Quotes when needed (RFC 4180); line breaks become spaces so a row is a line.
 void append_text(std::string& out, std::string_view text);
-// The text in double quotes, for error messages.
-std::string quoted(std::string_view text);
+// The text in double quotes, for error messages (call it csv::quoted: an
+// unqualified call with a std::string finds std::quoted).
+std::string quoted(std::string_view text);  // cut to 80 characters
 
 // Reads a CSV file line by line; errors name file:line and the column.
 class Reader {

@@ -23,20 +23,53 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-[[noreturn]] void fail(std::string_view part, const std::string& what) {
-  throw UsageError("SLO \"" + std::string(part) + "\": " + what + " (" + std::string(kExample) + ")");
+// A part of the user's text inside a message: quoted and cut short.
+std::string quote(std::string_view text) {
+  std::string out(1, '"');
+  out += excerpt(text, 80);
+  out += '"';
+  return out;
 }
 
-// Parses all of `text` as a finite number; false otherwise.
-bool parse_number(std::string_view text, double& value) {
-  if (text.empty() || text.front() == '+') return false;
+[[noreturn]] void fail(std::string_view part, const std::string& what) {
+  throw UsageError("SLO " + quote(part) + ": " + what + " (" + std::string(kExample) + ")");
+}
+
+std::size_t digits(std::string_view text, std::size_t at) {
+  std::size_t n = 0;
+  while (at + n < text.size() && text[at + n] >= '0' && text[at + n] <= '9') ++n;
+  return n;
+}
+
+// Parses all of `text` as a finite number written DIGITS[.DIGITS], and with
+// `exponent` also [e|E[+|-]DIGITS]; false otherwise. from_chars alone would
+// take "50." and "1e1" as a percentile: a typo read as a number.
+bool parse_number(std::string_view text, double& value, bool exponent) {
+  std::size_t at = digits(text, 0);
+  if (at == 0) return false;
+  if (at < text.size() && text[at] == '.') {
+    const std::size_t frac = digits(text, at + 1);
+    if (frac == 0) return false;
+    at += 1 + frac;
+  }
+  if (exponent && at < text.size() && (text[at] == 'e' || text[at] == 'E')) {
+    std::size_t sign = at + 1 < text.size() && (text[at + 1] == '+' || text[at + 1] == '-') ? 1 : 0;
+    const std::size_t exp = digits(text, at + 1 + sign);
+    if (exp == 0) return false;
+    at += 1 + sign + exp;
+  }
+  if (at != text.size()) return false;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   return ec == std::errc() && end == text.data() + text.size() && std::isfinite(value);
 }
 
-std::string shortest(double value) {
-  std::array<char, 64> buffer{};
-  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+// The shortest text that reads back to `value`; `fixed` never uses an
+// exponent (a percentile is written as parse_one reads it).
+std::string shortest(double value, bool fixed = false) {
+  std::array<char, 400> buffer{};
+  const auto [end, ec] = fixed ? std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                                               std::chars_format::fixed)
+                               : std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
   return std::string(buffer.data(), ec == std::errc() ? end : buffer.data());
 }
 
@@ -59,14 +92,14 @@ Slo parse_one(std::string_view part) {
     }
   }
   if (!known) {
-    fail(part, "unknown metric \"" + std::string(name) + "\"; known: ttft, tpot, itl, e2el");
+    fail(part, "unknown metric " + quote(name) + "; known: ttft, tpot, itl, e2el");
   }
   if (underscore != std::string_view::npos) {
     const std::string_view suffix = lhs.substr(underscore + 1);
     double p = 0;
-    if (suffix.size() < 2 || suffix.front() != 'p' || !parse_number(suffix.substr(1), p) || p <= 0 ||
+    if (suffix.size() < 2 || suffix.front() != 'p' || !parse_number(suffix.substr(1), p, false) || p <= 0 ||
         p > 100) {
-      fail(part, "bad percentile \"" + std::string(suffix) + "\"; expected p followed by a number in (0, 100], e.g. p90 or p99.9");
+      fail(part, "bad percentile " + quote(suffix) + "; expected p followed by a number in (0, 100], e.g. p90 or p99.9");
     }
     slo.percentile = p;
   }
@@ -76,8 +109,8 @@ Slo parse_one(std::string_view part) {
   const std::string_view number = trim(rhs.substr(0, unit_at));
   const std::string_view unit = rhs.substr(unit_at);
   double value = 0;
-  if (!parse_number(number, value) || value <= 0) {
-    fail(part, "bad threshold \"" + std::string(number) + "\"; expected a positive number");
+  if (!parse_number(number, value, true) || value <= 0) {
+    fail(part, "bad threshold " + quote(number) + "; expected a positive number");
   }
   if (unit == "s") {
     slo.threshold_ms = value * 1e3;
@@ -87,8 +120,9 @@ Slo parse_one(std::string_view part) {
     slo.threshold_ms = value * 1e-3;
   } else {
     fail(part, unit.empty() ? std::string("missing unit; expected s, ms or us")
-                            : "unknown unit \"" + std::string(unit) + "\"; expected s, ms or us");
+                            : "unknown unit " + quote(unit) + "; expected s, ms or us");
   }
+  if (!std::isfinite(slo.threshold_ms)) fail(part, "threshold " + quote(number) + " is too large");
   return slo;
 }
 
@@ -122,7 +156,7 @@ std::string_view metric_name(Metric metric) {
 
 std::string format_slo(const Slo& slo) {
   std::string text(metric_name(slo.metric));
-  if (slo.percentile > 0) text += "_p" + shortest(slo.percentile);
+  if (slo.percentile > 0) text += "_p" + shortest(slo.percentile, true);
   return text + "<=" + shortest(slo.threshold_ms) + "ms";
 }
 

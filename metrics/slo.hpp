@@ -18,10 +18,13 @@ struct Slo {
   double threshold_ms = 0;  // > 0
 };
 
-// Grammar: SLO ("," SLO)*; SLO = METRIC ["_p" NUMBER] "<=" NUMBER UNIT;
-// METRIC = ttft | tpot | itl | e2el; UNIT = s | ms | us. Whitespace around
+// Grammar: SLO ("," SLO)*; SLO = METRIC ["_p" DECIMAL] "<=" NUMBER UNIT;
+// METRIC = ttft | tpot | itl | e2el; UNIT = s | ms | us; DECIMAL =
+// DIGITS ["." DIGITS]; NUMBER = DECIMAL [("e" | "E") ["+" | "-"] DIGITS].
+// So "p1e1" and "p50." are refused, not read as 10 and 50. Whitespace around
 // parts is ignored. An empty string gives no SLOs. Bad input throws
-// twin::UsageError naming the failing part and what was expected.
+// twin::UsageError naming the failing part (cut to 80 characters) and what
+// was expected.
 std::vector<Slo> parse_slos(std::string_view text);
 
 std::string_view metric_name(Metric metric);

@@ -37,8 +37,7 @@ Dtype parse_dtype(std::string_view text) {
     if (text == s.text) return s.dtype;
   std::string known;
   for (const Spelling& s : kSpellings) known += (known.empty() ? "" : ", ") + std::string(s.text);
-  const std::string shown = text.size() > 40 ? std::string(text.substr(0, 40)) + "..." : std::string(text);
-  throw UsageError("unknown dtype '" + shown + "'; expected one of: " + known);
+  throw UsageError("unknown dtype '" + excerpt(text, 40) + "'; expected one of: " + known);
 }
 
 std::optional<Dtype> parse_dtype_or_auto(std::string_view text) {

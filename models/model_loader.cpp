@@ -205,7 +205,7 @@ ModelDesc resolve_model(const std::string& name_or_path) {
     if (f.name == name_or_path)
       return parse_model_json(std::string(f.text), "bundled model " + std::string(f.name),
                               std::string(f.name));
-  throw UsageError("unknown model '" + name_or_path + "' (not a bundled name or a file); known models: " +
+  throw UsageError("unknown model '" + excerpt(name_or_path) + "' (not a bundled name or a file); known models: " +
                    known_names_text());
 }
 

@@ -120,7 +120,7 @@ OpKind parse_op_kind(std::string_view name) {
     if (kOpNames[i] == name) return static_cast<OpKind>(i);
   std::string known;
   for (auto n : kOpNames) known += (known.empty() ? "" : ", ") + std::string(n);
-  throw UsageError("unknown op '" + std::string(name) + "'; known ops: " + known);
+  throw UsageError("unknown op '" + excerpt(name, 40) + "'; known ops: " + known);
 }
 
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,

@@ -8,6 +8,7 @@
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "models/dtype.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 
@@ -19,7 +20,21 @@ const std::set<std::string> kSearchKeys = {"model",        "dtype",   "hardware"
                                            "router",       "max_gpus", "budget",   "max_model_len"};
 
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
-  throw UsageError(origin + ": " + key + ": " + what);
+  throw UsageError(origin + ": " + excerpt(key, 80) + ": " + what);
+}
+
+// Runs a name check (resolve_model, router_policy, ...) so that its error
+// names the file and the key the name came from.
+template <typename Check>
+void check_names(const std::vector<std::string>& names, const std::string& origin, const std::string& key,
+                 Check check) {
+  for (const std::string& name : names) {
+    try {
+      (void)check(name);
+    } catch (const Error& e) {
+      fail(origin, key, e.what());
+    }
+  }
 }
 
 std::string known_keys() {
@@ -70,12 +85,17 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
     if (key == "model" || key == "dtype") {
       if (!v.is_string()) fail(origin, key, "expected a string");
       (key == "model" ? s.model : s.dtype) = v.get<std::string>();
+      if (key == "model") check_names({s.model}, origin, key, resolve_model);
+      if (key == "dtype" && !s.dtype.empty()) check_names({s.dtype}, origin, key, parse_dtype_or_auto);
     } else if (key == "hardware") {
       s.hardware = strings(v, origin, key);
+      check_names(s.hardware, origin, key, resolve_hardware);
     } else if (key == "preset") {
       s.presets = strings(v, origin, key);
+      check_names(s.presets, origin, key, replica_preset);
     } else if (key == "router") {
       s.routers = strings(v, origin, key);
+      check_names(s.routers, origin, key, router_policy);
     } else if (key == "tp") {
       s.tp = ints(v, origin, key);
     } else if (key == "pp") {

@@ -72,7 +72,7 @@ double pct(const LatencyStats& s, double LatencyStats::*field) {
 VaryAxis parse_vary(std::string_view text) {
   const std::size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
-    throw UsageError("--vary '" + std::string(text) + "': expected KEY=V1,V2,...");
+    throw UsageError("--vary '" + excerpt(text, 80) + "': expected KEY=V1,V2,...");
   }
   VaryAxis axis;
   axis.key = std::string(text.substr(0, eq));
@@ -81,7 +81,7 @@ VaryAxis parse_vary(std::string_view text) {
   for (;;) {
     const std::size_t comma = rest.find(',', start);
     std::string v = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (v.empty()) throw UsageError("--vary " + axis.key + ": an empty value in '" + rest + "'");
+    if (v.empty()) throw UsageError("--vary " + excerpt(axis.key, 80) + ": an empty value in '" + excerpt(rest, 80) + "'");
     axis.values.push_back(std::move(v));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -100,7 +100,7 @@ ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>&
     switch (key_kind(key)) {
       case KeyKind::rate_scale: {
         const nlohmann::json v = value_json(value);
-        if (!v.is_number() || !(v.get<double>() > 0)) throw UsageError("--vary rate_scale: expected positive numbers, got " + value);
+        if (!v.is_number() || !(v.get<double>() > 0)) throw UsageError("--vary rate_scale: expected positive numbers, got " + excerpt(value, 80));
         rate_scale = v.get<double>();
         break;
       }
@@ -116,7 +116,9 @@ ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>&
     }
   }
   try {
-    return parse_cluster_config(json, "--vary");
+    ClusterConfig config = parse_cluster_config(json, "--vary");
+    config.origin = base.origin;  // the groups are the base config's
+    return config;
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -128,7 +130,7 @@ void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axe
   if (axes.empty()) throw UsageError("sweep: give at least one --vary KEY=V1,V2,...");
   std::set<std::string> seen;
   for (const auto& axis : axes) {
-    if (!seen.insert(axis.key).second) throw UsageError("--vary " + axis.key + ": the key is given twice");
+    if (!seen.insert(axis.key).second) throw UsageError("--vary " + excerpt(axis.key, 80) + ": the key is given twice");
     const KeyKind kind = key_kind(axis.key);
     for (const auto& v : axis.values) {
       try {
@@ -149,9 +151,9 @@ void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axe
       } catch (const Error& e) {
         const std::string what = e.what();
         if (kind == KeyKind::scheduler && what.find("unknown replica option") != std::string::npos) {
-          throw UsageError("--vary " + axis.key + ": unknown key; known: " + known_keys());
+          throw UsageError("--vary " + excerpt(axis.key, 80) + ": unknown key; known: " + known_keys());
         }
-        throw UsageError("--vary " + axis.key + "=" + v + ": " + what);
+        throw UsageError("--vary " + excerpt(axis.key, 80) + "=" + excerpt(v, 80) + ": " + what);
       }
     }
   }

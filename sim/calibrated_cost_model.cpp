@@ -34,12 +34,12 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CalibratedTables>
   const ProfileMetadata& m = tables_->profile().metadata;
   const std::string& origin = tables_->origin();
   if (m.model != model_.name) {
-    throw UsageError(origin + ": the profile was measured for model '" + m.model + "' (" + m.dtype +
+    throw UsageError(origin + ": the profile was measured for model '" + excerpt(m.model, 80) + "' (" + m.dtype +
                      "), the group runs '" + model_.name + "' (" + std::string(dtype_name(weights_)) +
                      "); calibrate that model");
   }
   if (parse_dtype(m.dtype) != weights_ || parse_dtype(m.kv_dtype) != kv_) {
-    throw UsageError(origin + ": the profile was measured for " + m.model + " at dtype " + m.dtype + ", KV " +
+    throw UsageError(origin + ": the profile was measured for " + excerpt(m.model, 80) + " at dtype " + m.dtype + ", KV " +
                      m.kv_dtype + "; the group runs " + model_.name + " at dtype " + std::string(dtype_name(weights_)) +
                      ", KV " + std::string(dtype_name(kv_)));
   }
@@ -81,14 +81,14 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
     total_out_of_range_ += outside;
   }
   // A step takes at least 1 ns (a negative fitted overhead cannot undo that).
-  return std::max<Time>(1, priced_ns(total, "calibrated cost model: a step"));
+  return std::max<Time>(1, priced_ns(total, "calibrated cost model: a step", &tables_->origin()));
 }
 
 Time CalibratedCostModel::swap_time(std::int64_t num_blocks) {
   if (num_blocks <= 0) return 0;
   // Not measured: a read and a write of the blocks at the best byte rate seen.
   const double bytes = 2.0 * kv_block_bytes_ * static_cast<double>(num_blocks);
-  return priced_ns(bytes / tables_->bytes_per_ns(), "calibrated cost model: a KV swap");
+  return priced_ns(bytes / tables_->bytes_per_ns(), "calibrated cost model: a KV swap", &tables_->origin());
 }
 
 }  // namespace twin

@@ -97,109 +97,123 @@ Cluster build_cluster(const ClusterConfig& config) {
   std::vector<ReplicaGroupConfig> groups = config.groups;
   if (groups.empty()) groups.emplace_back();
   std::int32_t next_replica = 0;
-  for (const ReplicaGroupConfig& gc : groups) {
-    // As a --config file allows (each replica holds its own KV cache state).
-    if (gc.count < 1 || gc.count > 1'000'000)
-      throw UsageError("replica count must be from 1 to 1000000, got " + std::to_string(gc.count));
-    GroupPlan g;
-    g.config = gc;
-    g.model = resolve_model(gc.model);
-    g.hardware = resolve_hardware(gc.hardware);
-    // Unset or "auto" (vLLM's default): the model's dtype for the weights,
-    // the weights' 16-bit type (fp32 stays fp32) for the KV cache.
-    auto given = [](const std::string& text, const char* key) -> std::optional<Dtype> {
-      if (text.empty()) return std::nullopt;
-      try {
-        return parse_dtype_or_auto(text);
-      } catch (const UsageError& e) {
-        throw UsageError(std::string(key) + ": " + e.what());
+  for (std::size_t index = 0; index < groups.size(); ++index) {
+    const ReplicaGroupConfig& gc = groups[index];
+    // A group's errors name the config file and the group, when there is one.
+    const std::string where =
+        config.origin.empty() ? std::string()
+        : config.groups.empty() ? config.origin + ": "
+                                : config.origin + ": groups[" + std::to_string(index) + "]: ";
+    try {
+      // As a --config file allows (each replica holds its own KV cache state).
+      if (gc.count < 1 || gc.count > 1'000'000)
+        throw UsageError("replica count must be from 1 to 1000000, got " + std::to_string(gc.count));
+      GroupPlan g;
+      g.config = gc;
+      g.model = resolve_model(gc.model);
+      g.hardware = resolve_hardware(gc.hardware);
+      // Unset or "auto" (vLLM's default): the model's dtype for the weights,
+      // the weights' 16-bit type (fp32 stays fp32) for the KV cache.
+      auto given = [](const std::string& text, const char* key) -> std::optional<Dtype> {
+        if (text.empty()) return std::nullopt;
+        try {
+          return parse_dtype_or_auto(text);
+        } catch (const UsageError& e) {
+          throw UsageError(std::string(key) + ": " + e.what());
+        }
+      };
+      g.dtype = given(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
+      g.kv_dtype = given(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
+                       .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32
+                                                        : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
+      std::shared_ptr<const CalibratedTables> profile;
+      if (!gc.profile.empty()) {
+        if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
+        profile = load_calibrated_tables(gc.profile);
+        apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
       }
-    };
-    g.dtype = given(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
-    g.kv_dtype = given(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
-                     .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32
-                                                      : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
-    std::shared_ptr<const CalibratedTables> profile;
-    if (!gc.profile.empty()) {
-      if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
-      profile = load_calibrated_tables(gc.profile);
-      apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
-    }
-    g.layout = ParallelLayout{gc.tp, gc.pp};
-    check_layout(g.model, g.layout);
+      g.layout = ParallelLayout{gc.tp, gc.pp};
+      check_layout(g.model, g.layout);
 
-    g.replica = replica_preset(config.scheduler_preset);
-    // As vLLM (and `twinserve run`): requests are bounded by the model's own
-    // context unless max_model_len says less. The presets' 131072 would let
-    // 8k prompts through on a 4k model and size a no-chunking budget for
-    // contexts the model never sees.
-    const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
-    if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
-    for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
-    for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
-    if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
-      throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +
-                       " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
-    }
-    g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
+      g.replica = replica_preset(config.scheduler_preset);
+      // As vLLM (and `twinserve run`): requests are bounded by the model's own
+      // context unless max_model_len says less. The presets' 131072 would let
+      // 8k prompts through on a 4k model and size a no-chunking budget for
+      // contexts the model never sees.
+      const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
+      if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
+      for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
+      for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
+      if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
+        throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +
+                         " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
+      }
+      g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
 
-    // The fullest GPU decides: check every stage.
-    MemoryPlanInput mem;
-    mem.gpu_memory_bytes = memory_bytes(g.hardware);
-    mem.gpu_memory_utilization = gc.gpu_memory_utilization > 0 ? gc.gpu_memory_utilization : config.gpu_memory_utilization;
-    const std::int32_t override_blocks = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
-    mem.num_gpu_blocks_override = override_blocks;
-    mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
-    mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
-    mem.collective_reserve_bytes = g.layout.tp * g.layout.pp > 1 ? g.hardware.collective_reserve_bytes : 0.0;
-    // vLLM captures its CUDA graphs after the cache is sized, so the graph
-    // pool lives in the (1 - utilization) headroom, not in this budget.
-    mem.cuda_graph_reserve_bytes = 0;
-    bool first = true;
-    for (int stage = 0; stage < g.layout.pp; ++stage) {
-      MemoryPlanInput s = mem;
-      s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.dtype, g.layout, stage));
-      s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
-                                 g.replica.kv.block_size;
-      const MemoryPlan plan = plan_memory(s, describe(g));
-      if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
-      first = false;
-    }
-    g.replica.kv.num_blocks = g.memory.num_blocks;
-    validate(g.replica);
+      // The fullest GPU decides: check every stage.
+      MemoryPlanInput mem;
+      mem.gpu_memory_bytes = memory_bytes(g.hardware);
+      mem.gpu_memory_utilization = gc.gpu_memory_utilization > 0 ? gc.gpu_memory_utilization : config.gpu_memory_utilization;
+      const std::int32_t override_blocks = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
+      mem.num_gpu_blocks_override = override_blocks;
+      mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
+      mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
+      mem.collective_reserve_bytes = g.layout.tp * g.layout.pp > 1 ? g.hardware.collective_reserve_bytes : 0.0;
+      // vLLM captures its CUDA graphs after the cache is sized, so the graph
+      // pool lives in the (1 - utilization) headroom, not in this budget.
+      mem.cuda_graph_reserve_bytes = 0;
+      bool first = true;
+      for (int stage = 0; stage < g.layout.pp; ++stage) {
+        MemoryPlanInput s = mem;
+        s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.dtype, g.layout, stage));
+        s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
+                                   g.replica.kv.block_size;
+        const MemoryPlan plan = plan_memory(s, describe(g));
+        if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
+        first = false;
+      }
+      g.replica.kv.num_blocks = g.memory.num_blocks;
+      validate(g.replica);
 
-    const NodeLinks links = node_links(g.hardware);
-    const std::int32_t gpus_per_replica = gc.tp * gc.pp;
-    g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, gc.count);
-    g.first_replica = next_replica;
-    next_replica += gc.count;
+      const NodeLinks links = node_links(g.hardware);
+      const std::int32_t gpus_per_replica = gc.tp * gc.pp;
+      g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, gc.count);
+      g.first_replica = next_replica;
+      next_replica += gc.count;
 
-    // Replicas of a group are placed alike, so the first one's paths price
-    // all of them and the group shares one cost model.
-    RooflineParams params = roofline_params(g.hardware, g.dtype);
-    const std::vector<GpuId>& gpus = g.replica_gpus.front();
-    for (int stage = 0; stage < gc.pp; ++stage) {
-      std::vector<GpuId> ring(gpus.begin() + stage * gc.tp, gpus.begin() + (stage + 1) * gc.tp);
-      params.tp_rings.push_back(cluster.topology.ring(ring));
-      params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(gpus[stage * gc.tp], gpus[(stage + 1) * gc.tp])
-                                                  : PathCost{});
+      // Replicas of a group are placed alike, so the first one's paths price
+      // all of them and the group shares one cost model.
+      RooflineParams params = roofline_params(g.hardware, g.dtype);
+      const std::vector<GpuId>& gpus = g.replica_gpus.front();
+      for (int stage = 0; stage < gc.pp; ++stage) {
+        std::vector<GpuId> ring(gpus.begin() + stage * gc.tp, gpus.begin() + (stage + 1) * gc.tp);
+        params.tp_rings.push_back(cluster.topology.ring(ring));
+        params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(gpus[stage * gc.tp], gpus[(stage + 1) * gc.tp])
+                                                    : PathCost{});
+      }
+      params.host_link = cluster.topology.host_path(gpus.front());
+      if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
+      params.kv_block_bytes_per_gpu = g.memory.block_bytes;
+      std::shared_ptr<CostModel> model;
+      if (!gc.replay.empty()) {
+        if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
+        model = std::make_shared<ReplayCostModel>(ReplayCostModel::from_file(gc.replay));
+      } else if (profile) {
+        model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
+      } else {
+        model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
+      }
+      for (std::int32_t r = 0; r < gc.count; ++r) {
+        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp});
+      }
+      cluster.groups.push_back(std::move(g));
+    } catch (const UsageError& e) {
+      if (where.empty()) throw;
+      throw UsageError(where + e.what());
+    } catch (const Error& e) {
+      if (where.empty()) throw;
+      throw Error(where + e.what());
     }
-    params.host_link = cluster.topology.host_path(gpus.front());
-    if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
-    params.kv_block_bytes_per_gpu = g.memory.block_bytes;
-    std::shared_ptr<CostModel> model;
-    if (!gc.replay.empty()) {
-      if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
-      model = std::make_shared<ReplayCostModel>(ReplayCostModel::from_file(gc.replay));
-    } else if (profile) {
-      model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
-    } else {
-      model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
-    }
-    for (std::int32_t r = 0; r < gc.count; ++r) {
-      cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp});
-    }
-    cluster.groups.push_back(std::move(g));
   }
   return cluster;
 }

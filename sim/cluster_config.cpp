@@ -6,7 +6,11 @@
 #include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
+#include "hwprofiles/hardware_desc.hpp"
+#include "metrics/slo.hpp"
+#include "models/dtype.hpp"
 #include "models/json_fields.hpp"
+#include "models/model_desc.hpp"
 
 namespace twin {
 namespace {
@@ -112,11 +116,19 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
-    if (key == "model") out.model = get_string(v, origin, name);
-    else if (key == "hardware") out.hardware = get_string(v, origin, name);
-    else if (key == "dtype") out.dtype = get_string(v, origin, name);
-    else if (key == "kv_dtype") out.kv_dtype = get_string(v, origin, name);
-    else if (key == "tp") out.tp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    // Names are resolved here, not first when the cluster is built, so an
+    // unknown one is reported with this file and key.
+    if (key == "model") {
+      out.model = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)resolve_model(out.model); });
+    } else if (key == "hardware") {
+      out.hardware = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)resolve_hardware(out.hardware); });
+    } else if (key == "dtype" || key == "kv_dtype") {
+      std::string& dtype = key == "dtype" ? out.dtype : out.kv_dtype;
+      dtype = get_string(v, origin, name);
+      if (!dtype.empty()) core_check(origin, name, [&] { (void)parse_dtype_or_auto(dtype); });
+    } else if (key == "tp") out.tp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "pp") out.pp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "count") out.count = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1'000'000));
     else if (key == "gpu_memory_utilization") out.gpu_memory_utilization = get_fraction(v, origin, name);
@@ -135,6 +147,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
   check_keys(json, origin, "",
              {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"});
   ClusterConfig out;
+  out.origin = origin;
   for (const auto& [key, v] : json.items()) {
     if (key == "groups") {
       if (!v.is_array() || v.empty()) fail(origin, key, "expected a non-empty list of replica groups");
@@ -148,6 +161,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
       core_check(origin, key, [&] { (void)router_policy(out.router); });
     } else if (key == "slos") {
       out.slos = get_string(v, origin, key);
+      core_check(origin, key, [&] { (void)parse_slos(out.slos); });
     } else if (key == "seed") {
       if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
         fail(origin, key, "expected a non-negative integer");

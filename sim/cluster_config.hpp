@@ -44,6 +44,10 @@ struct ClusterConfig {
   std::uint64_t seed = 0;
   double gpu_memory_utilization = 0.9;
   std::int32_t num_gpu_blocks_override = 0;  // 0: from memory
+  // The file the config was read from (not echoed): errors found while the
+  // cluster is built (a group that does not fit, a layout that does not
+  // divide the heads) name it and the group. Empty for a config from flags.
+  std::string origin;
 };
 
 // Throws twin::Error naming `origin` and the key for an unknown key, a wrong

@@ -48,11 +48,12 @@ struct OpCost {
 // A price in ns as the simulator's clock holds it. Throws twin::Error when
 // it is not finite or over about three years: profile numbers (peaks,
 // bandwidths, latencies, measured tables) far outside any real range.
-inline Time priced_ns(double ns, const char* what) {
+// `origin`, when given, names the profile the numbers came from.
+inline Time priced_ns(double ns, const char* what, const std::string* origin = nullptr) {
   if (!(std::fabs(ns) <= 1e17)) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "%g s", ns / 1e9);
-    throw Error(std::string(what) + " is priced at " + buf +
+    throw Error((origin ? *origin + ": " : std::string()) + what + " is priced at " + buf +
                 ", over three years; check the hardware or calibrated profile's peaks, bandwidths and latencies");
   }
   return static_cast<Time>(std::llround(ns));

@@ -39,7 +39,9 @@ struct MemoryPlan {
 };
 
 // The most KV blocks a simulated replica holds (2^26: a billion tokens at
-// block size 16; the core's per-block state stays under ~3 GB).
+// block size 16). The core's block pool grows with the blocks a run uses
+// (engine/core/block_pool.hpp), so a big pool costs nothing until filled;
+// the cap keeps token counts (blocks x block size) inside 32 bits.
 constexpr std::int32_t kMaxSimulatedBlocks = std::int32_t{1} << 26;
 
 // Throws Error when the model does not fit (not even one block) or needs

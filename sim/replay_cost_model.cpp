@@ -27,10 +27,8 @@ ReplayCostModel::ReplayCostModel(const std::vector<StepRecord>& steps, std::stri
     return a->step_id < b->step_id;
   });
   for (const StepRecord* s : sorted) {
-    if (static_cast<std::size_t>(s->replica) >= by_replica_.size()) by_replica_.resize(s->replica + 1);
-    by_replica_[s->replica].push_back(Recorded{s->duration, s->batch_size, s->new_tokens});
+    by_replica_[s->replica].steps.push_back(Recorded{s->duration, s->batch_size, s->new_tokens});
   }
-  next_.assign(by_replica_.size(), 0);
 }
 
 ReplayCostModel ReplayCostModel::from_file(const std::string& steps_csv) {
@@ -39,15 +37,15 @@ ReplayCostModel ReplayCostModel::from_file(const std::string& steps_csv) {
 
 Time ReplayCostModel::stage_time(const StepInput& step, std::vector<OpCost>*) {
   if (step.stage != 0) throw UsageError(origin_ + ": replay supports one pipeline stage (the engine runs pp=1)");
-  const auto r = static_cast<std::size_t>(step.replica);
-  const std::size_t k = r < next_.size() ? next_[r] : 0;
-  if (r >= by_replica_.size() || k >= by_replica_[r].size()) {
+  const auto it = by_replica_.find(step.replica);
+  const std::size_t k = it == by_replica_.end() ? 0 : it->second.next;
+  if (it == by_replica_.end() || k >= it->second.steps.size()) {
     throw Error(origin_ + ": the simulation planned step " + std::to_string(k + 1) + " of replica " +
                 std::to_string(step.replica) + " but the log has " +
-                std::to_string(r < by_replica_.size() ? by_replica_[r].size() : 0) +
+                std::to_string(it == by_replica_.end() ? 0 : it->second.steps.size()) +
                 " steps for it: the replay diverged from the recorded run");
   }
-  const Recorded& rec = by_replica_[r][k];
+  const Recorded& rec = it->second.steps[k];
   if (step.plan != nullptr) {
     const auto batch = static_cast<std::int32_t>(step.plan->seqs.size());
     std::int64_t tokens = 0;
@@ -59,15 +57,13 @@ Time ReplayCostModel::stage_time(const StepInput& step, std::vector<OpCost>*) {
                   std::to_string(rec.new_tokens));
     }
   }
-  ++next_[r];
+  ++it->second.next;
   return rec.duration;
 }
 
 std::int64_t ReplayCostModel::remaining() const {
   std::int64_t left = 0;
-  for (std::size_t r = 0; r < by_replica_.size(); ++r) {
-    left += static_cast<std::int64_t>(by_replica_[r].size() - next_[r]);
-  }
+  for (const auto& [replica, log] : by_replica_) left += static_cast<std::int64_t>(log.steps.size() - log.next);
   return left;
 }
 

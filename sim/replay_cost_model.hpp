@@ -9,6 +9,7 @@
 // mismatch means the two runs diverged, which is an error naming the step,
 // not a number silently off.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,14 @@ class ReplayCostModel final : public CostModel {
     std::int32_t batch_size = 0;
     std::int64_t new_tokens = 0;
   };
+  struct Log {
+    std::vector<Recorded> steps;  // in step order
+    std::size_t next = 0;         // the next step to replay
+  };
   std::string origin_;
-  std::vector<std::vector<Recorded>> by_replica_;  // in step order
-  std::vector<std::size_t> next_;
+  // Keyed by replica id, not indexed: the ids come from a file, and one row
+  // with replica 2147483647 must not size a vector by it.
+  std::map<std::int32_t, Log> by_replica_;
 };
 
 }  // namespace twin

@@ -23,8 +23,8 @@ void parse_shared_prefix(std::string_view spec, GeneratorOptions& o) {
   const std::size_t a = spec.find(':');
   const std::size_t b = a == spec.npos ? spec.npos : spec.find(':', a + 1);
   auto fail = [&] {
-    return UsageError("--shared-prefix '" + std::string(spec) +
-                      "': expected K:L:F (K system prompts of L tokens, used by a fraction F in [0,1])");
+    return UsageError("--shared-prefix '" + excerpt(spec, 80) +
+                      "': expected K:L:F (K system prompts of L tokens, L at most 16777216, used by a fraction F in [0,1])");
   };
   if (b == spec.npos) throw fail();
   std::string_view k = spec.substr(0, a), l = spec.substr(a + 1, b - a - 1), f = spec.substr(b + 1);
@@ -32,8 +32,10 @@ void parse_shared_prefix(std::string_view spec, GeneratorOptions& o) {
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     return ec == std::errc() && p == t.data() + t.size();
   };
+  // L is bounded as a length spec is: each shared request carries L /
+  // hash_block_size hash ids.
   if (!ok(k, o.prefix_count) || !ok(l, o.prefix_tokens) || !ok(f, o.prefix_fraction) || o.prefix_count < 1 ||
-      o.prefix_tokens < 1 || !(o.prefix_fraction >= 0 && o.prefix_fraction <= 1))
+      o.prefix_tokens < 1 || o.prefix_tokens > kMaxSpecLength || !(o.prefix_fraction >= 0 && o.prefix_fraction <= 1))
     throw fail();
 }
 
@@ -48,7 +50,7 @@ void parse_arrivals(std::string_view spec, GeneratorOptions& o) {
     o.arrivals = ArrivalKind::replay;
     o.replay_path = std::string(spec.substr(6));
   } else {
-    throw UsageError("--arrivals '" + std::string(spec) + "': known: poisson, gamma, constant, trace:PATH");
+    throw UsageError("--arrivals '" + excerpt(spec, 80) + "': known: poisson, gamma, constant, trace:PATH");
   }
 }
 
@@ -113,8 +115,9 @@ struct TraceGenerator::Impl {
     if (o.arrivals == ArrivalKind::gamma && !(o.cv > 0 && std::isfinite(o.cv)))
       throw UsageError("--cv must be a number > 0");
     if (o.hash_block_size < 1) throw UsageError("--hash-block-size must be >= 1");
-    if (o.prefix_count < 0 || o.prefix_tokens < 0 || !(o.prefix_fraction >= 0 && o.prefix_fraction <= 1))
-      throw UsageError("--shared-prefix: K, L >= 0 and F in [0, 1]");
+    if (o.prefix_count < 0 || o.prefix_tokens < 0 || o.prefix_tokens > kMaxSpecLength ||
+        !(o.prefix_fraction >= 0 && o.prefix_fraction <= 1))
+      throw UsageError("--shared-prefix: K >= 0, L from 0 to 16777216 and F in [0, 1]");
     if (!(o.think_time_s >= 0) || !(o.think_time_s <= kMaxSeconds))
       throw UsageError("--think-time-s must be from 0 to 9e9 seconds");
     if (o.max_context < 1) throw UsageError("--max-context must be >= 1");

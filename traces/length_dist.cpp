@@ -48,21 +48,22 @@ SpecParts split_spec(std::string_view spec) {
 
 LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
   auto fail = [&](const std::string& why) -> UsageError {
-    return UsageError(std::string(what) + " '" + std::string(spec) + "': " + why + " (expected " +
+    return UsageError(std::string(what) + " '" + excerpt(spec, 80) + "': " + why + " (expected " +
                       length_spec_help() + ")");
   };
   auto to_int = [&](const std::string& text, const char* name) {
     std::int32_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || p != text.data() + text.size() || v < 1)
-      throw fail(std::string(name) + " must be an integer >= 1, got '" + text + "'");
+    if (ec != std::errc() || p != text.data() + text.size() || v < 1 || v > kMaxSpecLength)
+      throw fail(std::string(name) + " must be an integer from 1 to " + std::to_string(kMaxSpecLength) + ", got '" +
+                 excerpt(text, 40) + "'");
     return v;
   };
   auto to_double = [&](const std::string& text, const char* name) {
     double v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v))
-      throw fail(std::string(name) + " must be a number, got '" + text + "'");
+      throw fail(std::string(name) + " must be a number, got '" + excerpt(text, 40) + "'");
     return v;
   };
 
@@ -75,11 +76,18 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
     const std::string path(rest.substr(0, colon));
     const std::string_view column = rest.substr(colon + 1);
     if (column != "prompt" && column != "output") throw fail("the column must be 'prompt' or 'output'");
-    TraceReader reader(path);
-    Request r;
-    while (reader.next(r)) {
-      const std::int32_t v = column == "prompt" ? r.prompt_len : r.output_len;
-      d.values_.push_back(std::max(v, 1));
+    // The trace's own errors name the file and line; the flag goes in front.
+    try {
+      TraceReader reader(path);
+      Request r;
+      while (reader.next(r)) {
+        const std::int32_t v = column == "prompt" ? r.prompt_len : r.output_len;
+        d.values_.push_back(std::max(v, 1));
+      }
+    } catch (const UsageError& e) {
+      throw UsageError(std::string(what) + ": " + e.what());
+    } catch (const Error& e) {
+      throw Error(std::string(what) + ": " + e.what());
     }
     if (d.values_.empty()) throw fail("the trace holds no requests");
     d.kind_ = Kind::samples;
@@ -89,11 +97,11 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
   const SpecParts parts = split_spec(spec);
   auto allow = [&](std::size_t positional, std::initializer_list<const char*> names) {
     if (parts.positional.size() != positional)
-      throw fail("expected " + std::to_string(positional) + " plain value(s) after '" + parts.name + ":'");
+      throw fail("expected " + std::to_string(positional) + " plain value(s) after '" + excerpt(parts.name, 40) + ":'");
     for (const auto& [k, v] : parts.named) {
       bool ok = false;
       for (const char* n : names) ok = ok || k == n;
-      if (!ok) throw fail("unknown key '" + k + "'");
+      if (!ok) throw fail("unknown key '" + excerpt(k, 40) + "'");
     }
   };
   if (parts.name == "fixed") {
@@ -119,7 +127,7 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
     if (m <= 0) throw fail("median/mean must be > 0");
     // E[exp(N(mu, s))] = exp(mu + s^2 / 2).
     d.mu_ = has_median ? std::log(m) : std::log(m) - d.sigma_ * d.sigma_ / 2;
-    d.hi_ = parts.named.count("max") ? to_int(parts.named.at("max"), "max") : (1 << 24);
+    d.hi_ = parts.named.count("max") ? to_int(parts.named.at("max"), "max") : kMaxSpecLength;
   } else if (parts.name == "zipf") {
     allow(0, {"max", "s"});
     if (!parts.named.count("max") || !parts.named.count("s")) throw fail("zipf needs max= and s=");
@@ -136,7 +144,7 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
     }
     for (double& c : d.cdf_) c /= total;
   } else {
-    throw fail("unknown distribution '" + parts.name + "'");
+    throw fail("unknown distribution '" + excerpt(parts.name, 40) + "'");
   }
   return d;
 }

@@ -16,6 +16,11 @@
 
 namespace twin {
 
+// The longest length a spec may give (16,777,216 tokens): longer is no
+// workload, and a generated request's hash ids grow with its length (a
+// fixed:2147483647 prompt would be a gigabyte of ids per request).
+inline constexpr std::int32_t kMaxSpecLength = std::int32_t{1} << 24;
+
 class LengthDist {
  public:
   // Throws UsageError naming `what` (e.g. "--prompt") and the expected forms.

@@ -12,7 +12,7 @@ ElemType parse_elem_type(std::string_view name) {
   if (name == "bf16" || name == "bfloat16") return ElemType::bf16;
   if (name == "f16" || name == "float16" || name == "fp16") return ElemType::f16;
   if (name == "i32" || name == "int32") return ElemType::i32;
-  throw UsageError("unknown dtype '" + std::string(name) + "' (known: f32, bf16, f16, i32)");
+  throw UsageError("unknown dtype '" + excerpt(name) + "' (known: f32, bf16, f16, i32)");
 }
 
 float f16_to_f32(std::uint16_t h) {

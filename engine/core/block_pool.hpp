@@ -2,18 +2,28 @@
 // The device block pool: ref counts, an LRU free list and the hash index of
 // published blocks. Every operation is O(1) per block touched (amortised).
 //
-// Free list: blocks with ref count 0, least recently freed at the head. It is
-// a ring of block ids in the order they were freed: popping reads the ring
-// sequentially, so the next blocks to be handed out are known in advance and
-// their state is prefetched (the free list is visited in effectively random
-// block order, and a big cluster's pools do not fit in cache: this was a
-// third of a simulation's time as a linked list). A cached block taken as a
-// prefix hit leaves from the middle in O(1): its ring entry goes stale (each
-// block remembers the ring position of its one live entry) and is skipped
-// when the head reaches it; a ring full of stale entries is compacted. A
-// block's ref count, flags and ring position share one 8-byte node. A freed
-// block that was published keeps its hash (it stays a prefix-cache hit) until
-// it is popped from the head for reuse: only then is its index entry dropped
+// Lazily sized: a block has state only once it has been handed out. The
+// blocks never handed out are the ids [num_touched, num_blocks): they are free,
+// uncached, and in the free list's order they come first, lowest id first
+// (a pool that starts with every block free hands them out in id order
+// before it reuses any freed block), so they need no entry anywhere. A
+// simulated replica sized from an 80 GB GPU holds millions of blocks and a
+// run may use a few thousand: the pool's memory follows the blocks used,
+// never the blocks there are.
+//
+// Free list: the touched blocks with ref count 0, least recently freed at the
+// head. It is a ring of block ids in the order they were freed: popping reads
+// the ring sequentially, so the next blocks to be handed out are known in
+// advance and their state is prefetched (the free list is visited in
+// effectively random block order, and a big cluster's pools do not fit in
+// cache: this was a third of a simulation's time as a linked list). A cached
+// block taken as a prefix hit leaves from the middle in O(1): its ring entry
+// goes stale (each block remembers the ring position of its one live entry)
+// and is skipped when the head reaches it; a ring full of stale entries is
+// compacted, or doubled while it is under twice the touched blocks. A block's
+// ref count, flags and ring position share one 8-byte node. A freed block
+// that was published keeps its hash (it stays a prefix-cache hit) until it
+// is popped from the head for reuse: only then is its index entry dropped
 // (lazy eviction).
 #include <cstdint>
 #include <span>
@@ -33,14 +43,21 @@ class BlockPool {
   std::int32_t block_size() const { return block_size_; }
   std::int32_t num_free() const { return num_free_; }
   std::int32_t num_cached() const { return static_cast<std::int32_t>(index_.size()); }
-  std::int32_t ref_count(BlockId b) const { return static_cast<std::int32_t>(nodes_[at(b)].word & kRefMask); }
-  bool is_cached(BlockId b) const { return (nodes_[at(b)].word & kCached) != 0; }
-  bool has_tokens(BlockId b) const { return (nodes_[at(b)].word & kHasTokens) != 0; }
+  // Blocks handed out at least once: the ones with state (tests, memory figures).
+  std::int32_t num_touched() const { return static_cast<std::int32_t>(nodes_.size()); }
+  // Bytes the pool's per-block containers hold (capacity, not size).
+  std::size_t state_bytes() const;
+  std::int32_t ref_count(BlockId b) const {
+    return touched(b) ? static_cast<std::int32_t>(nodes_[at(b)].word & kRefMask) : 0;
+  }
+  bool is_cached(BlockId b) const { return touched(b) && (nodes_[at(b)].word & kCached) != 0; }
+  bool has_tokens(BlockId b) const { return touched(b) && (nodes_[at(b)].word & kHasTokens) != 0; }
 
   // Pops the least recently freed block, dropping its cached hash if any
   // (returns true in `evicted` then). Precondition: num_free() > 0.
   BlockId pop_free(bool& evicted);
-  // Takes one more reference on b; a free block leaves the free list.
+  // Takes one more reference on b (a block handed out before); a free block
+  // leaves the free list.
   void acquire(BlockId b);
   // Drops one reference; at zero the block joins the free list's tail.
   void release(BlockId b) {
@@ -48,7 +65,7 @@ class BlockPool {
     if ((--node.word & kRefMask) == 0) push_tail(b, node);
   }
   // Starts loading b's state (a caller about to release several blocks).
-  void prefetch(BlockId b) const { __builtin_prefetch(&nodes_[at(b)]); }
+  void prefetch(BlockId b) const { __builtin_prefetch(nodes_.data() + at(b)); }
 
   // The cached block published under h, or -1.
   BlockId find(BlockHash h) const;
@@ -60,7 +77,7 @@ class BlockPool {
   bool tokens_match(BlockId b, std::span<const TokenId> tokens) const;
 
   // First violated invariant of the pool alone (free list vs ref counts, hash
-  // index vs stored hashes), or empty. O(num_blocks): tests only.
+  // index vs stored hashes), or empty. O(touched blocks): tests only.
   std::string check() const;
 
  private:
@@ -74,7 +91,7 @@ class BlockPool {
     std::uint32_t ring_pos = 0;   // ring position of its live entry while free (low 32 bits)
   };
   void push_tail(BlockId b, Node& node) {
-    if (tail_ - head_ == ring_.size()) compact(b);
+    if (tail_ - head_ == ring_.size()) make_room(b);
     node.ring_pos = static_cast<std::uint32_t>(tail_);
     ring_[tail_ & ring_mask_] = b;
     ++tail_;
@@ -84,19 +101,21 @@ class BlockPool {
     const Node& node = nodes_[at(b)];
     return (node.word & kRefMask) == 0 && node.ring_pos == static_cast<std::uint32_t>(pos);
   }
+  bool touched(BlockId b) const { return b >= 0 && at(b) < nodes_.size(); }
+  void make_room(BlockId pushing);
   void compact(BlockId pushing);
   std::size_t at(BlockId b) const { return static_cast<std::size_t>(b); }
 
   std::int32_t num_blocks_;
   std::int32_t block_size_;
   std::int32_t num_free_ = 0;
-  std::vector<Node> nodes_;              // num_blocks
-  std::vector<BlockId> ring_;            // free list, power-of-two size >= 2 * num_blocks
+  std::vector<Node> nodes_;              // touched blocks: ids 0 .. num_touched-1
+  std::vector<BlockId> ring_;            // free list of touched blocks, power-of-two size
   std::uint64_t ring_mask_ = 0;
   std::uint64_t head_ = 0;               // ring positions, never wrapped
   std::uint64_t tail_ = 0;
-  std::vector<BlockHash> hash_;          // valid where cached
-  std::vector<TokenId> tokens_;          // block_size per block, sized on first use
+  std::vector<BlockHash> hash_;          // per touched block, valid where cached
+  std::vector<TokenId> tokens_;          // block_size per touched block, sized on first use
   std::unordered_map<BlockHash, BlockId> index_;
 };
 

@@ -40,10 +40,20 @@ KvCache::KvCache(const KvCacheConfig& config)
       watermark_blocks_(static_cast<std::int32_t>(config.watermark * config.num_blocks)),
       contiguous_blocks_(config.contiguous ? (config.max_model_len + config.block_size - 1) / config.block_size : 0),
       prefix_caching_(config.enable_prefix_caching && !config.contiguous) {
-  free_host_.reserve(static_cast<std::size_t>(config.num_host_blocks));
-  hit_scratch_.reserve(static_cast<std::size_t>(config.num_blocks));
-  // A stack popped from the back: host blocks are handed out in id order.
-  for (BlockId b = config.num_host_blocks - 1; b >= 0; --b) free_host_.push_back(b);
+  // Nothing here is sized by the block counts: a pool of millions of blocks
+  // costs what its used blocks cost (see BlockPool), and so does the host
+  // tier (next_host_block_).
+}
+
+BlockId KvCache::take_host_block() {
+  // Host blocks are handed out in id order, returned ones first (a stack):
+  // the blocks never used yet are next_host_block_ and up.
+  if (!free_host_.empty()) {
+    const BlockId b = free_host_.back();
+    free_host_.pop_back();
+    return b;
+  }
+  return next_host_block_++;
 }
 
 std::int32_t KvCache::blocks_for(std::int32_t tokens) const {
@@ -174,11 +184,10 @@ void KvCache::free(SeqKv& seq) {
 
 bool KvCache::swap_out(SeqKv& seq, std::vector<BlockCopy>& copies) {
   if (!seq.host_blocks.empty()) throw Error("kv cache: swap_out of a sequence that is already swapped out");
-  if (seq.blocks.size() > free_host_.size()) return false;
+  if (static_cast<std::int32_t>(seq.blocks.size()) > num_free_host_blocks()) return false;
   seq.host_blocks.reserve(seq.blocks.size());
   for (const BlockId dev : seq.blocks) {
-    const BlockId host = free_host_.back();
-    free_host_.pop_back();
+    const BlockId host = take_host_block();
     seq.host_blocks.push_back(host);
     copies.push_back(BlockCopy{dev, host});
   }
@@ -210,7 +219,9 @@ void KvCache::free_host(SeqKv& seq) {
 
 std::int32_t KvCache::num_free_blocks() const { return pool_.num_free(); }
 
-std::int32_t KvCache::num_free_host_blocks() const { return static_cast<std::int32_t>(free_host_.size()); }
+std::int32_t KvCache::num_free_host_blocks() const {
+  return static_cast<std::int32_t>(free_host_.size()) + (config_.num_host_blocks - next_host_block_);
+}
 
 double KvCache::usage() const { return static_cast<double>(num_used_blocks()) / static_cast<double>(num_blocks()); }
 
@@ -226,14 +237,18 @@ bool KvCache::is_cached(BlockId block) const {
 
 std::string KvCache::check_invariants(std::span<const SeqKv* const> seqs) const {
   if (std::string pool_error = pool_.check(); !pool_error.empty()) return pool_error;
-  std::vector<std::int32_t> holders(static_cast<std::size_t>(num_blocks()), 0);
-  std::vector<std::uint8_t> host_used(static_cast<std::size_t>(config_.num_host_blocks), 0);
-  std::vector<std::int32_t> last_table(static_cast<std::size_t>(num_blocks()), -1);
+  // Only blocks handed out at least once can be held: the check costs what
+  // the run touched, so it works on a pool of any size.
+  const std::int32_t touched = pool_.num_touched();
+  std::vector<std::int32_t> holders(static_cast<std::size_t>(touched), 0);
+  std::vector<std::uint8_t> host_used(static_cast<std::size_t>(next_host_block_), 0);
+  std::vector<std::int32_t> last_table(static_cast<std::size_t>(touched), -1);
   std::int32_t table = -1;
   for (const SeqKv* seq : seqs) {
     ++table;
     for (const BlockId b : seq->blocks) {
       if (b < 0 || b >= num_blocks()) return "block table holds invalid block " + std::to_string(b);
+      if (b >= touched) return "block table holds block " + std::to_string(b) + ", never handed out";
       if (last_table[static_cast<std::size_t>(b)] == table) {
         return "block " + std::to_string(b) + " appears twice in one block table";
       }
@@ -246,20 +261,22 @@ std::string KvCache::check_invariants(std::span<const SeqKv* const> seqs) const 
     }
     for (const BlockId h : seq->host_blocks) {
       if (h < 0 || h >= config_.num_host_blocks) return "host table holds invalid block " + std::to_string(h);
+      if (h >= next_host_block_) return "host table holds block " + std::to_string(h) + ", never handed out";
       if (host_used[static_cast<std::size_t>(h)]++) return "host block " + std::to_string(h) + " held twice";
     }
   }
-  for (BlockId b = 0; b < num_blocks(); ++b) {
+  for (BlockId b = 0; b < touched; ++b) {
     if (holders[static_cast<std::size_t>(b)] != pool_.ref_count(b)) {
       return "block " + std::to_string(b) + " has ref " + std::to_string(pool_.ref_count(b)) + " but " +
              std::to_string(holders[static_cast<std::size_t>(b)]) + " tables hold it";
     }
   }
   for (const BlockId h : free_host_) {
-    if (h < 0 || h >= config_.num_host_blocks) return "host free list holds invalid block " + std::to_string(h);
+    if (h < 0 || h >= next_host_block_) return "host free list holds invalid block " + std::to_string(h);
     if (host_used[static_cast<std::size_t>(h)]++) return "host block " + std::to_string(h) + " is free and held";
   }
-  for (std::int32_t h = 0; h < config_.num_host_blocks; ++h) {
+  // Host blocks from next_host_block_ up are free without a stack entry.
+  for (BlockId h = 0; h < next_host_block_; ++h) {
     if (!host_used[static_cast<std::size_t>(h)]) return "host block " + std::to_string(h) + " leaked";
   }
   return {};

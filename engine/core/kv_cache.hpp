@@ -111,12 +111,21 @@ class KvCache {
   // sequence holding blocks of this cache: ref counts equal the number of
   // tables holding each block, the free list holds exactly the ref-0 blocks,
   // the hash index agrees with the blocks' stored hashes, no host block is in
-  // two places. O(num_blocks + blocks held).
+  // two places. O(blocks handed out + blocks held), whatever the pool's size.
   std::string check_invariants(std::span<const SeqKv* const> seqs) const;
+
+  // Bytes of per-block state the cache holds: grows with the blocks a run
+  // has used, not with num_blocks (tests; the simulator's memory figures).
+  std::size_t state_bytes() const {
+    return pool_.state_bytes() + free_host_.capacity() * sizeof(BlockId) + hit_scratch_.capacity() * sizeof(BlockId);
+  }
+  // Device blocks handed out at least once.
+  std::int32_t num_touched_blocks() const { return pool_.num_touched(); }
 
  private:
   std::int32_t blocks_for(std::int32_t tokens) const;
   BlockId take_free_block();
+  BlockId take_host_block();
 
   KvCacheConfig config_;
   KvCacheStats stats_;
@@ -124,7 +133,8 @@ class KvCache {
   std::int32_t watermark_blocks_ = 0;
   std::int32_t contiguous_blocks_ = 0;   // per request in contiguous mode
   bool prefix_caching_ = false;          // enabled and not contiguous
-  std::vector<BlockId> free_host_;       // stack of free host blocks
+  std::vector<BlockId> free_host_;       // stack of returned host blocks
+  BlockId next_host_block_ = 0;          // host blocks from here up were never used
   std::vector<BlockId> hit_scratch_;     // allocate's hit blocks, reused across calls
 };
 

@@ -132,7 +132,7 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
   } else if (key == "max_queue_time_ms") {
     c.max_queue_time = from_millis(parse_double(key, value, 0.0, 1e9));
   } else {
-    throw UsageError("unknown scheduler option '" + std::string(key) + "': known options are " +
+    throw UsageError("unknown scheduler option '" + excerpt(key) + "': known options are " +
                      join(scheduler_option_keys()));
   }
 }

@@ -312,7 +312,7 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs)
       } else {
         st = nonneg_lsq(x, y, w1, true, {1.0, 0.0});
       }
-      if (st[0] > 0) fit.scales[k] = st[0];
+      if (st[0] > 0) fit.scales[k] = std::clamp(st[0], kMinOpScale, kMaxOpScale);
       if (st.size() > 1) fit.fixed[k] = st[1];
     }
     // The step terms on what the scaled ops leave unexplained.
@@ -329,7 +329,8 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs)
     std::vector<std::array<double, 3>> features;
     for (const Median& m : med) features.push_back({m.table_sum, 1.0, m.seqs});
     const StepFit f = fit_step_terms(features, measured);
-    fit.op_scale = f.op_scale;
+    // The profile reader's range (a fit from degenerate samples may leave it).
+    fit.op_scale = std::clamp(f.op_scale, kMinOpScale, kMaxOpScale);
     fit.base_ns = f.base_ns;
     fit.per_seq_ns = f.per_seq_ns;
   }

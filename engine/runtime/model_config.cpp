@@ -26,7 +26,7 @@ ModelConfig model_config_from(const ModelDesc& d) {
   } else if (rope == "llama3") {
     c.rope_scaling = RopeScaling::llama3;
   } else if (!rope.empty()) {
-    throw Error("model '" + d.name + "': rope_scaling type '" + rope +
+    throw Error("model '" + excerpt(d.name, 80) + "': rope_scaling type '" + excerpt(rope, 40) +
                 "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
   }
   c.rope_factor = d.rope_scaling.factor;
@@ -34,9 +34,9 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.sliding_window = d.sliding_window;
-  if (d.mlp_bias) throw Error("model '" + d.name + "': mlp_bias true is not supported by the engine (MLP biases)");
+  if (d.mlp_bias) throw Error("model '" + excerpt(d.name, 80) + "': mlp_bias true is not supported by the engine (MLP biases)");
   if (d.hidden_act != "silu" && d.hidden_act != "swish") {
-    throw Error("model '" + d.name + "': hidden_act '" + d.hidden_act + "' is not supported by the engine (it runs silu)");
+    throw Error("model '" + excerpt(d.name, 80) + "': hidden_act '" + excerpt(d.hidden_act, 40) + "' is not supported by the engine (it runs silu)");
   }
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
@@ -62,7 +62,7 @@ RopeConfig rope_config(const ModelConfig& config) {
 
 void check_model_config(const ModelConfig& c) {
   auto positive = [&](const char* key, std::int64_t v) {
-    if (v <= 0) throw Error("model '" + c.name + "': " + key + " must be positive, got " + std::to_string(v));
+    if (v <= 0) throw Error("model '" + excerpt(c.name, 80) + "': " + key + " must be positive, got " + std::to_string(v));
   };
   positive("hidden_size", c.hidden_size);
   positive("intermediate_size", c.intermediate_size);
@@ -73,12 +73,12 @@ void check_model_config(const ModelConfig& c) {
   positive("vocab_size", c.vocab_size);
   positive("max_position_embeddings", c.max_position_embeddings);
   if (c.num_heads % c.num_kv_heads != 0) {
-    throw Error("model '" + c.name + "': num_attention_heads " + std::to_string(c.num_heads) +
+    throw Error("model '" + excerpt(c.name, 80) + "': num_attention_heads " + std::to_string(c.num_heads) +
                 " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
   }
-  if (c.head_dim % 2 != 0) throw Error("model '" + c.name + "': head_dim must be even for rotary embeddings");
+  if (c.head_dim % 2 != 0) throw Error("model '" + excerpt(c.name, 80) + "': head_dim must be even for rotary embeddings");
   if (c.is_moe() && (c.experts_per_token <= 0 || c.experts_per_token > c.num_experts)) {
-    throw Error("model '" + c.name + "': num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
+    throw Error("model '" + excerpt(c.name, 80) + "': num_experts_per_tok must be in 1.." + std::to_string(c.num_experts));
   }
 }
 

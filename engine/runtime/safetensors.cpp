@@ -23,10 +23,16 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-std::uint64_t numel(const std::vector<std::int64_t>& shape) {
-  std::uint64_t n = 1;
-  for (std::int64_t d : shape) n *= static_cast<std::uint64_t>(d);
-  return n;
+// Bytes of a tensor of `shape` with `elem`-byte elements; false when the
+// product overflows 64 bits (a shape of [2^62, 4] must not wrap to 0 bytes
+// and match an empty data range).
+bool tensor_bytes(const std::vector<std::int64_t>& shape, std::size_t elem, std::uint64_t& out) {
+  std::uint64_t n = elem;
+  for (std::int64_t d : shape) {
+    if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n)) return false;
+  }
+  out = n;
+  return true;
 }
 
 }  // namespace
@@ -58,6 +64,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     map_ = nullptr;
     throw Error(path + ": mmap failed");
   }
+  // A constructor that throws runs no destructor: a bad header must unmap
+  // here, or every refused file keeps its mapping (the fuzzer's run slowed
+  // to a crawl as they piled up).
+  try {
+    read_header();
+  } catch (...) {
+    ::munmap(map_, map_bytes_);
+    map_ = nullptr;
+    throw;
+  }
+}
+
+void SafetensorsFile::read_header() {
+  const std::string& path = path_;
   const auto* base = static_cast<const std::byte*>(map_);
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | std::to_integer<std::uint64_t>(base[i]);
@@ -91,7 +111,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       const std::size_t elem = safetensors_dtype_bytes(t.dtype);
       if (elem == 0) throw Error(where + ": unknown dtype '" + excerpt(t.dtype) + "'");
       t.bytes = offsets[1] - offsets[0];
-      if (numel(t.shape) * elem != t.bytes) {
+      std::uint64_t expected = 0;
+      if (!tensor_bytes(t.shape, elem, expected) || expected != t.bytes) {
         throw Error(where + ": " + std::to_string(t.bytes) + " bytes do not hold shape " + shape_text(t.shape) +
                     " of " + t.dtype);
       }
@@ -135,7 +156,8 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
   for (const auto& t : tensors) {
     const std::size_t elem = safetensors_dtype_bytes(t.dtype);
     if (elem == 0) throw Error(path + ": tensor '" + t.name + "': unknown dtype '" + t.dtype + "'");
-    if (numel(t.shape) * elem != t.data.size()) {
+    std::uint64_t expected = 0;
+    if (!tensor_bytes(t.shape, elem, expected) || expected != t.data.size()) {
       throw Error(path + ": tensor '" + t.name + "': " + std::to_string(t.data.size()) +
                   " bytes do not hold shape " + shape_text(t.shape) + " of " + t.dtype);
     }

@@ -36,6 +36,8 @@ class SafetensorsFile {
   const SafetensorsTensor* find(const std::string& name) const;
 
  private:
+  void read_header();  // checks the header of the mapped file, fills tensors_
+
   std::string path_;
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;

@@ -72,3 +72,26 @@ TEST_CASE("parse_slos errors name the failing part and what was expected") {
   CHECK_THAT(error_of("ttft<=1s,"), Contains("part 2 is empty"));
   CHECK_THROWS_AS(parse_slos("nonsense"), twin::UsageError);
 }
+
+TEST_CASE("a percentile is plain decimal digits: p1e1, p50. and p.5 are refused, not read as numbers") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error_of("ttft_p1e1<=1s"), Contains("bad percentile \"p1e1\""));
+  CHECK_THAT(error_of("ttft_p50.<=1s"), Contains("bad percentile \"p50.\""));
+  CHECK_THAT(error_of("ttft_p.5<=1s"), Contains("bad percentile \"p.5\""));
+  CHECK_THAT(error_of("ttft_p+50<=1s"), Contains("bad percentile"));
+  CHECK_THAT(error_of("ttft_p0x10<=1s"), Contains("bad percentile"));
+  CHECK_THAT(error_of("ttft_p90<=2.s"), Contains("bad threshold \"2.\""));
+  CHECK_THAT(error_of("ttft_p90<=1e309s"), Contains("bad threshold"));
+  CHECK_THAT(error_of("ttft_p90<=1e306s"), Contains("too large"));
+  CHECK(parse_slos("ttft_p99.5<=1.5e3ms").front().threshold_ms == 1500);
+  // A tiny percentile is written without an exponent, so it reads back.
+  const auto tiny = parse_slos("ttft_p0.00001<=1s");
+  CHECK(parse_slos(twin::format_slos(tiny)).front().percentile == tiny.front().percentile);
+}
+
+TEST_CASE("an SLO error quotes at most a short excerpt of a long part") {
+  const std::string part = "ttft_p90<=" + std::string(5000, '9') + "x";
+  const std::string message = error_of(part);
+  CHECK(message.find("SLO \"ttft_p90<=999") == 0);
+  CHECK(message.size() < 400);
+}

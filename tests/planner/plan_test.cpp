@@ -125,5 +125,25 @@ TEST_CASE("search files check every key") {
   CHECK_THROWS_AS(check_search_space(s), UsageError);
 }
 
+TEST_CASE("search files name the file and key of an unknown name, quoting a long one briefly") {
+  SearchSpace s;
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"preset": ["vllm", "vl-lm"]})"), "s.json"),
+                    Catch::StartsWith("s.json: preset: unknown scheduler preset 'vl-lm'"));
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"model": "t"})"), "s.json"),
+                    Catch::StartsWith("s.json: model: unknown model 't'"));
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"hardware": ["h200", "h2000"]})"), "s.json"),
+                    Catch::StartsWith("s.json: hardware: unknown hardware 'h2000'"));
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"router": "fastest"})"), "s.json"),
+                    Catch::StartsWith("s.json: router: unknown router policy 'fastest'"));
+  CHECK_THROWS_WITH(apply_search_json(s, nlohmann::json::parse(R"({"dtype": "fp65536"})"), "s.json"),
+                    Catch::StartsWith("s.json: dtype: unknown dtype"));
+  try {
+    apply_search_json(s, nlohmann::json{{std::string(50000, 'k'), 1}}, "s.json");
+    FAIL("a long unknown key was accepted");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).size() < 1000);
+  }
+}
+
 }  // namespace
 }  // namespace twin

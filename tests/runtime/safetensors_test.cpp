@@ -72,6 +72,52 @@ TEST_CASE("safetensors rejects broken files naming the problem") {
   CHECK(error_of([&] { write_safetensors(dir + "/w.safetensors", wrong); }).find("'x'") != std::string::npos);
 }
 
+namespace {
+
+// Whether the process still maps `path` (file-backed mappings are listed with
+// their path in /proc/self/maps).
+bool mapped(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(path) != std::string::npos) return true;
+  }
+  return false;
+}
+
+void write_with_header(const std::string& path, const std::string& header, std::size_t data_bytes) {
+  std::ofstream out(path, std::ios::binary);
+  std::uint64_t n = header.size();
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  out << header << std::string(data_bytes, '\0');
+}
+
+}  // namespace
+
+TEST_CASE("a safetensors file refused after mapping is unmapped (twin_fuzz found mappings piling up)") {
+  const std::string dir = temp_dir("st_unmap");
+  const std::string path = dir + "/bad_header.safetensors";
+  write_with_header(path, R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}})", 12);
+  CHECK_FALSE(error_of([&] { SafetensorsFile f(path); }).empty());
+  CHECK_FALSE(mapped(path));
+  const std::string good = dir + "/good.safetensors";
+  write_with_header(good, R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})", 12);
+  {
+    const SafetensorsFile f(good);
+    CHECK(mapped(good));
+  }
+  CHECK_FALSE(mapped(good));
+}
+
+TEST_CASE("a shape whose byte count overflows 64 bits is refused, not wrapped to an empty tensor") {
+  const std::string path = temp_dir("st_wrap") + "/wrap.safetensors";
+  // 2^62 x 4 F32 elements: 2^66 bytes, which wraps to 0 and would match [0, 0].
+  write_with_header(path, R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}})", 0);
+  const std::string e = error_of([&] { SafetensorsFile f(path); });
+  CHECK(e.find("'w'") != std::string::npos);
+  CHECK(e.find("do not hold shape") != std::string::npos);
+}
+
 TEST_CASE("weights that do not match the config name the tensor and both shapes") {
   const ModelConfig config = tiny_config();
   WeightMap weights = random_weights(config, 1);

@@ -64,6 +64,48 @@ TEST_CASE("cluster config: every key is checked") {
                     Catch::Contains("directory"));
 }
 
+TEST_CASE("cluster config: names are checked as the file is read, naming the file and key") {
+  using nlohmann::json;
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"groups": [{"model": "llama-9"}]})"), "c.json"),
+                    Catch::Contains("c.json: groups[0].model: unknown model 'llama-9'"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"groups": [{}, {"hardware": "tpu-v9"}]})"), "c.json"),
+                    Catch::Contains("c.json: groups[1].hardware: unknown hardware 'tpu-v9'"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"groups": [{"kv_dtype": "fp65536"}]})"), "c.json"),
+                    Catch::Contains("c.json: groups[0].kv_dtype: unknown dtype 'fp65536'"));
+  CHECK_THROWS_WITH(parse_cluster_config(json::parse(R"({"slos": "ttft_p1e18<=1s"})"), "c.json"),
+                    Catch::Contains("c.json: slos: SLO \"ttft_p1e18<=1s\": bad percentile"));
+  // A megabyte-long name is quoted in a few hundred characters.
+  const std::string long_name = std::string(100000, 'x');
+  const std::string message = [&] {
+    try {
+      (void)parse_cluster_config(json{{"groups", json::array({json{{"model", long_name}}})}}, "c.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  CHECK_THAT(message, Catch::Contains("groups[0].model"));
+  CHECK(message.size() < 1000);
+}
+
+TEST_CASE("cluster config: errors found building a group name the file and the group") {
+  using nlohmann::json;
+  const ClusterConfig tight = parse_cluster_config(
+      json::parse(R"({"groups": [{"model": "tiny", "hardware": "cpu"},
+                                 {"model": "llama-3.1-8b", "hardware": "h100-80gb", "gpu_memory_utilization": 1e-9}]})"),
+      "c.json");
+  CHECK_THROWS_WITH(build_cluster(tight), Catch::StartsWith("c.json: groups[1]: ") && Catch::Contains("does not fit"));
+  const ClusterConfig layout =
+      parse_cluster_config(json::parse(R"({"groups": [{"model": "llama-2-7b", "hardware": "a100-80gb", "tp": 3}]})"), "c.json");
+  CHECK_THROWS_WITH(build_cluster(layout), Catch::StartsWith("c.json: groups[0]: ") && Catch::Contains("tp=3"));
+  CHECK_THROWS_AS(build_cluster(layout), UsageError);  // the type is kept: exit 2
+  // No groups: the default one, named by the file alone.
+  const ClusterConfig none = parse_cluster_config(json::parse(R"({"gpu_memory_utilization": 1e-9})"), "c.json");
+  CHECK_THROWS_WITH(build_cluster(none), Catch::StartsWith("c.json: ") && Catch::Contains("does not fit"));
+  // From flags (no file): the message as it was.
+  CHECK_THROWS_WITH(build_cluster(one_group("llama-2-7b", "a100-80gb", 3)), Catch::StartsWith("model llama-2-7b"));
+}
+
 TEST_CASE("replica counts beyond a --config file's range are refused") {
   CHECK_THROWS_WITH(build_cluster(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 100'000'000)),
                     Catch::Contains("replica count") && Catch::Contains("100000000"));

@@ -173,6 +173,20 @@ TEST_CASE("calibrated profile parsing names the bad key") {
   j = good;
   j["format"] = "something else";
   CHECK_THAT(error_of(j), Catch::Contains("format"));
+  // A scale on the op tables is a fitted factor near 1: 1e-300 would price
+  // every step at nothing, 1e300 at infinity.
+  for (const double bad : {1e-300, 0.0, -1.0, 1e300}) {
+    j = good;
+    j["step_overhead"]["op_scale"] = bad;
+    CHECK_THAT(error_of(j), Catch::Contains("p.json") && Catch::Contains("step_overhead.op_scale") &&
+                                Catch::Contains("0.001 to 1000"));
+    j = good;
+    j["step_overhead"]["op_scales"]["qkv_proj"] = bad;
+    CHECK_THAT(error_of(j), Catch::Contains("step_overhead.op_scales.qkv_proj") && Catch::Contains("0.001 to 1000"));
+  }
+  j = good;
+  j["step_overhead"]["op_scale"] = 0.5;
+  CHECK(error_of(j).empty());
   CHECK_THROWS_WITH(load_calibrated_profile("/nonexistent/profile.json"), Catch::Contains("/nonexistent/profile.json"));
   const std::string dir = std::filesystem::temp_directory_path().string();
   CHECK_THROWS_WITH(load_calibrated_profile(dir), Catch::Contains(dir) && Catch::Contains("got a directory"));
@@ -309,7 +323,7 @@ TEST_CASE("a profile without op_scale, idle terms or rounds reads as scale 1, no
   const CalibratedTables t(p, "old.json");
   CHECK(t.overhead_ns(2, 1e9) == 5000 + 200);
   j["step_overhead"]["op_scale"] = 0;
-  CHECK_THAT(error_of(j), Catch::Contains("step_overhead.op_scale") && Catch::Contains("positive"));
+  CHECK_THAT(error_of(j), Catch::Contains("step_overhead.op_scale") && Catch::Contains("0.001 to 1000"));
   j["step_overhead"]["op_scale"] = 1;
   j["step_overhead"]["idle_samples"] = nlohmann::json::array({{{"gap_ns", 1}, {"measured_ns", 2}}});
   CHECK_THAT(error_of(j), Catch::Contains("step_overhead.idle_samples[0].extra_ns") && Catch::Contains("missing"));
@@ -405,7 +419,7 @@ TEST_CASE("per-kind op scales round-trip, and version 1 profiles read with scale
   CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales.tp_allreduce") && Catch::Contains("no table"));
   bad = j;
   bad["step_overhead"]["op_scales"]["rmsnorm"] = 0;
-  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales.rmsnorm") && Catch::Contains("positive"));
+  CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.op_scales.rmsnorm") && Catch::Contains("0.001 to 1000"));
   bad = j;
   bad["step_overhead"]["fit"].erase("max_abs_error");
   CHECK_THAT(error_of(bad), Catch::Contains("step_overhead.fit.max_abs_error") && Catch::Contains("missing"));

@@ -148,6 +148,29 @@ TEST_CASE("Length distributions: forms, means and errors", "[traces]") {
   CHECK_THROWS_AS(LengthDist::parse("uniform:30:10", "--prompt"), UsageError);
   CHECK_THROWS_AS(LengthDist::parse("lognormal:sigma=1", "--prompt"), UsageError);
   CHECK_THROWS_WITH(LengthDist::parse("fixed:x", "--output"), Catch::Contains("--output"));
+  // A trace's own error keeps its file and line, with the flag in front.
+  CHECK_THROWS_WITH(LengthDist::parse("trace:" + fixture("bad.jsonl") + ":prompt", "--prompt"),
+                    Catch::StartsWith("--prompt: ") && Catch::Contains("bad.jsonl:2"));
+  // Long specs are quoted briefly (the fuzzer found 4 KB echoed whole).
+  for (const std::string& spec : {"uniform:" + std::string(5000, '{'), std::string(5000, 'z') + ":1",
+                                 "lognormal:" + std::string(5000, 'k') + "=1:sigma=1"}) {
+    try {
+      (void)LengthDist::parse(spec, "--prompt");
+      FAIL("accepted " << spec.substr(0, 20));
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).size() < 1000);
+    }
+  }
+  GeneratorOptions o;
+  for (const std::string& spec : {std::string(5000, '7') + ":1", "1:2:" + std::string(5000, '.')}) {
+    try {
+      parse_shared_prefix(spec, o);
+      FAIL("accepted " << spec.substr(0, 20));
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).size() < 1000);
+    }
+  }
+  CHECK_THROWS_WITH(parse_arrivals(std::string(5000, 'p'), o), Catch::Contains("(5000 bytes)"));
 }
 
 TEST_CASE("Shared-prefix workload: prefix share matches construction", "[traces]") {
@@ -256,4 +279,16 @@ TEST_CASE("Bundled sample trace is what the documented command generates", "[tra
   o.think_time_s = 20;
   const std::string path = std::string(TWIN_SOURCE_DIR) + "/traces/samples/chat_1k.jsonl";
   CHECK(generate_text(o) == read_file(path));
+}
+
+TEST_CASE("Lengths and shared prefixes are bounded: one spec cannot ask for a gigabyte of ids per request",
+          "[traces]") {
+  CHECK_NOTHROW(LengthDist::parse("fixed:16777216", "--prompt"));
+  CHECK_THROWS_WITH(LengthDist::parse("fixed:16777217", "--prompt"), Catch::Contains("from 1 to 16777216"));
+  CHECK_THROWS_WITH(LengthDist::parse("uniform:1:2147483647", "--prompt"), Catch::Contains("HI must be an integer"));
+  CHECK_THROWS_AS(LengthDist::parse("lognormal:median=100:sigma=1:max=2147483647", "--prompt"), UsageError);
+  GeneratorOptions o;
+  CHECK_THROWS_WITH(parse_shared_prefix("1:2147483647:1", o), Catch::Contains("L at most 16777216"));
+  parse_shared_prefix("1:16777216:1", o);
+  CHECK(o.prefix_tokens == 16777216);
 }

@@ -1,0 +1,15 @@
+# Fails when `twin_fuzz --list` names a reader the suite does not run.
+cmake_minimum_required(VERSION 3.25)
+# READERS: the suite's readers, comma-separated.
+string(REPLACE "," ";" READERS "${READERS}")
+execute_process(COMMAND ${FUZZ} --list OUTPUT_VARIABLE listed RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "twin_fuzz --list failed")
+endif()
+string(REPLACE "\n" ";" lines "${listed}")
+foreach(line ${lines})
+  string(REGEX MATCH "^[^ ]+" name "${line}")
+  if(name AND NOT name IN_LIST READERS)
+    message(FATAL_ERROR "reader '${name}' is not in tests/fuzz/CMakeLists.txt's TWIN_FUZZ_READERS")
+  endif()
+endforeach()

@@ -1,0 +1,85 @@
+#include "tools/fuzz/crash_guard.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace twin::fuzz {
+namespace {
+
+std::string crash_dir = ".";
+char crash_path[4096] = {0};
+const std::string* current = nullptr;
+
+void write_all(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w <= 0) return;
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void save_current() {
+  if (!current || crash_path[0] == '\0') return;
+  const int fd = ::open(crash_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    write_all(fd, current->data(), current->size());
+    ::close(fd);
+  }
+  const char* msg = "\ntwin_fuzz: crashed on the input saved as ";
+  write_all(2, msg, std::strlen(msg));
+  write_all(2, crash_path, std::strlen(crash_path));
+  write_all(2, "\n", 1);
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+std::vector<char> alt_stack;
+
+void on_signal(int sig) {
+  save_current();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+#endif
+
+}  // namespace
+
+void install_crash_guard(const std::string& dir) {
+  crash_dir = dir.empty() ? "." : dir;
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer prints its report and then calls this before exiting.
+  __sanitizer_set_death_callback(save_current);
+#else
+  // A stack overflow (deep nesting) runs the handler on a stack of its own.
+  alt_stack.resize(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = alt_stack.data();
+  ss.ss_size = alt_stack.size();
+  ::sigaltstack(&ss, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
+#endif
+}
+
+void arm_crash_guard(const std::string& reader, std::uint64_t seed, std::int64_t index, const std::string& input) {
+  std::snprintf(crash_path, sizeof crash_path, "%s/crash-%s-seed%llu-input%lld", crash_dir.c_str(), reader.c_str(),
+                static_cast<unsigned long long>(seed), static_cast<long long>(index));
+  current = &input;
+}
+
+void disarm_crash_guard() { current = nullptr; }
+
+}  // namespace twin::fuzz

@@ -1,0 +1,19 @@
+#pragma once
+// Keeps the input being run where a crash handler can reach it: on a fatal
+// signal (or a sanitizer report) the input is written to a file and its
+// number printed, then the process dies as it would have. Everything the
+// handler touches is prepared before the input runs, so it only calls
+// async-signal-safe functions.
+#include <cstdint>
+#include <string>
+
+namespace twin::fuzz {
+
+// Installs the handlers once; crash files go to `dir` as
+// crash-READER-seedS-inputI.
+void install_crash_guard(const std::string& dir);
+// The input about to run (kept by pointer: it must outlive the run).
+void arm_crash_guard(const std::string& reader, std::uint64_t seed, std::int64_t index, const std::string& input);
+void disarm_crash_guard();
+
+}  // namespace twin::fuzz

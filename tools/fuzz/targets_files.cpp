@@ -1,0 +1,113 @@
+// Fuzz targets over the binary and tabular files the program reads besides
+// traces: safetensors checkpoints (`run --weights`) and an engine run's
+// steps.csv (`simulate --replay`).
+#include <cstdint>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/core/records.hpp"
+#include "engine/runtime/safetensors.hpp"
+#include "metrics/step_csv.hpp"
+#include "sim/replay_cost_model.hpp"
+#include "tools/fuzz/fuzz_target.hpp"
+
+namespace twin::fuzz {
+namespace {
+
+// --- safetensors ---
+
+// Where the bytes read go, so the reads are not optimised away.
+volatile unsigned checksum = 0;
+
+std::string safetensors_bytes(const std::string& header, std::size_t data_bytes) {
+  std::string out(8, '\0');
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += header;
+  for (std::size_t i = 0; i < data_bytes; ++i) out.push_back(static_cast<char>(i * 37));
+  return out;
+}
+
+std::vector<std::string> safetensors_seeds() {
+  return {
+      safetensors_bytes(R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                        R"("b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}})",
+                        22),
+      safetensors_bytes(R"({"model.embed_tokens.weight":{"dtype":"F16","shape":[4,2],"data_offsets":[0,16]},)"
+                        R"("lm_head.weight":{"dtype":"F32","shape":[],"data_offsets":[16,20]},)"
+                        R"("x":{"dtype":"I64","shape":[0,5],"data_offsets":[20,20]}}    )",
+                        20),
+  };
+}
+
+void run_safetensors(const std::string& input, const Scratch& scratch) {
+  SafetensorsFile file(scratch.write("model.safetensors", input));
+  // Every byte the header promises must be inside the mapping: read them all
+  // (a promise past the end faults here, or is an ASan report).
+  unsigned sum = 0;
+  for (const auto& [name, t] : file.tensors()) {
+    for (std::size_t i = 0; i < t.bytes; ++i) sum += static_cast<unsigned>(t.data[i]);
+    (void)file.find(name);
+  }
+  checksum = sum;
+}
+
+bool names_safetensors(const std::string& message, const Scratch& scratch) {
+  return message.find(scratch.path("model.safetensors")) != std::string::npos;
+}
+
+// --- steps.csv ---
+
+std::vector<std::string> steps_seeds() {
+  std::ostringstream out;
+  StepCsvWriter writer(out);
+  StepRecord r;
+  for (int i = 0; i < 4; ++i) {
+    r.step_id = static_cast<std::uint64_t>(i);
+    r.replica = i % 2;
+    r.start = 1'000'000LL * i + 17;
+    r.duration = 900'000 + 1000 * i;
+    r.batch_size = 1 + i;
+    r.num_prefill_seqs = i == 0 ? 1 : 0;
+    r.num_decode_seqs = r.batch_size - r.num_prefill_seqs;
+    r.new_tokens = i == 0 ? 100 : r.batch_size;
+    r.context_tokens = 100 * i;
+    r.kv_blocks_used = 7 + i;
+    r.waiting = 3 - i;
+    writer.write(r);
+  }
+  return {out.str()};
+}
+
+void run_steps(const std::string& input, const Scratch& scratch) {
+  const std::string path = scratch.write("steps.csv", input);
+  const std::vector<StepRecord> steps = read_step_records(path);
+  (void)ReplayCostModel(steps, path);
+}
+
+bool names_steps(const std::string& message, const Scratch& scratch) {
+  return message.find(scratch.path("steps.csv")) != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<FuzzTarget> binary_targets() {
+  FuzzTarget st;
+  st.name = "safetensors";
+  st.summary = "safetensors header and data offsets (SafetensorsFile, every tensor byte read)";
+  st.seeds = safetensors_seeds;
+  st.run = run_safetensors;
+  st.names_origin = names_safetensors;
+  st.max_bytes = 1 << 14;
+  FuzzTarget steps;
+  steps.name = "steps-csv";
+  steps.summary = "an engine run's steps.csv (read_step_records, then the replay cost model)";
+  steps.seeds = steps_seeds;
+  steps.run = run_steps;
+  steps.names_origin = names_steps;
+  return {st, steps};
+}
+
+}  // namespace twin::fuzz
