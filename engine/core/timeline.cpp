@@ -8,15 +8,20 @@
 namespace twin {
 
 void replay_faster(Request& r, Time origin, double speedup) {
+  if (!(speedup > 0) || !std::isfinite(speedup)) {
+    throw UsageError("a trace can only be replayed faster by a finite factor > 0, not " + std::to_string(speedup));
+  }
   // A slow replay of a late arrival can leave the clock's range (int64 ns,
   // about 292 years); llround would then return garbage, seen later as a
-  // request arriving out of order.
+  // request arriving out of order. At speedup 1 times stay exact (a double
+  // holds only 2^53 ns, about 104 days, exactly).
   auto scaled = [&](Time t) {
+    if (speedup == 1.0) return t;
     const double x = static_cast<double>(t) / speedup;
     if (!(std::fabs(x) < 9.2e18)) {
       throw Error("request " + std::to_string(r.id) + ": a time of " + std::to_string(static_cast<double>(t) / 1e9) +
-                  " s replayed at time scale " + std::to_string(speedup) +
-                  " is beyond the clock's range (about 292 years)");
+                  " s replayed " + std::to_string(speedup) +
+                  " times faster is beyond the clock's range (about 292 years)");
     }
     return static_cast<Time>(std::llround(x));
   };
@@ -28,6 +33,23 @@ void replay_faster(Request& r, Time origin, double speedup) {
 void arrive_at_once(Request& r) {
   if (r.cancel_time != kNoTime) r.cancel_time -= r.arrival;
   r.arrival = 0;
+}
+
+ReplayedSource::ReplayedSource(RequestSource& source, Mode mode, double speedup)
+    : source_(source), mode_(mode), speedup_(speedup) {
+  if (mode_ == Mode::faster && (!(speedup_ > 0) || !std::isfinite(speedup_))) {
+    throw UsageError("time scale must be a finite number > 0");
+  }
+}
+
+bool ReplayedSource::next(Request& out) {
+  if (!source_.next(out)) return false;
+  if (mode_ == Mode::at_once) {
+    arrive_at_once(out);
+  } else {
+    replay_faster(out, 0, speedup_);
+  }
+  return true;
 }
 
 }  // namespace twin
