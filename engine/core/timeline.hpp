@@ -14,11 +14,13 @@ namespace twin {
 
 // Arrival and cancel time measured from `origin` and divided by `speedup`
 // (> 0; 2 doubles the rate), rounded to whole nanoseconds; the cancel time
-// keeps its distance from the arrival, divided likewise. Throws twin::Error
-// naming the request when a time leaves the clock's range.
+// keeps its distance from the arrival, divided likewise. Patience is never
+// negative: a cancel time before the arrival (a trace reader's clamp of a
+// row slightly out of order can make one) moves to the arrival. Throws
+// twin::Error naming the request when a time leaves the clock's range.
 void replay_faster(Request& r, Time origin, double speedup);
 
-// Every request at t = 0, its patience unchanged.
+// Every request at t = 0, its patience unchanged (never negative).
 void arrive_at_once(Request& r);
 
 // Another source's requests on a replayed timeline: `speedup` times faster
