@@ -47,7 +47,8 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
 
 ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate) {
   const double base = arrival_rate(trace, probe_requests);
-  ScaledTraceSource source(trace, probe_requests, base / rate);
+  // A trace arriving all at once has no rate to scale: it stays a burst.
+  ScaledTraceSource source(trace, probe_requests, base > 0 ? rate / base : std::numeric_limits<double>::infinity());
   RunOutputs outputs;
   outputs.step_stats = false;
   const RunResult run = run_simulation(config, source, outputs);

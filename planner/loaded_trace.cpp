@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/core/timeline.hpp"
+
 namespace twin {
 
 LoadedTrace load_trace(const std::string& path, const TraceReadOptions& options) {
@@ -47,18 +49,16 @@ std::int32_t prompt_len_percentile(const LoadedTrace& trace, double p) {
   return lens[index];
 }
 
-ScaledTraceSource::ScaledTraceSource(const LoadedTrace& trace, std::size_t count, double time_scale)
-    : trace_(trace), count_(clamp_count(trace, count)), time_scale_(time_scale) {}
+ScaledTraceSource::ScaledTraceSource(const LoadedTrace& trace, std::size_t count, double speedup)
+    : trace_(trace), count_(clamp_count(trace, count)), speedup_(speedup) {}
 
 bool ScaledTraceSource::next(Request& out) {
   if (next_ >= count_) return false;
-  const Request& r = trace_.requests[next_];
-  out = r;
-  const Time offset = r.arrival - trace_.requests.front().arrival;
-  out.arrival = static_cast<Time>(std::llround(static_cast<double>(offset) * time_scale_));
-  if (r.cancel_time != kNoTime) {
-    // Client patience does not change with the load: the offset is kept.
-    out.cancel_time = out.arrival + (r.cancel_time - r.arrival);
+  out = trace_.requests[next_];
+  if (std::isinf(speedup_)) {
+    arrive_at_once(out);
+  } else {
+    replay_faster(out, trace_.requests.front().arrival, speedup_);
   }
   ++next_;
   return true;

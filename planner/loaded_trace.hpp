@@ -28,17 +28,20 @@ double mean_output_tokens(const LoadedTrace& trace, std::size_t count = 0);
 // Nearest-rank percentile of the prompt lengths (p in (0, 100]).
 std::int32_t prompt_len_percentile(const LoadedTrace& trace, double p);
 
-// The first `count` requests (0: all), arrivals shifted so the first is at 0
-// and multiplied by `time_scale` (2: half the rate).
+// The first `count` requests (0: all), shifted so the first arrives at 0 and
+// replayed `speedup` times faster (2: twice the rate), cancel times with the
+// arrivals: the one rule of engine/core/timeline.hpp. An infinite speedup
+// sends every request at 0, patience kept (a trace whose requests all
+// arrive at once has no rate to scale).
 class ScaledTraceSource final : public RequestSource {
  public:
-  ScaledTraceSource(const LoadedTrace& trace, std::size_t count, double time_scale);
+  ScaledTraceSource(const LoadedTrace& trace, std::size_t count, double speedup);
   bool next(Request& out) override;
 
  private:
   const LoadedTrace& trace_;
   std::size_t count_, next_ = 0;
-  double time_scale_;
+  double speedup_;
 };
 
 }  // namespace twin

@@ -185,7 +185,7 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
         point.gpus += g.config.count * g.layout.tp * g.layout.pp;
         point.cost_per_hour += g.config.count * g.layout.tp * g.layout.pp * g.hardware.price_per_gpu_hour;
       }
-      ScaledTraceSource source(trace, options.max_requests, 1.0 / scale);
+      ScaledTraceSource source(trace, options.max_requests, scale);
       RunOutputs outputs;
       outputs.step_stats = false;
       const RunResult run = run_simulation(config, source, outputs);

@@ -1,9 +1,10 @@
 #include "traces/transforms.hpp"
 
 #include <cmath>
-#include <cstdio>
+#include <string>
 
 #include "base/error.hpp"
+#include "engine/core/timeline.hpp"
 
 namespace twin {
 
@@ -38,20 +39,13 @@ bool TraceTransform::next(Request& r) {
     break;
   }
   ++kept_;
-  auto scale = [&](Time t) {
-    const Time shifted = t - start_ns_;
-    if (options_.rate_scale == 1.0) return shifted;
-    const double scaled = static_cast<double>(shifted) / options_.rate_scale;
-    if (!(std::fabs(scaled) < 9.2e18)) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "request %lld: a time of %g s divided by --scale-rate %g is beyond the clock's range (about 292 years)",
-                    static_cast<long long>(r.id), static_cast<double>(shifted) / 1e9, options_.rate_scale);
-      throw Error(buf);
-    }
-    return static_cast<Time>(std::llround(scaled));
-  };
-  r.arrival = scale(r.arrival);
-  if (r.cancel_time != kNoTime) r.cancel_time = std::max<Time>(r.arrival, scale(r.cancel_time));
+  // The one rescaling rule (engine/core/timeline.hpp): cancel times scale
+  // with the arrivals, the client's patience with them.
+  try {
+    replay_faster(r, start_ns_, options_.rate_scale);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; check --scale-rate");
+  }
   if (options_.max_prompt > 0 && r.prompt_len > options_.max_prompt) {
     r.prompt_len = options_.max_prompt;
     if (!r.prompt_tokens.empty()) r.prompt_tokens.resize(static_cast<std::size_t>(r.prompt_len));

@@ -2,8 +2,9 @@
 // Streaming transforms applied while copying a trace: slice by time window
 // and count, scale the arrival rate, clip lengths. Order: the time window and
 // count select requests on the original clock; then arrivals are shifted so
-// the window starts at 0 and divided by the rate factor; then lengths are
-// clipped (hash ids and prompt tokens are cut to match).
+// the window starts at 0 and divided by the rate factor, cancel times with
+// them (engine/core/timeline.hpp: the client's patience scales too); then
+// lengths are clipped (hash ids and prompt tokens are cut to match).
 #include <cstdint>
 #include <functional>
 

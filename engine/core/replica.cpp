@@ -97,6 +97,12 @@ const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
 std::optional<std::string> Replica::rejection_reason(const Request& req) const { return impl_->rejection_reason(req); }
 void Replica::abort(RequestId id, Time now, const std::string& reason) { impl_->abort(id, now, reason); }
+std::int64_t Replica::abort_all(Time now, const std::string& reason) {
+  std::vector<RequestId> ids;
+  for (const SeqView& seq : impl_->live_seqs()) ids.push_back(seq.request->id);
+  for (const RequestId id : ids) impl_->abort(id, now, reason);
+  return static_cast<std::int64_t>(ids.size());
+}
 StepPlan Replica::plan(Time now) { return impl_->plan(now); }
 void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now); }
 void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }

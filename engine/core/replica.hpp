@@ -72,6 +72,11 @@ class Replica {
   // Ends a request wherever it is (queued, running, swapped), recording
   // `reason` (e.g. "interrupted" when the engine was stopped).
   void abort(RequestId id, Time now, const std::string& reason = "aborted");
+  // Ends every request admitted and not yet ended (waiting, running,
+  // swapped), in id order, recording `reason`; returns how many. A serving
+  // loop ends a run with it: "aborted" when nothing left to happen could
+  // serve them, "interrupted" when the run was stopped.
+  std::int64_t abort_all(Time now, const std::string& reason = "aborted");
 
   // The next step, or an empty plan when there is nothing to do now.
   StepPlan plan(Time now);

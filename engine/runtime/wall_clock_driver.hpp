@@ -1,12 +1,13 @@
 #pragma once
-// Serves requests on one replica against the wall clock (steady_clock):
-// arrivals are submitted at their trace timestamps (divided by time_scale,
-// the cancel times with them: engine/core/timeline.hpp), or all at t = 0
-// with asap; every plan the core makes is executed for real and completed at
-// the measured time. Requests come from a RequestSource and records go to a
-// RecordSink, the simulator's interfaces, so the caller decides what to
-// write. Most callers want engine/runtime/serve.hpp, which builds the
-// runner, replica and executor from one settings struct.
+// Serves requests on one replica against the wall clock: the core's serving
+// loop (engine/core/serving_loop.hpp), the simulator's, run over the wall
+// clock (engine/runtime/wall_clock.hpp). Arrivals are submitted at their
+// trace timestamps divided by time_scale, the cancel times with them
+// (engine/core/timeline.hpp), or all at t = 0 with asap; every plan the core
+// makes is executed for real and completed at the measured time. Requests
+// come from a RequestSource and records go to a RecordSink, so the caller
+// decides what to write. Most callers want engine/runtime/serve.hpp, which
+// builds the runner, replica and executor from one settings struct.
 #include <cstdint>
 #include <functional>
 
@@ -38,8 +39,9 @@ struct DriveStats {
   double wall_time_s = 0;
 };
 
-// The source's requests must come in arrival order. Throws what the
-// executor, the core, the source or the sink throw.
+// The source's requests must come in arrival order (twin::Error naming the
+// request otherwise). Throws what the executor, the core, the source or the
+// sink throw.
 DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource& source, RecordSink& sink,
                             const DriveOptions& options);
 

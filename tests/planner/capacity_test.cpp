@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "planner/capacity.hpp"
 #include "planner/planner.hpp"
@@ -90,7 +91,7 @@ TEST_CASE("plan sizes the constant-rate trace to ceil of rate over capacity and 
 
 TEST_CASE("a probe rescales arrivals to the asked rate and keeps the pattern") {
   LoadedTrace t = test::chat_trace(50, 4.0);
-  ScaledTraceSource src(t, 10, arrival_rate(t, 10) / 8.0);
+  ScaledTraceSource src(t, 10, 8.0 / arrival_rate(t, 10));
   Request r;
   std::vector<Time> got;
   while (src.next(r)) got.push_back(r.arrival);
@@ -101,6 +102,25 @@ TEST_CASE("a probe rescales arrivals to the asked rate and keeps the pattern") {
   const double g1 = static_cast<double>(t.requests[2].arrival - t.requests[1].arrival);
   const double g2 = static_cast<double>(t.requests[5].arrival - t.requests[4].arrival);
   CHECK(static_cast<double>(got[2] - got[1]) / static_cast<double>(got[5] - got[4]) == Approx(g1 / g2).epsilon(1e-6));
+}
+
+TEST_CASE("a probe scales the clients' patience with the arrivals, as run and validate do") {
+  LoadedTrace t = test::chat_trace(4, 4.0);
+  for (Request& r : t.requests) r.cancel_time = r.arrival + 2 * kNsPerSec;
+  const Time first = t.requests.front().arrival;
+  ScaledTraceSource faster(t, 0, 2.0);
+  Request r;
+  for (const Request& original : t.requests) {
+    REQUIRE(faster.next(r));
+    CHECK(r.arrival == std::llround(static_cast<double>(original.arrival - first) / 2.0));
+    CHECK(r.cancel_time - r.arrival == kNsPerSec);
+  }
+  // All at once (no rate to scale): patience kept.
+  ScaledTraceSource burst(t, 0, std::numeric_limits<double>::infinity());
+  REQUIRE(burst.next(r));
+  REQUIRE(burst.next(r));
+  CHECK(r.arrival == 0);
+  CHECK(r.cancel_time == 2 * kNsPerSec);
 }
 
 }  // namespace

@@ -129,6 +129,20 @@ TEST_CASE("a hardware profile that prices steps past the clock is an error, not 
   fs::remove(path);
 }
 
+TEST_CASE("requests out of arrival order are an error naming the request, not clamped") {
+  ListSource source;
+  for (int i = 0; i < 3; ++i) {
+    Request r;
+    r.id = i;
+    r.arrival = (i == 2 ? 1 : 5) * kNsPerMs;
+    r.prompt_len = 100;
+    r.output_len = 4;
+    source.requests.push_back(r);
+  }
+  CHECK_THROWS_WITH(run_simulation(one_group("llama-3.1-8b", "h100-80gb"), source, RunOutputs{}),
+                    Catch::Contains("request 2 arrives at 0.001000000 s") && Catch::Contains("arrival order"));
+}
+
 TEST_CASE("SLO strings that do not parse say which part failed") {
   ClusterConfig c = one_group("llama-3.1-8b", "h100-80gb");
   c.slos = "ttft_p90<=2s,tpot_p99<=fast";

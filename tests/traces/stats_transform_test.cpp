@@ -94,6 +94,17 @@ TEST_CASE("Transforms: time window, count, rate scale, clipping", "[traces]") {
   REQUIRE(s.size() == 3);
   CHECK(s[2].arrival == kNsPerSec);
 
+  // Cancel times scale with the arrivals: the client's patience too.
+  o = {};
+  o.start_s = 1;
+  o.rate_scale = 4;
+  auto with_cancel = ten_requests();
+  with_cancel[3].cancel_time = with_cancel[3].arrival + 2 * kNsPerSec;
+  auto patient = run(with_cancel, o);
+  REQUIRE(patient.size() == 9);
+  CHECK(patient[2].arrival == kNsPerSec / 2);
+  CHECK(patient[2].cancel_time == kNsPerSec / 2 + kNsPerSec / 2);
+
   o = {};
   o.max_prompt = 250;
   o.max_output = 25;

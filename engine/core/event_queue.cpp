@@ -1,4 +1,4 @@
-#include "sim/event_queue.hpp"
+#include "engine/core/event_queue.hpp"
 
 #include <algorithm>
 

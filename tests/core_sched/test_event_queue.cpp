@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "sim/event_queue.hpp"
+#include "engine/core/event_queue.hpp"
 
 using namespace twin;
 

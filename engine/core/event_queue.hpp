@@ -1,7 +1,8 @@
 #pragma once
-// The simulator's agenda: events ordered by (time, sequence number). The
-// sequence number is the insertion order, so events at the same virtual time
-// run in the order they were scheduled and a run is reproducible bit for bit.
+// The serving loop's agenda (engine/core/serving_loop.hpp): events ordered
+// by (time, sequence number). The sequence number is the insertion order, so
+// events at the same time run in the order they were scheduled and a run is
+// reproducible bit for bit.
 #include <cstdint>
 #include <vector>
 

@@ -1,0 +1,334 @@
+#pragma once
+// The one serving loop. Replicas of the core take requests from a
+// RequestSource (through the core's router), plan steps, have them executed,
+// complete them and hand their records to a RecordSink; a clock, plugged in,
+// says what time it is and what executing a step means:
+//   - the simulator's virtual clock prices a step with a cost model and jumps
+//     to its end (sim/virtual_clock.hpp);
+//   - the engine's wall clock waits for the real time of each instant and runs
+//     the step on the model (engine/runtime/wall_clock.hpp).
+// As ns-3 runs one model over a virtual-time and a real-time implementation,
+// the policy's timeline is this loop's whichever clock drives it, so the
+// simulator fed the engine's step times replays the engine's run exactly
+// (replay parity) by construction.
+//
+// The timeline: an arrival goes to the replica the router picks and is queued
+// as of its arrival time; a replica plans once every event of an instant has
+// been applied, so it sees every arrival due by then; a plan completes when
+// the clock says; a replica with work and no plan in flight asks to be woken
+// at its next deadline (batch timeout, cancel time, queue deadline). When
+// nothing is left to happen, requests still admitted can never be served:
+// they end as "aborted" rather than vanish.
+//
+// The loop is a template on the clock so the simulator's hot path pays no
+// call through an interface per event.
+#include <algorithm>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/error.hpp"
+#include "engine/core/event_queue.hpp"
+#include "engine/core/record_stream.hpp"
+#include "engine/core/records.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/request.hpp"
+#include "engine/core/router.hpp"
+#include "engine/core/step_plan.hpp"
+
+namespace twin {
+
+// When a plan started at some instant lets its replica plan again (its first
+// pipeline stage is free) and when its tokens exist.
+struct StepTiming {
+  Time next_plan_at = 0;
+  Time done = 0;  // later than the plan's start
+};
+
+// What the loop asks of a clock.
+template <class C>
+concept ServingClock = requires(C& clock, const C& const_clock, Request& request, const Replica& replica,
+                                const StepPlan& plan, StepResult& result, const RequestRecord& record,
+                                std::int32_t index, Time t) {
+  // True once the run should stop (the engine's Ctrl-C; sticky): no plan
+  // starts after it, and once none is in flight the requests admitted end
+  // as "interrupted" and arrivals not yet due are never taken in.
+  { clock.stop_requested() } -> std::same_as<bool>;
+  // Returns when the clock has reached t (true), or early when a stop is
+  // asked for (false).
+  { clock.wait_until(t) } -> std::same_as<bool>;
+  // The clock's present, given the loop's present instant t.
+  { const_clock.read(t) } -> std::same_as<Time>;
+  // A request the router gave `replica`, just before it is added.
+  { clock.admit(request, replica) };
+  // Executes (or prices) replica `index`'s plan, started at t; an executor
+  // fills `result` (sampled tokens), a cost model leaves it empty.
+  { clock.run_step(index, plan, replica, t, result) } -> std::same_as<StepTiming>;
+  // A request ended (finished, aborted, rejected), before its record reaches the sink.
+  { clock.on_ended(record) };
+};
+
+struct ServingOptions {
+  RouterPolicy router = RouterPolicy::round_robin;
+  std::uint64_t seed = 0;
+  bool record_steps = false;  // pass StepRecords to the sink
+  // Called now and then (every few thousand events) with the loop's time and
+  // the number of arrivals so far.
+  std::function<void(Time now, std::int64_t arrivals)> progress;
+};
+
+struct ServingStats {
+  Time end_time = 0;               // the loop's last instant
+  std::int64_t arrivals = 0;       // requests taken in (routed and added)
+  std::int64_t steps = 0;          // plans executed, all replicas
+  std::int64_t events = 0;
+  std::int64_t max_in_flight = 0;  // requests admitted and not ended, peak over the run
+  std::int64_t unserved = 0;       // left when nothing more could happen (aborted)
+  bool stopped = false;            // the clock asked to stop
+  std::int64_t interrupted = 0;    // requests in flight then, ended as "interrupted"
+  std::vector<double> busy_fraction;  // per replica: first stage busy time / end time
+};
+
+// Throws twin::Error when `request` arrives before `previous` (the arrival
+// of the request read before it; 0 for the first): a source must give
+// requests in arrival order (a trace reader settles a trace's own disorder).
+void check_arrival_order(const Request& request, Time previous);
+
+template <ServingClock Clock>
+class ServingLoop {
+ public:
+  // The replicas outlive the loop; their record buffers and step recording
+  // are the loop's while it runs.
+  ServingLoop(std::span<Replica> replicas, Clock& clock, ServingOptions options)
+      : replicas_(replicas), clock_(clock), options_(std::move(options)), router_(options_.router, options_.seed) {
+    if (replicas_.empty()) throw UsageError("serving loop: no replicas");
+    lanes_.resize(replicas_.size());
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      Replica& replica = replicas_[i];
+      replica.set_record_steps(options_.record_steps);
+      replica_ptrs_.push_back(&replica);
+      const auto slots = static_cast<std::size_t>(std::max(1, replica.config().max_plans_in_flight));
+      lanes_[i].plans.resize(slots);
+      lanes_[i].results.resize(slots);
+      lanes_[i].slot_used.assign(slots, 0);
+    }
+    is_dirty_.assign(replicas_.size(), 0);
+    events_.reserve(4 * replicas_.size() + 16);
+  }
+
+  // Serves every request of the source, then returns. Call once.
+  ServingStats run(RequestSource& source, RecordSink& sink) {
+    sink_ = &sink;
+    source_ = &source;
+    pull_arrival();
+    constexpr std::int64_t kProgressEvery = 1 << 14;
+    while (!events_.empty()) {
+      if (clock_.stop_requested() && plans_in_flight_ == 0) {
+        interrupt();
+        break;
+      }
+      // A stop asked for during the wait is seen at the top; plans still in
+      // flight complete first (none starts after a stop).
+      if (events_.top().time > now_ && !clock_.wait_until(events_.top().time) && plans_in_flight_ == 0) continue;
+      const Event e = events_.pop();
+      now_ = e.time;
+      ++stats_.events;
+      if (options_.progress && (stats_.events % kProgressEvery) == 0) options_.progress(now_, stats_.arrivals);
+      switch (e.kind) {
+        case EventKind::arrival:
+          take_arrival();
+          break;
+        case EventKind::plan_done: {
+          Lane& lane = lanes_[e.replica];
+          replicas_[e.replica].complete(lane.plans[e.slot], lane.results[e.slot], now_);
+          lane.slot_used[e.slot] = 0;
+          --plans_in_flight_;
+          drain(e.replica);
+          mark(e.replica);
+          break;
+        }
+        case EventKind::stage_free: {
+          Lane& lane = lanes_[e.replica];
+          if (lane.stage_free_event_at == e.time) lane.stage_free_event_at = kNoTime;
+          mark(e.replica);
+          break;
+        }
+        case EventKind::wakeup: {
+          Lane& lane = lanes_[e.replica];
+          if (lane.wakeup_at == e.time) lane.wakeup_at = kNoTime;
+          mark(e.replica);
+          break;
+        }
+      }
+      if (events_.empty() || events_.top().time != now_) schedule_dirty();
+    }
+    // Nothing left to happen, yet requests remain: the policy can never serve
+    // them (it would otherwise have planned or asked for a wakeup).
+    if (!stats_.stopped) stats_.unserved = end_all("aborted");
+    stats_.end_time = now_;
+    for (const Lane& lane : lanes_) {
+      stats_.busy_fraction.push_back(now_ > 0 ? static_cast<double>(lane.busy_ns) / static_cast<double>(now_) : 0.0);
+    }
+    return stats_;
+  }
+
+ private:
+  // A replica's plans in flight (by slot) and its timing.
+  struct Lane {
+    std::vector<StepPlan> plans;       // recycled: no allocation per step
+    std::vector<StepResult> results;
+    std::vector<std::uint8_t> slot_used;
+    Time next_plan_at = 0;             // its first pipeline stage is free
+    Time wakeup_at = kNoTime;          // a pending wakeup event, if any
+    Time stage_free_event_at = kNoTime;
+    Time busy_ns = 0;                  // first stage busy time
+  };
+
+  void pull_arrival() {
+    if (!source_->next(next_)) return;
+    check_arrival_order(next_, last_arrival_);
+    last_arrival_ = next_.arrival;
+    events_.push(next_.arrival, EventKind::arrival);
+  }
+
+  void take_arrival() {
+    ++stats_.arrivals;
+    const std::int32_t target = router_.pick(next_, replica_ptrs_);
+    if (target < 0 || target >= static_cast<std::int32_t>(replicas_.size())) {
+      throw Error("serving loop: the router picked replica " + std::to_string(target) + " of " +
+                  std::to_string(replicas_.size()));
+    }
+    Replica& replica = replicas_[target];
+    clock_.admit(next_, replica);
+    replica.add(std::move(next_), now_);
+    next_ = Request{};
+    ++in_flight_;
+    stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight_);
+    drain(target);  // rejected at once
+    pull_arrival();
+    mark(target);
+  }
+
+  // Records go out as they appear; buffers trade places with the replica's.
+  void drain(std::int32_t index) {
+    Replica& replica = replicas_[index];
+    replica.take_finished(finished_);
+    for (const RequestRecord& record : finished_) {
+      --in_flight_;
+      clock_.on_ended(record);
+      sink_->on_request(record);
+    }
+    if (options_.record_steps) {
+      replica.take_steps(steps_);
+      for (const StepRecord& step : steps_) sink_->on_step(step);
+    }
+  }
+
+  // Plans as long as the replica's first stage is free and it may have
+  // another plan in flight. With pipeline stages the clock delays a plan
+  // behind a stage still busy with an earlier one: pipeline bubbles.
+  void try_schedule(std::int32_t index) {
+    Lane& lane = lanes_[index];
+    Replica& replica = replicas_[index];
+    while (lane.next_plan_at <= now_ && replica.can_plan()) {
+      if (clock_.stop_requested()) return;
+      const std::int32_t slot = free_slot(lane);
+      if (slot < 0) break;
+      StepPlan& plan = lane.plans[slot];
+      replica.plan_into(plan, now_);
+      drain(index);  // a plan may abort cancelled requests
+      if (plan.empty()) break;
+      lane.slot_used[slot] = 1;
+      ++plans_in_flight_;
+      ++stats_.steps;
+      StepResult& result = lane.results[slot];
+      const StepTiming timing = clock_.run_step(index, plan, replica, now_, result);
+      lane.busy_ns += timing.next_plan_at - now_;
+      lane.next_plan_at = timing.next_plan_at;
+      events_.push(timing.done, EventKind::plan_done, index, slot);
+      if (timing.next_plan_at < timing.done && lane.stage_free_event_at != timing.next_plan_at) {
+        lane.stage_free_event_at = timing.next_plan_at;
+        events_.push(timing.next_plan_at, EventKind::stage_free, index);
+      }
+    }
+    if (replica.plans_in_flight() == 0 && replica.has_work()) {
+      const std::optional<Time> wake = replica.next_wakeup();
+      if (wake && *wake > now_ && (lane.wakeup_at == kNoTime || *wake < lane.wakeup_at)) {
+        lane.wakeup_at = *wake;
+        events_.push(*wake, EventKind::wakeup, index);
+      }
+    }
+  }
+
+  static std::int32_t free_slot(const Lane& lane) {
+    for (std::size_t i = 0; i < lane.slot_used.size(); ++i) {
+      if (!lane.slot_used[i]) return static_cast<std::int32_t>(i);
+    }
+    return -1;
+  }
+
+  void mark(std::int32_t index) {
+    if (!is_dirty_[index]) {
+      is_dirty_[index] = 1;
+      dirty_.push_back(index);
+    }
+  }
+
+  // Plans for the replicas touched at `now_`, in replica order, once every
+  // event of the instant has been applied.
+  void schedule_dirty() {
+    if (dirty_.size() > 1) std::sort(dirty_.begin(), dirty_.end());
+    for (const std::int32_t index : dirty_) {
+      is_dirty_[index] = 0;
+      try_schedule(index);
+    }
+    dirty_.clear();
+  }
+
+  // Ends every request admitted and not ended, on every replica; returns how many.
+  std::int64_t end_all(const std::string& reason) {
+    std::int64_t ended = 0;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      if (!replicas_[i].has_work()) continue;
+      ended += replicas_[i].abort_all(now_, reason);
+      drain(static_cast<std::int32_t>(i));
+    }
+    return ended;
+  }
+
+  // Stop taking requests in (those not yet due never arrived) and end what
+  // is in flight with a reason the records keep.
+  void interrupt() {
+    now_ = std::max(now_, clock_.read(now_));
+    stats_.interrupted = end_all("interrupted");
+    stats_.stopped = true;
+  }
+
+  std::span<Replica> replicas_;
+  Clock& clock_;
+  ServingOptions options_;
+  Router router_;
+  std::vector<const Replica*> replica_ptrs_;
+  std::vector<Lane> lanes_;
+  EventQueue events_;
+  RequestSource* source_ = nullptr;
+  RecordSink* sink_ = nullptr;
+  Request next_;  // the arrival in the event queue
+  Time last_arrival_ = 0;
+  Time now_ = 0;
+  std::int64_t in_flight_ = 0;
+  std::int64_t plans_in_flight_ = 0;
+  // Replicas touched by events at `now_`: they plan once every event of this
+  // instant has been applied (replay parity depends on it).
+  std::vector<std::int32_t> dirty_;
+  std::vector<std::uint8_t> is_dirty_;
+  std::vector<RequestRecord> finished_;
+  std::vector<StepRecord> steps_;
+  ServingStats stats_;
+};
+
+}  // namespace twin

@@ -1,0 +1,57 @@
+#include "sim/virtual_clock.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "base/error.hpp"
+
+namespace twin {
+
+VirtualClock::VirtualClock(const std::vector<Pricing>& replicas) {
+  lanes_.reserve(replicas.size());
+  for (std::size_t i = 0; i < replicas.size(); ++i) {
+    if (!replicas[i].cost) throw UsageError("simulator: replica " + std::to_string(i) + " has no cost model");
+    if (replicas[i].stages < 1) throw UsageError("simulator: pipeline stages must be at least 1");
+    Lane lane;
+    lane.cost = replicas[i].cost;
+    lane.stages = replicas[i].stages;
+    lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), 0);
+    lanes_.push_back(std::move(lane));
+  }
+}
+
+void VirtualClock::build_shape(const StepPlan& plan) {
+  shape_.seqs.clear();
+  for (const ScheduledSeq& s : plan.seqs) {
+    SeqShape seq;
+    seq.new_tokens = s.num_new;
+    seq.context_tokens = s.num_computed;
+    seq.samples = s.samples;
+    shape_.seqs.push_back(seq);
+  }
+}
+
+StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, const Replica&, Time now, StepResult&) {
+  Lane& lane = lanes_[static_cast<std::size_t>(index)];
+  build_shape(plan);
+  const std::int64_t copies = static_cast<std::int64_t>(plan.swap_in.size() + plan.swap_out.size());
+  const Time swap = copies > 0 ? lane.cost->swap_time(copies) : 0;
+  StepInput input{&plan, &shape_, index, 0};
+  Time t = now;
+  for (std::int32_t s = 0; s < lane.stages; ++s) {
+    input.stage = s;
+    Time& free_at = lane.stage_free_at[static_cast<std::size_t>(s)];
+    const Time start = std::max(t, free_at);
+    input.idle_ns = start - free_at;
+    const Time duration = std::max<Time>(1, swap + lane.cost->stage_time(input));
+    if (duration > std::numeric_limits<Time>::max() - start)
+      throw Error("replica " + std::to_string(index) + ": simulated time runs past the clock's range (about 292 years)"
+                  "; check the trace's arrival times and the cost model's step times");
+    free_at = start + duration;
+    t = start + duration;
+  }
+  return StepTiming{lane.stage_free_at[0], t};
+}
+
+}  // namespace twin

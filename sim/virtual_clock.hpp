@@ -1,0 +1,53 @@
+#pragma once
+// The simulator's clock for the serving loop (engine/core/serving_loop.hpp):
+// time jumps from event to event, and a step lasts what each replica's cost
+// model prices it at, stage by stage through the pipeline. Nothing waits and
+// nothing stops a run early.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/core/replica.hpp"
+#include "engine/core/request.hpp"
+#include "engine/core/serving_loop.hpp"
+#include "engine/core/step_plan.hpp"
+#include "models/step_ops.hpp"
+#include "sim/cost_model.hpp"
+
+namespace twin {
+
+class VirtualClock {
+ public:
+  // One entry per replica, in replica order.
+  struct Pricing {
+    std::shared_ptr<CostModel> cost;  // shared by a group's replicas
+    std::int32_t stages = 1;          // pipeline stages
+  };
+  explicit VirtualClock(const std::vector<Pricing>& replicas);
+
+  static constexpr bool stop_requested() { return false; }
+  static constexpr bool wait_until(Time) { return true; }
+  static constexpr Time read(Time now) { return now; }
+  static constexpr void admit(Request&, const Replica&) {}
+  static constexpr void on_ended(const RequestRecord&) {}
+
+  // Each stage starts the plan when the previous stage has handed it on and
+  // its own earlier plan is done; a stage busy with an earlier plan delays
+  // it, which is where pipeline bubbles come from.
+  StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now, StepResult& result);
+
+ private:
+  struct Lane {
+    std::shared_ptr<CostModel> cost;
+    std::int32_t stages = 1;
+    std::vector<Time> stage_free_at;  // when each pipeline stage can start another plan
+  };
+  void build_shape(const StepPlan& plan);
+
+  std::vector<Lane> lanes_;
+  BatchShape shape_;  // reused for every plan
+};
+
+static_assert(ServingClock<VirtualClock>);
+
+}  // namespace twin
