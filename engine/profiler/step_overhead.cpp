@@ -50,16 +50,11 @@ std::unique_ptr<Engine> scenario_engine(EngineSettings settings, std::int32_t ma
   return std::make_unique<Engine>(std::move(settings));
 }
 
-ModelConfig settings_model(const EngineSettings& s) {
-  if (s.model_config) return *s.model_config;
-  return model_config_from(resolve_model(s.model.empty() ? s.runner.weights_dir : s.model));
-}
-
 }  // namespace
 
 std::vector<MeasuredStep> measure_steps(EngineSettings settings, const std::vector<StepScenario>& scenarios,
                                         std::int32_t rounds) {
-  const ModelConfig config = settings_model(settings);
+  const ModelConfig config = engine_model_config(settings);
   std::int32_t max_len = 0;
   std::int64_t blocks = 0;
   const std::int32_t bs = settings.runner.block_size;
@@ -444,7 +439,7 @@ IdleWarmup fit_idle_warmup(std::vector<IdleSample> samples) {
 
 IdleWarmup measure_idle_warmup(EngineSettings settings, std::int32_t prompt, const std::vector<double>& gaps_ns,
                                std::int32_t rounds) {
-  const ModelConfig config = settings_model(settings);
+  const ModelConfig config = engine_model_config(settings);
   if (prompt < 1 || prompt >= config.max_position_embeddings) {
     throw UsageError("profiler: the idle warm-up prompt must be 1 to " +
                      std::to_string(config.max_position_embeddings - 1) + " tokens, got " + std::to_string(prompt));

@@ -17,14 +17,15 @@ std::string gib(std::int64_t bytes) {
 
 }  // namespace
 
+ModelConfig engine_model_config(const EngineSettings& s) {
+  if (s.model_config) return *s.model_config;
+  const std::string name = s.model.empty() ? s.runner.weights_dir : s.model;
+  if (name.empty()) throw UsageError("the engine needs --model NAME (or --weights DIR holding a config.json)");
+  return model_config_from(resolve_model(name));
+}
+
 Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
-  if (settings_.model_config) {
-    model_ = *settings_.model_config;
-  } else {
-    const std::string name = settings_.model.empty() ? settings_.runner.weights_dir : settings_.model;
-    if (name.empty()) throw UsageError("the engine needs --model NAME (or --weights DIR holding a config.json)");
-    model_ = model_config_from(resolve_model(name));
-  }
+  model_ = engine_model_config(settings_);
   ReplicaConfig& rc = settings_.replica;
   validate(rc.scheduler);  // a bad scheduler setting fails before the weights load
   RunnerOptions& ro = settings_.runner;

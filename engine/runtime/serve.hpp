@@ -44,6 +44,10 @@ struct EngineSettings {
   bool time_ops = false;
 };
 
+// The model the settings name: model_config where set, else `model` (or
+// runner.weights_dir's config.json) resolved. UsageError when neither is given.
+ModelConfig engine_model_config(const EngineSettings& settings);
+
 class Engine {
  public:
   // Loads the weights and allocates the KV cache and scratch. Throws

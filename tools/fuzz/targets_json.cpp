@@ -282,14 +282,7 @@ void run_search(const std::string& input, const Scratch& scratch) {
 FuzzTarget json_target(const char* name, const char* summary, std::vector<std::string> (*seeds)(),
                        void (*run)(const std::string&, const Scratch&), std::size_t max_bytes = 1 << 16,
                        bool (*names)(const std::string&, const Scratch&) = names_file) {
-  FuzzTarget t;
-  t.name = name;
-  t.summary = summary;
-  t.seeds = seeds;
-  t.run = run;
-  t.names_origin = names;
-  t.max_bytes = max_bytes;
-  return t;
+  return FuzzTarget{name, summary, max_bytes, seeds, run, names};
 }
 
 }  // namespace

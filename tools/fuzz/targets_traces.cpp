@@ -106,13 +106,7 @@ bool names_trace_file(const std::string& message, const Scratch& scratch) {
 std::vector<FuzzTarget> trace_targets() {
   const auto target = [](const char* name, const char* summary, std::vector<std::string> (*seeds)(),
                          void (*run)(const std::string&, const Scratch&)) {
-    FuzzTarget t;
-    t.name = name;
-    t.summary = summary;
-    t.seeds = seeds;
-    t.run = run;
-    t.names_origin = names_trace_file;
-    return t;
+    return FuzzTarget{name, summary, FuzzTarget{}.max_bytes, seeds, run, names_trace_file};
   };
   return {
       target("trace-azure", "Azure LLM inference CSV (TraceReader, format azure)", azure_seeds,
