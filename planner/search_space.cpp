@@ -206,9 +206,9 @@ ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const 
   g.count = replicas;
   config.groups.push_back(std::move(g));
   config.scheduler_preset = c.preset;
-  if (c.max_num_batched_tokens > 0) config.scheduler_options.emplace_back("max_num_batched_tokens", std::to_string(c.max_num_batched_tokens));
-  if (c.max_num_seqs > 0) config.scheduler_options.emplace_back("max_num_seqs", std::to_string(c.max_num_seqs));
-  if (c.max_model_len > 0) config.scheduler_options.emplace_back("max_model_len", std::to_string(c.max_model_len));
+  if (c.max_num_batched_tokens > 0) config.overrides.max_num_batched_tokens = c.max_num_batched_tokens;
+  if (c.max_num_seqs > 0) config.overrides.max_num_seqs = c.max_num_seqs;
+  if (c.max_model_len > 0) config.overrides.max_model_len = c.max_model_len;
   config.router = c.router;
   config.slos = slos;
   config.seed = seed;

@@ -143,6 +143,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
       if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
       for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
+      apply_overrides(g.replica, config.overrides);
       for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
       if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
         throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +

@@ -209,6 +209,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
   nlohmann::ordered_json sched;
   sched["preset"] = config.scheduler_preset;
   for (const auto& [k, v] : config.scheduler_options) sched[k] = v;
+  for (const auto& [k, v] : override_options(config.overrides)) sched[k] = v;
   out["scheduler"] = std::move(sched);
   out["router"] = config.router;
   out["slos"] = config.slos;

@@ -10,10 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace twin {
+#include "engine/core/replica_overrides.hpp"
 
-// Scheduler / KV keys as set_replica_option takes them, in the order given.
-using OptionList = std::vector<std::pair<std::string, std::string>>;
+namespace twin {
 
 struct ReplicaGroupConfig {
   std::string model = "llama-3.1-8b";
@@ -38,7 +37,8 @@ struct ReplicaGroupConfig {
 struct ClusterConfig {
   std::vector<ReplicaGroupConfig> groups;  // empty: one default group
   std::string scheduler_preset = "vllm";
-  OptionList scheduler_options;
+  OptionList scheduler_options;            // the file's, applied first
+  ReplicaOverrides overrides;              // flags and planner candidates: then these, then a group's options
   std::string router = "round_robin";
   std::string slos;                        // "ttft_p90<=2s,..."; empty: none
   std::uint64_t seed = 0;

@@ -126,22 +126,17 @@ ValidationResult run_validation(const ValidateOptions& o) {
     return want;
   };
   const ModelConfig model = model_config_from(resolve_model(o.model));
-  OptionList options;
+  ReplicaOverrides overrides = o.overrides;
   const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
-  options.emplace_back("max_model_len", std::to_string(o.max_model_len > 0 ? o.max_model_len : context));
-  for (const auto& kv : o.scheduler_options) options.push_back(kv);
+  overrides.max_model_len = o.max_model_len > 0 ? o.max_model_len : context;
   EngineSettings settings;
   settings.model = o.model;
   settings.replica = replica_preset(o.scheduler_preset);
-  for (const auto& [key, value] : options) set_replica_option(settings.replica, key, value);
-  if (o.num_gpu_blocks > 0) settings.replica.kv.num_blocks = o.num_gpu_blocks;
-  settings.runner.backend = o.backend;
-  settings.runner.threads = o.threads;
-  settings.runner.seed = o.seed;
-  settings.runner.weight_dtype = engine_dtype(o.dtype, profile_meta.dtype, "--dtype");
-  settings.runner.kv_cache_dtype = engine_dtype(o.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
-  settings.runner.gpu_memory_utilization = o.gpu_memory_utilization;
-  settings.sampling.seed = o.seed;
+  apply_overrides(settings.replica, overrides);
+  settings.runner = o.engine;
+  settings.runner.weight_dtype = engine_dtype(o.engine.weight_dtype, profile_meta.dtype, "--dtype");
+  settings.runner.kv_cache_dtype = engine_dtype(o.engine.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
+  settings.sampling.seed = o.engine.seed;
   Engine engine(settings);
   // Per-op times for the report's op table on the CPU backend, where a clock
   // read per op is free; on a GPU an event per op (hundreds per step) would
@@ -166,9 +161,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
   roofline.groups.front().dtype = profile_meta.dtype;
   roofline.groups.front().kv_dtype = profile_meta.kv_dtype;
   roofline.scheduler_preset = o.scheduler_preset;
-  roofline.scheduler_options = options;
+  roofline.overrides = overrides;
   roofline.num_gpu_blocks_override = blocks;
-  roofline.seed = o.seed;
+  roofline.seed = o.engine.seed;
   ClusterConfig calibrated = roofline;
   use_profile(calibrated.groups.front(), o.profile);
   const std::shared_ptr<CostModel> calibrated_model = cost_model_of(calibrated);

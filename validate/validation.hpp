@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/model_runner.hpp"
 #include "sim/cluster_config.hpp"
 #include "traces/trace_reader.hpp"
 #include "validate/comparison.hpp"
@@ -30,16 +31,13 @@ struct ValidateOptions {
   std::string roofline_hardware;
   std::vector<double> loads = {0.3, 0.6, 0.9};
   std::int64_t max_requests = 0;  // 0: the whole trace
-  std::string backend = "cpu";
-  std::int32_t threads = 0;
-  std::uint64_t seed = 0;
+  // The engine: backend, threads, seed (weights, prompts, sampling), dtypes
+  // ("auto" or empty: the profile's; another is a UsageError: the prediction
+  // would be for another engine), num_blocks (0: the memory plan, as
+  // `twinserve run`) and gpu_memory_utilization.
+  RunnerOptions engine;
   std::string scheduler_preset = "vllm";
-  OptionList scheduler_options;        // as set_replica_option takes them, applied in order
-  // Engine storage; empty: the profile's (a value that contradicts the
-  // profile is a UsageError: the prediction would be for another engine).
-  std::string dtype, kv_cache_dtype;
-  std::int32_t num_gpu_blocks = 0;     // 0: the engine's memory plan, as `twinserve run`
-  double gpu_memory_utilization = 0.9;  // a GPU's memory plan, as `twinserve run`
+  ReplicaOverrides overrides;          // the scheduler flags; max_model_len is the field below
   std::int32_t max_model_len = 0;      // 0: the model's context, as `twinserve run`
   std::filesystem::path out_dir;
   bool overwrite = false;

@@ -40,7 +40,7 @@ bool parse_bool(std::string_view key, std::string_view value) { return option_bo
 }  // namespace
 
 void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view value) {
-  constexpr std::int32_t kMax = 1 << 30;
+  constexpr std::int32_t kMax = kMaxKnobCount;
   if (key == "block_size") {
     c.kv.block_size = parse_int(key, value, 1, 512);
   } else if (key == "enable_prefix_caching") {
@@ -79,6 +79,10 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
 void validate(const ReplicaConfig& c) {
   validate(c.scheduler);
   if (c.max_plans_in_flight < 1) throw UsageError("replica config: max_plans_in_flight must be at least 1");
+  if (c.kv.block_size < 1 || c.kv.block_size > 512) throw UsageError("replica config: block_size must be 1 to 512");
+  if (c.kv.num_blocks > kMaxKnobCount) {
+    throw UsageError("replica config: num_gpu_blocks must be at most " + std::to_string(kMaxKnobCount));
+  }
   if (c.kv.num_blocks < 1) {
     throw UsageError("replica config: num_gpu_blocks must be set (at least 1 KV block), got " +
                      std::to_string(c.kv.num_blocks));

@@ -44,7 +44,7 @@ constexpr std::pair<const char*, PreemptionMode> kPreemption[] = {{"recompute", 
 constexpr std::pair<const char*, VictimPolicy> kVictims[] = {
     {"newest", VictimPolicy::newest}, {"oldest", VictimPolicy::oldest}, {"lowest_priority", VictimPolicy::lowest_priority}};
 
-constexpr std::int64_t kIntMax = 1LL << 30;
+constexpr std::int64_t kIntMax = kMaxKnobCount;
 
 }  // namespace
 
@@ -144,6 +144,11 @@ std::int32_t effective_token_budget(const SchedulerConfig& c) {
 
 void validate(const SchedulerConfig& c) {
   auto fail = [](const std::string& what) { throw UsageError("scheduler config: " + what); };
+  const auto over = [](std::int64_t v) { return v > kMaxKnobCount; };
+  if (over(c.max_num_batched_tokens) || over(c.max_num_seqs) || over(c.max_model_len) || over(c.batch_size) ||
+      over(c.max_queued_requests) || over(c.long_prefill_token_threshold)) {
+    fail("a count is above " + std::to_string(kMaxKnobCount));
+  }
   if (c.max_num_batched_tokens < 0) fail("max_num_batched_tokens must be >= 0 (0 = auto)");
   if (c.max_num_seqs < 1) fail("max_num_seqs must be >= 1");
   if (c.max_model_len < 2) fail("max_model_len must be >= 2");

@@ -27,6 +27,10 @@ enum class QueueOrder {
 enum class PreemptionMode { recompute, swap };
 enum class VictimPolicy { newest, oldest, lowest_priority };
 
+// The largest count any knob takes (tokens, requests, blocks): far beyond a
+// real replica, and small enough that sums of a few never overflow int32.
+inline constexpr std::int32_t kMaxKnobCount = 1 << 30;
+
 struct SchedulerConfig {
   std::string preset = "vllm";
   // Token budget per step; 0 = auto: max(max_model_len, 2048) without chunked

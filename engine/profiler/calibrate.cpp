@@ -117,7 +117,7 @@ CalibratedPoint point(double x, const Op& op, const TimingStats& t) {
 CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& options) {
   const auto wall_start = Clock::now();
   if (options.tp != 1) {
-    throw UsageError(options.backend == "cpu"
+    throw UsageError(options.engine.backend == "cpu"
                          ? "calibrate: --tp " + std::to_string(options.tp) +
                                " cannot run on the CPU backend (one process, no collectives); use --tp 1"
                          : "calibrate: --tp " + std::to_string(options.tp) + ": the engine runs one device; use --tp 1");
@@ -130,12 +130,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   std::ostream* log = options.progress;
 
   OpBenchOptions bo;
-  bo.backend = options.backend;
-  bo.threads = options.threads;
-  bo.weights_dir = options.weights_dir;
-  bo.weight_dtype = options.dtype;
-  bo.kv_cache_dtype = options.kv_cache_dtype;
-  bo.seed = options.seed;
+  bo.engine = options.engine;
   bo.max_tokens = max_tokens;
   bo.max_seqs = max_seqs;
   auto bench = std::make_unique<OpBench>(config, bo);
@@ -343,12 +338,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // Whole steps through the engine's entry point, as `run` builds it.
   EngineSettings engine;
   engine.model_config = config;
-  engine.runner.backend = options.backend;
-  engine.runner.threads = options.threads;
-  engine.runner.weights_dir = options.weights_dir;
-  engine.runner.seed = options.seed;
-  engine.runner.weight_dtype = options.dtype;
-  engine.runner.kv_cache_dtype = options.kv_cache_dtype;
+  engine.runner = options.engine;
   engine.runner.block_size = static_cast<std::int32_t>(meta.block_size);
   const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios, rounds);
   const CalibratedTables tables(p, "(calibration in progress)");

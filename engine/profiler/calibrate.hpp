@@ -9,17 +9,15 @@
 #include <string>
 
 #include "hwprofiles/calibrated_profile.hpp"
+#include "engine/runtime/model_runner.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {
 
 struct CalibrateOptions {
-  std::string backend = "cpu";  // cpu, cuda or auto
-  std::int32_t threads = 0;     // CPU worker threads; <= 0: the backend's default (one per hardware thread)
-  std::string weights_dir;      // empty: random weights from seed
-  std::string dtype = "auto";   // weight storage: auto, f32, bf16
-  std::string kv_cache_dtype = "auto";  // KV cache: auto (the weights' dtype), f32, bf16
-  std::uint64_t seed = 0;
+  // The engine measured: backend, threads, weights (or seed), dtypes; the
+  // step scenarios size its KV cache themselves.
+  RunnerOptions engine;
   std::int32_t tp = 1;          // only 1: the engine runs one device
   std::int64_t max_tokens = 0;  // top of the token grids; 0: 4096 (quick: 256), at most the model's context
   bool quick = false;           // a coarse grid and few repeats (tests)

@@ -17,17 +17,15 @@
 #include "engine/backend/backend.hpp"
 #include "engine/profiler/op_timer.hpp"
 #include "engine/runtime/model_config.hpp"
+#include "engine/runtime/model_runner.hpp"
 #include "models/step_ops.hpp"
 
 namespace twin {
 
 struct OpBenchOptions {
-  std::string backend = "cpu";
-  std::int32_t threads = 0;   // CPU worker threads; <= 0: the backend's default
-  std::string weights_dir;    // empty: random weights from seed
-  std::string weight_dtype = "auto";
-  std::string kv_cache_dtype = "auto";  // as RunnerOptions: auto is the weights' dtype
-  std::uint64_t seed = 0;
+  // The engine the ops run on: backend, threads, weights (or seed), dtypes;
+  // its KV-sizing fields are unused (the bench carves its own cache).
+  RunnerOptions engine;
   std::int64_t max_tokens = 4096;  // activation rows to allocate
   std::int64_t max_seqs = 256;     // sampling rows to allocate
   std::int32_t block_size = 16;

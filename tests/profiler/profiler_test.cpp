@@ -251,7 +251,7 @@ TEST_CASE("a mixture of experts is calibrated: router and expert GEMMs get table
   REQUIRE(model.is_moe());
   CalibrateOptions o;
   o.quick = true;
-  o.threads = 1;
+  o.engine.threads = 1;
   const CalibratedProfile p = calibrate(model, o);
   std::vector<OpKind> gemms;
   for (const CurveTable& t : p.gemm) gemms.push_back(t.op);

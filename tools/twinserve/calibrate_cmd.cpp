@@ -14,6 +14,7 @@
 #include "hwprofiles/calibrated_profile.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
@@ -21,8 +22,9 @@ namespace {
 
 struct CalibrateArgs {
   std::optional<std::string> model, weights;
-  std::string out, backend = "cpu", dtype = "auto", kv_cache_dtype = "auto";
-  std::int32_t threads = 0, tp = 1, rounds = CalibrateOptions{}.rounds;
+  EngineFlags engine;
+  std::string out;
+  std::int32_t tp = 1, rounds = CalibrateOptions{}.rounds;
   std::int64_t max_tokens = 0;
   std::uint64_t seed = 0;
   bool quick = false, overwrite = false;
@@ -30,21 +32,14 @@ struct CalibrateArgs {
 
 void run(const CalibrateArgs& a) {
   if (!a.model && !a.weights) throw UsageError("calibrate needs --model NAME (or --weights DIR holding a config.json)");
-  if (a.backend != "cpu" && a.backend != "cuda" && a.backend != "auto") {
-    throw UsageError("unknown --backend '" + a.backend + "' (known: auto, cpu, cuda)");
-  }
   if (a.max_tokens < 0) throw UsageError("--max-tokens must be positive");
   if (!a.overwrite && std::filesystem::exists(a.out)) {
     throw UsageError(a.out + ": already exists (pass --overwrite to replace it)");
   }
   const ModelDesc model = resolve_model(a.model.value_or(a.weights.value_or("")));
   CalibrateOptions o;
-  o.backend = a.backend;
-  o.threads = a.threads;
-  o.weights_dir = a.weights.value_or("");
-  o.dtype = a.dtype;
-  o.kv_cache_dtype = a.kv_cache_dtype;
-  o.seed = a.seed;
+  o.engine = runner_options(a.engine, nullptr, a.seed);
+  o.engine.weights_dir = a.weights.value_or("");
   o.tp = a.tp;
   o.max_tokens = a.max_tokens;
   o.quick = a.quick;
@@ -73,10 +68,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   auto& a = *args;
   sub->add_option("--model", a.model, "Model name or config.json path (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors; default: random weights from --seed");
-  sub->add_option("--dtype", a.dtype, "Weight storage: auto, f32 or bf16 (as `run`)");
-  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16 (as `run`)");
-  sub->add_option("--backend", a.backend, "auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread, as `run`)")->check(thread_count());
+  add_engine_flags(*sub, a.engine);
   sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)")->check(int_range(1, 1024));
   sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)")->check(int_range(0, kMaxInt32));
   sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);

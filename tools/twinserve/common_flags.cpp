@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "engine/core/scheduler_config.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/trace_format.hpp"
 
@@ -27,6 +28,42 @@ void add_output_flags(CLI::App& sub, OutputFlags& f, const std::string& out_help
   CLI::Option* out = sub.add_option("--out", f.dir, out_help)->check(non_empty());
   if (required) out->required();
   sub.add_flag("--overwrite", f.overwrite, "Replace result files already in --out");
+}
+
+void add_engine_flags(CLI::App& sub, EngineFlags& f) {
+  sub.add_option("--backend", f.backend, "Engine backend: cpu (default), cuda or auto (cuda where a device is usable)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  sub.add_option("--threads", f.threads, "CPU worker threads (default: one per hardware thread)")->check(thread_count());
+  sub.add_option("--dtype", f.dtype,
+                 "Weight storage: auto (the checkpoint's f32/bf16; validate: the profile's), f32 or bf16 "
+                 "(also float32, float, bfloat16)");
+  sub.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                 "KV cache storage: auto (the weights' dtype; validate: the profile's), f32 or bf16 (same spellings)");
+}
+
+void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
+  sub.add_option("--max-model-len", f.max_model_len, "Prompt + output tokens at most (default: the model's context)")
+      ->check(int_range(2, kMaxKnobCount));
+  sub.add_option("--num-gpu-blocks-override,--num-gpu-blocks", f.num_gpu_blocks,
+                 "KV blocks (default: the memory plan: 1 GiB on the cpu, device memory on cuda)")
+      ->check(int_range(1, kMaxKnobCount));
+  sub.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                 "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")
+      ->check(real_range(0, 1, true));
+}
+
+RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed) {
+  RunnerOptions o;
+  o.backend = engine.backend;
+  o.threads = engine.threads;
+  o.weight_dtype = engine.dtype;
+  o.kv_cache_dtype = engine.kv_cache_dtype;
+  o.seed = seed;
+  if (memory) {
+    o.num_blocks = memory->num_gpu_blocks.value_or(0);
+    o.gpu_memory_utilization = memory->gpu_memory_utilization;
+  }
+  return o;
 }
 
 }  // namespace twin::cli

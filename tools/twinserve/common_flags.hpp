@@ -1,10 +1,13 @@
 #pragma once
-// Flag groups every subcommand that reads a trace or writes results shares,
-// registered in one place so their names, aliases, checks and help cannot
-// drift apart between run, simulate, validate, sweep and plan.
+// Flag groups every subcommand that reads a trace, runs the engine or writes
+// results shares, registered in one place so their names, aliases, checks
+// and help cannot drift apart between run, simulate, validate, calibrate,
+// sweep and plan.
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "engine/runtime/model_runner.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace CLI {
@@ -30,5 +33,28 @@ struct OutputFlags {
   bool overwrite = false;
 };
 void add_output_flags(CLI::App& sub, OutputFlags& flags, const std::string& out_help, bool required);
+
+// The engine: --backend, --threads, --dtype, --kv-cache-dtype (run,
+// validate, calibrate). "auto" dtypes are the checkpoint's (validate: the
+// profile's, which a given one must match).
+struct EngineFlags {
+  std::string backend = "cpu";
+  std::int32_t threads = 0;  // 0: one per hardware thread
+  std::string dtype = "auto", kv_cache_dtype = "auto";
+};
+void add_engine_flags(CLI::App& sub, EngineFlags& flags);
+
+// The engine's memory plan: --max-model-len, --num-gpu-blocks-override
+// (alias --num-gpu-blocks), --gpu-memory-utilization (run, validate).
+struct EngineMemoryFlags {
+  std::optional<std::int32_t> max_model_len;   // unset: the model's context
+  std::optional<std::int32_t> num_gpu_blocks;  // unset: the memory plan
+  double gpu_memory_utilization = 0.9;
+};
+void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& flags);
+
+// The runner the flags describe (seed: weights, prompt tokens); memory may
+// be null (calibrate sizes its own caches).
+RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed);
 
 }  // namespace twin::cli

@@ -41,17 +41,14 @@ namespace {
 struct RunArgs {
   TraceInputFlags in;
   OutputFlags out;
-  std::string backend = "cpu", dtype = "auto";
-  std::string kv_cache_dtype = "auto";
+  EngineFlags engine;
+  EngineMemoryFlags memory;
   std::optional<std::string> model, weights, slo;
-  std::optional<std::int32_t> max_model_len, num_gpu_blocks;
   std::optional<std::int64_t> kv_cache_memory_bytes;
   double swap_space_gib = 0;
-  double gpu_memory_utilization = 0.9;
   double time_scale = 1.0;
   bool asap = false;
   std::uint64_t seed = 0;
-  std::int32_t threads = 0;
   float temperature = 0.0f, top_p = 1.0f;
   std::int32_t top_k = 0;
   std::optional<std::int32_t> eos_token;
@@ -61,19 +58,19 @@ struct RunArgs {
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
   ReplicaConfig rc = replica_preset(a.sched.preset.value_or("vllm"));
-  auto opt = [&](const char* key, const std::string& value) { set_replica_option(rc, key, value); };
+  ReplicaOverrides overrides = scheduler_overrides(a.sched);
   const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
-  if (a.max_model_len && *a.max_model_len > context) {
-    throw UsageError("--max-model-len " + std::to_string(*a.max_model_len) + " exceeds the context of model '" +
+  if (a.memory.max_model_len && *a.memory.max_model_len > context) {
+    throw UsageError("--max-model-len " + std::to_string(*a.memory.max_model_len) + " exceeds the context of model '" +
                      model.name + "' (" + std::to_string(context) + ")");
   }
-  opt("max_model_len", std::to_string(a.max_model_len.value_or(context)));
-  if (a.eos_token) opt("stop_at_eos", "true");
-  for (const auto& [key, value] : scheduler_overrides(a.sched)) set_replica_option(rc, key, value);
-  if (a.num_gpu_blocks) {
+  overrides.max_model_len = a.memory.max_model_len.value_or(context);
+  if (a.eos_token) overrides.stop_at_eos = true;
+  if (a.memory.num_gpu_blocks) {
     if (a.kv_cache_memory_bytes) throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
-    opt("num_gpu_blocks", std::to_string(*a.num_gpu_blocks));
+    overrides.num_gpu_blocks = *a.memory.num_gpu_blocks;
   }
+  apply_overrides(rc, overrides);
   if (a.swap_space_gib < 0 || !(a.swap_space_gib <= 1024)) throw UsageError("--swap-space must be 0 to 1024 GiB");
   validate(rc.scheduler);  // the KV block counts are the engine's to settle
   return rc;
@@ -98,9 +95,6 @@ class RunSink final : public RecordSink {
 void run(const RunArgs& a) {
   if (!a.model && !a.weights) throw UsageError("run needs --model NAME (or --weights DIR holding a config.json)");
   if (!(a.time_scale > 0)) throw UsageError("--time-scale must be positive");
-  if (a.backend != "cpu" && a.backend != "auto" && a.backend != "cuda") {
-    throw UsageError("unknown --backend '" + a.backend + "' (known: auto, cpu, cuda)");
-  }
   const ModelConfig model = model_config_from(resolve_model(a.model.value_or(a.weights.value_or(""))));
   const std::vector<Slo> slos = parse_slos(a.slo.value_or(""));
 
@@ -108,14 +102,10 @@ void run(const RunArgs& a) {
   es.model = a.model.value_or("");
   es.replica = make_replica_config(a, model);
   RunnerOptions& ro = es.runner;
-  ro.backend = a.backend;
-  ro.threads = a.threads;
+  ro = runner_options(a.engine, nullptr, a.seed);  // the block count is the replica's (make_replica_config)
+  ro.gpu_memory_utilization = a.memory.gpu_memory_utilization;
   ro.weights_dir = a.weights.value_or("");
-  ro.seed = a.seed;
-  ro.weight_dtype = a.dtype;
-  ro.kv_cache_dtype = a.kv_cache_dtype;
   ro.kv_cache_memory_bytes = a.kv_cache_memory_bytes.value_or(0);
-  ro.gpu_memory_utilization = a.gpu_memory_utilization;
   ro.swap_space_bytes = static_cast<std::int64_t>(a.swap_space_gib * static_cast<double>(std::int64_t{1} << 30));
   es.sampling.temperature = a.temperature;
   es.sampling.top_k = a.top_k;
@@ -214,10 +204,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
-  sub->add_option("--dtype", a.dtype, "Weight storage: auto (checkpoint's f32/bf16), f32 or bf16 (also float32, float, bfloat16)");
-  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "KV cache storage: auto (the weights' dtype), f32 or bf16 (also float32, float, bfloat16)");
-  sub->add_option("--backend", a.backend, "auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "CPU worker threads (default: one per hardware thread)")->check(thread_count());
+  add_engine_flags(*sub, a.engine);
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));
   sub->add_flag("--asap", a.asap, "Submit every request at t=0 (throughput run)");
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
@@ -227,12 +214,9 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--eos-token", a.eos_token, "Stop a request when it samples this token (default: run to the trace's output length)")->check(int_range(0, kMaxInt32));
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
-  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks, "KV blocks")->check(int_range(1, kMaxInt32));
+  add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
                   "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")->check(int_range(1, std::int64_t{1} << 50));
-  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
-                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")->check(real_range(0, 1, true));
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");

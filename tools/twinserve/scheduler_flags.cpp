@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
 #include <string>
 
 #include "base/error.hpp"
@@ -13,12 +12,12 @@ namespace twin::cli {
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm");
   sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step")
-      ->check(int_range(1, kMaxInt32));
-  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxInt32));
+      ->check(int_range(1, kMaxKnobCount));
+  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxKnobCount));
   sub.add_option("--block-size", f.block_size, "KV block size in tokens")->check(int_range(1, 512));
   sub.add_option("--max-queued-requests", f.max_queued_requests,
                  "Waiting requests per replica at most; an arrival beyond is rejected ('queue full'); 0 = unlimited")
-      ->check(int_range(0, std::int64_t{1} << 30));
+      ->check(int_range(0, kMaxKnobCount));
   sub.add_option("--max-queue-time-ms", f.max_queue_time_ms,
                  "Reject a request not yet scheduled this long after its arrival ('queue timeout'); 0 = none")
       ->check(real_range(0, 1e9));
@@ -29,26 +28,21 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--set", f.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable; see engine/core/scheduler.md)");
 }
 
-std::vector<std::pair<std::string, std::string>> scheduler_overrides(const SchedulerFlags& f) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (f.max_num_batched_tokens) out.emplace_back("max_num_batched_tokens", std::to_string(*f.max_num_batched_tokens));
-  if (f.max_num_seqs) out.emplace_back("max_num_seqs", std::to_string(*f.max_num_seqs));
-  if (f.block_size) out.emplace_back("block_size", std::to_string(*f.block_size));
-  if (f.max_queued_requests) out.emplace_back("max_queued_requests", std::to_string(*f.max_queued_requests));
-  if (f.max_queue_time_ms) {
-    // Shortest round-trip form, so the core's parser reads back the same number.
-    char buf[32];
-    const auto res = std::to_chars(buf, buf + sizeof buf, *f.max_queue_time_ms);
-    out.emplace_back("max_queue_time_ms", std::string(buf, res.ptr));
-  }
+ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
   if (f.prefix_on && f.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
   if (f.chunked_on && f.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
-  if (f.prefix_on || f.prefix_off) out.emplace_back("enable_prefix_caching", f.prefix_on ? "true" : "false");
-  if (f.chunked_on || f.chunked_off) out.emplace_back("enable_chunked_prefill", f.chunked_on ? "true" : "false");
+  ReplicaOverrides out;
+  out.max_num_batched_tokens = f.max_num_batched_tokens;
+  out.max_num_seqs = f.max_num_seqs;
+  out.block_size = f.block_size;
+  out.max_queued_requests = f.max_queued_requests;
+  out.max_queue_time_ms = f.max_queue_time_ms;
+  if (f.prefix_on || f.prefix_off) out.enable_prefix_caching = f.prefix_on;
+  if (f.chunked_on || f.chunked_off) out.enable_chunked_prefill = f.chunked_on;
   for (const std::string& kv : f.set_options) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
-    out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    out.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return out;
 }

@@ -1,11 +1,13 @@
 #pragma once
-// The scheduler flags `simulate` and `run` share, with vLLM's names, and the
-// KEY=VALUE overrides they stand for (the keys of set_replica_option).
+// The scheduler flags `simulate`, `run` and `validate` share, with vLLM's
+// names, and the typed overrides they stand for.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/core/replica_overrides.hpp"
 
 namespace CLI {
 class App;
@@ -23,8 +25,8 @@ struct SchedulerFlags {
 
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& flags);
 
-// The overrides in the order they apply: the named flags, then each --set.
-// Throws UsageError for contradicting flags or a --set without '='.
-std::vector<std::pair<std::string, std::string>> scheduler_overrides(const SchedulerFlags& flags);
+// The named flags as typed fields, each --set as an option (applied after
+// them). Throws UsageError for contradicting flags or a --set without '='.
+ReplicaOverrides scheduler_overrides(const SchedulerFlags& flags);
 
 }  // namespace twin::cli

@@ -68,8 +68,8 @@ ClusterConfig make_config(const SimulateArgs& a) {
     c.num_gpu_blocks_override = *a.num_gpu_blocks_override;
     for (auto& g : c.groups) g.num_gpu_blocks_override = -1;
   }
-  if (a.max_model_len) c.scheduler_options.emplace_back("max_model_len", std::to_string(*a.max_model_len));
-  for (auto& kv : scheduler_overrides(a.sched)) c.scheduler_options.push_back(std::move(kv));
+  c.overrides = scheduler_overrides(a.sched);
+  c.overrides.max_model_len = a.max_model_len;
   return c;
 }
 

@@ -23,10 +23,10 @@ namespace {
 struct ValidateArgs {
   TraceInputFlags in;
   OutputFlags out{"validation", false};
-  std::string model, profile, loads = "0.3,0.6,0.9", backend = "cpu";
-  std::string dtype, kv_cache_dtype, hw;
-  double gpu_memory_utilization = 0.9;
-  std::int32_t threads = 0, num_gpu_blocks = 0, max_model_len = 0, engine_repeats = 1;
+  EngineFlags engine;
+  EngineMemoryFlags memory;
+  std::string model, profile, loads = "0.3,0.6,0.9", hw;
+  std::int32_t engine_repeats = 1;
   std::uint64_t seed = 0;
   SchedulerFlags sched;
   bool no_plots = false, quiet = false;
@@ -40,18 +40,11 @@ void run(const ValidateArgs& a) {
   o.profile = a.profile;
   o.loads = parse_loads(a.loads);
   o.max_requests = a.in.max_requests;
-  o.backend = a.backend;
-  o.threads = a.threads;
-  o.seed = a.seed;
+  o.engine = runner_options(a.engine, &a.memory, a.seed);
   o.scheduler_preset = a.sched.preset.value_or("vllm");
-  for (auto& kv : scheduler_overrides(a.sched)) o.scheduler_options.push_back(std::move(kv));
-  if (a.num_gpu_blocks < 0) throw UsageError("--num-gpu-blocks-override must be >= 0");
-  o.num_gpu_blocks = a.num_gpu_blocks;
-  o.dtype = a.dtype;
-  o.kv_cache_dtype = a.kv_cache_dtype;
+  o.overrides = scheduler_overrides(a.sched);
   o.roofline_hardware = a.hw;
-  o.gpu_memory_utilization = a.gpu_memory_utilization;
-  o.max_model_len = a.max_model_len;
+  o.max_model_len = a.memory.max_model_len.value_or(0);
   o.out_dir = a.out.dir;
   o.overwrite = a.out.overwrite;
   o.plots = !a.no_plots;
@@ -83,17 +76,10 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
   sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
-  sub->add_option("--backend", a.backend, "Engine backend: auto, cpu or cuda");
-  sub->add_option("--threads", a.threads, "Engine CPU worker threads (default: one per hardware thread)")->check(thread_count());
+  add_engine_flags(*sub, a.engine);
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(0, kMaxInt32));
-  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks,
-                  "KV blocks (default: the memory plan, as run: 1 GiB on the cpu, device memory on cuda)")->check(int_range(0, kMaxInt32));
-  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization,
-                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9, as run)")->check(real_range(0, 1, true));
-  sub->add_option("--dtype", a.dtype, "Engine weight storage (default: the profile's; must agree with it)");
-  sub->add_option("--kv-cache-dtype", a.kv_cache_dtype, "Engine KV cache storage (default: the profile's; must agree with it)");
+  add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
   add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
   sub->add_option("--engine-repeats", a.engine_repeats,
