@@ -1,6 +1,7 @@
 #include "metrics/summary_json.hpp"
 
 #include <cmath>
+#include <limits>
 #include <ostream>
 
 namespace twin {
@@ -9,17 +10,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json number(double value) { return json_figure(value); }
-
-Json latency(const LatencyStats& s) {
-  Json j;
-  j["count"] = s.count;
-  j["mean"] = number(s.mean);
-  j["p50"] = number(s.p50);
-  j["p90"] = number(s.p90);
-  j["p99"] = number(s.p99);
-  j["max"] = number(s.max);
-  return j;
-}
 
 Json spread(const Spread& s) {
   Json j;
@@ -30,7 +20,37 @@ Json spread(const Spread& s) {
   return j;
 }
 
+double figure_from(const nlohmann::json& j) {
+  return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
+
 }  // namespace
+
+Json latency_stats_json(const LatencyStats& s, Figures figures) {
+  const auto figure = [figures](double v) {
+    if (figures == Figures::rounded) return json_figure(v);
+    return std::isfinite(v) ? Json(v) : Json(nullptr);
+  };
+  Json j;
+  j["count"] = s.count;
+  j["mean"] = figure(s.mean);
+  j["p50"] = figure(s.p50);
+  j["p90"] = figure(s.p90);
+  j["p99"] = figure(s.p99);
+  j["max"] = figure(s.max);
+  return j;
+}
+
+LatencyStats latency_stats_from_json(const nlohmann::json& j) {
+  LatencyStats s;
+  s.count = j.at("count").get<std::uint64_t>();
+  s.mean = figure_from(j.at("mean"));
+  s.p50 = figure_from(j.at("p50"));
+  s.p90 = figure_from(j.at("p90"));
+  s.p99 = figure_from(j.at("p99"));
+  s.max = figure_from(j.at("max"));
+  return s;
+}
 
 // Six decimals keep every figure well inside its meaning (1 ns in ms) while
 // sparing readers 17-digit noise.
@@ -46,10 +66,10 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
   j["completed"] = s.completed;
   j["rejected"] = s.rejected;
   j["aborted"] = s.aborted;
-  j["ttft_ms"] = latency(s.ttft_ms);
-  j["tpot_ms"] = latency(s.tpot_ms);
-  j["itl_ms"] = latency(s.itl_ms);
-  j["e2el_ms"] = latency(s.e2el_ms);
+  j["ttft_ms"] = latency_stats_json(s.ttft_ms);
+  j["tpot_ms"] = latency_stats_json(s.tpot_ms);
+  j["itl_ms"] = latency_stats_json(s.itl_ms);
+  j["e2el_ms"] = latency_stats_json(s.e2el_ms);
   j["duration_s"] = number(s.duration_s);
   j["total_input_tokens"] = s.total_input_tokens;
   j["total_output_tokens"] = s.total_output_tokens;

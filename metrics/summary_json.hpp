@@ -15,6 +15,16 @@ namespace twin {
 // (no data) as null.
 nlohmann::ordered_json json_figure(double value);
 
+// A latency metric's statistics, in the one shape every JSON output gives
+// them (summary.json, plan.json's probes, report.json's measured and
+// predicted sides): {"count", "mean", "p50", "p90", "p99", "max"}. Figures
+// are json_figure's, or exact where a file is read back and must give the
+// same decisions (plan.json across MPI ranks and resumed plans).
+enum class Figures { rounded, exact };
+nlohmann::ordered_json latency_stats_json(const LatencyStats& stats, Figures figures = Figures::rounded);
+// That shape read back (plan.json between MPI ranks); null is NaN.
+LatencyStats latency_stats_from_json(const nlohmann::json& json);
+
 nlohmann::ordered_json summary_to_json(const Summary& summary);
 void write_summary_json(std::ostream& out, const Summary& summary);  // pretty, 2 spaces, final newline
 

@@ -9,9 +9,11 @@
 namespace twin {
 namespace {
 
-double metric_p90(const LatencyStats& s) { return s.count == 0 ? std::numeric_limits<double>::quiet_NaN() : s.p90; }
-
 }  // namespace
+
+double stat_or_nan(const LatencyStats& s, double LatencyStats::*field) {
+  return s.count == 0 ? std::numeric_limits<double>::quiet_NaN() : s.*field;
+}
 
 ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   ProbeResult p;
@@ -20,9 +22,9 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   p.rejected = summary.rejected;
   p.aborted = summary.aborted;
   p.unserved = static_cast<std::uint64_t>(std::max<std::int64_t>(0, unserved));
-  p.ttft_p90_ms = metric_p90(summary.ttft_ms);
-  p.tpot_p90_ms = metric_p90(summary.tpot_ms);
-  p.e2el_p90_ms = metric_p90(summary.e2el_ms);
+  p.ttft_ms = summary.ttft_ms;
+  p.tpot_ms = summary.tpot_ms;
+  p.e2el_ms = summary.e2el_ms;
   p.output_throughput = summary.output_throughput;
   bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0;
   double worst = 0;

@@ -21,11 +21,15 @@ struct ProbeResult {
   bool pass = false;
   std::vector<double> slo_measured_ms;  // per SLO: the percentile (NaN without one)
   std::vector<double> slo_fraction_met;
-  double ttft_p90_ms = 0, tpot_p90_ms = 0, e2el_p90_ms = 0;
+  LatencyStats ttft_ms, tpot_ms, e2el_ms;  // the run's, as summary.json gives them
   double output_throughput = 0;  // tok/s
   std::uint64_t completed = 0, rejected = 0, aborted = 0, unserved = 0;
   double worst_ratio = 0;  // max over SLOs of measured / threshold (per-request SLOs: 1 + share missed)
 };
+
+// One statistic of a metric (e.g. &LatencyStats::p90), NaN without data (a
+// run where no request finished).
+double stat_or_nan(const LatencyStats& stats, double LatencyStats::*field);
 
 // The SLO verdict of one run: every SLO with a percentile within its
 // threshold, every per-request SLO met by every request, nothing aborted or

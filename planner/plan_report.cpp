@@ -198,8 +198,8 @@ void print_plan(std::ostream& out, const PlanResult& p) {
     if (!c.capacity.probes.empty()) {
       const ProbeResult* low = &c.capacity.probes.front();
       for (const auto& pr : c.capacity.probes) if (pr.rate < low->rate) low = &pr;
-      out << "; at " << fixed(low->rate, 4) << " req/s TTFT p90 " << fixed(low->ttft_p90_ms, 1) << " ms, TPOT p90 "
-          << fixed(low->tpot_p90_ms, 2) << " ms";
+      out << "; at " << fixed(low->rate, 4) << " req/s TTFT p90 " << fixed(stat_or_nan(low->ttft_ms, &LatencyStats::p90), 1) << " ms, TPOT p90 "
+          << fixed(stat_or_nan(low->tpot_ms, &LatencyStats::p90), 2) << " ms";
     }
     out << "\n";
   }

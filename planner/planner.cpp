@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/error.hpp"
+#include "metrics/summary_json.hpp"
 #include "planner/thread_pool.hpp"
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
@@ -38,7 +39,7 @@ double axis_value(const LatencyAxis& axis, const ProbeResult& p) {
   if (axis.slo_index >= 0 && static_cast<std::size_t>(axis.slo_index) < p.slo_measured_ms.size()) {
     return p.slo_measured_ms[static_cast<std::size_t>(axis.slo_index)];
   }
-  return p.e2el_p90_ms;
+  return stat_or_nan(p.e2el_ms, &LatencyStats::p90);
 }
 
 // Prompt length the TTFT floor is quoted at: the first TTFT SLO's percentile
@@ -69,9 +70,9 @@ nlohmann::ordered_json probe_json(const ProbeResult& p) {
   for (double x : p.slo_fraction_met) fraction.push_back(num(x));
   j["slo_measured_ms"] = std::move(measured);
   j["slo_fraction_met"] = std::move(fraction);
-  j["ttft_p90_ms"] = num(p.ttft_p90_ms);
-  j["tpot_p90_ms"] = num(p.tpot_p90_ms);
-  j["e2el_p90_ms"] = num(p.e2el_p90_ms);
+  j["ttft_ms"] = latency_stats_json(p.ttft_ms, Figures::exact);
+  j["tpot_ms"] = latency_stats_json(p.tpot_ms, Figures::exact);
+  j["e2el_ms"] = latency_stats_json(p.e2el_ms, Figures::exact);
   j["output_throughput"] = num(p.output_throughput);
   j["completed"] = p.completed;
   j["rejected"] = p.rejected;
@@ -87,9 +88,9 @@ ProbeResult probe_from(const nlohmann::json& j) {
   p.pass = j.at("pass").get<bool>();
   for (const auto& x : j.at("slo_measured_ms")) p.slo_measured_ms.push_back(num_from(x));
   for (const auto& x : j.at("slo_fraction_met")) p.slo_fraction_met.push_back(num_from(x));
-  p.ttft_p90_ms = num_from(j.at("ttft_p90_ms"));
-  p.tpot_p90_ms = num_from(j.at("tpot_p90_ms"));
-  p.e2el_p90_ms = num_from(j.at("e2el_p90_ms"));
+  p.ttft_ms = latency_stats_from_json(j.at("ttft_ms"));
+  p.tpot_ms = latency_stats_from_json(j.at("tpot_ms"));
+  p.e2el_ms = latency_stats_from_json(j.at("e2el_ms"));
   p.output_throughput = num_from(j.at("output_throughput"));
   p.completed = j.at("completed").get<std::uint64_t>();
   p.rejected = j.at("rejected").get<std::uint64_t>();

@@ -63,10 +63,6 @@ std::string fixed(double x, int decimals) {
   return s.str();
 }
 
-double pct(const LatencyStats& s, double LatencyStats::*field) {
-  return s.count ? s.*field : std::numeric_limits<double>::quiet_NaN();
-}
-
 }  // namespace
 
 VaryAxis parse_vary(std::string_view text) {
@@ -192,12 +188,7 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       const Summary& s = run.summary;
       point.result = judge(s, run.stats.unserved, arrival_rate(trace, options.max_requests) * scale);
       point.has_slos = !s.slos.empty();
-      point.ttft_p50_ms = pct(s.ttft_ms, &LatencyStats::p50);
-      point.ttft_p99_ms = pct(s.ttft_ms, &LatencyStats::p99);
-      point.tpot_p50_ms = pct(s.tpot_ms, &LatencyStats::p50);
-      point.tpot_p99_ms = pct(s.tpot_ms, &LatencyStats::p99);
-      point.itl_p99_ms = pct(s.itl_ms, &LatencyStats::p99);
-      point.e2el_p50_ms = pct(s.e2el_ms, &LatencyStats::p50);
+      point.itl_p99_ms = stat_or_nan(s.itl_ms, &LatencyStats::p99);
       point.request_throughput = s.request_throughput;
       point.goodput = s.goodput;
       point.prefix_cache_hit_rate = s.prefix_cache_hit_rate;
@@ -220,11 +211,15 @@ const char* const kColumns[] = {"status", "replicas", "gpus", "cost_per_hour", "
 std::vector<std::string> point_cells(const SweepPoint& p) {
   if (!p.error.empty()) return {"error"};
   const ProbeResult& r = p.result;
+  const auto ms = [](const LatencyStats& stats, double LatencyStats::*stat) {
+    return fixed(stat_or_nan(stats, stat), 3);
+  };
+  using S = LatencyStats;
   return {"ok", std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.cost_per_hour, 2), fixed(r.rate, 4),
           std::to_string(p.num_requests), std::to_string(r.completed), std::to_string(r.rejected), std::to_string(r.aborted),
-          fixed(p.ttft_p50_ms, 3), fixed(r.ttft_p90_ms, 3), fixed(p.ttft_p99_ms, 3), fixed(p.tpot_p50_ms, 3),
-          fixed(r.tpot_p90_ms, 3), fixed(p.tpot_p99_ms, 3), fixed(p.itl_p99_ms, 3), fixed(p.e2el_p50_ms, 3),
-          fixed(r.e2el_p90_ms, 3), fixed(p.request_throughput, 4), fixed(r.output_throughput, 2), fixed(p.goodput, 4),
+          ms(r.ttft_ms, &S::p50), ms(r.ttft_ms, &S::p90), ms(r.ttft_ms, &S::p99), ms(r.tpot_ms, &S::p50),
+          ms(r.tpot_ms, &S::p90), ms(r.tpot_ms, &S::p99), fixed(p.itl_p99_ms, 3), ms(r.e2el_ms, &S::p50),
+          ms(r.e2el_ms, &S::p90), fixed(p.request_throughput, 4), fixed(r.output_throughput, 2), fixed(p.goodput, 4),
           p.has_slos ? (r.pass ? "yes" : "no") : "", fixed(p.prefix_cache_hit_rate, 4), std::to_string(p.preemptions)};
 }
 
@@ -268,8 +263,10 @@ void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, con
     }
     const ProbeResult& r = p.result;
     auto show = [](double x, int d) { const std::string s = fixed(x, d); return s.empty() ? std::string("-") : s; };
-    out << std::right << std::setw(11) << show(r.ttft_p90_ms, 1) << std::setw(11) << show(p.ttft_p99_ms, 1) << std::setw(10)
-        << show(r.tpot_p90_ms, 2) << std::setw(10) << show(p.tpot_p99_ms, 2) << std::setw(11) << show(r.e2el_p90_ms, 1)
+    using S = LatencyStats;
+    out << std::right << std::setw(11) << show(stat_or_nan(r.ttft_ms, &S::p90), 1) << std::setw(11) << show(stat_or_nan(r.ttft_ms, &S::p99), 1)
+        << std::setw(10) << show(stat_or_nan(r.tpot_ms, &S::p90), 2) << std::setw(10) << show(stat_or_nan(r.tpot_ms, &S::p99), 2)
+        << std::setw(11) << show(stat_or_nan(r.e2el_ms, &S::p90), 1)
         << std::setw(10) << show(p.request_throughput, 3) << std::setw(10) << show(r.output_throughput, 1) << std::setw(10)
         << show(p.goodput, 3) << std::setw(6) << (p.has_slos ? (r.pass ? "yes" : "no") : "-") << std::setw(8)
         << show(p.cost_per_hour, 2) << "\n";

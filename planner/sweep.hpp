@@ -39,8 +39,8 @@ struct SweepPoint {
   std::string error;                // the point could not run (e.g. a layout that does not divide the heads)
   std::int32_t replicas = 0, gpus = 0;
   double cost_per_hour = 0;
-  ProbeResult result;               // SLO verdict and p90s
-  double ttft_p50_ms = 0, ttft_p99_ms = 0, tpot_p50_ms = 0, tpot_p99_ms = 0, itl_p99_ms = 0, e2el_p50_ms = 0;
+  ProbeResult result;               // SLO verdict and latency statistics
+  double itl_p99_ms = 0;
   double request_throughput = 0, goodput = 0, prefix_cache_hit_rate = 0;
   std::uint64_t num_requests = 0, preemptions = 0;
   bool has_slos = false;

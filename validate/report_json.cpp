@@ -10,15 +10,20 @@ using Json = nlohmann::ordered_json;
 
 Json num(double v) { return json_figure(v); }
 
+// A latency metric as {"measured": {stat: ms}, "predicted": {...},
+// "error_pct": {...}}, each side keyed by statistic as summary.json keys
+// them; a single-valued metric (throughput) as three numbers.
 Json metric_json(const std::vector<MetricComparison>& metrics) {
   Json out = Json::object();
   for (const MetricComparison& m : metrics) {
-    Json v;
-    v["measured"] = num(m.measured);
-    v["predicted"] = num(m.predicted);
-    v["error_pct"] = num(m.error_pct);
-    if (m.stat == "value") out[m.metric] = std::move(v);
-    else out[m.metric][m.stat] = std::move(v);
+    if (m.stat == "value") {
+      out[m.metric] = Json{{"measured", num(m.measured)}, {"predicted", num(m.predicted)}, {"error_pct", num(m.error_pct)}};
+      continue;
+    }
+    Json& metric = out[m.metric];
+    metric["measured"][m.stat] = num(m.measured);
+    metric["predicted"][m.stat] = num(m.predicted);
+    metric["error_pct"][m.stat] = num(m.error_pct);
   }
   return out;
 }

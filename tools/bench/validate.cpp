@@ -51,7 +51,7 @@ const nlohmann::json& widest(const nlohmann::json& repeats, const char* metric, 
   static const nlohmann::json none;
   const nlohmann::json* best = &none;
   for (const auto& run : repeats) {
-    const auto& e = *stat ? run[metric][stat]["error_pct"] : run[metric]["error_pct"];
+    const auto& e = *stat ? run[metric]["error_pct"][stat] : run[metric]["error_pct"];
     if (e.is_number() && (!best->is_number() || std::abs(e.get<double>()) > std::abs(best->get<double>()))) best = &e;
   }
   return *best;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
       std::printf("%-5.2f %-11s", l["load"].get<double>(), model);
       for (const char* metric : {"ttft_ms", "tpot_ms", "e2el_ms"}) {
         for (const char* stat : {"p50", "p90"}) {
-          const auto& e = name == "noise" ? widest(l["engine_repeats"], metric, stat) : m[metric][stat]["error_pct"];
+          const auto& e = name == "noise" ? widest(l["engine_repeats"], metric, stat) : m[metric]["error_pct"][stat];
           std::printf(" %8s", pct(e).c_str());
           if (name == "calibrated") {
             ++total;
