@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "metrics/backlog.hpp"
 #include "metrics/percentile.hpp"
 
 namespace twin {
@@ -101,6 +102,7 @@ void MetricsCollector::add(const RequestRecord& r) {
 
   ++num_requests_;
   if (first_arrival_ == kNoTime || r.arrival < first_arrival_) first_arrival_ = r.arrival;
+  if (last_arrival_ == kNoTime || r.arrival > last_arrival_) last_arrival_ = r.arrival;
   if (r.finish != kNoTime && r.finish > last_finish_) last_finish_ = r.finish;
   preemptions_ += static_cast<std::uint64_t>(r.preemptions);
   if (r.replica >= 0) {
@@ -118,6 +120,7 @@ void MetricsCollector::add(const RequestRecord& r) {
   }
   ++completed_;
   ttft_ns_.push_back(r.first_token - r.arrival);
+  arrival_ns_.push_back(r.arrival);
   e2el_ns_.push_back(r.finish - r.arrival);
   tpot_ns_.push_back(r.output_tokens >= 2
                          ? static_cast<double>(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1)
@@ -230,6 +233,11 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   }
   s.max_kv_blocks_used = static_cast<double>(kv_blocks_max_);
   s.max_batch_size = static_cast<double>(batch_size_max_);
+  std::vector<std::pair<Time, Time>> arrival_ttft(completed_);
+  for (std::size_t i = 0; i < completed_; ++i) arrival_ttft[i] = {arrival_ns_[i], ttft_ns_[i]};
+  const BacklogTrend trend = backlog_trend(std::move(arrival_ttft), num_requests_, first_arrival_, last_arrival_);
+  if (auto warning = backlog_warning(trend, s.request_throughput)) s.warnings.push_back(std::move(*warning));
+
   s.kv_blocks_capacity = context.kv_blocks_capacity;
   s.simulated_time_s = context.simulated_time_s;
   s.wall_time_s = context.wall_time_s;

@@ -27,10 +27,10 @@ class MetricsCollector {
   };
   std::uint64_t num_requests_ = 0, completed_ = 0, rejected_ = 0, aborted_ = 0;
   // Per completed request, in ns (TPOT in ns as a double; -1 when undefined).
-  std::vector<Time> ttft_ns_, e2el_ns_, max_itl_ns_;
+  std::vector<Time> ttft_ns_, e2el_ns_, max_itl_ns_, arrival_ns_;
   std::vector<double> tpot_ns_;
   LogHistogram itl_ns_;
-  Time first_arrival_ = kNoTime, last_finish_ = kNoTime;
+  Time first_arrival_ = kNoTime, last_arrival_ = kNoTime, last_finish_ = kNoTime;
   std::uint64_t input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0;
   std::uint64_t preemptions_ = 0;
   std::map<std::int32_t, ReplicaTally> replicas_;

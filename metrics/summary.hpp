@@ -2,6 +2,7 @@
 // The numbers of one run, as the collector computes them and summary.json /
 // the summary table show them. Plain data. docs/outputs.md defines each.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,9 @@ struct Summary {
   std::int64_t kv_blocks_capacity = 0;  // per replica, from the caller; 0: unknown
 
   double simulated_time_s = 0, wall_time_s = 0;  // filled by the caller
+  // What a reader should know before trusting the figures (e.g. the load
+  // outgrew the cluster: metrics/backlog.hpp); empty for a healthy run.
+  std::vector<std::string> warnings;
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
 };
 

@@ -117,6 +117,7 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
   j["max_batch_size"] = number(s.max_batch_size);
   j["simulated_time_s"] = number(s.simulated_time_s);
   j["wall_time_s"] = number(s.wall_time_s);
+  if (!s.warnings.empty()) j["warnings"] = s.warnings;  // absent when there are none
   j["config"] = s.config;
   return j;
 }

@@ -112,4 +112,8 @@ void print_summary_table(std::ostream& out, const Summary& s) {
   t.rule();
 }
 
+void print_summary_warnings(std::ostream& out, const Summary& summary) {
+  for (const std::string& w : summary.warnings) out << "warning: " << w << "\n";
+}
+
 }  // namespace twin

@@ -188,6 +188,7 @@ void run(const RunArgs& a) {
   }
   if (stats.unserved > 0) std::cerr << "warning: " << stats.unserved << " requests could never be scheduled\n";
   print_summary_table(std::cout, summary);
+  print_summary_warnings(std::cerr, summary);
   std::cout << "Ran " << stats.steps << " steps in " << stats.wall_time_s << " s wall\n";
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
   if (stats.stopped) {

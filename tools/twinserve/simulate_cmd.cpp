@@ -128,6 +128,7 @@ void run(const SimulateArgs& a) {
               << " requests could never be scheduled and were aborted at the end of the run\n";
   }
   print_summary_table(std::cout, result.summary);
+  print_summary_warnings(std::cerr, result.summary);
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
             << result.wall_time_s << " s wall\n";
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
