@@ -62,7 +62,9 @@ struct ModelRunner::Impl {
   std::vector<SamplingParams> sampling;
   std::vector<TensorView> expert_gate_up, expert_down;
 
-  std::vector<KvCacheView> make_cache(Buffer& buffer, std::int64_t num_blocks, MemoryKind kind, const char* what) {
+  // `flags`: what sizes this cache, named in the error when it cannot be allocated.
+  std::vector<KvCacheView> make_cache(Buffer& buffer, std::int64_t num_blocks, MemoryKind kind, const char* what,
+                                      const char* flags) {
     std::vector<KvCacheView> layers;
     if (num_blocks <= 0) return layers;
     KvCacheView proto;
@@ -76,7 +78,7 @@ struct ModelRunner::Impl {
       buffer = backend->allocate(per_tensor * 2 * static_cast<std::size_t>(config.num_layers), kind);
     } catch (const Error& e) {
       throw Error(std::string(what) + " (" + std::to_string(num_blocks) + " blocks of " + std::to_string(options.block_size) +
-                  " tokens, " + kv_dtype + "): " + e.what());
+                  " tokens, " + kv_dtype + "): " + e.what() + "; " + flags + " set a smaller size");
     }
     for (std::int64_t l = 0; l < config.num_layers; ++l) {
       KvCacheView v = proto;
@@ -306,8 +308,9 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   if (m.options.num_host_blocks <= 0 && options.swap_space_bytes > 0) {
     m.options.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.swap_space_bytes / block_bytes, 1 << 30));
   }
-  m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "the KV cache");
-  m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host, "the host swap space (--swap-space)");
+  m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "the KV cache",
+                                 "--kv-cache-memory-bytes or --num-gpu-blocks-override");
+  m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host, "the host swap space", "--swap-space");
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
