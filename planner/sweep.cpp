@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <ostream>
 #include <set>
@@ -272,6 +273,30 @@ void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, con
         << show(p.cost_per_hour, 2) << "\n";
   }
   out << "(latencies in ms; " << points.size() << " points)\n";
+}
+
+std::vector<std::string> sweep_warnings(const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points) {
+  std::vector<std::string> out;
+  for (std::size_t a = 0; a < axes.size(); ++a) {
+    // The row of the first point seen for each setting of the other axes.
+    std::map<std::vector<std::string>, std::vector<std::string>> row_of_others;
+    bool compared = false, changed = false;
+    for (const SweepPoint& p : points) {
+      if (!p.error.empty()) continue;
+      std::vector<std::string> others = p.values;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(a));
+      const std::vector<std::string> row = point_cells(p);
+      const auto [it, first] = row_of_others.emplace(std::move(others), row);
+      if (first) continue;
+      compared = true;
+      changed = changed || it->second != row;
+    }
+    if (compared && !changed) {
+      out.push_back("--vary " + axes[a].key + " changed no figure: each of its values gave the same row. The trace or "
+                    "configuration does not exercise it (e.g. prefix caching on a trace without prefix hash ids)");
+    }
+  }
+  return out;
 }
 
 }  // namespace twin

@@ -39,6 +39,22 @@ TEST_CASE("sweep runs the cartesian product in grid order") {
   CHECK(std::count(text.begin(), text.end(), '\n') == 9);
 }
 
+TEST_CASE("sweep warns of an axis that changed no figure and only of it") {
+  ClusterConfig base;
+  base.groups.emplace_back();
+  // The chat trace has no prefix hash ids: prefix caching cannot matter;
+  // the token budget does.
+  const std::vector<VaryAxis> axes = {parse_vary("enable_prefix_caching=true,false"),
+                                      parse_vary("max_num_batched_tokens=64,8192")};
+  const auto points = run_sweep(base, axes, test::chat_trace(60, 20.0), SweepOptions{});
+  const std::vector<std::string> warnings = sweep_warnings(axes, points);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::StartsWith("--vary enable_prefix_caching changed no figure"));
+  // One axis alone, or an axis of one value: nothing to compare, no warning.
+  const std::vector<VaryAxis> single = {parse_vary("enable_prefix_caching=true")};
+  CHECK(sweep_warnings(single, run_sweep(base, single, test::chat_trace(20, 20.0), SweepOptions{})).empty());
+}
+
 TEST_CASE("sweep rejects unknown keys and bad values naming the key") {
   ClusterConfig base;
   CHECK_THROWS_WITH(check_vary_axes(base, {parse_vary("bogus_knob=1,2")}), Catch::Contains("bogus_knob"));

@@ -42,6 +42,7 @@ void run_sweep_command(const SweepArgs& a) {
   options.jobs = a.jobs;
   const std::vector<SweepPoint> points = run_sweep(base, axes, trace, options);
   print_sweep_table(std::cout, axes, points);
+  for (const std::string& w : sweep_warnings(axes, points)) std::cerr << "warning: " << w << "\n";
   if (dir) {
     std::ofstream f = dir->open("sweep.csv");
     write_sweep_csv(f, axes, points);
