@@ -3,32 +3,26 @@
 #include "base/error.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/backend/cpu/cpu_backend.hpp"
-#if defined(TWIN_HAVE_CUDA)
-#include "engine/backend/cuda/cuda_backend.hpp"
-#endif
+#include "engine/backend/cuda_loader.hpp"
 
 namespace twin {
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options) {
   if (name == "cpu") return make_cpu_backend(options.threads);
-#if defined(TWIN_HAVE_CUDA)
-  if (name == "cuda") {
-    std::string why;
-    if (cuda_device_count(&why) == 0) {
-      throw Error("backend 'cuda': no usable CUDA device here (" + why + "); use --backend cpu or auto");
-    }
-    return make_cuda_backend(0);
-  }
+  if (name != "cuda" && name != "auto") throw UsageError("unknown backend '" + name + "' (known: auto, cpu, cuda)");
+  // The CUDA module is loaded only here, when a command asks for it.
+  std::string why;
+  const CudaModule* cuda = cuda_module(&why);
   if (name == "auto") {
-    // No device or no driver: the CPU, silently, as "auto" promises.
-    if (cuda_device_count(nullptr) > 0) return make_cuda_backend(0);
+    // No module, no device or no driver: the CPU, silently, as "auto" promises.
+    if (cuda && cuda->device_count(nullptr) > 0) return std::unique_ptr<Backend>(cuda->make_backend(0));
     return make_cpu_backend(options.threads);
   }
-#else
-  if (name == "auto") return make_cpu_backend(options.threads);
-  if (name == "cuda") throw Error("backend 'cuda' is not built into this binary (configure with -DTWIN_CUDA=ON on a machine with nvcc)");
-#endif
-  throw UsageError("unknown backend '" + name + "' (known: auto, cpu, cuda)");
+  if (!cuda) throw Error("backend 'cuda': " + why);
+  if (cuda->device_count(&why) == 0) {
+    throw Error("backend 'cuda': no usable CUDA device here (" + why + "); use --backend cpu or auto");
+  }
+  return std::unique_ptr<Backend>(cuda->make_backend(0));
 }
 
 }  // namespace twin

@@ -3,7 +3,9 @@
 // falls back to the CPU there.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/support/run_cli.hpp"
@@ -49,7 +51,7 @@ TEST_CASE("run --backend cuda without a usable device exits 1 and says why") {
 #if defined(TWIN_HAVE_CUDA)
   CHECK(r.out.find("backend 'cuda': no usable CUDA device here") != std::string::npos);
 #else
-  CHECK(r.out.find("backend 'cuda' is not built") != std::string::npos);
+  CHECK(r.out.find("backend 'cuda': not built into this binary") != std::string::npos);
 #endif
 }
 
@@ -63,4 +65,25 @@ TEST_CASE("run --backend auto falls back to the cpu without a device") {
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("cpu") != std::string::npos);
+}
+
+// The CUDA backend is a module loaded on demand: a file that is not one is
+// refused by name, and a command that needs no GPU never looks for it.
+TEST_CASE("a CUDA module that cannot be loaded is named, and commands without a GPU do not load it") {
+  const std::string trace = small_trace("module");  // a fresh folder; the bogus module goes beside the trace
+  const fs::path bogus = fs::path(trace).parent_path() / "libtwin_cuda.so";
+  { std::ofstream(bogus) << "not a shared object\n"; }
+  ::setenv("TWIN_CUDA_MODULE", bogus.c_str(), 1);
+  const auto cuda = run_twinserve("run --trace " + trace + " --model tiny --asap --threads 1 --backend cuda", true);
+  const auto cpu = run_twinserve("run --trace " + trace + " --model tiny --asap --threads 1 --backend cpu", true);
+  ::unsetenv("TWIN_CUDA_MODULE");
+  INFO(cuda.out);
+  CHECK(cuda.exit_code == 1);
+#if defined(TWIN_HAVE_CUDA)
+  CHECK(cuda.out.find("cannot load " + bogus.string()) != std::string::npos);
+#else
+  CHECK(cuda.out.find("not built into this binary") != std::string::npos);
+#endif
+  INFO(cpu.out);
+  CHECK(cpu.exit_code == 0);
 }
