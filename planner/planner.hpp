@@ -13,6 +13,7 @@
 #include "planner/capacity.hpp"
 #include "planner/loaded_trace.hpp"
 #include "planner/search_space.hpp"
+#include "planner/thread_pool.hpp"
 
 namespace twin {
 
@@ -24,6 +25,7 @@ struct PlanOptions {
   std::int32_t max_extra_replicas = 8;  // added one by one when the cluster check fails
   std::uint64_t seed = 0;
   int jobs = 0;  // threads; 0: hardware threads
+  ProgressFn progress;  // (candidates evaluated, candidates) after each one
 };
 
 enum class CandidateStatus { ok, pruned, slo_unmet, verify_failed, over_max_gpus, over_budget };

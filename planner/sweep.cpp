@@ -198,7 +198,7 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
     } catch (const Error& e) {
       point.error = e.what();
     }
-  });
+  }, options.progress);
   return points;
 }
 

@@ -10,6 +10,7 @@
 
 #include "planner/capacity.hpp"
 #include "planner/loaded_trace.hpp"
+#include "planner/thread_pool.hpp"
 #include "sim/cluster_config.hpp"
 
 namespace twin {
@@ -49,6 +50,7 @@ struct SweepPoint {
 struct SweepOptions {
   std::size_t max_requests = 0;  // first requests of the trace (0: all)
   int jobs = 0;
+  ProgressFn progress;  // (points done, points) after each point
 };
 
 // Points in grid order: the first axis varies slowest.

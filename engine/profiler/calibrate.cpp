@@ -340,7 +340,14 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   engine.model_config = config;
   engine.runner = options.engine;
   engine.runner.block_size = static_cast<std::int32_t>(meta.block_size);
-  const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios, rounds);
+  // Most of a calibration's time: a line at each tenth of the runs.
+  std::size_t shown_tenths = 0;
+  const auto step_progress = [&](std::size_t done, std::size_t total) {
+    if (!log || done * 10 < (shown_tenths + 1) * total) return;
+    shown_tenths = done * 10 / total;
+    *log << "calibrate: step scenarios " << done << "/" << total << " runs\n" << std::flush;
+  };
+  const std::vector<MeasuredStep> steps = measure_steps(engine, scenarios, rounds, step_progress);
   const CalibratedTables tables(p, "(calibration in progress)");
   p.overhead = fit_step_overhead(steps, tables, model, w, kv);
   if (log) {

@@ -53,7 +53,8 @@ std::unique_ptr<Engine> scenario_engine(EngineSettings settings, std::int32_t ma
 }  // namespace
 
 std::vector<MeasuredStep> measure_steps(EngineSettings settings, const std::vector<StepScenario>& scenarios,
-                                        std::int32_t rounds) {
+                                        std::int32_t rounds,
+                                        const std::function<void(std::size_t done, std::size_t total)>& progress) {
   const ModelConfig config = engine_model_config(settings);
   std::int32_t max_len = 0;
   std::int64_t blocks = 0;
@@ -124,6 +125,7 @@ std::vector<MeasuredStep> measure_steps(EngineSettings settings, const std::vect
       if (keep) out.push_back(std::move(m));
       ++steps;
     }
+    if (progress) progress(run + 1, runs.size());
   }
   return out;
 }

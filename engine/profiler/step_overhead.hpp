@@ -6,6 +6,7 @@
 // ops' table predictions, and what it costs more after the engine sat idle.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,11 @@ struct MeasuredStep {
 // runs `rounds` times over (a slow spell of the machine then hits one pass
 // of a scenario, not all of its steps). Prompts are distinct (no
 // prefix-cache hits).
+// `progress(done, total)`, if given, after each scenario run (calibrate's
+// progress line: these runs are most of its time).
 std::vector<MeasuredStep> measure_steps(EngineSettings engine, const std::vector<StepScenario>& scenarios,
-                                        std::int32_t rounds = 1);
+                                        std::int32_t rounds = 1,
+                                        const std::function<void(std::size_t done, std::size_t total)>& progress = {});
 
 struct StepFit {
   double op_scale = 1;

@@ -20,6 +20,7 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/progress_line.hpp"
 
 namespace twin::cli {
 namespace {
@@ -38,7 +39,7 @@ struct PlanArgs {
   std::int32_t max_extra_replicas = 8;
   std::uint64_t seed = 0;
   int jobs = 0;
-  bool no_plots = false;
+  bool no_plots = false, quiet = false;
 };
 
 PlanOptions make_options(const PlanArgs& a) {
@@ -89,7 +90,14 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (static_cast<int>(i % static_cast<std::size_t>(mpi.size())) == mpi.rank()) mine.push_back(i);
   }
-  std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, options);
+  PlanOptions run_options = options;
+  ProgressLine progress(mpi.size() > 1 ? "plan (rank " + std::to_string(mpi.rank()) + ")" : "plan", "candidates",
+                        !a.quiet);
+  run_options.progress = [&](std::size_t done, std::size_t total) {
+    progress.update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
+  };
+  std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, run_options);
+  progress.finish();
   if (mpi.active() && mpi.size() > 1) {
     std::vector<std::pair<std::size_t, std::string>> items;
     for (std::size_t k = 0; k < mine.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
@@ -145,6 +153,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--seed", a.seed, "Seed for the routers' random choices")->check(CLI::NonNegativeNumber);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
+  sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
   sub->callback([args] {
     MpiSession mpi;
     if (!mpi.active() || mpi.size() == 1) {

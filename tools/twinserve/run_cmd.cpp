@@ -32,6 +32,7 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
+#include "tools/twinserve/progress_line.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "traces/trace_reader.hpp"
 
@@ -53,7 +54,7 @@ struct RunArgs {
   std::int32_t top_k = 0;
   std::optional<std::int32_t> eos_token;
   SchedulerFlags sched;
-  bool no_steps = false;
+  bool no_steps = false, quiet = false;
 };
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
@@ -82,9 +83,12 @@ class RunSink final : public RecordSink {
   RequestCsvWriter* requests = nullptr;
   StepCsvWriter* steps = nullptr;
   MetricsCollector collector;
+  ProgressLine* progress = nullptr;
+  std::int64_t ended = 0, expected = 0;  // expected 0: unknown (a streamed trace)
   void on_request(const RequestRecord& r) override {
     collector.add(r);
     if (requests) requests->write(r);
+    if (progress) progress->update(++ended, expected);
   }
   void on_step(const StepRecord& s) override {
     collector.add(s);
@@ -127,6 +131,9 @@ void run(const RunArgs& a) {
   if (const std::string plan = engine.memory_plan_line(); !plan.empty()) std::cerr << plan << "\n";
   std::cerr << "engine: " << engine.description() << "\n";
   RunSink sink;
+  ProgressLine progress("run", "requests ended", !a.quiet);
+  sink.progress = &progress;
+  sink.expected = a.in.max_requests;
   if (dir) {
     requests_file = dir->open("requests.csv");
     request_writer = std::make_unique<RequestCsvWriter>(requests_file);
@@ -145,6 +152,7 @@ void run(const RunArgs& a) {
   const InterruptGuard interrupts;  // the first Ctrl-C stops the run, the records are kept
   options.stop = [] { return InterruptGuard::received() != 0; };
   const DriveStats stats = engine.serve(source, sink, options);
+  progress.finish();
 
   const ReplicaConfig& rc = engine.replica_config();
   SummaryContext context;
@@ -221,6 +229,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
+  sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
   sub->callback([args] { run(*args); });
 }};
 

@@ -163,7 +163,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
-  sub->add_flag("--no-progress", a.no_progress, "No progress line on stderr");
+  sub->add_flag("--no-progress,--quiet", a.no_progress, "No progress line on stderr (it shows only on a terminal)");
   sub->callback([args] { run(*args); });
 }};
 

@@ -15,6 +15,7 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/progress_line.hpp"
 
 namespace twin::cli {
 namespace {
@@ -25,6 +26,7 @@ struct SweepArgs {
   std::string config_path, slo;
   std::vector<std::string> vary;
   int jobs = 0;
+  bool quiet = false;
 };
 
 void run_sweep_command(const SweepArgs& a) {
@@ -40,7 +42,12 @@ void run_sweep_command(const SweepArgs& a) {
   SweepOptions options;
   options.max_requests = static_cast<std::size_t>(a.in.max_requests);
   options.jobs = a.jobs;
+  ProgressLine progress("sweep", "points", !a.quiet);
+  options.progress = [&](std::size_t done, std::size_t total) {
+    progress.update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
+  };
   const std::vector<SweepPoint> points = run_sweep(base, axes, trace, options);
+  progress.finish();
   print_sweep_table(std::cout, axes, points);
   for (const std::string& w : sweep_warnings(axes, points)) std::cerr << "warning: " << w << "\n";
   if (dir) {
@@ -61,6 +68,7 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs (override the config's)");
   add_output_flags(*sub, a.out, "Write sweep.csv here", false);
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
+  sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
   sub->callback([args] { run_sweep_command(*args); });
 }};
 
