@@ -22,12 +22,15 @@ LatencyStats stats_of_sorted(const std::vector<double>& sorted_ms) {
   LatencyStats stats;
   stats.count = sorted_ms.size();
   if (sorted_ms.empty()) {
-    stats.mean = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
+    stats.mean = stats.std = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
     return stats;
   }
   long double sum = 0;
   for (const double v : sorted_ms) sum += v;  // ascending: same bytes whatever the record order
   stats.mean = static_cast<double>(sum / static_cast<long double>(sorted_ms.size()));
+  long double squares = 0;
+  for (const double v : sorted_ms) squares += (v - stats.mean) * (v - stats.mean);
+  stats.std = std::sqrt(static_cast<double>(squares / static_cast<long double>(sorted_ms.size())));
   stats.p50 = percentile_linear(sorted_ms, 50);
   stats.p90 = percentile_linear(sorted_ms, 90);
   stats.p99 = percentile_linear(sorted_ms, 99);
@@ -50,10 +53,11 @@ LatencyStats stats_of_histogram(const LogHistogram& h) {
   LatencyStats stats;
   stats.count = h.count();
   if (h.count() == 0) {
-    stats.mean = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
+    stats.mean = stats.std = stats.p50 = stats.p90 = stats.p99 = stats.max = kNaN;
     return stats;
   }
   stats.mean = h.mean() / 1e6;
+  stats.std = h.stddev() / 1e6;
   stats.p50 = h.percentile(50) / 1e6;
   stats.p90 = h.percentile(90) / 1e6;
   stats.p99 = h.percentile(99) / 1e6;
@@ -236,6 +240,7 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   std::vector<std::pair<Time, Time>> arrival_ttft(completed_);
   for (std::size_t i = 0; i < completed_; ++i) arrival_ttft[i] = {arrival_ns_[i], ttft_ns_[i]};
   const BacklogTrend trend = backlog_trend(std::move(arrival_ttft), num_requests_, first_arrival_, last_arrival_);
+  s.offered_rate = trend.offered_rate;
   if (auto warning = backlog_warning(trend, s.request_throughput)) s.warnings.push_back(std::move(*warning));
 
   s.kv_blocks_capacity = context.kv_blocks_capacity;

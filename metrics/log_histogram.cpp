@@ -86,6 +86,18 @@ double LogHistogram::mean() const {
   return static_cast<double>(whole) + static_cast<double>(rest) / static_cast<double>(count_);
 }
 
+double LogHistogram::stddev() const {
+  if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
+  const double m = mean();
+  long double squares = 0;  // bucket by bucket, in bucket order: the same bytes whatever the add order
+  for (int i = 0; i < kNumBuckets; ++i) {
+    if (counts_[static_cast<std::size_t>(i)] == 0) continue;
+    const double mid = std::clamp(midpoint_of(i), static_cast<double>(min_), static_cast<double>(max_));
+    squares += static_cast<long double>(counts_[static_cast<std::size_t>(i)]) * (mid - m) * (mid - m);
+  }
+  return std::sqrt(static_cast<double>(squares / static_cast<long double>(count_)));
+}
+
 double LogHistogram::order_statistic(std::uint64_t k) const {
   if (count_ == 0) return std::numeric_limits<double>::quiet_NaN();
   if (k == 0) return static_cast<double>(min_);

@@ -28,6 +28,9 @@ class LogHistogram {
   std::int64_t min() const { return min_; }  // 0 when empty
   std::int64_t max() const { return max_; }  // 0 when empty
   double mean() const;                       // NaN when empty
+  // Population standard deviation with each value at its bucket's midpoint
+  // (clamped to the range seen), as the percentiles; NaN when empty.
+  double stddev() const;
   // The k-th smallest value (0-based, k < count()), approximated as above;
   // the first and last are exact.
   double order_statistic(std::uint64_t k) const;

@@ -14,7 +14,7 @@ namespace twin {
 // Latency distribution in milliseconds. All NaN (null in JSON) when count is 0.
 struct LatencyStats {
   std::uint64_t count = 0;
-  double mean = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;
+  double mean = 0, std = 0, p50 = 0, p90 = 0, p99 = 0, max = 0;  // std: population (numpy's, as vLLM's benchmark)
 };
 
 struct SloResult {
@@ -42,6 +42,7 @@ struct Summary {
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
 
   double duration_s = 0;  // first arrival to last finish
+  double offered_rate = 0;  // requests / arrival span (req/s); 0 for a burst (one arrival time)
   std::uint64_t total_input_tokens = 0, total_output_tokens = 0;  // completed requests
   double request_throughput = 0, input_throughput = 0, output_throughput = 0,
          total_token_throughput = 0;

@@ -34,6 +34,7 @@ Json latency_stats_json(const LatencyStats& s, Figures figures) {
   Json j;
   j["count"] = s.count;
   j["mean"] = figure(s.mean);
+  j["std"] = figure(s.std);
   j["p50"] = figure(s.p50);
   j["p90"] = figure(s.p90);
   j["p99"] = figure(s.p99);
@@ -45,6 +46,7 @@ LatencyStats latency_stats_from_json(const nlohmann::json& j) {
   LatencyStats s;
   s.count = j.at("count").get<std::uint64_t>();
   s.mean = figure_from(j.at("mean"));
+  s.std = figure_from(j.at("std"));
   s.p50 = figure_from(j.at("p50"));
   s.p90 = figure_from(j.at("p90"));
   s.p99 = figure_from(j.at("p99"));

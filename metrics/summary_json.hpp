@@ -17,7 +17,7 @@ nlohmann::ordered_json json_figure(double value);
 
 // A latency metric's statistics, in the one shape every JSON output gives
 // them (summary.json, plan.json's probes, report.json's measured and
-// predicted sides): {"count", "mean", "p50", "p90", "p99", "max"}. Figures
+// predicted sides): {"count", "mean", "std", "p50", "p90", "p99", "max"}. Figures
 // are json_figure's, or exact where a file is read back and must give the
 // same decisions (plan.json across MPI ranks and resumed plans).
 enum class Figures { rounded, exact };

@@ -44,7 +44,8 @@ class Table {
 void latency_rows(Table& t, const std::string& name, const std::string& title, const LatencyStats& s) {
   t.section(title);
   t.row("Mean " + name + " (ms)", fixed(s.mean, 2));
-  t.row("P50 " + name + " (ms)", fixed(s.p50, 2));
+  t.row("Median " + name + " (ms)", fixed(s.p50, 2));
+  t.row("Std " + name + " (ms)", fixed(s.std, 2));
   t.row("P90 " + name + " (ms)", fixed(s.p90, 2));
   t.row("P99 " + name + " (ms)", fixed(s.p99, 2));
   t.row("Max " + name + " (ms)", fixed(s.max, 2));
@@ -61,10 +62,10 @@ void print_summary_table(std::ostream& out, const Summary& s) {
   Table t(out);
   t.title("twinserve result");
   t.row("Requests", std::to_string(s.num_requests));
-  t.row("Completed requests", std::to_string(s.completed));
+  t.row("Successful requests", std::to_string(s.completed));
   t.row("Rejected requests", std::to_string(s.rejected));
   t.row("Aborted requests", std::to_string(s.aborted));
-  t.row("Duration (s)", fixed(s.duration_s, 2));
+  t.row("Benchmark duration (s)", fixed(s.duration_s, 2));
   if (s.simulated_time_s > 0) t.row("Simulated time (s)", fixed(s.simulated_time_s, 2));
   if (s.wall_time_s > 0) t.row("Wall time (s)", fixed(s.wall_time_s, 2));
   t.row("Total input tokens", std::to_string(s.total_input_tokens));

@@ -16,6 +16,7 @@
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
+#include "metrics/vllm_result.hpp"
 
 namespace twin {
 namespace {
@@ -114,6 +115,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   if (!outputs.out_dir.empty()) {
     std::vector<std::string> files = {"requests.csv", "summary.json"};
     if (outputs.write_steps) files.push_back("steps.csv");
+    if (outputs.vllm_result) files.push_back("vllm_result.json");
     dir.emplace(outputs.out_dir, outputs.overwrite, files);
     requests_file = dir->open("requests.csv");
     request_writer = std::make_unique<RequestCsvWriter>(requests_file);
@@ -167,6 +169,11 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     std::ofstream summary_file = dir->open("summary.json");
     write_summary_json(summary_file, result.summary);
     if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
+    if (outputs.vllm_result) {
+      std::ofstream vllm_file = dir->open("vllm_result.json");
+      write_vllm_result(vllm_file, result.summary, {"twinserve-simulate", cluster.groups.front().model.name});
+      if (!vllm_file) throw Error(outputs.out_dir + "/vllm_result.json: write failed");
+    }
   }
   return result;
 }

@@ -22,6 +22,7 @@ struct RunOutputs {
   // saves a little time on huge runs (those figures are then 0).
   bool step_stats = true;
   bool progress = false;     // a progress line on stderr after a second of wall time
+  bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
 };
 
 struct RunResult {

@@ -31,6 +31,12 @@ TEST_CASE("collector counts outcomes and computes latencies as defined") {
 
   CHECK(s.ttft_ms.count == 3);  // completed requests only
   CHECK(s.ttft_ms.mean == Approx((100.0 + 500 + 50) / 3));
+  // Population standard deviation, as numpy's default and vLLM's benchmark.
+  CHECK(s.ttft_ms.std == Approx(std::sqrt(((100.0 - 650.0 / 3) * (100.0 - 650.0 / 3) + (500.0 - 650.0 / 3) * (500.0 - 650.0 / 3) +
+                                           (50.0 - 650.0 / 3) * (50.0 - 650.0 / 3)) / 3)));
+  const double itl_mean = 2000.0 / 12;  // ten gaps of 100 ms, then 200 and 800 (the histogram: within its buckets)
+  CHECK(s.itl_ms.std == Approx(std::sqrt((10 * (100 - itl_mean) * (100 - itl_mean) + (200 - itl_mean) * (200 - itl_mean) +
+                                          (800 - itl_mean) * (800 - itl_mean)) / 12)).epsilon(0.01));
   CHECK(s.ttft_ms.p50 == Approx(100));
   CHECK(s.ttft_ms.p90 == Approx(420));  // sorted 50, 100, 500; rank 1.8
   CHECK(s.ttft_ms.max == Approx(500));

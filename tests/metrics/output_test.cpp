@@ -61,7 +61,7 @@ TEST_CASE("summary.json has the keys the simulate command promises") {
     CHECK(j.contains(key));
   }
   for (const char* metric : {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"}) {
-    for (const char* stat : {"mean", "p50", "p90", "p99", "max"}) {
+    for (const char* stat : {"mean", "std", "p50", "p90", "p99", "max"}) {
       INFO(metric << "." << stat);
       CHECK(j[metric][stat].is_number());
     }
@@ -91,7 +91,7 @@ TEST_CASE("identical input gives byte-identical outputs") {
 
 TEST_CASE("the summary table shows latencies, throughput, goodput and load") {
   const std::string table = write_hand_run().table;
-  for (const char* text : {"P50 TTFT (ms):", "P99 TPOT (ms):", "P90 ITL (ms):", "P99 E2EL (ms):",
+  for (const char* text : {"Median TTFT (ms):", "Std TPOT (ms):", "P99 TPOT (ms):", "P90 ITL (ms):", "P99 E2EL (ms):",
                            "Request throughput (req/s):", "Input token throughput (tok/s):",
                            "Output token throughput (tok/s):", "Goodput (req/s):", "0.50", "ttft_p90<=1000ms:",
                            "PASS", "FAIL", "Prefix cache hit rate (%):", "25.00", "Preemptions:",

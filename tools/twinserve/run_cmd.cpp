@@ -26,6 +26,7 @@
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
 #include "metrics/summary_table.hpp"
+#include "metrics/vllm_result.hpp"
 #include "models/model_desc.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
@@ -55,6 +56,7 @@ struct RunArgs {
   std::optional<std::int32_t> eos_token;
   SchedulerFlags sched;
   bool no_steps = false, quiet = false;
+  std::string result_format = "twin";
 };
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
@@ -124,6 +126,7 @@ void run(const RunArgs& a) {
   std::unique_ptr<StepCsvWriter> step_writer;
   if (!a.out.dir.empty()) {
     std::vector<std::string> files = {"requests.csv", "summary.json"};
+    if (a.result_format == "vllm") files.push_back("vllm_result.json");
     if (!a.no_steps) files.push_back("steps.csv");
     dir.emplace(a.out.dir, a.out.overwrite, files);
   }
@@ -184,6 +187,11 @@ void run(const RunArgs& a) {
     std::ofstream summary_file = dir->open("summary.json");
     write_summary_json(summary_file, summary);
     if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
+    if (a.result_format == "vllm") {
+      std::ofstream vllm_file = dir->open("vllm_result.json");
+      write_vllm_result(vllm_file, summary, {"twinserve-run", model.name});
+      if (!vllm_file) throw Error(a.out.dir + "/vllm_result.json: write failed");
+    }
   }
   const auto& report = source.reader().report();
   if (report.skipped_bad > 0 || report.reordered > 0) {
@@ -230,6 +238,10 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
   sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
+  sub->add_option("--result-format", a.result_format,
+                  "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
+                  "`vllm bench serve --save-result` writes")
+      ->check(CLI::IsMember({"twin", "vllm"}));
   sub->callback([args] { run(*args); });
 }};
 

@@ -36,6 +36,7 @@ struct SimulateArgs {
   std::optional<std::uint64_t> seed;
   SchedulerFlags sched;
   bool no_steps = false, no_progress = false, explain_memory = false;
+  std::string result_format = "twin";
   std::string explain_ops;  // step shapes to price op by op, then exit
 };
 
@@ -110,6 +111,7 @@ void run(const SimulateArgs& a) {
   outputs.overwrite = a.out.overwrite;
   outputs.write_steps = !a.no_steps;
   outputs.progress = !a.no_progress;
+  outputs.vllm_result = a.result_format == "vllm";
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
@@ -163,6 +165,10 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
+  sub->add_option("--result-format", a.result_format,
+                  "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
+                  "`vllm bench serve --save-result` writes")
+      ->check(CLI::IsMember({"twin", "vllm"}));
   sub->add_flag("--no-progress,--quiet", a.no_progress, "No progress line on stderr (it shows only on a terminal)");
   sub->callback([args] { run(*args); });
 }};
