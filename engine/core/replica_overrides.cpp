@@ -16,6 +16,8 @@ void apply_overrides(ReplicaConfig& c, const ReplicaOverrides& o) {
   if (o.enable_prefix_caching) c.kv.enable_prefix_caching = *o.enable_prefix_caching;
   if (o.enable_chunked_prefill) c.scheduler.enable_chunked_prefill = *o.enable_chunked_prefill;
   if (o.stop_at_eos) c.scheduler.stop_at_eos = *o.stop_at_eos;
+  if (o.order) c.scheduler.order = *o.order;
+  if (o.victim) c.scheduler.victim = *o.victim;
   if (o.num_gpu_blocks) c.kv.num_blocks = *o.num_gpu_blocks;
   for (const auto& [key, value] : o.options) set_replica_option(c, key, value);
 }
@@ -42,6 +44,8 @@ OptionList override_options(const ReplicaOverrides& o) {
   boolean("enable_prefix_caching", o.enable_prefix_caching);
   boolean("enable_chunked_prefill", o.enable_chunked_prefill);
   boolean("stop_at_eos", o.stop_at_eos);
+  if (o.order) out.emplace_back("order", queue_order_name(*o.order));
+  if (o.victim) out.emplace_back("victim", victim_policy_name(*o.victim));
   integer("num_gpu_blocks", o.num_gpu_blocks);
   for (const auto& kv : o.options) out.push_back(kv);
   return out;

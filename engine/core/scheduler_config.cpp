@@ -137,6 +137,20 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
   }
 }
 
+const char* queue_order_name(QueueOrder order) {
+  for (const auto& [name, value] : kOrders) {
+    if (value == order) return name;
+  }
+  return "fcfs";
+}
+
+const char* victim_policy_name(VictimPolicy victim) {
+  for (const auto& [name, value] : kVictims) {
+    if (value == victim) return name;
+  }
+  return "newest";
+}
+
 std::int32_t effective_token_budget(const SchedulerConfig& c) {
   if (c.max_num_batched_tokens > 0) return c.max_num_batched_tokens;
   return c.enable_chunked_prefill ? 8192 : std::max(c.max_model_len, 2048);

@@ -70,5 +70,8 @@ void validate(const SchedulerConfig& config);
 // The budget in force: max_num_batched_tokens with 0 resolved as above.
 std::int32_t effective_token_budget(const SchedulerConfig& config);
 std::vector<std::string> scheduler_option_keys();
+// The key's text for a queue order ("fcfs", "priority", ...), as set_scheduler_option reads it.
+const char* queue_order_name(QueueOrder order);
+const char* victim_policy_name(VictimPolicy victim);
 
 }  // namespace twin

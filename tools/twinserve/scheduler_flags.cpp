@@ -21,6 +21,9 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--max-queue-time-ms", f.max_queue_time_ms,
                  "Reject a request not yet scheduled this long after its arrival ('queue timeout'); 0 = none")
       ->check(real_range(0, 1e9));
+  sub.add_option("--scheduling-policy", f.scheduling_policy,
+                 "vLLM's: fcfs (first come, first served) or priority (the trace's priority, lower first, then arrival)")
+      ->check(CLI::IsMember({"fcfs", "priority"}));
   sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
   sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
@@ -39,6 +42,14 @@ ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
   out.max_queue_time_ms = f.max_queue_time_ms;
   if (f.prefix_on || f.prefix_off) out.enable_prefix_caching = f.prefix_on;
   if (f.chunked_on || f.chunked_off) out.enable_chunked_prefill = f.chunked_on;
+  if (f.scheduling_policy) {
+    // As vLLM's scheduler: priority orders the waiting queue and preempts
+    // the lowest priority (largest value) first; fcfs the arrival order and
+    // the newest.
+    const bool priority = *f.scheduling_policy == "priority";
+    out.order = priority ? QueueOrder::priority : QueueOrder::fcfs;
+    out.victim = priority ? VictimPolicy::lowest_priority : VictimPolicy::newest;
+  }
   for (const std::string& kv : f.set_options) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");
