@@ -188,7 +188,12 @@ std::vector<std::string> model_names() {
 }
 
 ModelDesc load_model_file(const std::string& path) {
-  return model_from_json(read_json_file(path), path, std::filesystem::path(path).stem().string());
+  // A Hugging Face folder's config.json is named after its folder
+  // (meta-llama/Llama-3.1-8B/config.json: "Llama-3.1-8B"), a descriptor after its file.
+  const std::filesystem::path p(path);
+  const std::filesystem::path folder = p.parent_path().filename();
+  const bool hf_config = p.filename() == "config.json" && !folder.empty() && folder != "." && folder != "..";
+  return model_from_json(read_json_file(path), path, hf_config ? folder.string() : p.stem().string());
 }
 
 ModelDesc resolve_model(const std::string& name_or_path) {

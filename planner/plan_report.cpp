@@ -171,7 +171,7 @@ void print_plan(std::ostream& out, const PlanResult& p) {
   out << "\n";
   if (p.chosen >= 0) {
     const auto& c = p.candidates[static_cast<std::size_t>(p.chosen)];
-    out << "Chosen: " << c.replicas << " x " << candidate_label(c.candidate) << " = " << c.gpus << " GPUs, $"
+    out << "Chosen: " << c.replicas << " x " << candidate_label(c.candidate) << " = " << c.gpus << (c.gpus == 1 ? " GPU, $" : " GPUs, $")
         << fixed(c.cost_per_hour, 2) << "/h, $" << fixed(c.cost_per_m_output_tokens, 3) << " per million output tokens; "
         << p.latency_metric << " " << fixed(c.latency_ms, 1) << " ms\n";
     out << "Pareto front (cost vs " << p.latency_metric << "):";

@@ -90,6 +90,8 @@ TEST_CASE("a Hugging Face model folder loads its config.json, named after the fo
   auto m = resolve_model(f.dir.string());
   CHECK(m.name == f.dir.filename().string());
   CHECK(m.num_hidden_layers == 32);
+  // The same file by its path: still the folder's name, not "config".
+  CHECK(resolve_model(f.path.string()).name == f.dir.filename().string());
 }
 
 TEST_CASE("optional keys take the Hugging Face defaults") {

@@ -2,6 +2,7 @@
 // per point (docs/plan.md).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -54,7 +55,7 @@ void run_sweep_command(const SweepArgs& a) {
     std::ofstream f = dir->open("sweep.csv");
     write_sweep_csv(f, axes, points);
     if (!f) throw Error(a.out.dir + "/sweep.csv: write failed");
-    std::cout << "Wrote " << a.out.dir << "/sweep.csv\n";
+    std::cout << "Wrote " << (std::filesystem::path(a.out.dir) / "sweep.csv").string() << "\n";
   }
 }
 
