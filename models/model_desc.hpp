@@ -25,6 +25,10 @@ struct RopeScalingDesc {
 
 struct ModelDesc {
   std::string name;        // our name, e.g. "llama-2-7b"
+  // The Hugging Face repository of the published weights ("hf_id" in a
+  // descriptor, "_name_or_path" in a config.json); empty when unknown. For
+  // the `vllm serve` line `plan` prints.
+  std::string hf_id;
   std::string model_type;  // llama, mistral, mixtral, qwen2
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;  // per expert for MoE

@@ -61,6 +61,9 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   ModelDesc m;
   m.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
   if (m.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
+  for (const char* key : {"hf_id", "_name_or_path"}) {
+    if (m.hf_id.empty() && j.contains(key) && j.at(key).is_string()) m.hf_id = j.at(key).get<std::string>();
+  }
   m.model_type = j.contains("model_type") ? json_string(j, "model_type", origin) : "llama";
   if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
                    [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))

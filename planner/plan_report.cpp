@@ -83,6 +83,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   j["method"] = std::move(method);
   j["feasible"] = p.chosen >= 0;
   j["chosen"] = p.chosen >= 0 ? candidate_result_json(p.candidates[static_cast<std::size_t>(p.chosen)]) : nlohmann::ordered_json(nullptr);
+  j["chosen_vllm_serve"] = p.chosen >= 0 ? nlohmann::ordered_json(p.chosen_vllm_serve) : nlohmann::ordered_json(nullptr);
   j["ranking"] = p.ranking;
   j["pareto"] = p.pareto;
   j["closest"] = p.closest;
@@ -101,7 +102,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
 
 void write_plan_csv(std::ostream& out, const PlanResult& p) {
   out << "rank,index,label,hardware,tp,pp,preset,max_num_batched_tokens,max_num_seqs,router,status,capacity_rps,"
-         "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,latency_ms";
+         "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms";
   std::string slos = p.slos;
   std::size_t start = 0;
   while (!slos.empty()) {
@@ -122,7 +123,8 @@ void write_plan_csv(std::ostream& out, const PlanResult& p) {
         << (k.max_num_seqs ? std::to_string(k.max_num_seqs) : "") << "," << k.router << "," << status_name(c.status) << ","
         << (c.capacity.feasible ? cell(c.capacity.capacity, 4) : "") << "," << (c.replicas ? std::to_string(c.replicas) : "")
         << "," << (c.gpus ? std::to_string(c.gpus) : "") << "," << (c.gpus ? cell(c.cost_per_hour, 2) : "") << ","
-        << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.latency_ms, 3) << slo_cells(p, c) << ","
+        << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.cost_per_m_output_tokens_at_capacity, 4)
+        << "," << cell(c.latency_ms, 3) << slo_cells(p, c) << ","
         << quote(c.reason) << "\n";
   }
 }
@@ -144,7 +146,7 @@ void print_plan(std::ostream& out, const PlanResult& p) {
       << p.verify_requests << " requests at the trace's rate\n\n";
   out << std::left << std::setw(5) << "rank" << std::setw(48) << "configuration" << std::right << std::setw(12)
       << "cap req/s" << std::setw(9) << "replicas" << std::setw(6) << "GPUs" << std::setw(10) << "$/h" << std::setw(10)
-      << "$/Mtok" << std::setw(14) << (p.latency_metric + " ms") << "  status\n";
+      << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << "  status\n";
   std::vector<std::size_t> order = p.ranking;
   for (std::size_t i = 0; i < p.candidates.size(); ++i) {
     const auto s = p.candidates[i].status;
@@ -157,7 +159,9 @@ void print_plan(std::ostream& out, const PlanResult& p) {
         << std::right << std::setw(12) << (c.capacity.feasible ? fixed(c.capacity.capacity, 3) : "-") << std::setw(9)
         << (c.replicas ? std::to_string(c.replicas) : "-") << std::setw(6) << (c.gpus ? std::to_string(c.gpus) : "-")
         << std::setw(10) << (c.gpus ? fixed(c.cost_per_hour, 2) : "-") << std::setw(10)
-        << (c.gpus ? fixed(c.cost_per_m_output_tokens, 3) : "-") << std::setw(14) << fixed(c.latency_ms, 1) << "  "
+        << (c.gpus ? fixed(c.cost_per_m_output_tokens, 3) : "-") << std::setw(10)
+        << (c.capacity.feasible ? fixed(c.cost_per_m_output_tokens_at_capacity, 3) : "-") << std::setw(14)
+        << fixed(c.latency_ms, 1) << "  "
         << status_name(c.status) << "\n";
   }
   std::size_t pruned = 0;
@@ -174,6 +178,8 @@ void print_plan(std::ostream& out, const PlanResult& p) {
     out << "Chosen: " << c.replicas << " x " << candidate_label(c.candidate) << " = " << c.gpus << (c.gpus == 1 ? " GPU, $" : " GPUs, $")
         << fixed(c.cost_per_hour, 2) << "/h, $" << fixed(c.cost_per_m_output_tokens, 3) << " per million output tokens; "
         << p.latency_metric << " " << fixed(c.latency_ms, 1) << " ms\n";
+    out << "On vLLM: " << c.replicas << (c.replicas == 1 ? " replica" : " replicas (data parallel, behind a " + c.candidate.router + " router)")
+        << " of\n  " << p.chosen_vllm_serve << "\n";
     out << "Pareto front (cost vs " << p.latency_metric << "):";
     for (std::size_t i : p.pareto) {
       out << " [" << candidate_label(p.candidates[i].candidate) << ": $" << fixed(p.candidates[i].cost_per_hour, 2) << "/h, "

@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "metrics/summary_json.hpp"
 #include "planner/thread_pool.hpp"
+#include "planner/vllm_command.hpp"
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
 
@@ -165,6 +166,9 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
   }
   const double verify_rate = arrival_rate(trace, o.verify_requests);
   const double verify_out = mean_output_tokens(trace, o.verify_requests);
+  const double capacity_tokens_per_hour = r.capacity.capacity * verify_out * 3600.0;
+  r.cost_per_m_output_tokens_at_capacity =
+      capacity_tokens_per_hour > 0 ? r.gpus_per_replica * r.price_per_gpu_hour / capacity_tokens_per_hour * 1e6 : kNaN;
   r.replicas_estimated = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(verify_rate / r.capacity.capacity - 1e-9)));
   auto price = [&](std::int32_t replicas) {
     r.replicas = replicas;
@@ -246,7 +250,10 @@ PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& o, std::ve
     if (x.cost_per_hour != y.cost_per_hour) return x.cost_per_hour < y.cost_per_hour;
     return latency_key(x.latency_ms) < latency_key(y.latency_ms);
   });
-  if (!p.ranking.empty()) p.chosen = static_cast<std::int64_t>(p.ranking.front());
+  if (!p.ranking.empty()) {
+    p.chosen = static_cast<std::int64_t>(p.ranking.front());
+    p.chosen_vllm_serve = vllm_serve_command(p.candidates[p.ranking.front()].candidate);
+  }
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i : p.ranking) {
     const double l = latency_key(p.candidates[i].latency_ms);
@@ -299,6 +306,7 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   j["gpus"] = r.gpus;
   j["cost_per_hour"] = num(r.cost_per_hour);
   j["cost_per_m_output_tokens"] = num(r.cost_per_m_output_tokens);
+  j["cost_per_m_output_tokens_at_capacity"] = num(r.cost_per_m_output_tokens_at_capacity);
   j["latency_ms"] = num(r.latency_ms);
   if (r.has_floor) {
     j["floor"] = {{"prompt_len", r.floor.prompt_len}, {"ttft_ms", num(r.floor.ttft_ms)}, {"tpot_ms", num(r.floor.tpot_ms)}};
@@ -344,6 +352,7 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.gpus = j.at("gpus").get<std::int32_t>();
   r.cost_per_hour = num_from(j.at("cost_per_hour"));
   r.cost_per_m_output_tokens = num_from(j.at("cost_per_m_output_tokens"));
+  r.cost_per_m_output_tokens_at_capacity = num_from(j.at("cost_per_m_output_tokens_at_capacity"));
   r.latency_ms = num_from(j.at("latency_ms"));
   if (!j.at("floor").is_null()) {
     r.has_floor = true;

@@ -47,7 +47,11 @@ struct CandidateResult {
   std::int32_t replicas_estimated = 0, replicas = 0, gpus = 0;
   std::vector<VerifyRun> verify;  // cluster checks, in order
   double cost_per_hour = 0;
-  double cost_per_m_output_tokens = 0;
+  double cost_per_m_output_tokens = 0;  // the cluster at the trace's rate
+  // One replica run at its SLO capacity: what the hardware costs per million
+  // output tokens when the load grows into it (comparable across candidates,
+  // unlike the figure above, which every 1-replica candidate shares).
+  double cost_per_m_output_tokens_at_capacity = std::numeric_limits<double>::quiet_NaN();
   double latency_ms = std::numeric_limits<double>::quiet_NaN();  // the plan's latency axis at the chosen point (NaN: none)
   bool has_floor = false;
   LatencyFloor floor;
@@ -57,6 +61,7 @@ struct PlanResult {
   std::string trace_path;
   std::size_t trace_requests = 0, probe_requests = 0, verify_requests = 0;
   double trace_rate = 0, mean_output_tokens = 0;
+  std::string chosen_vllm_serve;  // the chosen candidate's `vllm serve` line (planner/vllm_command.hpp); empty: none chosen
   std::string slos;              // canonical
   std::string latency_metric;    // e.g. "ttft_p90"
   double tolerance = 0;

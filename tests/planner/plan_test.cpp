@@ -44,6 +44,29 @@ TEST_CASE("a looser SLO never costs more and a higher rate never costs less") {
   CHECK(faster.candidates[static_cast<std::size_t>(faster.chosen)].replicas >= 2);
 }
 
+TEST_CASE("the chosen deployment comes with its vllm serve line, and costs at capacity tell candidates apart") {
+  PlanOptions o = two_gpu_kinds(kLoose);
+  o.space.tp = {1, 2};
+  o.space.max_num_batched_tokens = {2048};
+  const PlanResult p = run_plan(test::chat_trace(200, 20.0), o);
+  REQUIRE(p.chosen >= 0);
+  const CandidateResult& c = p.candidates[static_cast<std::size_t>(p.chosen)];
+  CHECK_THAT(p.chosen_vllm_serve, Catch::StartsWith("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size " +
+                                                    std::to_string(c.candidate.tp)));
+  CHECK_THAT(p.chosen_vllm_serve, Catch::Contains("--max-num-batched-tokens 2048"));
+  CHECK_THAT(p.chosen_vllm_serve, Catch::Contains("--max-model-len 131072"));
+  CHECK_THAT(p.chosen_vllm_serve, Catch::Contains("--enable-prefix-caching"));
+  // At the trace's rate every one-replica, one-GPU candidate of a kind costs
+  // the same per token whatever its capacity; at capacity they differ, and
+  // the figure is the replica's price over what it serves at capacity.
+  for (const CandidateResult& r : p.candidates) {
+    if (!r.capacity.feasible) continue;
+    const double tokens_per_hour = r.capacity.capacity * p.mean_output_tokens * 3600;
+    CHECK(r.cost_per_m_output_tokens_at_capacity ==
+          Approx(r.gpus_per_replica * r.price_per_gpu_hour / tokens_per_hour * 1e6).epsilon(0.02));
+  }
+}
+
 TEST_CASE("candidates that cannot run are pruned with the reason") {
   PlanOptions o = two_gpu_kinds(kLoose);
   const LoadedTrace trace = test::chat_trace(20, 5.0);

@@ -1,0 +1,46 @@
+#include "planner/vllm_command.hpp"
+
+#include <sstream>
+
+#include "sim/cluster.hpp"
+
+namespace twin {
+namespace {
+
+// Our dtype names as vLLM's --dtype spells them; fp8/int8 are vLLM
+// quantization methods rather than dtypes.
+std::string dtype_flags(const std::string& dtype) {
+  if (dtype.empty() || dtype == "auto") return " --dtype auto";
+  if (dtype == "bf16" || dtype == "bfloat16") return " --dtype bfloat16";
+  if (dtype == "fp16" || dtype == "float16" || dtype == "half") return " --dtype float16";
+  if (dtype == "fp32" || dtype == "float32" || dtype == "float") return " --dtype float32";
+  if (dtype.rfind("fp8", 0) == 0) return " --quantization fp8";
+  return " --dtype auto  # weights " + dtype + ": pick the matching --quantization";
+}
+
+}  // namespace
+
+std::string vllm_serve_command(const Candidate& c) {
+  const Cluster cluster = build_cluster(candidate_config(c, 1, "", 0));
+  const GroupPlan& g = cluster.groups.front();
+  const SchedulerConfig& s = g.replica.scheduler;
+  std::ostringstream out;
+  out << "vllm serve " << (g.model.hf_id.empty() ? g.model.name : g.model.hf_id);
+  out << " --tensor-parallel-size " << g.layout.tp << " --pipeline-parallel-size " << g.layout.pp;
+  out << " --max-model-len " << s.max_model_len << " --max-num-batched-tokens " << effective_token_budget(s)
+      << " --max-num-seqs " << s.max_num_seqs << " --block-size " << g.replica.kv.block_size;
+  out << (s.enable_chunked_prefill ? " --enable-chunked-prefill" : " --no-enable-chunked-prefill");
+  out << (g.replica.kv.enable_prefix_caching ? " --enable-prefix-caching" : " --no-enable-prefix-caching");
+  out << " --gpu-memory-utilization " << g.memory.utilization;
+  if (s.order == QueueOrder::priority) out << " --scheduling-policy priority";
+  out << dtype_flags(c.dtype);
+  const std::string& preset = s.preset;
+  if (preset == "vllm-v0") {
+    out << "  # vLLM v0's scheduler (prefills ahead of decodes, none mixed): vLLM v1 always mixes them";
+  } else if (preset != "vllm" && preset != "sarathi") {
+    out << "  # preset " << preset << " has no vLLM switch: this is the nearest vLLM configuration";
+  }
+  return out.str();
+}
+
+}  // namespace twin
