@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "metrics/output_dir.hpp"
+#include "planner/plan_html.hpp"
 
 namespace twin {
 namespace {
@@ -212,8 +213,8 @@ void print_plan(std::ostream& out, const PlanResult& p) {
 }
 
 const std::vector<std::string>& plan_files() {
-  static const std::vector<std::string> files = {"plan.json", "plan.csv", "pareto.csv", "plan.gp", "frontier.svg",
-                                                 "capacity.svg"};
+  static const std::vector<std::string> files = {"plan.json", "plan.csv", "pareto.csv", "plan.html", "plan.gp",
+                                                 "frontier.svg", "capacity.svg"};
   return files;
 }
 
@@ -264,6 +265,11 @@ std::string write_plan_outputs(const std::string& dir, bool overwrite, bool plot
     std::ofstream f = out.open("pareto.csv");
     write_pareto_csv(f, plan);
     if (!f) throw Error(dir + "/pareto.csv: write failed");
+  }
+  {
+    std::ofstream f = out.open("plan.html");
+    f << plan_html(plan);
+    if (!f) throw Error(dir + "/plan.html: write failed");
   }
   {
     // The script goes with the data, so the plots can be redrawn by hand.

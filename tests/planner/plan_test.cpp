@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "base/error.hpp"
+#include "planner/plan_html.hpp"
 #include "planner/plan_report.hpp"
+#include "planner/svg_chart.hpp"
 #include "planner/planner.hpp"
 #include "tests/planner/planner_test_util.hpp"
 
@@ -65,6 +67,31 @@ TEST_CASE("the chosen deployment comes with its vllm serve line, and costs at ca
     CHECK(r.cost_per_m_output_tokens_at_capacity ==
           Approx(r.gpus_per_replica * r.price_per_gpu_hour / tokens_per_hour * 1e6).epsilon(0.02));
   }
+}
+
+TEST_CASE("plan.html is one self-contained page: the answer, a latency chart per SLO with its line, the Pareto, the table") {
+  PlanOptions o = two_gpu_kinds(kLoose);
+  const PlanResult p = run_plan(test::chat_trace(200, 20.0), o);
+  REQUIRE(p.chosen >= 0);
+  const std::string html = plan_html(p);
+  const auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = html.find(what); at != std::string::npos; at = html.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(count("<svg") == 3);  // ttft_p90 and tpot_p90 against load, then the Pareto
+  CHECK(count("<svg") == count("</svg>"));
+  CHECK(count("class=\"slo\"") == 2);
+  CHECK(count("class=\"series\"") >= 4);  // two candidates' curves in each latency chart
+  CHECK(count("<tr class=\"chosen\">") == 1);
+  CHECK(html.find(xml_escape(p.chosen_vllm_serve)) != std::string::npos);
+  // Nothing to fetch: no scripts, no links, no external images or fonts.
+  for (const char* banned : {"<script", "href=", "src=", "url(", "@import"}) {
+    INFO(banned);
+    CHECK(html.find(banned) == std::string::npos);
+  }
+  CHECK(plan_html(p) == html);  // same plan, same bytes
 }
 
 TEST_CASE("candidates that cannot run are pruned with the reason") {

@@ -120,7 +120,7 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   std::cout << "\nEvaluated " << candidates.size() << " candidates (" << probes << " capacity probes, " << checks
             << " cluster checks) in " << wall << " s wall on " << (options.jobs > 0 ? options.jobs : default_jobs())
             << " threads" << (mpi.size() > 1 ? " x " + std::to_string(mpi.size()) + " MPI ranks" : "") << "\n";
-  std::cout << "Wrote plan.json, plan.csv, pareto.csv to " << a.out.dir << "; " << plots << "\n";
+  std::cout << "Wrote plan.html (the report), plan.json, plan.csv, pareto.csv to " << a.out.dir << "; " << plots << "\n";
 }
 
 const RegisterCommand registration{"plan", [](CLI::App& root) {
