@@ -79,7 +79,7 @@ struct JsonRowSax {
       } else {
         if (is_unsigned ? uvalue > static_cast<std::uint64_t>(std::numeric_limits<TokenId>::max())
                         : (value < 0 || value > std::numeric_limits<TokenId>::max()))
-          return fail("'prompt_tokens' holds a value outside 0..2^31-1");
+          return fail("'" + key_name() + "' holds a value outside 0..2^31-1");
         prompt_tokens.push_back(static_cast<TokenId>(is_unsigned ? uvalue : static_cast<std::uint64_t>(value)));
       }
       return true;
