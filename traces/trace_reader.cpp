@@ -168,9 +168,11 @@ struct TraceReader::Impl {
     // A JSON array is ShareGPT's: detected before any line is read, as its
     // files are often one line of hundreds of megabytes.
     const bool json_array = lines->peek_first_nonblank() == '[';
+    const bool conversations_file =
+        options.format == TraceFormat::sharegpt || (options.format == TraceFormat::auto_detect && json_array);
     std::string_view first;
     bool have_first = false;
-    if (!json_array && options.format != TraceFormat::sharegpt) {
+    if (!conversations_file) {
       while (lines->next(first)) {
         if (first.find_first_not_of(" \t") != std::string_view::npos) {
           have_first = true;
