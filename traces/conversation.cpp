@@ -162,7 +162,7 @@ bool ConversationParser::parse(std::string_view object, std::vector<Conversation
       ConversationTurn& t = turns.emplace_back();
       t.prompt_len = static_cast<std::int32_t>(context_tokens);
       t.output_len = std::max<std::int32_t>(1, static_cast<std::int32_t>(tokens));
-      t.hash_ids.assign(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(context_tokens / kConversationHashBlock));
+      t.hash_blocks = context_tokens / kConversationHashBlock;
     }
     context_ += m.text;
     context_.resize(context_.size() + tokens * kConversationBytesPerToken - m.text.size(), '\0');

@@ -28,7 +28,10 @@ inline constexpr std::int32_t kConversationHashBlock = 16;
 struct ConversationTurn {
   std::int32_t prompt_len = 0;
   std::int32_t output_len = 0;
-  std::vector<std::uint64_t> hash_ids;  // of kConversationHashBlock-token blocks
+  // The prompt's hash ids are the first `hash_blocks` of the parser's
+  // blocks(): kept once per conversation, not copied per turn, so memory
+  // stays linear in the conversation's size.
+  std::size_t hash_blocks = 0;
 };
 
 class ConversationParser {
@@ -37,6 +40,9 @@ class ConversationParser {
   // without a reply has none). False with a message in error if it is not
   // a conversation.
   bool parse(std::string_view object, std::vector<ConversationTurn>& turns, std::string& error);
+  // Hash ids of the last parsed conversation's full blocks, in order
+  // (kConversationHashBlock tokens each); valid until the next parse.
+  const std::vector<std::uint64_t>& blocks() const { return blocks_; }
 
  private:
   std::string context_;                // the message texts so far, each padded to 4 bytes

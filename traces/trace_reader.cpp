@@ -565,7 +565,8 @@ struct TraceReader::Impl {
     out.arrival = arrivals->next();
     out.prompt_len = t.prompt_len;
     out.output_len = t.output_len;
-    out.hash_ids = t.hash_ids;
+    const auto& blocks = conversation_parser.blocks();
+    out.hash_ids.assign(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(t.hash_blocks));
     if (!out.hash_ids.empty()) out.hash_block_size = kConversationHashBlock;
     out.session_id = current_session;
     ++report.rows;
