@@ -7,10 +7,9 @@
 #include <string>
 
 #include "engine/core/request.hpp"
+#include "traces/arrival_process.hpp"
 
 namespace twin {
-
-enum class ArrivalKind { poisson, gamma, constant, replay };
 
 struct GeneratorOptions {
   std::int64_t max_requests = 1000;  // stop after this many (0: no limit; then duration_s is needed)

@@ -10,7 +10,7 @@ namespace twin {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, JsonKey>, 16> kKeys{{
+constexpr std::array<std::pair<std::string_view, JsonKey>, 20> kKeys{{
     {"timestamp", JsonKey::timestamp},
     {"input_length", JsonKey::input_length},
     {"output_length", JsonKey::output_length},
@@ -27,12 +27,17 @@ constexpr std::array<std::pair<std::string_view, JsonKey>, 16> kKeys{{
     {"cancel_s", JsonKey::cancel_s},
     {"hash_ids", JsonKey::hash_ids},
     {"prompt_tokens", JsonKey::prompt_tokens},
+    {"input_toks", JsonKey::input_toks},
+    {"output_toks", JsonKey::output_toks},
+    {"arrival_time_ns", JsonKey::arrival_time_ns},
+    {"input_tok_ids", JsonKey::prompt_tokens},
 }};
 
-JsonKey lookup_key(std::string_view name) {
-  for (const auto& [n, k] : kKeys)
-    if (n == name) return k;
-  return JsonKey::unknown;
+// The key's entry in kKeys (its spelling, for messages), or nullptr.
+const std::pair<std::string_view, JsonKey>* lookup_key(std::string_view name) {
+  for (const auto& entry : kKeys)
+    if (entry.first == name) return &entry;
+  return nullptr;
 }
 
 bool is_array_key(JsonKey k) { return k == JsonKey::hash_ids || k == JsonKey::prompt_tokens; }
@@ -48,6 +53,7 @@ struct JsonRowSax {
   int depth = 0;
   int skip_depth = 0;  // > 0 while inside a value of an unknown key
   JsonKey current = JsonKey::unknown;  // key of the value being read
+  std::string_view current_name{};     // as the file spells it (several names share a key)
   bool in_array = false;
   bool started = false;
 
@@ -55,11 +61,7 @@ struct JsonRowSax {
     error = std::move(message);
     return false;
   }
-  std::string key_name() const {
-    for (const auto& [n, k] : kKeys)
-      if (k == current) return std::string(n);
-    return "?";
-  }
+  std::string key_name() const { return std::string(current_name); }
   bool top_level_value() {
     if (!started) return fail("expected a JSON object per line");
     return true;
@@ -77,7 +79,7 @@ struct JsonRowSax {
       } else {
         if (is_unsigned ? uvalue > static_cast<std::uint64_t>(std::numeric_limits<TokenId>::max())
                         : (value < 0 || value > std::numeric_limits<TokenId>::max()))
-          return fail("'prompt_tokens' holds a value outside 0..2^31-1");
+          return fail("'" + key_name() + "' holds a value outside 0..2^31-1");
         prompt_tokens.push_back(static_cast<TokenId>(is_unsigned ? uvalue : static_cast<std::uint64_t>(value)));
       }
       return true;
@@ -160,7 +162,9 @@ struct JsonRowSax {
   }
   bool key(json::string_t& name) {
     if (skip_depth > 0) return true;
-    current = lookup_key(name);
+    const auto* entry = lookup_key(name);
+    current = entry ? entry->second : JsonKey::unknown;
+    current_name = entry ? entry->first : std::string_view();
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) {

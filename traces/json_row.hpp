@@ -15,8 +15,9 @@ namespace twin {
 enum class JsonKey : std::uint8_t {
   timestamp, input_length, output_length, chat_id, parent_chat_id, turn,  // Mooncake / Bailian
   id, arrival_s, prompt_len, output_len, hash_block_size, priority, session_id, cancel_s,  // ours
+  input_toks, output_toks, arrival_time_ns,  // LLMServingSim
   count_scalars,
-  hash_ids = count_scalars, prompt_tokens,  // arrays
+  hash_ids = count_scalars, prompt_tokens,  // arrays (LLMServingSim's input_tok_ids are prompt_tokens)
   unknown,
 };
 

@@ -1,25 +1,17 @@
 #include "traces/line_reader.hpp"
 
-#include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <system_error>
+#include <string>
 
 #include "base/error.hpp"
 
 namespace twin {
 
 LineReader::LineReader(const std::string& path, std::size_t buffer_bytes)
-    : path_(path), buffer_(buffer_bytes < 64 ? 64 : buffer_bytes) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error("cannot read trace file '" + path + "': it is a directory");
-  file_ = std::fopen(path.c_str(), "rb");
-  if (!file_) throw Error("cannot open trace file '" + path + "': " + std::strerror(errno));
-}
+    : path_(path), source_(open_byte_source(path)), buffer_(buffer_bytes < 64 ? 64 : buffer_bytes) {}
 
-LineReader::~LineReader() {
-  if (file_) std::fclose(file_);
-}
+LineReader::~LineReader() = default;
 
 bool LineReader::refill() {
   if (eof_) return false;
@@ -31,15 +23,34 @@ bool LineReader::refill() {
     begin_ = 0;
     end_ = pending;
   }
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
-  const std::size_t got = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_);
+  if (end_ == buffer_.size()) {
+    if (buffer_.size() >= kMaxLineBytes)
+      throw Error(path_ + ":" + std::to_string(line_number_ + 1) + ": line longer than " +
+                  std::to_string(kMaxLineBytes >> 20) + " MiB (not a line-oriented trace?)");
+    buffer_.resize(std::min(buffer_.size() * 2, kMaxLineBytes));
+  }
+  const std::size_t got = source_->read(buffer_.data() + end_, buffer_.size() - end_);
   if (got == 0) {
-    if (std::ferror(file_)) throw Error("error reading trace file '" + path_ + "'");
     eof_ = true;
     return false;
   }
   end_ += got;
   return true;
+}
+
+int LineReader::peek_first_nonblank() {
+  std::size_t i = begin_;
+  for (;;) {
+    for (; i < end_; ++i) {
+      const auto c = static_cast<unsigned char>(buffer_[i]);
+      const bool bom_byte = i - begin_ < 3 && (c == 0xEF || c == 0xBB || c == 0xBF);
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && !bom_byte) return c;
+    }
+    if (end_ - begin_ >= kMaxLineBytes) return -1;
+    const std::size_t scanned = i - begin_;
+    if (!refill()) return -1;
+    i = begin_ + scanned;
+  }
 }
 
 bool LineReader::next(std::string_view& line) {

@@ -45,7 +45,60 @@ std::int64_t days_from_civil(int y, int m, int d) {
   return static_cast<std::int64_t>(era) * 146097 + doe - 719468;
 }
 
+// The inverse: year, month, day of a count of days since 1970-01-01
+// (Hinnant's civil_from_days).
+void civil_from_days(std::int64_t z, int& y, int& m, int& d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<int>(z - era * 146097);
+  const int yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const int mp = (5 * doy + 2) / 153;
+  d = doy - (153 * mp + 2) / 5 + 1;
+  m = mp < 10 ? mp + 3 : mp - 9;
+  y = static_cast<int>(yoe + era * 400) + (m <= 2);
+}
+
+void append_digits(std::string& out, std::int64_t v, int width) {
+  char buf[24];
+  for (int i = width - 1; i >= 0; --i) {
+    buf[i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+  out.append(buf, static_cast<std::size_t>(width));
+}
+
 }  // namespace
+
+void append_datetime_9(std::string& out, Time ns) {
+  std::int64_t secs = ns / kNsPerSec;
+  std::int64_t frac = ns % kNsPerSec;
+  if (frac < 0) {
+    frac += kNsPerSec;
+    --secs;
+  }
+  std::int64_t days = secs / 86400;
+  std::int64_t sod = secs % 86400;
+  if (sod < 0) {
+    sod += 86400;
+    --days;
+  }
+  int y = 0, m = 0, d = 0;
+  civil_from_days(days, y, m, d);
+  append_digits(out, y, 4);
+  out.push_back('-');
+  append_digits(out, m, 2);
+  out.push_back('-');
+  append_digits(out, d, 2);
+  out.push_back(' ');
+  append_digits(out, sod / 3600, 2);
+  out.push_back(':');
+  append_digits(out, sod / 60 % 60, 2);
+  out.push_back(':');
+  append_digits(out, sod % 60, 2);
+  out.push_back('.');
+  append_digits(out, frac, 9);
+}
 
 bool parse_int64(std::string_view text, std::int64_t& out) { return parse_whole(text, out); }
 bool parse_int32(std::string_view text, std::int32_t& out) { return parse_whole(text, out); }
@@ -137,10 +190,44 @@ bool parse_datetime_ns(std::string_view text, Time& out) {
     }
     if (digits == 0) return false;
   }
+  // A UTC offset (Azure 2024: "+00:00") names the same instant in UTC, so
+  // traces written in different zones line up: local minus offset.
+  std::int64_t offset_s = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    const int sign = text[pos] == '-' ? -1 : 1;
+    int oh = 0, om = 0;
+    if (!fixed_digits(text, pos + 1, 2, oh)) return false;
+    pos += 3;
+    if (pos < text.size() && text[pos] == ':') ++pos;
+    if (!fixed_digits(text, pos, 2, om)) return false;
+    pos += 2;
+    if (oh > 23 || om > 59) return false;
+    offset_s = sign * (oh * 3600 + om * 60);
+  }
   if (pos != text.size()) return false;
-  const std::int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+  const std::int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset_s;
   out = secs * kNsPerSec + frac;
   return true;
+}
+
+std::string printable_excerpt(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  const std::string_view head = text.substr(0, max_chars);
+  for (char ch : head) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(ch);
+    } else {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  if (text.size() > max_chars) out += "...";
+  return out;
 }
 
 void append_seconds_9(std::string& out, Time ns) {

@@ -3,6 +3,7 @@
 // once per field of multi-million-row files, so they never allocate and never
 // touch locales; each returns false on malformed text instead of throwing.
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "base/types.hpp"
@@ -22,9 +23,20 @@ bool parse_uint64(std::string_view text, std::uint64_t& out);
 bool parse_decimal_time(std::string_view text, Time unit_ns, Time& out);
 
 // "2023-11-16 18:15:46.6805900" (also with 'T' as separator and 0-9 fraction
-// digits) as ns since 1970-01-01 UTC. The time zone is ignored: only
-// differences matter to a trace.
+// digits) as ns since 1970-01-01 UTC, optionally followed by a UTC offset
+// ("+00:00", "-05:30", "+0530" or "Z", as Azure 2024 writes them) that is
+// subtracted exactly. Without an offset the time is taken as UTC.
 bool parse_datetime_ns(std::string_view text, Time& out);
+
+// ns since 1970-01-01 UTC as "2024-01-01 00:00:01.500000000" (Azure's
+// layout with 9 fraction digits), which parse_datetime_ns reads back exactly.
+// Years 1678..2261 (the reach of int64 ns).
+void append_datetime_9(std::string& out, Time ns);
+
+// At most `max_chars` bytes of input for an error message, bytes outside
+// printable ASCII written as \xNN: a message never carries raw binary (a
+// compressed or corrupt file) to the terminal. "..." marks a cut.
+std::string printable_excerpt(std::string_view text, std::size_t max_chars);
 
 // Seconds with exactly 9 decimals: the text our own formats write, which
 // parse_decimal_time reads back to the same ns.

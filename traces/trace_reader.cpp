@@ -4,10 +4,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.hpp"
+#include "traces/arrival_process.hpp"
+#include "traces/conversation.hpp"
+#include "traces/json_elements.hpp"
 #include "traces/json_row.hpp"
 #include "traces/line_reader.hpp"
 #include "traces/text_parse.hpp"
@@ -23,7 +27,7 @@ BadRowPolicy parse_bad_row_policy(std::string_view name) {
 namespace {
 
 enum class Column : std::uint8_t {
-  ignore, datetime, seconds, id, prompt_len, output_len, priority, session_id, cancel_s,
+  ignore, datetime, seconds, id, prompt_len, output_len, priority, session_id, session_text, cancel_s,
   hash_block_size, hash_ids, prompt_tokens,
 };
 
@@ -39,10 +43,15 @@ std::vector<ColumnName> column_names_for(TraceFormat format) {
               {"generatedtokens", Column::output_len}};
     case TraceFormat::burstgpt:
       return {{"timestamp", Column::seconds}, {"request tokens", Column::prompt_len},
-              {"response tokens", Column::output_len}};
+              {"response tokens", Column::output_len}, {"session id", Column::session_text}};
     case TraceFormat::vidur:
       return {{"arrived_at", Column::seconds}, {"num_prefill_tokens", Column::prompt_len},
               {"num_decode_tokens", Column::output_len}};
+    case TraceFormat::vidur_lengths:
+      return {{"num_prefill_tokens", Column::prompt_len}, {"num_decode_tokens", Column::output_len}};
+    case TraceFormat::splitwise:
+      return {{"arrival_timestamp", Column::seconds}, {"prompt_size", Column::prompt_len},
+              {"token_size", Column::output_len}};
     case TraceFormat::twin_csv:
       return {{"id", Column::id},
               {"arrival_s", Column::seconds},
@@ -59,10 +68,6 @@ std::vector<ColumnName> column_names_for(TraceFormat format) {
   }
 }
 
-bool is_json_format(TraceFormat f) {
-  return f == TraceFormat::mooncake || f == TraceFormat::bailian || f == TraceFormat::twin_jsonl;
-}
-
 std::string lower_trimmed(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '"')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '"')) s.remove_suffix(1);
@@ -73,13 +78,23 @@ std::string lower_trimmed(std::string_view s) {
 }
 
 std::string quoted(std::string_view text) {
-  std::string out;
-  out.reserve(48);
-  out.push_back('\'');
-  out.append(text.substr(0, 40));
-  if (text.size() > 40) out.append("...");
+  std::string out(1, '\'');
+  out += printable_excerpt(text, 40);
   out.push_back('\'');
   return out;
+}
+
+// A session named by text (BurstGPT's Session ID): the number itself, or a
+// stable 63-bit hash of the text (FNV-1a), so one name is one session.
+std::int64_t session_from_text(std::string_view text) {
+  std::int64_t id = 0;
+  if (parse_int64(text, id)) return id;
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return static_cast<std::int64_t>(h & 0x7fffffffffffffffull);
 }
 
 // Space-separated integers (twin-csv list columns).
@@ -109,7 +124,7 @@ enum class RowResult { ok, bad, failed };
 struct TraceReader::Impl {
   std::string path;
   TraceReadOptions options;
-  LineReader lines;
+  std::unique_ptr<LineReader> lines;  // line formats
   TraceFormat format = TraceFormat::auto_detect;
   TraceReadReport report;
 
@@ -133,38 +148,81 @@ struct TraceReader::Impl {
   std::map<std::int64_t, std::int64_t> seen_ids;
   std::string error;
 
-  Impl(const std::string& p, const TraceReadOptions& o) : path(p), options(o), lines(p) {
+  // Formats without arrival times (vidur-lengths, sharegpt).
+  std::optional<ArrivalProcess> arrivals;
+  // sharegpt: conversations, each split into turns.
+  std::unique_ptr<JsonElements> conversations;
+  ConversationParser conversation_parser;
+  std::vector<ConversationTurn> turns;
+  std::size_t next_turn = 0;
+  std::int64_t next_session = 0;
+  std::int64_t current_session = -1;
+
+  Impl(const std::string& p, const TraceReadOptions& o)
+      : path(p), options(o), lines(std::make_unique<LineReader>(p)) {
     if (!(options.backwards_tolerance_s >= 0) || !std::isfinite(options.backwards_tolerance_s))
       throw UsageError("backwards tolerance must be a finite number >= 0 seconds");
     if (options.hash_block_size < 0) throw UsageError("hash block size must be >= 0");
     tolerance_ns = static_cast<Time>(std::llround(options.backwards_tolerance_s * 1e9));
 
+    // A JSON array is ShareGPT's: detected before any line is read, as its
+    // files are often one line of hundreds of megabytes.
+    const bool json_array = lines->peek_first_nonblank() == '[';
+    const bool conversations_file =
+        options.format == TraceFormat::sharegpt || (options.format == TraceFormat::auto_detect && json_array);
     std::string_view first;
     bool have_first = false;
-    while (lines.next(first)) {
-      if (first.find_first_not_of(" \t") != std::string_view::npos) {
-        have_first = true;
-        break;
+    if (!conversations_file) {
+      while (lines->next(first)) {
+        if (first.find_first_not_of(" \t") != std::string_view::npos) {
+          have_first = true;
+          break;
+        }
       }
     }
     if (have_first && first.substr(0, 3) == "\xEF\xBB\xBF") first.remove_prefix(3);
-    const TraceFormat detected = have_first ? detect_format(first) : TraceFormat::auto_detect;
+    const TraceFormat detected =
+        json_array ? TraceFormat::sharegpt : have_first ? detect_format(first) : TraceFormat::auto_detect;
     format = options.format == TraceFormat::auto_detect ? detected : options.format;
     if (format == TraceFormat::auto_detect) {
       if (!have_first) throw Error(path + ": empty file, cannot detect the trace format");
-      throw Error(path + ":" + std::to_string(lines.line_number()) +
-                  ": unrecognised trace format (first line " + quoted(first) +
-                  "); use --format, known: " + known_format_names());
+      throw Error(path + ":" + std::to_string(lines->line_number()) + ": unrecognised trace format (first line " +
+                  quoted(first) + "); formats are recognised by these columns or keys: " + format_signatures() +
+                  "; or name one with --format");
     }
     rebase = format != TraceFormat::twin_jsonl && format != TraceFormat::twin_csv;
     block_size = options.hash_block_size;
     if (block_size == 0) block_size = format == TraceFormat::bailian ? 16 : 512;
+    start_arrivals();
+    if (format == TraceFormat::sharegpt) {
+      // Conversations may span lines: read objects, not lines.
+      lines.reset();
+      conversations = std::make_unique<JsonElements>(path);
+      return;
+    }
     if (!have_first) return;
     if (is_json_format(format)) {
       pending = true;
       pending_line.assign(first);
     } else {
       read_header(first);
+    }
+  }
+
+  // Traces without arrival times take them from a rate; traces with their
+  // own refuse one, so a rate is never silently ignored.
+  void start_arrivals() {
+    const bool given = options.arrivals.rate > 0;
+    if (is_length_only(format)) {
+      if (!given)
+        throw Error(path + ": a " + std::string(format_name(format)) +
+                    " trace has no arrival times: give a rate with `trace stats|convert --rate R` (requests/s; "
+                    "--arrivals poisson|gamma|constant, --arrival-seed S), e.g. twinserve trace convert " + path +
+                    " OUT.jsonl --rate 2, and use OUT elsewhere");
+      arrivals.emplace(options.arrivals);
+    } else if (given) {
+      throw UsageError("--rate gives arrival times to traces without them (vidur-lengths, sharegpt); " + path +
+                       " is " + std::string(format_name(format)) + ", which has its own");
     }
   }
 
@@ -179,19 +237,19 @@ struct TraceReader::Impl {
       for (const auto& k : known)
         if (k.name == key) kind = k.column;
       if (kind != Column::ignore && std::find(columns.begin(), columns.end(), kind) != columns.end())
-        throw Error(path + ":" + std::to_string(lines.line_number()) + ": column " + quoted(name) +
+        throw Error(path + ":" + std::to_string(lines->line_number()) + ": column " + quoted(name) +
                     " appears twice in the header");
       columns.push_back(kind);
-      header_names.emplace_back(name);
+      header_names.push_back(printable_excerpt(name, 60));
       if (comma == std::string_view::npos) break;
       pos = comma + 1;
     }
-    const Column time_col = format == TraceFormat::azure ? Column::datetime : Column::seconds;
+    const Column time_col = format == TraceFormat::azure ? Column::datetime : Column::seconds;  // if any
     for (const auto& k : known) {
       const bool required = k.column == time_col || k.column == Column::prompt_len ||
                             k.column == Column::output_len || k.column == Column::id;
       if (required && std::find(columns.begin(), columns.end(), k.column) == columns.end())
-        throw Error(path + ":" + std::to_string(lines.line_number()) + ": the " +
+        throw Error(path + ":" + std::to_string(lines->line_number()) + ": the " +
                     std::string(format_name(format)) + " header lacks column '" + std::string(k.name) +
                     "' (header " + quoted(header) + ")");
     }
@@ -237,7 +295,7 @@ struct TraceReader::Impl {
 
   bool csv_field(Column kind, std::size_t col, std::string_view field, Request& out, Time& raw_time) {
     auto name = [&] { return "field '" + header_names[col] + "'"; };
-    const bool optional = kind == Column::priority || kind == Column::session_id ||
+    const bool optional = kind == Column::priority || kind == Column::session_id || kind == Column::session_text ||
                           kind == Column::cancel_s || kind == Column::hash_block_size ||
                           kind == Column::hash_ids || kind == Column::prompt_tokens;
     if (field.empty()) return optional ? true : bad("missing value for " + name());
@@ -260,6 +318,9 @@ struct TraceReader::Impl {
       case Column::session_id:
         if (!parse_int64(field, out.session_id))
           return bad(name() + ": expected an integer, got " + quoted(field));
+        return true;
+      case Column::session_text:
+        out.session_id = session_from_text(field);
         return true;
       case Column::prompt_len:
       case Column::output_len:
@@ -340,6 +401,16 @@ struct TraceReader::Impl {
         return false;
       return true;
     }
+    if (format == TraceFormat::llmservingsim) {
+      // input_tok_ids land in prompt_tokens (json_row.cpp); output_tok_ids
+      // are the reference reply, not needed to replay the request.
+      if (!json_time(JsonKey::arrival_time_ns, 1, raw_time, "arrival_time_ns")) return false;
+      if (!json_int(JsonKey::input_toks, i32min, i32max, v, "input_toks", true)) return false;
+      out.prompt_len = static_cast<std::int32_t>(v);
+      if (!json_int(JsonKey::output_toks, i32min, i32max, v, "output_toks", true)) return false;
+      out.output_len = static_cast<std::int32_t>(v);
+      return true;
+    }
     // Mooncake and Bailian.
     const Time unit = format == TraceFormat::bailian ? kNsPerSec : kNsPerMs;
     if (!json_time(JsonKey::timestamp, unit, raw_time, "timestamp")) return false;
@@ -409,6 +480,10 @@ struct TraceReader::Impl {
     if (!ok || !validate(out)) return RowResult::bad;
     if (format == TraceFormat::burstgpt && out.output_len == 0 && !options.keep_failed)
       return RowResult::failed;
+    // Refused here, not later by the scheduler, so `trace stats` and the
+    // simulator count the same requests.
+    if (out.prompt_len == 0) return bad("prompt length 0: a request needs at least 1 prompt token"), RowResult::bad;
+    if (arrivals) raw_time = arrivals->next();
     if (!rebase && raw_time < 0) return bad("negative arrival time"), RowResult::bad;
     if (out.cancel_time != kNoTime && out.cancel_time < raw_time) {
       std::string msg = "cancel_s ";
@@ -460,13 +535,52 @@ struct TraceReader::Impl {
     return m;
   }
 
+  void skip_or_throw(std::int64_t line_number) {
+    std::string where = path + ":" + std::to_string(line_number) + ": " + error;
+    if (options.on_bad_row == BadRowPolicy::error) throw Error(where);
+    if (report.skipped_bad == 0) report.first_bad_row = where;
+    ++report.skipped_bad;
+  }
+
+  // sharegpt: the turns of one conversation after another; a conversation
+  // is a session. A malformed conversation is one bad row.
+  bool next_turn_request(Request& out) {
+    while (next_turn >= turns.size()) {
+      std::string_view object;
+      if (!conversations->next(object)) {
+        if (report.rows == 0) throw Error(no_requests_message());
+        return false;
+      }
+      next_turn = 0;
+      if (!conversation_parser.parse(object, turns, error)) {
+        turns.clear();
+        skip_or_throw(conversations->line_number());
+        continue;
+      }
+      if (!turns.empty()) current_session = next_session++;
+    }
+    const ConversationTurn& t = turns[next_turn++];
+    reset(out);
+    out.id = next_id++;
+    out.arrival = arrivals->next();
+    out.prompt_len = t.prompt_len;
+    out.output_len = t.output_len;
+    const auto& blocks = conversation_parser.blocks();
+    out.hash_ids.assign(blocks.begin(), blocks.begin() + static_cast<std::ptrdiff_t>(t.hash_blocks));
+    if (!out.hash_ids.empty()) out.hash_block_size = kConversationHashBlock;
+    out.session_id = current_session;
+    ++report.rows;
+    return true;
+  }
+
   bool next(Request& out) {
+    if (conversations) return next_turn_request(out);
     for (;;) {
       std::string_view line;
       if (pending) {
         pending = false;
         line = pending_line;
-      } else if (!lines.next(line)) {
+      } else if (!lines->next(line)) {
         if (report.rows == 0) throw Error(no_requests_message());
         return false;
       }
@@ -478,13 +592,9 @@ struct TraceReader::Impl {
         case RowResult::failed:
           ++report.skipped_failed;
           continue;
-        case RowResult::bad: {
-          std::string where = path + ":" + std::to_string(lines.line_number()) + ": " + error;
-          if (options.on_bad_row == BadRowPolicy::error) throw Error(where);
-          if (report.skipped_bad == 0) report.first_bad_row = where;
-          ++report.skipped_bad;
+        case RowResult::bad:
+          skip_or_throw(lines->line_number());
           continue;
-        }
       }
     }
   }

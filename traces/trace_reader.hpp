@@ -3,13 +3,15 @@
 // size. Arrival times of foreign formats are rebased so the first request
 // arrives at 0; twinserve's own formats keep their times as written. Request
 // ids are 0..N-1 in file order (rows skipped do not take an id) unless the
-// format carries ids (twin-jsonl, twin-csv).
+// format carries ids (twin-jsonl, twin-csv). Files may be gzip or zstd
+// compressed (byte_source.hpp). Rows with 0 prompt tokens are bad rows.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "engine/core/request.hpp"
+#include "traces/arrival_process.hpp"
 #include "traces/trace_format.hpp"
 
 namespace twin {
@@ -24,6 +26,9 @@ struct TraceReadOptions {
   bool keep_failed = false;             // BurstGPT rows with 0 response tokens (kept with output_len 0)
   std::int32_t hash_block_size = 0;     // tokens per hash id; 0: the format's (Mooncake 512, Bailian 16)
   double backwards_tolerance_s = 1.0;   // later rows may arrive this much earlier; clamped, counted
+  // Arrival times for formats without them (vidur-lengths, sharegpt), which
+  // need a rate; a rate given for a format with its own times is an error.
+  ArrivalOptions arrivals;
 };
 
 struct TraceReadReport {

@@ -40,6 +40,20 @@ TraceFormat output_format_for_path(const std::string& path) {
                    "': the name must end in .jsonl or .csv");
 }
 
+TraceFormat parse_output_format(std::string_view name) {
+  if (name == "jsonl") return TraceFormat::twin_jsonl;
+  if (name == "csv") return TraceFormat::twin_csv;
+  if (name == "mooncake") return TraceFormat::mooncake;
+  if (name == "vidur") return TraceFormat::vidur;
+  if (name == "azure") return TraceFormat::azure;
+  throw UsageError("--to '" + excerpt(name, 40) + "': known: jsonl, csv, mooncake, vidur, azure");
+}
+
+bool is_writable_format(TraceFormat f) {
+  return f == TraceFormat::twin_jsonl || f == TraceFormat::twin_csv || f == TraceFormat::mooncake ||
+         f == TraceFormat::vidur || f == TraceFormat::azure;
+}
+
 const char* twin_csv_header() {
   return "id,arrival_s,prompt_len,output_len,priority,session_id,cancel_s,hash_block_size,hash_ids,"
          "prompt_tokens";
@@ -104,16 +118,20 @@ TraceWriter::TraceWriter(const std::string& path, bool overwrite)
 
 TraceWriter::TraceWriter(const std::string& path, TraceFormat format, bool overwrite)
     : path_(path), format_(format) {
-  if (format != TraceFormat::twin_jsonl && format != TraceFormat::twin_csv)
-    throw UsageError("traces can only be written as twin-jsonl or twin-csv, not " +
+  if (!is_writable_format(format))
+    throw UsageError("traces can be written as twin-jsonl, twin-csv, mooncake, vidur or azure, not " +
                      std::string(format_name(format)));
   if (!overwrite && std::filesystem::exists(path))
     throw UsageError("output '" + path + "' exists; pass --force to overwrite it");
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw Error("cannot create '" + path + "': " + std::strerror(errno));
   buffer_.reserve(1 << 20);
-  if (format_ == TraceFormat::twin_csv) {
-    buffer_ += twin_csv_header();
+  const char* header = format_ == TraceFormat::twin_csv ? twin_csv_header()
+                       : format_ == TraceFormat::vidur  ? vidur_csv_header()
+                       : format_ == TraceFormat::azure  ? azure_csv_header()
+                                                        : nullptr;
+  if (header) {
+    buffer_ += header;
     buffer_ += '\n';
   }
 }
@@ -128,13 +146,56 @@ TraceWriter::~TraceWriter() {
 
 void TraceWriter::write(const Request& r) {
   if (!file_) throw Error("write to closed trace '" + path_ + "'");
-  if (format_ == TraceFormat::twin_jsonl)
-    append_twin_jsonl(buffer_, r);
-  else
-    append_twin_csv(buffer_, r);
+  switch (format_) {
+    case TraceFormat::twin_jsonl:
+      append_twin_jsonl(buffer_, r);
+      break;
+    case TraceFormat::twin_csv:
+      append_twin_csv(buffer_, r);
+      break;
+    case TraceFormat::mooncake:
+      append_mooncake(buffer_, r);
+      break;
+    case TraceFormat::vidur:
+      append_vidur(buffer_, r);
+      break;
+    default:
+      append_azure(buffer_, r);
+      break;
+  }
+  count_losses(r);
   buffer_ += '\n';
   ++rows_;
   if (buffer_.size() >= (1u << 20)) flush();
+}
+
+void TraceWriter::count_losses(const Request& r) {
+  if (format_ == TraceFormat::twin_jsonl || format_ == TraceFormat::twin_csv) return;
+  // Mooncake keeps hash ids, but its readers take them as 512-token blocks.
+  const bool keeps_hash_ids = format_ == TraceFormat::mooncake;
+  if (!r.hash_ids.empty() && !keeps_hash_ids) ++lost_hash_ids_;
+  if (!r.hash_ids.empty() && keeps_hash_ids && r.hash_block_size != 512) ++lost_block_size_;
+  if (r.session_id >= 0) ++lost_sessions_;
+  if (r.priority != 0) ++lost_priorities_;
+  if (r.cancel_time != kNoTime) ++lost_cancels_;
+  if (!r.prompt_tokens.empty()) ++lost_prompt_tokens_;
+}
+
+std::string TraceWriter::losses() const {
+  std::string out;
+  auto add = [&out](const char* what, std::int64_t n) {
+    if (n == 0) return;
+    if (!out.empty()) out += ", ";
+    out += what;
+    out += " (" + std::to_string(n) + (n == 1 ? " request)" : " requests)");
+  };
+  add("hash ids", lost_hash_ids_);
+  add("hash block sizes other than 512 (read back with --hash-block-size)", lost_block_size_);
+  add("sessions", lost_sessions_);
+  add("priorities", lost_priorities_);
+  add("cancel times", lost_cancels_);
+  add("prompt token ids", lost_prompt_tokens_);
+  return out;
 }
 
 void TraceWriter::flush() {

@@ -27,6 +27,11 @@ struct ReadFlags {
   bool keep_failed = false;
   std::int32_t hash_block_size = 0;
   double tolerance_s = 1.0;
+  // Arrivals for traces without times (vidur-lengths, sharegpt).
+  double rate = 0;
+  std::string arrivals = "poisson";
+  double cv = 1.0;
+  std::uint64_t arrival_seed = 0;
 
   void add(CLI::App* sub) {
     sub->add_option("--format", format, "Input format: " + known_format_names())->capture_default_str();
@@ -38,6 +43,14 @@ struct ReadFlags {
     sub->add_option("--backwards-tolerance-s", tolerance_s,
                     "Rows may arrive this much earlier than the previous one (clamped) before it is an error")
         ->capture_default_str()->check(real_range(0, 9e9));
+    sub->add_option("--rate", rate,
+                    "Traces without arrival times (vidur-lengths, sharegpt): requests per second")
+        ->check(real_range(0, 1e9, true));
+    sub->add_option("--arrivals", arrivals, "With --rate: poisson | gamma | constant")->capture_default_str();
+    sub->add_option("--cv", cv, "With --arrivals gamma: coefficient of variation of the gaps")
+        ->capture_default_str()->check(real_range(0, 1e3, true));
+    sub->add_option("--arrival-seed", arrival_seed, "With --rate: seed of the arrival process")
+        ->capture_default_str()->check(CLI::NonNegativeNumber);
   }
   TraceReadOptions options() const {
     TraceReadOptions o;
@@ -46,6 +59,10 @@ struct ReadFlags {
     o.keep_failed = keep_failed;
     o.hash_block_size = hash_block_size;
     o.backwards_tolerance_s = tolerance_s;
+    o.arrivals.rate = rate;
+    o.arrivals.kind = parse_arrival_kind(arrivals, "--arrivals");
+    o.arrivals.cv = cv;
+    o.arrivals.seed = arrival_seed;
     return o;
   }
 };
@@ -101,13 +118,22 @@ void run_stats(const std::string& path, const ReadFlags& flags, bool as_json) {
   report_skips(rep);
 }
 
+// OUT's format: --to, else its extension (ours: .jsonl or .csv).
+TraceFormat output_format(const std::string& out_path, const std::string& to) {
+  auto ends_with = [&](std::string_view suffix) {
+    return out_path.size() >= suffix.size() && out_path.compare(out_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".gz") || ends_with(".zst"))
+    throw UsageError("output '" + out_path + "': traces are written uncompressed; compress OUT afterwards (gzip, zstd)");
+  return to.empty() ? output_format_for_path(out_path) : parse_output_format(to);
+}
+
 // Writes to a temporary next to OUT and renames at the end, so a failure
-// leaves no half-written trace behind.
+// leaves no half-written trace behind. Prints what the format could not hold.
 template <class Source>
-std::int64_t write_trace(const std::string& out_path, bool force, Source&& next) {
+std::int64_t write_trace(const std::string& out_path, TraceFormat format, bool force, Source&& next) {
   if (!force && std::filesystem::exists(out_path))
     throw UsageError("output '" + out_path + "' exists; pass --force to overwrite it");
-  const TraceFormat format = output_format_for_path(out_path);
   const std::string tmp = out_path + ".tmp";
   std::int64_t rows = 0;
   try {
@@ -116,6 +142,9 @@ std::int64_t write_trace(const std::string& out_path, bool force, Source&& next)
     while (next(r)) writer.write(r);
     writer.close();
     rows = writer.rows();
+    const std::string lost = writer.losses();
+    if (!lost.empty())
+      std::cerr << "twinserve: note: the " << format_name(format) << " format does not hold " << lost << "\n";
   } catch (...) {
     std::error_code ec;
     std::filesystem::remove(tmp, ec);
@@ -144,15 +173,19 @@ void install(CLI::App& root) {
   // convert
   {
     auto* sub = trace->add_subcommand(
-        "convert", "Copy a trace into twinserve's JSONL or CSV (by OUT's extension), optionally sliced, "
-                   "rate-scaled and clipped");
+        "convert", "Copy a trace into twinserve's JSONL or CSV (by OUT's extension) or, with --to, Mooncake, "
+                   "Vidur or Azure form, optionally sliced, rate-scaled and clipped");
     auto in = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
     auto flags = std::make_shared<ReadFlags>();
     auto t = std::make_shared<TransformOptions>();
     auto force = std::make_shared<bool>(false);
     sub->add_option("IN", *in, "Input trace (any known format)")->required();
-    sub->add_option("OUT", *out, "Output trace: .jsonl or .csv")->required();
+    auto to = std::make_shared<std::string>();
+    sub->add_option("OUT", *out, "Output trace: .jsonl or .csv (ours), or any name with --to")->required();
+    sub->add_option("--to", *to,
+                    "Output format: jsonl | csv (ours, default: by OUT's extension), mooncake, vidur, azure "
+                    "(for other tools; what they cannot hold is reported)");
     sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)")->check(real_range(0, 1e9, true));
     sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0")->check(real_range(0, 9e9));
     sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)")->check(real_range(0, 9e9, true));
@@ -163,9 +196,10 @@ void install(CLI::App& root) {
     flags->add(sub);
     sub->callback([=] {
       check_transform_options(*t);
+      const TraceFormat format = output_format(*out, *to);
       TraceReader reader(*in, flags->options());
       TraceTransform transform([&reader](Request& r) { return reader.next(r); }, *t);
-      const auto rows = write_trace(*out, *force, [&](Request& r) { return transform.next(r); });
+      const auto rows = write_trace(*out, format, *force, [&](Request& r) { return transform.next(r); });
       std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
       report_skips(reader.report());
     });
@@ -210,7 +244,7 @@ void install(CLI::App& root) {
       parse_arrivals(*arrivals, opts);
       if (!prefix->empty()) parse_shared_prefix(*prefix, opts);
       TraceGenerator gen(opts);
-      const auto rows = write_trace(*out, *force, [&](Request& r) { return gen.next(r); });
+      const auto rows = write_trace(*out, output_format(*out, ""), *force, [&](Request& r) { return gen.next(r); });
       std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
     });
   }

@@ -1,0 +1,177 @@
+#include "traces/conversation.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+namespace twin {
+
+namespace {
+
+bool is_model_role(std::string_view role) {
+  constexpr std::array<std::string_view, 6> kModel{"gpt", "assistant", "chatgpt", "bard", "bing", "model"};
+  for (auto r : kModel)
+    if (role == r) return true;
+  return false;
+}
+
+// FNV-1a over the parent's hash and the block's bytes: a stable name for a
+// block under its prefix.
+std::uint64_t block_hash(std::uint64_t parent, std::string_view bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](unsigned char c) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  };
+  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(parent >> (8 * i)));
+  for (char c : bytes) mix(static_cast<unsigned char>(c));
+  return h;
+}
+
+struct Message {
+  std::string role;
+  std::string text;
+  bool has_role = false;
+};
+
+// Collects the messages of one conversation object; every other value is
+// skipped whatever its shape.
+struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
+  std::vector<Message>& messages;
+  std::string& error;
+  int depth = 0;
+  std::string top_key;       // key of the depth-1 value being read
+  std::string message_key;   // key of the message field being read
+  bool in_list = false;      // inside the messages array (depth 2)
+  bool in_message = false;   // inside one message (depth 3)
+  bool saw_list = false;
+
+  ConversationSax(std::vector<Message>& m, std::string& e) : messages(m), error(e) {}
+
+  bool fail(std::string message) {
+    error = std::move(message);
+    return false;
+  }
+  bool is_list_key() const { return top_key == "conversations" || top_key == "messages"; }
+  // A scalar value: a message field, a list element, or skipped.
+  bool scalar(const std::string* text, const char* kind) {
+    if (depth == 0) return fail("expected a conversation object");
+    if (depth == 1 && is_list_key()) return fail("'" + top_key + "' must be an array of messages, not " + kind);
+    if (depth == 2 && in_list) return fail("each message must be an object, not " + std::string(kind));
+    if (depth == 3 && in_message) {
+      const bool role_key = message_key == "from" || message_key == "role";
+      const bool text_key = message_key == "value" || message_key == "content";
+      if (role_key || text_key) {
+        if (!text && std::string_view(kind) == "null") return true;  // an absent field
+        if (!text) return fail("message field '" + message_key + "' must be a string, not " + kind);
+        if (role_key) {
+          messages.back().role = *text;
+          messages.back().has_role = true;
+        } else {
+          messages.back().text = *text;
+        }
+      }
+    }
+    return true;
+  }
+  bool null() override { return scalar(nullptr, "null"); }
+  bool boolean(bool) override { return scalar(nullptr, "a boolean"); }
+  bool number_integer(number_integer_t) override { return scalar(nullptr, "a number"); }
+  bool number_unsigned(number_unsigned_t) override { return scalar(nullptr, "a number"); }
+  bool number_float(number_float_t, const string_t&) override { return scalar(nullptr, "a number"); }
+  bool string(string_t& s) override { return scalar(&s, "a string"); }
+  bool binary(binary_t&) override { return scalar(nullptr, "binary"); }
+  bool start_object(std::size_t) override {
+    if (depth == 1 && is_list_key()) return fail("'" + top_key + "' must be an array of messages, not an object");
+    if (depth == 3 && in_message && (message_key == "value" || message_key == "content"))
+      return fail("message field '" + message_key + "' must be a string, not an object");
+    ++depth;
+    if (depth == 3 && in_list) {
+      in_message = true;
+      message_key.clear();
+      messages.emplace_back();
+    }
+    return true;
+  }
+  bool end_object() override {
+    if (depth == 3 && in_message) {
+      in_message = false;
+      if (!messages.back().has_role)
+        return fail("message " + std::to_string(messages.size()) + " has no 'from' (or 'role')");
+    }
+    --depth;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (depth == 0) return fail("expected a conversation object");
+    if (depth == 2 && in_list) return fail("each message must be an object, not an array");
+    if (depth == 3 && in_message && (message_key == "value" || message_key == "content"))
+      return fail("message field '" + message_key + "' must be a string, not an array");
+    ++depth;
+    if (depth == 2 && is_list_key()) {
+      in_list = true;
+      saw_list = true;
+    }
+    return true;
+  }
+  bool end_array() override {
+    if (depth == 2 && in_list) in_list = false;
+    --depth;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth == 1) top_key = k;
+    if (depth == 3 && in_message) message_key = k;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    if (error.empty()) error = "invalid JSON near byte " + std::to_string(position);
+    return false;
+  }
+};
+
+}  // namespace
+
+bool ConversationParser::parse(std::string_view object, std::vector<ConversationTurn>& turns, std::string& error) {
+  turns.clear();
+  error.clear();
+  std::vector<Message> messages;
+  ConversationSax sax(messages, error);
+  if (!nlohmann::json::sax_parse(object.begin(), object.end(), &sax)) {
+    if (error.empty()) error = "invalid JSON";
+    return false;
+  }
+  if (!sax.saw_list) {
+    error = "a conversation needs a 'conversations' (or 'messages') array";
+    return false;
+  }
+  context_.clear();
+  blocks_.clear();
+  constexpr std::size_t kBlockBytes = kConversationHashBlock * kConversationBytesPerToken;
+  constexpr auto kMaxTokens = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
+  for (const Message& m : messages) {
+    const std::size_t tokens = (m.text.size() + kConversationBytesPerToken - 1) / kConversationBytesPerToken;
+    const std::size_t context_tokens = context_.size() / kConversationBytesPerToken;
+    if (is_model_role(m.role) && context_tokens >= 1) {
+      if (context_tokens > kMaxTokens || tokens > kMaxTokens) {
+        error = "a conversation over 2^31-1 tokens";
+        return false;
+      }
+      ConversationTurn& t = turns.emplace_back();
+      t.prompt_len = static_cast<std::int32_t>(context_tokens);
+      t.output_len = std::max<std::int32_t>(1, static_cast<std::int32_t>(tokens));
+      t.hash_blocks = context_tokens / kConversationHashBlock;
+    }
+    context_ += m.text;
+    context_.resize(context_.size() + tokens * kConversationBytesPerToken - m.text.size(), '\0');
+    while ((blocks_.size() + 1) * kBlockBytes <= context_.size()) {
+      const std::uint64_t parent = blocks_.empty() ? 0 : blocks_.back();
+      blocks_.push_back(block_hash(parent, std::string_view(context_).substr(blocks_.size() * kBlockBytes, kBlockBytes)));
+    }
+  }
+  return true;
+}
+
+}  // namespace twin
