@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "models/speculative_config.hpp"
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/runtime/model_config.hpp"
@@ -57,6 +58,7 @@ struct RunArgs {
   std::optional<std::int32_t> eos_token;
   SchedulerFlags sched;
   bool no_steps = false;
+  std::string speculative_config;  // vLLM's --speculative-config JSON
 };
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
@@ -122,6 +124,9 @@ void run(const RunArgs& a) {
   es.sampling.top_p = a.top_p;
   es.sampling.seed = a.seed;
   es.sampling.eos_token = a.eos_token.value_or(-1);
+  if (!a.speculative_config.empty()) {
+    es.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
+  }
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
   std::optional<OutputDir> dir;
@@ -143,7 +148,7 @@ void run(const RunArgs& a) {
     sink.requests = request_writer.get();
     if (!a.no_steps) {
       steps_file = dir->open("steps.csv");
-      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+      step_writer = std::make_unique<StepCsvWriter>(steps_file, es.speculative.has_value());
       sink.steps = step_writer.get();
     }
   }
@@ -236,6 +241,9 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
+  sub->add_option("--speculative-config", a.speculative_config,
+                  "Speculative decoding, vLLM's JSON: '{\"method\":\"ngram\"|\"draft_model\",\"num_speculative_tokens\":3,"
+                  "\"model\":\"tiny\",\"prompt_lookup_max\":4}' (docs/speculative.md); greedy only");
   sub->callback([args] { run(*args); });
 }};
 
