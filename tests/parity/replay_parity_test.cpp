@@ -184,10 +184,12 @@ TEST_CASE("replay parity with speculative decoding (n-gram and a draft model), p
     INFO(spec);
     // The simulator's acceptance_rate only lets the cluster build; the
     // replay takes the engine's recorded counts.
-    auto config = tiny_cluster("vllm", 24, {{"max_model_len", "96"}, {"block_size", "8"},
+    // 12 blocks of 8 tokens, as the preemption test above: a burst of five
+    // requests growing to ~60 tokens each cannot all stay.
+    auto config = tiny_cluster("vllm", 12, {{"max_model_len", "96"}, {"block_size", "8"},
                                             {"max_num_batched_tokens", "32"}, {"num_host_blocks", "64"}});
     config.groups.front().speculative = parse_speculative_config(spec, "test");
-    std::vector<Request> trace = bursty_trace(20, 30.0, 30, 30);
+    std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
     add_shared_prefixes(trace, 8, 1);
     Cluster cluster = build_cluster(config);
     const ReplicaConfig rc = cluster.groups.front().replica;

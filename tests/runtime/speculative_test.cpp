@@ -203,7 +203,7 @@ TEST_CASE("the engine refuses speculation it cannot do, naming the key", "[specu
   }
 }
 
-TEST_CASE("--speculative-config errors name the key", "[speculative]") {
+TEST_CASE("speculative config errors name the flag and the key", "[speculative]") {
   const std::string flag = "--speculative-config";
   CHECK_THROWS_WITH(parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":3,"foo":1})", flag),
                     Catch::Contains("--speculative-config") && Catch::Contains("'foo'"));
