@@ -7,7 +7,7 @@ CMAKE_ARGS ?=
 FUZZ_ITERATIONS ?= 1000000
 FUZZ_SEED  ?= 1
 
-.PHONY: all deps configure build demo test bench test-asan fuzz clean
+.PHONY: all deps configure build demo test bench bench-spec test-asan fuzz clean
 
 all: build
 
@@ -30,6 +30,12 @@ test: build
 
 bench: build
 	@tools/run-bench $(BUILD)
+
+# Speculative decoding on the CPU engine vs the simulator's prediction
+# (docs/speculative.md); timing, so never part of `make test`.
+bench-spec: build
+	@tools/bench/speculative/run.sh $(BUILD) draft
+	@tools/bench/speculative/run.sh $(BUILD) ngram
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTWIN_SANITIZE=ON -DTWIN_CUDA=OFF $(CMAKE_ARGS) >/dev/null

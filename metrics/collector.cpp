@@ -146,6 +146,9 @@ void MetricsCollector::add(const StepRecord& s) {
   batch_size_sum_ += s.batch_size;
   kv_blocks_max_ = std::max<std::int64_t>(kv_blocks_max_, s.kv_blocks_used);
   batch_size_max_ = std::max<std::int64_t>(batch_size_max_, s.batch_size);
+  spec_proposed_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.proposed_tokens));
+  spec_accepted_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.accepted_tokens));
+  spec_verifications_ += s.lookahead.size();
 }
 
 Summary MetricsCollector::summarize(const SummaryContext& context) const {
@@ -231,6 +234,14 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.replica_tokens = spread_of(tokens_per_replica);
 
   s.num_steps = steps_;
+  s.spec_proposed_tokens = spec_proposed_;
+  s.spec_accepted_tokens = spec_accepted_;
+  s.spec_verifications = spec_verifications_;
+  if (spec_proposed_ > 0) s.spec_acceptance_rate = static_cast<double>(spec_accepted_) / static_cast<double>(spec_proposed_);
+  if (spec_verifications_ > 0) {
+    s.spec_mean_accepted_tokens = static_cast<double>(spec_accepted_) / static_cast<double>(spec_verifications_);
+    s.spec_tokens_per_verification = 1.0 + s.spec_mean_accepted_tokens;
+  }
   if (steps_ > 0) {
     s.mean_kv_blocks_used = static_cast<double>(kv_blocks_sum_ / static_cast<long double>(steps_));
     s.mean_batch_size = static_cast<double>(batch_size_sum_ / static_cast<long double>(steps_));

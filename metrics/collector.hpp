@@ -35,6 +35,7 @@ class MetricsCollector {
   std::uint64_t preemptions_ = 0;
   std::map<std::int32_t, ReplicaTally> replicas_;
   std::uint64_t steps_ = 0;
+  std::uint64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_verifications_ = 0;
   long double kv_blocks_sum_ = 0, batch_size_sum_ = 0;
   std::int64_t kv_blocks_max_ = 0, batch_size_max_ = 0;
 };

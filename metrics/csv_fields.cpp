@@ -138,7 +138,7 @@ std::string quoted(std::string_view text) {
   return out;
 }
 
-Reader::Reader(const std::filesystem::path& path, const std::vector<std::string>& columns)
+Reader::Reader(const std::filesystem::path& path, const std::vector<std::string>& columns, std::size_t num_required)
     : path_(path), in_(path, std::ios::binary), columns_(columns) {
   if (!in_) throw Error(path.string() + ": cannot open for reading");
   std::string header;
@@ -160,13 +160,18 @@ Reader::Reader(const std::filesystem::path& path, const std::vector<std::string>
       throw Error(where() + ": unknown column " + csv::quoted(name) + "; expected the columns " + expected);
     }
   }
-  for (const auto& name : columns_) {
-    const auto it = position.find(name);
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    const auto it = position.find(columns_[c]);
     if (it == position.end()) {
-      throw Error(where() + ": missing column \"" + name + "\"; expected the columns " + expected);
+      if (c >= num_required) {
+        index_.push_back(kAbsent);
+        continue;
+      }
+      throw Error(where() + ": missing column \"" + columns_[c] + "\"; expected the columns " + expected);
     }
     index_.push_back(it->second);
   }
+  num_fields_ = names.size();
 }
 
 bool Reader::next() {
@@ -178,9 +183,9 @@ bool Reader::next() {
     bool ok = true;
     fields_ = split_line(line, ok);
     if (!ok) throw Error(where() + ": unterminated quoted field");
-    if (fields_.size() != index_.size()) {
+    if (fields_.size() != num_fields_) {
       throw Error(where() + ": " + std::to_string(fields_.size()) + " fields; expected " +
-                  std::to_string(index_.size()));
+                  std::to_string(num_fields_));
     }
     return true;
   }

@@ -28,7 +28,10 @@ std::string quoted(std::string_view text);  // cut to 80 characters
 // Reads a CSV file line by line; errors name file:line and the column.
 class Reader {
  public:
-  Reader(const std::filesystem::path& path, const std::vector<std::string>& columns);
+  // Columns from `num_required` on may be absent from the file (has()).
+  Reader(const std::filesystem::path& path, const std::vector<std::string>& columns,
+         std::size_t num_required = static_cast<std::size_t>(-1));
+  bool has(std::size_t column) const { return index_[column] != kAbsent; }
   bool next();  // false at end of file; skips blank lines
 
   std::string_view text(std::size_t column) const { return fields_[index_[column]]; }
@@ -44,7 +47,9 @@ class Reader {
   std::filesystem::path path_;
   std::ifstream in_;
   std::vector<std::string> columns_;
-  std::vector<std::size_t> index_;  // expected column -> position in the file
+  static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> index_;  // expected column -> position in the file, or kAbsent
+  std::size_t num_fields_ = 0;      // columns in the file
   std::vector<std::string> fields_;
   std::size_t line_number_ = 0;
 };

@@ -11,17 +11,47 @@ namespace {
 
 enum Column {
   kStepId, kReplica, kStart, kDuration, kBatchSize, kNumPrefillSeqs, kNumDecodeSeqs, kNewTokens,
-  kContextTokens, kKvBlocksUsed, kPreempted, kWaiting
+  kContextTokens, kKvBlocksUsed, kPreempted, kWaiting, kProposedTokens, kAcceptedTokens, kLookaheadAccepted
 };
 const std::vector<std::string> kColumns = {
     "step_id", "replica", "start_s", "duration_ms", "batch_size", "num_prefill_seqs", "num_decode_seqs",
-    "new_tokens", "context_tokens", "kv_blocks_used", "preempted", "waiting"};
+    "new_tokens", "context_tokens", "kv_blocks_used", "preempted", "waiting",
+    "proposed_tokens", "accepted_tokens", "lookahead_accepted"};
+constexpr std::size_t kRequiredColumns = kProposedTokens;
+
+// "3:1 3:3 1:0" -> lookahead and accepted per seq.
+void parse_lookahead_accepted(const csv::Reader& reader, std::string_view text, StepRecord& s) {
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(' ', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(at, end - at);
+    const std::size_t colon = item.find(':');
+    auto number = [&](std::string_view digits) {
+      std::int32_t v = 0;
+      if (digits.empty() || digits.size() > 4) reader.fail(kLookaheadAccepted, "expected 'L:a' pairs, e.g. 3:1 3:3");
+      for (const char c : digits) {
+        if (c < '0' || c > '9') reader.fail(kLookaheadAccepted, "expected 'L:a' pairs, e.g. 3:1 3:3");
+        v = v * 10 + (c - '0');
+      }
+      return v;
+    };
+    if (colon == std::string_view::npos) reader.fail(kLookaheadAccepted, "expected 'L:a' pairs, e.g. 3:1 3:3");
+    const std::int32_t lookahead = number(item.substr(0, colon));
+    const std::int32_t accepted = number(item.substr(colon + 1));
+    if (accepted > lookahead) reader.fail(kLookaheadAccepted, "more accepted than proposed");
+    s.lookahead.push_back(lookahead);
+    s.accepted.push_back(accepted);
+    at = end + 1;
+  }
+}
 
 }  // namespace
 
-StepCsvWriter::StepCsvWriter(std::ostream& out) : out_(out) {
+StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative) : out_(out), speculative_(speculative) {
   std::string header;
-  for (const auto& name : kColumns) header += (header.empty() ? "" : ",") + name;
+  const std::size_t columns = speculative ? kColumns.size() : kRequiredColumns;
+  for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
   out_ << header << '\n';
 }
 
@@ -42,12 +72,25 @@ void StepCsvWriter::write(const StepRecord& s) {
     row += ',';
     csv::append_int(row, value);
   }
+  if (speculative_) {
+    row += ',';
+    csv::append_int(row, s.proposed_tokens);
+    row += ',';
+    csv::append_int(row, s.accepted_tokens);
+    row += ',';
+    for (std::size_t i = 0; i < s.accepted.size(); ++i) {
+      if (i > 0) row += ' ';
+      csv::append_int(row, i < s.lookahead.size() ? s.lookahead[i] : 0);
+      row += ':';
+      csv::append_int(row, s.accepted[i]);
+    }
+  }
   row += '\n';
   out_ << row;
 }
 
 void for_each_step_record(const std::filesystem::path& path, const std::function<void(const StepRecord&)>& fn) {
-  csv::Reader reader(path, kColumns);
+  csv::Reader reader(path, kColumns, kRequiredColumns);
   while (reader.next()) {
     StepRecord s;
     const std::int64_t step_id = reader.integer(kStepId);
@@ -65,6 +108,12 @@ void for_each_step_record(const std::filesystem::path& path, const std::function
     s.kv_blocks_used = reader.int32(kKvBlocksUsed);
     s.preempted = reader.int32(kPreempted);
     s.waiting = reader.int32(kWaiting);
+    if (reader.has(kProposedTokens)) s.proposed_tokens = reader.integer(kProposedTokens);
+    if (reader.has(kAcceptedTokens)) s.accepted_tokens = reader.integer(kAcceptedTokens);
+    if (reader.has(kLookaheadAccepted)) parse_lookahead_accepted(reader, reader.text(kLookaheadAccepted), s);
+    if (s.proposed_tokens < 0 || s.accepted_tokens < 0 || s.accepted_tokens > s.proposed_tokens) {
+      reader.fail(kAcceptedTokens, "accepted_tokens must be in [0, proposed_tokens]");
+    }
     fn(s);
   }
 }

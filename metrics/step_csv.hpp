@@ -13,14 +13,19 @@ namespace twin {
 
 class StepCsvWriter {
  public:
-  explicit StepCsvWriter(std::ostream& out);  // writes the header
+  // Writes the header. With `speculative` (speculative decoding on), three
+  // more columns: proposed_tokens, accepted_tokens and lookahead_accepted
+  // ("L:a" per seq that had lookahead, space-separated, in plan order).
+  explicit StepCsvWriter(std::ostream& out, bool speculative = false);
   void write(const StepRecord& record);
 
  private:
   std::ostream& out_;
+  bool speculative_ = false;
 };
 
-// Errors (twin::Error) name file:line and the column.
+// Errors (twin::Error) name file:line and the column. The speculative
+// columns are optional (a run without speculation has none).
 void for_each_step_record(const std::filesystem::path& path,
                           const std::function<void(const StepRecord&)>& fn);
 std::vector<StepRecord> read_step_records(const std::filesystem::path& path);

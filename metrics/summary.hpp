@@ -62,6 +62,13 @@ struct Summary {
   double mean_batch_size = 0, max_batch_size = 0;
   std::int64_t kv_blocks_capacity = 0;  // per replica, from the caller; 0: unknown
 
+  // Speculative decoding (summary.json "speculative", only when any step
+  // verified proposals): per verification = one seq's lookahead in one step.
+  std::uint64_t spec_proposed_tokens = 0, spec_accepted_tokens = 0, spec_verifications = 0;
+  double spec_acceptance_rate = 0;        // accepted / proposed
+  double spec_mean_accepted_tokens = 0;   // accepted / verifications
+  double spec_tokens_per_verification = 0;  // 1 + the above: tokens a verifying seq gains per target step
+
   double simulated_time_s = 0, wall_time_s = 0;  // filled by the caller
   // What a reader should know before trusting the figures (e.g. the load
   // outgrew the cluster: metrics/backlog.hpp); empty for a healthy run.

@@ -117,6 +117,16 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
   j["kv_blocks_capacity"] = s.kv_blocks_capacity;
   j["mean_batch_size"] = number(s.mean_batch_size);
   j["max_batch_size"] = number(s.max_batch_size);
+  if (s.spec_proposed_tokens > 0) {
+    Json spec;
+    spec["proposed_tokens"] = s.spec_proposed_tokens;
+    spec["accepted_tokens"] = s.spec_accepted_tokens;
+    spec["verifications"] = s.spec_verifications;
+    spec["acceptance_rate"] = number(s.spec_acceptance_rate);
+    spec["mean_accepted_tokens"] = number(s.spec_mean_accepted_tokens);
+    spec["tokens_per_step"] = number(s.spec_tokens_per_verification);
+    j["speculative"] = std::move(spec);
+  }
   j["simulated_time_s"] = number(s.simulated_time_s);
   j["wall_time_s"] = number(s.wall_time_s);
   if (!s.warnings.empty()) j["warnings"] = s.warnings;  // absent when there are none

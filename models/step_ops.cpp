@@ -134,7 +134,7 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
       add_seq(decode, 1, ctx, m.sliding_window);
     else
       add_seq(prefill, s.new_tokens, ctx, m.sliding_window);
-    sampling += s.samples ? 1 : 0;
+    sampling += s.samples ? 1 + std::max<int64_t>(s.lookahead, 0) : 0;
   }
   const int64_t tokens = prefill.tokens + decode.tokens;
   if (tokens == 0) return;

@@ -17,6 +17,9 @@ struct SeqShape {
   int64_t new_tokens = 0;      // tokens processed this step (a prompt chunk, or 1 to decode)
   int64_t context_tokens = 0;  // tokens already in the KV cache before this step
   bool samples = false;        // produces a token this step (needs logits)
+  // Speculative verification: of new_tokens, the trailing proposals; each
+  // needs logits too (the LM head and sampling run on 1 + lookahead rows).
+  int64_t lookahead = 0;
 };
 
 struct BatchShape {

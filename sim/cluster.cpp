@@ -5,7 +5,10 @@
 
 #include "base/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "metrics/step_csv.hpp"
+#include "sim/acceptance_model.hpp"
 #include "sim/replay_cost_model.hpp"
+#include "sim/speculative_cost_model.hpp"
 
 namespace twin {
 namespace {
@@ -150,6 +153,23 @@ Cluster build_cluster(const ClusterConfig& config) {
                          " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
       }
       g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
+      // Speculative decoding: the draft model (if any) runs at tp=1 beside
+      // the target; its weights and its KV pool (one draft block per target
+      // block, docs/speculative.md) come out of the same memory.
+      std::optional<ModelDesc> draft;
+      if (gc.speculative) {
+        const SpeculativeConfig& sc = *gc.speculative;
+        if (gc.pp != 1) throw UsageError("speculative_config: speculative decoding is modelled at pp=1 only");
+        g.replica.scheduler.num_speculative_tokens = sc.num_speculative_tokens;
+        if (sc.method == SpeculativeMethod::draft_model) {
+          draft = resolve_model(sc.model);
+          if (draft->vocab_size != g.model.vocab_size) {
+            throw UsageError("speculative_config: draft model '" + draft->name + "' has a vocabulary of " +
+                             std::to_string(draft->vocab_size) + " tokens, the target '" + g.model.name + "' " +
+                             std::to_string(g.model.vocab_size) + ": a draft must share the target's vocabulary");
+          }
+        }
+      }
 
       // The fullest GPU decides: check every stage.
       MemoryPlanInput mem;
@@ -169,6 +189,12 @@ Cluster build_cluster(const ClusterConfig& config) {
         s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.dtype, g.layout, stage));
         s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
                                    g.replica.kv.block_size;
+        if (draft) {
+          const ParallelLayout one{1, 1};
+          s.weight_bytes_per_gpu += static_cast<double>(weight_bytes_per_gpu(*draft, g.dtype, one, 0));
+          s.kv_block_bytes_per_gpu +=
+              static_cast<double>(kv_bytes_per_token_per_gpu(*draft, g.kv_dtype, one, 0)) * g.replica.kv.block_size;
+        }
         const MemoryPlan plan = plan_memory(s, describe(g));
         if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
         first = false;
@@ -204,8 +230,50 @@ Cluster build_cluster(const ClusterConfig& config) {
       } else {
         model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
       }
+      std::shared_ptr<AcceptanceModel> acceptance;
+      if (gc.speculative) {
+        const SpeculativeConfig& sc = *gc.speculative;
+        std::vector<StepRecord> replayed;
+        if (!gc.replay.empty()) replayed = read_step_records(gc.replay);
+        if (has_recorded_acceptance(replayed)) {
+          // A replay follows the engine's own counts (replay parity).
+          acceptance = std::make_shared<ReplayAcceptance>(replayed, gc.replay);
+        } else {
+          double alpha = sc.acceptance_rate;
+          if (sc.acceptance_length >= 0) alpha = acceptance_rate_for_length(sc.acceptance_length, sc.num_speculative_tokens);
+          if (!sc.acceptance_from.empty()) {
+            alpha = measured_acceptance_rate(read_step_records(sc.acceptance_from), sc.acceptance_from);
+          }
+          if (alpha < 0) {
+            throw UsageError("speculative_config: the simulator needs acceptance_rate, acceptance_length or "
+                             "acceptance_from (an engine run's steps.csv)");
+          }
+          acceptance = std::make_shared<RateAcceptance>(alpha, config.seed);
+        }
+        if (gc.replay.empty()) {
+          // The replay's measured durations include the drafting already.
+          std::shared_ptr<CostModel> draft_cost;
+          if (draft) {
+            const ParallelLayout one{1, 1};
+            if (!sc.draft_profile.empty()) {
+              const auto tables = load_calibrated_tables(sc.draft_profile);
+              Dtype dw = g.dtype, dkv = g.kv_dtype;
+              apply_profile_dtypes(*tables, "", "", dw, dkv);
+              draft_cost = std::make_shared<CalibratedCostModel>(tables, *draft, one, dw, dkv, 0.0);
+            } else {
+              RooflineParams draft_params = roofline_params(g.hardware, g.dtype);
+              const std::vector<GpuId> own{gpus.front()};
+              draft_params.tp_rings.push_back(cluster.topology.ring(own));
+              draft_params.pp_links.push_back(PathCost{});
+              draft_params.host_link = params.host_link;
+              draft_cost = std::make_shared<RooflineCostModel>(*draft, one, g.dtype, g.kv_dtype, draft_params);
+            }
+          }
+          model = std::make_shared<SpeculativeCostModel>(model, draft_cost);
+        }
+      }
       for (std::int32_t r = 0; r < gc.count; ++r) {
-        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp});
+        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp, acceptance});
       }
       cluster.groups.push_back(std::move(g));
     } catch (const UsageError& e) {

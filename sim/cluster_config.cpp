@@ -112,7 +112,7 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
 ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
   check_keys(g, origin, where,
              {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "gpu_memory_utilization",
-              "num_gpu_blocks_override", "scheduler", "replay", "profile"});
+              "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
@@ -137,6 +137,7 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
     else if (key == "scheduler") out.scheduler_options = get_options(v, origin, name, nullptr);
     else if (key == "replay") out.replay = get_string(v, origin, name);
     else if (key == "profile") out.profile = get_string(v, origin, name);
+    else if (key == "speculative_config") out.speculative = speculative_config_from_json(v, origin + ": " + name);
   }
   return out;
 }
@@ -203,6 +204,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     if (!g.scheduler_options.empty()) j["scheduler"] = options_json(g.scheduler_options);
     if (!g.replay.empty()) j["replay"] = g.replay;
     if (!g.profile.empty()) j["profile"] = g.profile;
+    if (g.speculative) j["speculative_config"] = speculative_config_json(*g.speculative);
     groups.push_back(std::move(j));
   }
   out["groups"] = std::move(groups);

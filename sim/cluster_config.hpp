@@ -4,6 +4,7 @@
 // Read from JSON where every key is checked (docs/simulate.md); command-line
 // flags then override the common knobs.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/replica_overrides.hpp"
+#include "models/speculative_config.hpp"
 
 namespace twin {
 
@@ -32,6 +34,9 @@ struct ReplicaGroupConfig {
   // `profile` is a calibrated profile (`twinserve calibrate`): the calibrated
   // cost model; the group's dtypes default to the profile's.
   std::string profile;
+  // Speculative decoding (docs/speculative.md): `speculative_config` in a
+  // group, or --speculative-config for every group.
+  std::optional<SpeculativeConfig> speculative;
 };
 
 struct ClusterConfig {

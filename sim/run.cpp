@@ -121,7 +121,9 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     request_writer = std::make_unique<RequestCsvWriter>(requests_file);
     if (outputs.write_steps) {
       steps_file = dir->open("steps.csv");
-      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+      bool speculative = false;
+      for (const SimReplicaSpec& r : cluster.replicas) speculative = speculative || r.config.scheduler.num_speculative_tokens > 0;
+      step_writer = std::make_unique<StepCsvWriter>(steps_file, speculative);
     }
   }
 

@@ -1,5 +1,6 @@
 #include "sim/simulator.hpp"
 
+#include <string>
 #include <utility>
 
 #include "base/error.hpp"
@@ -11,7 +12,14 @@ namespace {
 std::vector<VirtualClock::Pricing> pricing_of(const std::vector<SimReplicaSpec>& specs) {
   std::vector<VirtualClock::Pricing> out;
   out.reserve(specs.size());
-  for (const SimReplicaSpec& spec : specs) out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages});
+  for (const SimReplicaSpec& spec : specs) {
+    if (spec.config.scheduler.num_speculative_tokens > 0 && !spec.acceptance) {
+      throw UsageError("simulator: a replica speculates (num_speculative_tokens " +
+                       std::to_string(spec.config.scheduler.num_speculative_tokens) +
+                       ") but has no acceptance model: give acceptance_rate, acceptance_length or acceptance_from");
+    }
+    out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance});
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/serving_loop.hpp"
+#include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
 
 namespace twin {
@@ -20,6 +21,8 @@ struct SimReplicaSpec {
   ReplicaConfig config;                 // kv.num_blocks already planned
   std::shared_ptr<CostModel> cost_model;  // shared by a group's replicas
   std::int32_t pipeline_stages = 1;
+  // Speculative decoding's accepted counts (config.scheduler.num_speculative_tokens > 0).
+  std::shared_ptr<AcceptanceModel> acceptance;
 };
 
 // Router, seed, step records and progress: the serving loop's options.

@@ -16,6 +16,7 @@ VirtualClock::VirtualClock(const std::vector<Pricing>& replicas) {
     Lane lane;
     lane.cost = replicas[i].cost;
     lane.stages = replicas[i].stages;
+    lane.acceptance = replicas[i].acceptance;
     lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), 0);
     lanes_.push_back(std::move(lane));
   }
@@ -28,12 +29,19 @@ void VirtualClock::build_shape(const StepPlan& plan) {
     seq.new_tokens = s.num_new;
     seq.context_tokens = s.num_computed;
     seq.samples = s.samples;
+    seq.lookahead = s.num_lookahead;
     shape_.seqs.push_back(seq);
   }
 }
 
-StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, const Replica&, Time now, StepResult&) {
+StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, const Replica&, Time now,
+                                  StepResult& result) {
   Lane& lane = lanes_[static_cast<std::size_t>(index)];
+  if (lane.acceptance) {
+    // Every step (a replay's log is consumed step by step), in plan order.
+    result.accepted.assign(plan.seqs.size(), 0);
+    lane.acceptance->draw(index, plan, result.accepted);
+  }
   build_shape(plan);
   const std::int64_t copies = static_cast<std::int64_t>(plan.swap_in.size() + plan.swap_out.size());
   const Time swap = copies > 0 ? lane.cost->swap_time(copies) : 0;

@@ -12,6 +12,7 @@
 #include "engine/core/serving_loop.hpp"
 #include "engine/core/step_plan.hpp"
 #include "models/step_ops.hpp"
+#include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
 
 namespace twin {
@@ -22,6 +23,9 @@ class VirtualClock {
   struct Pricing {
     std::shared_ptr<CostModel> cost;  // shared by a group's replicas
     std::int32_t stages = 1;          // pipeline stages
+    // Speculative decoding: draws each step's accepted counts (null: the
+    // replica runs without speculation).
+    std::shared_ptr<AcceptanceModel> acceptance;
   };
   explicit VirtualClock(const std::vector<Pricing>& replicas);
 
@@ -40,6 +44,7 @@ class VirtualClock {
   struct Lane {
     std::shared_ptr<CostModel> cost;
     std::int32_t stages = 1;
+    std::shared_ptr<AcceptanceModel> acceptance;
     std::vector<Time> stage_free_at;  // when each pipeline stage can start another plan
   };
   void build_shape(const StepPlan& plan);

@@ -168,6 +168,21 @@ void KvCache::publish(const Request& req, SeqKv& seq, std::int32_t num_computed_
   seq.num_published = static_cast<std::int32_t>(std::max(full, static_cast<std::size_t>(seq.num_published)));
 }
 
+void KvCache::truncate(SeqKv& seq, std::int32_t total_tokens) {
+  if (config_.contiguous) return;
+  const auto keep = static_cast<std::size_t>(std::max(0, blocks_for(total_tokens)));
+  if (keep >= seq.blocks.size()) return;
+  if (keep < static_cast<std::size_t>(seq.num_published)) {
+    throw Error("kv cache: truncating to " + std::to_string(total_tokens) + " tokens would release " +
+                std::to_string(seq.num_published - static_cast<std::int32_t>(keep)) + " published blocks");
+  }
+  // Tail first, as free(): the last block reaches the free list first.
+  while (seq.blocks.size() > keep) {
+    pool_.release(seq.blocks.back());
+    seq.blocks.pop_back();
+  }
+}
+
 void KvCache::free(SeqKv& seq) {
   // Tail first: the tail reaches the free list first, so it is evicted first.
   // The blocks' states are scattered over the pool: load a few ahead.

@@ -77,6 +77,12 @@ class KvCache {
   // (num_computed_tokens counts tokens whose KV is written) in the hash index.
   void publish(const Request& req, SeqKv& seq, std::int32_t num_computed_tokens);
 
+  // Shrinks seq's block table to what `total_tokens` tokens need, releasing
+  // the tail blocks (speculative decoding: the slots of rejected lookahead
+  // tokens). Published blocks are never released here (twin::Error: they
+  // hold computed prompt KV others may share). No-op in contiguous mode.
+  void truncate(SeqKv& seq, std::int32_t total_tokens);
+
   // Drops seq's device blocks, tail first (the tail becomes the first to be
   // evicted among them). Published blocks stay cached until reused.
   void free(SeqKv& seq);

@@ -42,6 +42,14 @@ struct StepRecord {
   std::int32_t waiting = 0;           // queue length when planned
   std::int32_t swapped_out_blocks = 0;
   std::int32_t swapped_in_blocks = 0;
+  // Speculative decoding (all 0 / empty without): lookahead tokens verified,
+  // and of those accepted; per seq that had lookahead, in plan order, its
+  // lookahead and accepted counts (what a replay needs to follow the run,
+  // and what a measured acceptance rate is fitted to).
+  std::int64_t proposed_tokens = 0;
+  std::int64_t accepted_tokens = 0;
+  std::vector<std::int32_t> lookahead;
+  std::vector<std::int32_t> accepted;
 };
 
 }  // namespace twin

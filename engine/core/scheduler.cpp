@@ -260,6 +260,7 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
       (q.is_prefill ? rec.num_prefill_seqs : rec.num_decode_seqs) += 1;
       rec.new_tokens += q.num_new;
       rec.context_tokens += q.num_computed;
+      rec.proposed_tokens += q.num_lookahead;
     }
     rec.preempted = static_cast<std::int32_t>(plan.preempted.size());
     rec.waiting = waiting_at_plan;
@@ -324,14 +325,22 @@ bool Scheduler::ensure_kv(Seq& s, std::int32_t total_tokens) {
   return kv_.allocate(s.req, s.kv, 0, total_tokens, false);
 }
 
-void Scheduler::add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new) {
+std::int32_t Scheduler::lookahead_for(const Seq& s, std::int32_t n) const {
+  const std::int32_t k = config_.scheduler.num_speculative_tokens;
+  if (k == 0 || n != 1 || s.num_computed + 1 != s.known_tokens() || s.num_computed < s.prompt_len) return 0;
+  return std::max(0, std::min({k, s.output_len - s.num_output - 1, budget_left_ - n}));
+}
+
+void Scheduler::add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new, std::int32_t lookahead) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   ScheduledSeq q;
   q.id = s.id;
   q.num_computed = s.num_computed;
   q.num_new = num_new;
-  q.samples = s.num_computed + num_new == s.known_tokens();
-  q.is_prefill = !(num_new == 1 && s.num_computed >= s.prompt_len);
+  q.num_lookahead = lookahead;
+  const std::int32_t known_new = num_new - lookahead;
+  q.samples = s.num_computed + known_new == s.known_tokens();
+  q.is_prefill = !(known_new == 1 && s.num_computed >= s.prompt_len);
   plan.seqs.push_back(q);
   building_slots_.push_back(slot);
   s.scheduled = true;
@@ -345,10 +354,16 @@ void Scheduler::schedule_running(StepPlan& plan, bool prefill_only) {
     if (s.in_flight || s.scheduled) continue;
     if (prefill_only && !needs_prefill(s)) continue;
     const std::int32_t n = chunk(s);
+    std::int32_t lookahead = lookahead_for(s, n);
     for (;;) {
-      if (ensure_kv(s, s.num_computed + n)) {
-        add_to_plan(plan, slot, n);
+      if (ensure_kv(s, s.num_computed + n + lookahead)) {
+        add_to_plan(plan, slot, n + lookahead, lookahead);
         break;
+      }
+      // Lookahead is dropped before anyone is preempted to make room for it.
+      if (lookahead > 0) {
+        lookahead = 0;
+        continue;
       }
       const std::size_t victim = pick_victim();
       const std::int32_t victim_slot = running_[victim];
@@ -425,14 +440,16 @@ void Scheduler::swap_in_pass(StepPlan& plan) {
     const std::int32_t slot = swapped_.front();
     Seq& s = seqs_[static_cast<std::size_t>(slot)];
     const std::int32_t n = chunk(s);
-    const std::int32_t total = s.num_computed + n;
+    std::int32_t lookahead = lookahead_for(s, n);
+    if (kv_.blocks_needed(SeqKv{}, s.num_computed + n + lookahead) > kv_.num_free_blocks()) lookahead = 0;
+    const std::int32_t total = s.num_computed + n + lookahead;
     if (kv_.blocks_needed(SeqKv{}, total) > kv_.num_free_blocks()) break;
     if (!kv_.swap_in(s.kv, plan.swap_in)) break;
     if (!ensure_kv(s, total)) throw Error("scheduler: swap-in growth failed (internal error)");
     swapped_.pop_front();
     s.state = State::running;
     running_.push_back(slot);
-    add_to_plan(plan, slot, n);
+    add_to_plan(plan, slot, n + lookahead, lookahead);
   }
 }
 
@@ -525,6 +542,24 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     const ScheduledSeq& q = plan.seqs[j];
     Seq& s = seqs_[static_cast<std::size_t>(slot)];
     s.in_flight = false;
+    std::int32_t accepted = 0;
+    if (q.num_lookahead > 0) {
+      if (j >= result.accepted.size()) {
+        throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
+                    " verified lookahead tokens but its result reports no accepted counts");
+      }
+      accepted = result.accepted[j];
+      if (accepted < 0 || accepted > q.num_lookahead) {
+        throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) + " request " +
+                    std::to_string(s.id) + ": " + std::to_string(accepted) + " tokens accepted of " +
+                    std::to_string(q.num_lookahead) + " proposed");
+      }
+      if (record_steps_) {  // every seq with lookahead, ended or not: a replay follows the list
+        entry->record.accepted_tokens += accepted;
+        entry->record.lookahead.push_back(q.num_lookahead);
+        entry->record.accepted.push_back(accepted);
+      }
+    }
     if (s.state == State::ended) {  // aborted while in flight
       release_slot(slot);
       continue;
@@ -537,18 +572,29 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       continue;
     }
     const bool in_prompt = s.num_computed < s.prompt_len;
-    s.num_computed += q.num_new;
+    // The KV of rejected proposals is garbage: only the known tokens and the
+    // accepted proposals count as computed, and the blocks that held nothing
+    // else go back to the pool (they are past the prompt, never published).
+    s.num_computed += q.num_new - q.num_lookahead + accepted;
+    if (accepted < q.num_lookahead) kv_.truncate(s.kv, s.num_computed);
     if (in_prompt) kv_.publish(s.req, s.kv, std::min(s.num_computed, s.prompt_len));
     if (!q.samples) continue;
-    ++s.num_output;
-    if (s.num_output == 1) {
+    // A verified step produces the accepted proposals plus the target's own
+    // next token, all at `now`: the extra tokens' gaps are 0.
+    const std::int32_t produced = 1 + accepted;
+    if (s.num_output == 0) {
       s.first_token = now;
-    } else if (s.last_sample + 1 == completion) {
+    } else if (produced == 1 && s.last_sample + 1 == completion) {
       ++s.run_gaps;  // the common decode step: no store outside the hot line
     } else {
       flush_itl(s, 1);
       s.itl.push_back(now - done_at(s.last_sample));
     }
+    if (produced > 1) {
+      flush_itl(s, static_cast<std::size_t>(produced - 1));
+      s.itl.insert(s.itl.end(), static_cast<std::size_t>(produced - 1), Time{0});
+    }
+    s.num_output += produced;
     s.last_sample = completion;
     if (s.num_output >= s.output_len ||
         (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.id))) {

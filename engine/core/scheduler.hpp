@@ -137,7 +137,11 @@ class Scheduler {
   }
   void flush_itl(Seq& s, std::size_t extra);
   void trim_done_times();
-  void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new);
+  void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new, std::int32_t lookahead = 0);
+  // Lookahead tokens for `s` scheduled for `n` known tokens this step: k for
+  // a decode, capped by its output left (the step produces at most
+  // lookahead + 1 tokens) and by the budget; 0 for a prefill chunk.
+  std::int32_t lookahead_for(const Seq& s, std::int32_t n) const;
   bool needs_prefill(const Seq& s) const {
     return s.num_computed < s.prompt_len || s.num_computed + 1 < s.known_tokens();
   }

@@ -45,6 +45,9 @@ constexpr std::pair<const char*, VictimPolicy> kVictims[] = {
     {"newest", VictimPolicy::newest}, {"oldest", VictimPolicy::oldest}, {"lowest_priority", VictimPolicy::lowest_priority}};
 
 constexpr std::int64_t kIntMax = kMaxKnobCount;
+// More lookahead than this is never useful (acceptance decays geometrically)
+// and would only inflate every decode's KV reservation.
+constexpr std::int64_t kMaxSpeculativeTokens = 64;
 
 }  // namespace
 
@@ -85,7 +88,7 @@ std::vector<std::string> scheduler_option_keys() {
   return {"max_num_batched_tokens", "max_num_seqs", "max_model_len", "enable_chunked_prefill",
           "long_prefill_token_threshold", "decode_first", "batching", "batch_size", "batch_timeout_ms",
           "order", "length_bucket_bounds", "preemption", "victim", "stop_at_eos", "max_queued_requests",
-          "max_queue_time_ms"};
+          "max_queue_time_ms", "num_speculative_tokens"};
 }
 
 void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_view value) {
@@ -131,6 +134,8 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
     c.max_queued_requests = static_cast<std::int32_t>(parse_int(key, value, 0, kIntMax));
   } else if (key == "max_queue_time_ms") {
     c.max_queue_time = from_millis(parse_double(key, value, 0.0, 1e9));
+  } else if (key == "num_speculative_tokens") {
+    c.num_speculative_tokens = static_cast<std::int32_t>(parse_int(key, value, 0, kMaxSpeculativeTokens));
   } else {
     throw UsageError("unknown scheduler option '" + excerpt(key) + "': known options are " +
                      join(scheduler_option_keys()));
@@ -171,6 +176,9 @@ void validate(const SchedulerConfig& c) {
   if (c.batch_timeout < 0) fail("batch_timeout must be >= 0");
   if (c.max_queued_requests < 0) fail("max_queued_requests must be >= 0 (0 = unlimited)");
   if (c.max_queue_time < 0) fail("max_queue_time must be >= 0 (0 = none)");
+  if (c.num_speculative_tokens < 0 || c.num_speculative_tokens > kMaxSpeculativeTokens) {
+    fail("num_speculative_tokens must be in [0, " + std::to_string(kMaxSpeculativeTokens) + "]");
+  }
   const std::int32_t budget = effective_token_budget(c);
   if (!c.enable_chunked_prefill && budget < c.max_model_len) {
     // As vLLM: without chunking a whole prompt (or a recompute of prompt plus

@@ -56,6 +56,10 @@ struct SchedulerConfig {
   // A request still waiting, never scheduled, this long after it was added is
   // rejected ("queue timeout").
   Time max_queue_time = 0;
+  // Speculative decoding (scheduler.md, "Speculative decoding"): k lookahead
+  // tokens scheduled after each running decode, verified in the same step;
+  // 0 = off, the default. vLLM's speculative_config.num_speculative_tokens.
+  std::int32_t num_speculative_tokens = 0;
 };
 
 // The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm.

@@ -14,6 +14,10 @@ struct ScheduledSeq {
   std::int32_t num_new = 0;       // tokens processed this step: [num_computed, num_computed + num_new)
   bool samples = false;           // this step produces the request's next output token
   bool is_prefill = false;        // the new tokens are (re)computed prompt, not decode
+  // Speculative decoding: the last num_lookahead of the num_new tokens are
+  // proposals (a draft's, or n-gram lookup's) verified this step; 0 without.
+  // Only a decode (one known token to process) gets lookahead.
+  std::int32_t num_lookahead = 0;
 };
 
 struct StepPlan {
@@ -26,6 +30,11 @@ struct StepPlan {
   std::vector<BlockCopy> swap_in;      // host -> device copies to do before the step
 
   bool empty() const { return seqs.empty() && swap_out.empty() && swap_in.empty(); }
+  std::int64_t num_lookahead_tokens() const {
+    std::int64_t n = 0;
+    for (const auto& s : seqs) n += s.num_lookahead;
+    return n;
+  }
   std::int64_t num_batched_tokens() const {
     std::int64_t n = 0;
     for (const auto& s : seqs) n += s.num_new;
@@ -33,10 +42,14 @@ struct StepPlan {
   }
 };
 
-// What the executor reports back. The simulator leaves it empty.
+// What the executor reports back. The simulator fills only `accepted`.
 struct StepResult {
-  std::vector<TokenId> sampled;       // one per sampling seq, in plan order (engine only)
+  std::vector<TokenId> sampled;       // the sampling seqs' tokens, in plan order (engine only)
   std::vector<RequestId> stopped;     // hit EOS (honoured with stop_at_eos)
+  // When the plan has lookahead: one entry per plan seq, in plan order, the
+  // number of its proposals accepted (0..num_lookahead; 0 for a seq without
+  // lookahead). The step produced accepted + 1 tokens for a sampling seq.
+  std::vector<std::int32_t> accepted;
 };
 
 }  // namespace twin

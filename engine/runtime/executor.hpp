@@ -12,6 +12,7 @@
 #include "engine/core/step_plan.hpp"
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/proposer.hpp"
 
 namespace twin {
 
@@ -26,7 +27,11 @@ struct ExecutorOptions {
 
 class Executor {
  public:
-  Executor(ModelRunner& runner, const ExecutorOptions& options = {});
+  // `proposer` (may be null; it must outlive the executor) fills the plan's
+  // lookahead slots; a plan with lookahead and no proposer is an Error.
+  // Speculation verifies greedily: temperature > 0 with a proposer is a
+  // UsageError.
+  Executor(ModelRunner& runner, const ExecutorOptions& options = {}, Proposer* proposer = nullptr);
 
   // Runs `plan`, whose requests must be live in `replica`. Throws twin::Error
   // if a request's tokens are unknown (a decode for a request never sampled).
@@ -43,14 +48,26 @@ class Executor {
   // Tokens generated so far by a live request, or nullptr.
   const std::vector<TokenId>* output_tokens(RequestId id) const;
   // Drops a request's tokens once it has ended (finished, aborted, rejected).
-  void forget(RequestId id) { outputs_.erase(id); }
+  void forget(RequestId id) {
+    outputs_.erase(id);
+    if (proposer_) proposer_->forget(id);
+  }
   std::size_t num_tracked() const { return outputs_.size(); }
 
   ModelRunner& runner() { return runner_; }
 
  private:
+  // Greedy verification of seq j's proposals against the target's tokens:
+  // appends the produced tokens, returns how many proposals were accepted.
+  std::int32_t accept(RequestId id, std::span<const TokenId> proposals, std::span<const TokenId> target,
+                      StepResult& result);
+
   ModelRunner& runner_;
   ExecutorOptions options_;
+  Proposer* proposer_ = nullptr;
+  std::vector<ProposerSeq> proposer_seqs_;
+  std::vector<TokenId> proposals_;
+  std::vector<std::int64_t> token_index_;  // per plan seq: its output tokens before the step
   std::map<RequestId, std::vector<TokenId>> outputs_;
   ForwardBatch batch_;
   ForwardOutput output_;

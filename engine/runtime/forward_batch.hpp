@@ -19,6 +19,10 @@ struct BatchSeq {
   std::int32_t num_new = 0;  // new tokens, taken in order from ForwardBatch::tokens
   std::span<const BlockId> block_table;  // covers start + num_new tokens
   bool samples = false;      // sample a token from the last new token's logits
+  // With `samples`: sample from each of the last num_sampled new tokens'
+  // rows (speculative verification: the target's token after each proposal),
+  // as output tokens token_index, token_index + 1, ...
+  std::int32_t num_sampled = 1;
   // Sampling (greedy when temperature <= 0). The draw depends only on
   // (seed, id, token_index), so a request samples alike in any batch.
   float temperature = 0.0f;
@@ -41,7 +45,7 @@ struct ForwardBatch {
 
 
 struct ForwardOutput {
-  std::vector<TokenId> sampled;  // one per sampling seq, in batch order
+  std::vector<TokenId> sampled;  // num_sampled per sampling seq, in batch order
   std::vector<float> logits;     // [sampling seqs, vocab] when asked for
   OpTimes op_ns{};               // this pass's time per op when timed, else zeros
 };

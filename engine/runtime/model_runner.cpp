@@ -94,6 +94,10 @@ struct ModelRunner::Impl {
     for (const BatchSeq& s : batch.seqs) {
       const std::string who = "request " + std::to_string(s.id);
       if (s.num_new <= 0 || s.start < 0) throw Error(who + ": empty token range in the step");
+      if (s.samples && (s.num_sampled < 1 || s.num_sampled > s.num_new)) {
+        throw Error(who + ": samples " + std::to_string(s.num_sampled) + " rows of " + std::to_string(s.num_new) +
+                    " new tokens");
+      }
       const std::int64_t context = static_cast<std::int64_t>(s.start) + s.num_new;
       if (context > config.max_position_embeddings) {
         throw Error(who + ": position " + std::to_string(context - 1) + " beyond the model's context " +
@@ -182,8 +186,10 @@ struct ModelRunner::Impl {
       attn_seqs.push_back({row, s.num_new, s.start + s.num_new, s.block_table});
       row += s.num_new;
       if (s.samples) {
-        sample_rows.push_back(row - 1);
-        sampling.push_back({s.temperature, s.top_k, s.top_p, s.seed, s.id, s.token_index});
+        for (std::int32_t i = 0; i < s.num_sampled; ++i) {
+          sample_rows.push_back(row - s.num_sampled + i);
+          sampling.push_back({s.temperature, s.top_k, s.top_p, s.seed, s.id, s.token_index + i});
+        }
       }
     }
     const auto S = static_cast<std::int64_t>(sample_rows.size());

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <filesystem>
+
 #include "base/error.hpp"
+#include "engine/runtime/draft_proposer.hpp"
+#include "engine/runtime/ngram_proposer.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {
@@ -34,12 +38,65 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   if (rc.kv.num_host_blocks > 0) ro.num_host_blocks = rc.kv.num_host_blocks;
   ro.max_num_batched_tokens = effective_token_budget(rc.scheduler);
   ro.max_num_seqs = rc.scheduler.max_num_seqs;
+  const std::optional<SpeculativeConfig>& spec = settings_.speculative;
+  if (spec) {
+    // The engine measures acceptance; the simulator's keys have no meaning here.
+    const char* sim_key = spec->acceptance_rate >= 0     ? "acceptance_rate"
+                          : spec->acceptance_length >= 0 ? "acceptance_length"
+                          : !spec->acceptance_from.empty() ? "acceptance_from"
+                          : !spec->draft_profile.empty()   ? "draft_profile"
+                                                           : nullptr;
+    if (sim_key) {
+      throw UsageError(std::string("--speculative-config: key '") + sim_key +
+                       "' is the simulator's; the engine measures acceptance itself");
+    }
+    if (settings_.sampling.temperature > 0.0f) {
+      throw UsageError("--speculative-config verifies proposals greedily: it needs --temperature 0 (rejection "
+                       "sampling is not implemented)");
+    }
+    rc.scheduler.num_speculative_tokens = spec->num_speculative_tokens;
+    validate(rc.scheduler);
+    if (spec->method == SpeculativeMethod::ngram) (void)NgramProposer(spec->prompt_lookup_max, spec->prompt_lookup_min);
+    // Every lookahead token of a decode is a sampled row.
+    ro.max_num_seqs = std::min(ro.max_num_batched_tokens, rc.scheduler.max_num_seqs * (1 + spec->num_speculative_tokens));
+  }
   runner_ = std::make_unique<ModelRunner>(model_, ro);
   ro = runner_->options();  // the resolved KV dtype and block counts
   rc.kv.num_blocks = runner_->num_blocks();
   rc.kv.num_host_blocks = runner_->num_host_blocks();
   validate(rc);
   runner_->set_time_ops(settings_.time_ops);
+  if (spec && spec->method == SpeculativeMethod::draft_model) {
+    const ModelConfig draft = model_config_from(resolve_model(spec->model));
+    if (draft.vocab_size != model_.vocab_size) {
+      throw UsageError("--speculative-config: draft model '" + draft.name + "' has a vocabulary of " +
+                       std::to_string(draft.vocab_size) + " tokens, the target '" + model_.name + "' " +
+                       std::to_string(model_.vocab_size) + ": a draft must share the target's vocabulary");
+    }
+    if (draft.max_position_embeddings < rc.scheduler.max_model_len) {
+      throw UsageError("--speculative-config: draft model '" + draft.name + "' has a context of " +
+                       std::to_string(draft.max_position_embeddings) + " tokens, less than max_model_len " +
+                       std::to_string(rc.scheduler.max_model_len));
+    }
+    // Its KV pool mirrors the target's blocks (the core's one block table
+    // addresses both); its weights are the folder's where `model` is a
+    // checkpoint folder, else random from the engine's seed.
+    RunnerOptions d = ro;
+    std::error_code ec;
+    d.weights_dir = std::filesystem::is_directory(spec->model, ec) ? spec->model : "";
+    d.num_blocks = runner_->num_blocks();
+    d.num_host_blocks = runner_->num_host_blocks();
+    d.kv_cache_memory_bytes = 0;
+    d.swap_space_bytes = 0;
+    draft_runner_ = std::make_unique<ModelRunner>(draft, d);
+  }
+}
+
+std::unique_ptr<Proposer> Engine::make_proposer() {
+  if (!settings_.speculative) return nullptr;
+  const SpeculativeConfig& s = *settings_.speculative;
+  if (s.method == SpeculativeMethod::ngram) return std::make_unique<NgramProposer>(s.prompt_lookup_max, s.prompt_lookup_min);
+  return std::make_unique<DraftModelProposer>(*draft_runner_, *runner_);
 }
 
 Engine::~Engine() = default;
@@ -88,11 +145,13 @@ nlohmann::ordered_json Engine::config_echo() const {
   echo["weight_bytes"] = runner_->weight_bytes();
   if (runner_->memory_plan()) echo["gpu_memory_utilization"] = ro.gpu_memory_utilization;
   echo["temperature"] = settings_.sampling.temperature;
+  if (settings_.speculative) echo["speculative_config"] = speculative_config_json(*settings_.speculative);
   return echo;
 }
 
 DriveStats Engine::serve(RequestSource& source, RecordSink& sink, const DriveOptions& options) {
-  Executor executor(*runner_, settings_.sampling);
+  const std::unique_ptr<Proposer> proposer = make_proposer();
+  Executor executor(*runner_, settings_.sampling, proposer.get());
   Replica replica(settings_.replica, 0);
   const DriveStats stats = drive_wall_clock(replica, executor, source, sink, options);
   step_op_ns_ = executor.step_op_times();

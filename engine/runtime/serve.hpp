@@ -19,7 +19,9 @@
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/proposer.hpp"
 #include "engine/runtime/wall_clock_driver.hpp"
+#include "models/speculative_config.hpp"
 
 namespace twin {
 
@@ -42,6 +44,10 @@ struct EngineSettings {
   // op on the CPU, an event recorded per op on a GPU (no synchronisation,
   // but a few hundred extra stream operations per step).
   bool time_ops = false;
+  // Speculative decoding (--speculative-config): sets the replica's
+  // num_speculative_tokens and the proposer (n-gram lookup or a draft model
+  // beside the target). Greedy verification only: temperature must be 0.
+  std::optional<SpeculativeConfig> speculative;
 };
 
 // The model the settings name: model_config where set, else `model` (or
@@ -62,6 +68,9 @@ class Engine {
   const ReplicaConfig& replica_config() const { return settings_.replica; }
   const EngineSettings& settings() const { return settings_; }
   ModelRunner& runner() { return *runner_; }
+  // A fresh proposer for one serve (null without speculation). The draft
+  // model's runner is the engine's; the proposer borrows it.
+  std::unique_ptr<Proposer> make_proposer();
   const ModelRunner& runner() const { return *runner_; }
   // "llama-3.1-8b (bf16 weights, bf16 KV, random weights seed 0) on NVIDIA H200,
   // 26645 KV blocks of 16 tokens, preset vllm"
@@ -85,6 +94,7 @@ class Engine {
   EngineSettings settings_;
   ModelConfig model_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<ModelRunner> draft_runner_;  // draft_model: built once, handed to each serve's proposer
   std::vector<std::pair<std::uint64_t, OpTimes>> step_op_ns_;
 };
 

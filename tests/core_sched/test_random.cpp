@@ -43,6 +43,7 @@ struct Options {
   std::int32_t plans_in_flight = 1;
   bool swap = false;
   bool eos = false;
+  std::int32_t spec = 0;  // num_speculative_tokens; accepted counts drawn at random
   std::uint64_t seed = 1;
   std::vector<std::pair<std::string, std::string>> overrides;
 };
@@ -56,6 +57,7 @@ void run_random(const Options& o) {
     cfg.kv.num_host_blocks = o.num_blocks / 2;
   }
   cfg.scheduler.stop_at_eos = o.eos;
+  cfg.scheduler.num_speculative_tokens = o.spec;
   for (const auto& [k, v] : o.overrides) set_replica_option(cfg, k, v);
   Replica rep(cfg, 0);
   rep.set_record_steps(true);
@@ -129,6 +131,16 @@ void run_random(const Options& o) {
         auto& t = tracked.at(q.id);
         INFO("request " << q.id << " num_computed " << q.num_computed << " tracked " << t.computed);
         REQUIRE(q.num_new >= 1);
+        REQUIRE(q.num_lookahead >= 0);
+        REQUIRE(q.num_lookahead <= o.spec);
+        const std::int32_t known_new = q.num_new - q.num_lookahead;
+        if (q.num_lookahead > 0) {
+          // Lookahead only after a decode's one known token, never beyond the output.
+          REQUIRE(known_new == 1);
+          REQUIRE(!q.is_prefill);
+          REQUIRE(q.samples);
+          REQUIRE(t.outputs + 1 + q.num_lookahead <= t.req.output_len);
+        }
         if (q.num_computed != t.computed) {
           // Only the first admission or a recompute starts from cache hits.
           REQUIRE((t.preempted_since_seen || !t.seen));
@@ -141,7 +153,7 @@ void run_random(const Options& o) {
           first_seen_order.push_back(q.id);
         }
         t.preempted_since_seen = false;
-        t.computed = q.num_computed + q.num_new;
+        t.computed = q.num_computed + known_new;
         REQUIRE(t.computed <= t.req.prompt_len + t.outputs);
         REQUIRE(q.samples == (t.computed == t.req.prompt_len + t.outputs));
         if (q.samples) ++t.outputs;
@@ -153,6 +165,23 @@ void run_random(const Options& o) {
     now += kNsPerMs;
     if (!outstanding.empty()) {
       StepResult result;
+      const StepPlan& done = outstanding.front();
+      if (done.num_lookahead_tokens() > 0) {
+        result.accepted.assign(done.seqs.size(), 0);
+        for (std::size_t j = 0; j < done.seqs.size(); ++j) {
+          const auto& q = done.seqs[j];
+          if (q.num_lookahead == 0) continue;
+          result.accepted[j] = rng.uniform(0, q.num_lookahead);
+          // The core drops the step of a request ended meanwhile (abort) or
+          // cancelled within it; the others gain the accepted tokens.
+          auto& t = tracked.at(q.id);
+          const bool cancelled = t.req.cancel_time != kNoTime && t.req.cancel_time <= now;
+          if (rep.seq(q.id) && !cancelled) {
+            t.computed += result.accepted[j];
+            t.outputs += result.accepted[j];
+          }
+        }
+      }
       if (o.eos) {
         for (const auto& q : outstanding.front().seqs) {
           if (q.samples && rng.chance(0.03)) result.stopped.push_back(q.id);
@@ -176,9 +205,19 @@ void run_random(const Options& o) {
   if (fcfs) {
     for (std::size_t i = 1; i < first_seen_order.size(); ++i) REQUIRE(first_seen_order[i - 1] < first_seen_order[i]);
   }
-  std::int64_t step_tokens = 0;
-  for (const auto& s : rep.take_steps()) step_tokens += s.new_tokens;
+  std::int64_t step_tokens = 0, proposed = 0, accepted = 0;
+  for (const auto& s : rep.take_steps()) {
+    step_tokens += s.new_tokens;
+    proposed += s.proposed_tokens;
+    accepted += s.accepted_tokens;
+    std::int64_t listed = 0;
+    for (const std::int32_t a : s.accepted) listed += a;
+    REQUIRE(listed == s.accepted_tokens);
+    REQUIRE(s.accepted_tokens <= s.proposed_tokens);
+  }
   REQUIRE(step_tokens > 0);
+  REQUIRE((o.spec > 0) == (proposed > 0));
+  if (o.spec > 0) REQUIRE(accepted > 0);
 }
 
 }  // namespace
@@ -255,6 +294,44 @@ TEST_CASE("random workloads: swap preemption - pipeline plans - EOS - other orde
   SECTION("static with swap") {
     o.preset = "static";
     o.swap = true;
+    run_random(o);
+  }
+}
+
+TEST_CASE("random workloads with speculative lookahead keep every invariant", "[random][speculative]") {
+  Options o;
+  o.preset = "vllm";
+  o.requests = 500;
+  o.seed = 11;
+  o.spec = 3;
+  SECTION("vllm") { run_random(o); }
+  SECTION("prefill-first") {
+    o.preset = "orca";
+    run_random(o);
+  }
+  SECTION("swap") {
+    o.swap = true;
+    run_random(o);
+  }
+  SECTION("two plans in flight, eos") {
+    o.plans_in_flight = 2;
+    o.eos = true;
+    run_random(o);
+  }
+  SECTION("small budget, tight cache, k 7") {
+    o.spec = 7;
+    o.num_blocks = 100;
+    o.overrides = {{"max_num_batched_tokens", "96"}, {"long_prefill_token_threshold", "64"}};
+    run_random(o);
+  }
+  SECTION("token-level KV") {
+    o.preset = "lightllm";
+    o.num_blocks = 160 * 16;
+    run_random(o);
+  }
+  SECTION("contiguous") {
+    o.num_blocks = 1024;
+    o.overrides = {{"contiguous", "true"}};
     run_random(o);
   }
 }

@@ -101,6 +101,38 @@ TEST_CASE("steps.csv round-trips exactly, large times included") {
   }
 }
 
+TEST_CASE("steps.csv carries the speculative columns only when asked, and reads them back") {
+  test::TempDir dir;
+  const auto path = dir.path() / "steps.csv";
+  auto steps = test::hand_steps();
+  steps[1].proposed_tokens = 7;
+  steps[1].accepted_tokens = 4;
+  steps[1].lookahead = {3, 3, 1};
+  steps[1].accepted = {3, 0, 1};
+  std::ostringstream text;
+  {
+    StepCsvWriter writer(text, true);
+    for (const auto& s : steps) writer.write(s);
+  }
+  CHECK(text.str() ==
+        "step_id,replica,start_s,duration_ms,batch_size,num_prefill_seqs,num_decode_seqs,new_tokens,context_tokens,"
+        "kv_blocks_used,preempted,waiting,proposed_tokens,accepted_tokens,lookahead_accepted\n"
+        "0,0,0.000000000,12.345678,2,1,1,101,7,10,0,3,0,0,\n"
+        "1,1,123456.789012345,0.000001,4,0,4,4,4000,30,1,0,7,4,3:3 3:0 1:1\n");
+  write_file(path, text.str());
+  const auto back = read_step_records(path);
+  REQUIRE(back.size() == 2);
+  CHECK(back[0].lookahead.empty());
+  CHECK(back[1].proposed_tokens == 7);
+  CHECK(back[1].accepted_tokens == 4);
+  CHECK(back[1].lookahead == steps[1].lookahead);
+  CHECK(back[1].accepted == steps[1].accepted);
+  std::string bad = text.str();
+  bad.replace(bad.find("3:0"), 3, "3:9");
+  write_file(path, bad);
+  CHECK_THROWS_WITH(read_step_records(path), Contains("lookahead_accepted"));
+}
+
 TEST_CASE("readers accept columns in any order and CRLF line ends") {
   test::TempDir dir;
   const auto path = dir.path() / "steps.csv";

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "engine/runtime/serve.hpp"
 #include "models/model_desc.hpp"
 #include "sim/cluster.hpp"
+#include "sim/acceptance_model.hpp"
 #include "sim/replay_cost_model.hpp"
 #include "sim/simulator.hpp"
 #include "tests/parity/parity_support.hpp"
@@ -54,10 +56,12 @@ class CollectSink final : public RecordSink {
 };
 
 // The engine through its entry point, as `run` and `validate` build it.
-RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace) {
+RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace,
+                      const std::optional<SpeculativeConfig>& speculative = std::nullopt) {
   EngineSettings settings;
   settings.model = "tiny";
   settings.replica = rc;
+  settings.speculative = speculative;
   settings.runner.threads = 1;
   settings.runner.seed = 3;
   Engine engine(settings);
@@ -75,6 +79,10 @@ RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace
 std::vector<RequestRecord> replay(Cluster cluster, const std::vector<Request>& trace, const RunRecords& engine) {
   auto model = std::make_shared<ReplayCostModel>(engine.steps, "engine step log");
   cluster.replicas.front().cost_model = model;
+  // With speculation the accepted counts are the engine's too.
+  if (has_recorded_acceptance(engine.steps)) {
+    cluster.replicas.front().acceptance = std::make_shared<ReplayAcceptance>(engine.steps, "engine step log");
+  }
   // The simulator sees arrivals on the engine's timeline (the same rule).
   std::vector<Request> scaled = trace;
   for (Request& r : scaled) replay_faster(r, 0, kTimeScale);
@@ -167,6 +175,36 @@ TEST_CASE("replay parity under every scheduler preset") {
     if (preset == "lightllm") options.emplace_back("block_size", "1");
     const auto config = tiny_cluster(preset, preset == "lightllm" ? 2048 : 128, options);
     check_parity(config, bursty_trace(20, 15.0, 40, 6));
+  }
+}
+
+TEST_CASE("replay parity with speculative decoding (n-gram and a draft model), preemption and chunking") {
+  for (const char* spec : {R"({"method":"ngram","num_speculative_tokens":3,"acceptance_rate":0.5})",
+                           R"({"method":"draft_model","model":"tiny","num_speculative_tokens":2,"acceptance_rate":0.5})"}) {
+    INFO(spec);
+    // The simulator's acceptance_rate only lets the cluster build; the
+    // replay takes the engine's recorded counts.
+    // 12 blocks of 8 tokens, as the preemption test above: a burst of five
+    // requests growing to ~60 tokens each cannot all stay.
+    auto config = tiny_cluster("vllm", 12, {{"max_model_len", "96"}, {"block_size", "8"},
+                                            {"max_num_batched_tokens", "32"}, {"num_host_blocks", "64"}});
+    config.groups.front().speculative = parse_speculative_config(spec, "test");
+    std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
+    add_shared_prefixes(trace, 8, 1);
+    Cluster cluster = build_cluster(config);
+    const ReplicaConfig rc = cluster.groups.front().replica;
+    CHECK(rc.scheduler.num_speculative_tokens > 0);
+    SpeculativeConfig for_engine = *config.groups.front().speculative;
+    for_engine.acceptance_rate = -1;
+    const RunRecords engine = run_engine(rc, trace, for_engine);
+    REQUIRE(engine.requests.size() == trace.size());
+    const std::vector<RequestRecord> sim = replay(std::move(cluster), trace, engine);
+    CHECK(check_same_records(engine.requests, sim, true) == 0);
+    std::int64_t proposed = 0, preemptions = 0;
+    for (const StepRecord& s : engine.steps) proposed += s.proposed_tokens;
+    for (const RequestRecord& r : engine.requests) preemptions += r.preemptions;
+    CHECK(proposed > 0);
+    CHECK(preemptions > 0);
   }
 }
 

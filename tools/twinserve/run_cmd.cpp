@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "models/speculative_config.hpp"
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/runtime/model_config.hpp"
@@ -57,6 +58,7 @@ struct RunArgs {
   SchedulerFlags sched;
   bool no_steps = false, quiet = false;
   std::string result_format = "twin";
+  std::string speculative_config;  // vLLM's --speculative-config JSON
 };
 
 ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
@@ -118,6 +120,9 @@ void run(const RunArgs& a) {
   es.sampling.top_p = a.top_p;
   es.sampling.seed = a.seed;
   es.sampling.eos_token = a.eos_token.value_or(-1);
+  if (!a.speculative_config.empty()) {
+    es.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
+  }
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
   std::optional<OutputDir> dir;
@@ -143,7 +148,7 @@ void run(const RunArgs& a) {
     sink.requests = request_writer.get();
     if (!a.no_steps) {
       steps_file = dir->open("steps.csv");
-      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+      step_writer = std::make_unique<StepCsvWriter>(steps_file, es.speculative.has_value());
       sink.steps = step_writer.get();
     }
   }
@@ -242,6 +247,9 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
                   "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
                   "`vllm bench serve --save-result` writes")
       ->check(CLI::IsMember({"twin", "vllm"}));
+  sub->add_option("--speculative-config", a.speculative_config,
+                  "Speculative decoding, vLLM's JSON: '{\"method\":\"ngram\"|\"draft_model\",\"num_speculative_tokens\":3,"
+                  "\"model\":\"tiny\",\"prompt_lookup_max\":4}' (docs/speculative.md); greedy only");
   sub->callback([args] { run(*args); });
 }};
 

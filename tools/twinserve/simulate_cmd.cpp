@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "models/speculative_config.hpp"
 #include "metrics/summary_table.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"
@@ -38,6 +39,7 @@ struct SimulateArgs {
   bool no_steps = false, no_progress = false, explain_memory = false;
   std::string result_format = "twin";
   std::string explain_ops;  // step shapes to price op by op, then exit
+  std::string speculative_config;  // vLLM's --speculative-config JSON plus the acceptance keys
 };
 
 ClusterConfig make_config(const SimulateArgs& a) {
@@ -52,6 +54,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.pp) g.pp = *a.pp;
     if (a.replay) g.replay = *a.replay;
     if (a.profile) g.profile = *a.profile;
+    if (!a.speculative_config.empty()) g.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
   }
   if (a.replicas) {
     if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in --config");
@@ -170,6 +173,10 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "`vllm bench serve --save-result` writes")
       ->check(CLI::IsMember({"twin", "vllm"}));
   sub->add_flag("--no-progress,--quiet", a.no_progress, "No progress line on stderr (it shows only on a terminal)");
+  sub->add_option("--speculative-config", a.speculative_config,
+                  "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
+                  "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
+                  "docs/speculative.md");
   sub->callback([args] { run(*args); });
 }};
 

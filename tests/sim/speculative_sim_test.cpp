@@ -1,0 +1,144 @@
+// Speculative decoding in the simulator: draft + verify pricing, drawn
+// acceptance that follows its rate and its seed, and the run's outputs.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "base/error.hpp"
+#include "models/speculative_config.hpp"
+#include "sim/acceptance_model.hpp"
+#include "sim_test_util.hpp"
+
+using namespace twin;
+using namespace twin::test;
+
+namespace {
+
+ListSource decodes(int n, int prompt, int output) {
+  ListSource s;
+  for (int i = 0; i < n; ++i) {
+    Request r;
+    r.id = i;
+    r.prompt_len = prompt;
+    r.output_len = output;
+    s.requests.push_back(r);
+  }
+  return s;
+}
+
+CollectSink simulate(const ClusterConfig& config, RequestSource& source) {
+  Cluster cluster = build_cluster(config);
+  SimOptions options;
+  options.record_steps = true;
+  options.seed = config.seed;
+  Simulator sim(std::move(cluster.replicas), options);
+  CollectSink sink;
+  sim.run(source, sink);
+  return sink;
+}
+
+Time e2e(const CollectSink& sink) {
+  Time worst = 0;
+  for (const auto& r : sink.requests) worst = std::max(worst, r.finish - r.arrival);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("drawn acceptance follows the per-position rate and the seed", "[speculative]") {
+  StepPlan plan;
+  for (int i = 0; i < 4000; ++i) {
+    ScheduledSeq q;
+    q.id = i;
+    q.num_computed = 100;
+    q.num_new = 5;
+    q.num_lookahead = 4;
+    q.samples = true;
+    plan.seqs.push_back(q);
+  }
+  std::vector<std::int32_t> a(plan.seqs.size(), 0), b(plan.seqs.size(), 0), c(plan.seqs.size(), 0);
+  RateAcceptance(0.6, 1).draw(0, plan, a);
+  RateAcceptance(0.6, 1).draw(3, plan, b);
+  RateAcceptance(0.6, 2).draw(0, plan, c);
+  CHECK(a == b);  // the same seed: the same counts, on any replica
+  CHECK(a != c);
+  double mean = 0;
+  for (const std::int32_t x : a) mean += x;
+  mean /= static_cast<double>(a.size());
+  // E[accepted] = 0.6 + 0.36 + 0.216 + 0.1296 = 1.3056
+  CHECK(mean == Approx(1.3056).margin(0.06));
+  std::vector<std::int32_t> none(plan.seqs.size(), 0), all(plan.seqs.size(), 0);
+  RateAcceptance(0.0, 1).draw(0, plan, none);
+  RateAcceptance(1.0, 1).draw(0, plan, all);
+  CHECK(*std::max_element(none.begin(), none.end()) == 0);
+  CHECK(*std::min_element(all.begin(), all.end()) == 4);
+}
+
+TEST_CASE("the measured rate is the maximum-likelihood fit of recorded counts", "[speculative]") {
+  StepRecord s;
+  s.lookahead = {3, 3, 3, 1};
+  s.accepted = {3, 1, 0, 1};  // 5 accepted, 2 rejections
+  CHECK(measured_acceptance_rate({s}, "x") == Approx(5.0 / 7.0));
+  CHECK_THROWS_AS(measured_acceptance_rate({StepRecord{}}, "steps.csv"), Error);
+}
+
+TEST_CASE("a speculative simulation: faster decoding at batch 1, same bytes for the same seed", "[speculative]") {
+  ClusterConfig base = one_group("llama-3.1-8b", "h100-80gb", 1, 1, 1);
+  ListSource plain_src = decodes(1, 128, 256);
+  const CollectSink plain = simulate(base, plain_src);
+
+  ClusterConfig spec = base;
+  spec.groups.front().speculative = parse_speculative_config(
+      R"({"method":"draft_model","model":"tiny","num_speculative_tokens":4,"acceptance_rate":0.8})", "test");
+  // tiny's vocabulary is not llama's: refused by name.
+  CHECK_THROWS_WITH(build_cluster(spec), Catch::Contains("vocabulary"));
+
+  spec.groups.front().speculative = parse_speculative_config(
+      R"({"method":"ngram","num_speculative_tokens":4,"acceptance_rate":0.8})", "test");
+  ListSource s1 = decodes(1, 128, 256), s2 = decodes(1, 128, 256);
+  const CollectSink a = simulate(spec, s1), b = simulate(spec, s2);
+  REQUIRE(a.requests.size() == 1);
+  CHECK(a.requests[0].output_tokens == 256);
+  CHECK(a.requests[0].finish == b.requests[0].finish);
+  CHECK(a.requests[0].itl == b.requests[0].itl);
+  std::int64_t proposed = 0, accepted = 0, verifications = 0;
+  for (const auto& s : a.steps) {
+    proposed += s.proposed_tokens;
+    accepted += s.accepted_tokens;
+    verifications += static_cast<std::int64_t>(s.lookahead.size());
+  }
+  REQUIRE(verifications > 0);
+  // 1 + 0.8 + ... + 0.8^4 = 3.3616 tokens per verification expected.
+  CHECK(1.0 + static_cast<double>(accepted) / static_cast<double>(verifications) == Approx(3.36).margin(0.35));
+  // A verification of 5 tokens costs barely more than a decode at batch 1
+  // (memory bound), so the request ends far sooner.
+  CHECK(e2e(a) < e2e(plain) * 6 / 10);
+
+  ClusterConfig other_seed = spec;
+  other_seed.seed = 9;
+  ListSource s3 = decodes(1, 128, 256);
+  const CollectSink c = simulate(other_seed, s3);
+  CHECK(c.requests[0].finish != a.requests[0].finish);
+
+  ClusterConfig no_acceptance = base;
+  no_acceptance.groups.front().speculative =
+      parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":4})", "test");
+  CHECK_THROWS_WITH(build_cluster(no_acceptance), Catch::Contains("acceptance_rate"));
+}
+
+TEST_CASE("a draft model's passes are priced by its own op list", "[speculative]") {
+  // small drafts for itself on the CPU profile: the same vocabulary, and
+  // k sequential draft passes make the step dearer than n-gram's free proposals.
+  ClusterConfig ngram = one_group("small", "cpu", 1, 1, 1);
+  ngram.groups.front().speculative =
+      parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":3,"acceptance_rate":0.7})", "test");
+  ClusterConfig draft = ngram;
+  draft.groups.front().speculative =
+      parse_speculative_config(R"({"method":"draft_model","model":"small","num_speculative_tokens":3,"acceptance_rate":0.7})", "test");
+  ListSource s1 = decodes(1, 64, 64), s2 = decodes(1, 64, 64);
+  const CollectSink a = simulate(ngram, s1), b = simulate(draft, s2);
+  // The same draws (same seed, same positions): the same tokens per step, dearer steps.
+  CHECK(a.steps.size() == b.steps.size());
+  CHECK(e2e(b) > e2e(a) * 3 / 2);
+}
