@@ -33,6 +33,19 @@ struct ReplicaGroupConfig {
   // `profile` is a calibrated profile (`twinserve calibrate`): the calibrated
   // cost model; the group's dtypes default to the profile's.
   std::string profile;
+  // Its pool under prefill/decode disaggregation: "mixed" (default, no
+  // pools), "prefill" or "decode" (engine/core/disaggregation.hpp).
+  std::string role = "mixed";
+};
+
+// How a cluster with prefill and decode groups disaggregates
+// (docs/disaggregation.md). Unused without such groups.
+struct DisaggregationConfig {
+  std::string mode = "always";             // never, always, conditional
+  std::int32_t conditional_threshold = 0;  // tokens not cached on the decode side above which to disaggregate
+  std::string kv_transfer = "whole";       // whole, layerwise
+  std::string prefill_router;              // empty: the cluster's router
+  std::string decode_router;               // empty: the cluster's router
 };
 
 struct ClusterConfig {
@@ -40,6 +53,7 @@ struct ClusterConfig {
   std::string scheduler_preset = "vllm";
   OptionList scheduler_options;
   std::string router = "round_robin";
+  DisaggregationConfig disaggregation;
   std::string slos;                        // "ttft_p90<=2s,..."; empty: none
   std::uint64_t seed = 0;
   double gpu_memory_utilization = 0.9;
@@ -57,5 +71,7 @@ ClusterConfig parse_cluster_config(const nlohmann::json& json, const std::string
 ClusterConfig load_cluster_config(const std::string& path);
 // The config as JSON in the input format (for the summary's config echo).
 nlohmann::ordered_json cluster_config_json(const ClusterConfig& config);
+// True when some group has the prefill or decode role.
+bool has_pools(const ClusterConfig& config);
 
 }  // namespace twin

@@ -12,6 +12,7 @@
 #include "engine/core/replica.hpp"
 #include "engine/core/serving_loop.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/kv_transfer.hpp"
 
 namespace twin {
 
@@ -30,7 +31,10 @@ using SimStats = ServingStats;
 
 class Simulator {
  public:
-  Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options);
+  // `transfers` prices KV transfers when the replicas form prefill and
+  // decode pools (their configs' roles); required then.
+  Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
+            std::shared_ptr<KvTransferModel> transfers = nullptr);
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;

@@ -13,6 +13,7 @@
 #include "engine/core/step_plan.hpp"
 #include "models/step_ops.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/kv_transfer.hpp"
 
 namespace twin {
 
@@ -23,7 +24,9 @@ class VirtualClock {
     std::shared_ptr<CostModel> cost;  // shared by a group's replicas
     std::int32_t stages = 1;          // pipeline stages
   };
-  explicit VirtualClock(const std::vector<Pricing>& replicas);
+  // `transfers` prices KV transfers between a disaggregated cluster's pools
+  // (null: none; a transfer is then an error).
+  explicit VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers = nullptr);
 
   static constexpr bool stop_requested() { return false; }
   static constexpr bool wait_until(Time) { return true; }
@@ -36,6 +39,8 @@ class VirtualClock {
   // it, which is where pipeline bubbles come from.
   StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now, StepResult& result);
 
+  TransferTiming kv_transfer(const InboundTransfer& transfer);
+
  private:
   struct Lane {
     std::shared_ptr<CostModel> cost;
@@ -45,9 +50,11 @@ class VirtualClock {
   void build_shape(const StepPlan& plan);
 
   std::vector<Lane> lanes_;
+  std::shared_ptr<KvTransferModel> transfers_;
   BatchShape shape_;  // reused for every plan
 };
 
 static_assert(ServingClock<VirtualClock>);
+static_assert(TransferClock<VirtualClock>);
 
 }  // namespace twin
