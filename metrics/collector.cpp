@@ -109,6 +109,16 @@ void MetricsCollector::add(const RequestRecord& r) {
   if (last_arrival_ == kNoTime || r.arrival > last_arrival_) last_arrival_ = r.arrival;
   if (r.finish != kNoTime && r.finish > last_finish_) last_finish_ = r.finish;
   preemptions_ += static_cast<std::uint64_t>(r.preemptions);
+  if (r.prefill_replica >= 0 && r.prefill_replica != r.replica) ++handed_off_;
+  if (r.kv_arrived != kNoTime) {
+    if (r.kv_reserved == kNoTime || r.first_token == kNoTime || r.kv_reserved < r.first_token ||
+        r.kv_arrived < r.kv_reserved) {
+      bad_request(r, "KV transfer times out of order (first token, blocks reserved, KV arrived)");
+    }
+    kv_wait_ns_.push_back(r.kv_reserved - r.first_token);
+    kv_transfer_ns_.push_back(r.kv_arrived - r.kv_reserved);
+    transfer_bytes_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.kv_transfer_bytes));
+  }
   if (r.replica >= 0) {
     auto& tally = replicas_[r.replica];
     ++tally.requests;
@@ -221,6 +231,19 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.prefix_cache_hit_rate =
       input_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(input_tokens_) : 0.0;
   s.preemptions = preemptions_;
+  s.disaggregated = context.disaggregated;
+  if (s.disaggregated) {
+    TransferSummary& t = s.kv_transfer;
+    t.handed_off = handed_off_;
+    t.transfers = kv_transfer_ns_.size();
+    t.bytes = transfer_bytes_;
+    const std::vector<double> transfer = sorted_ms(kv_transfer_ns_);
+    long double sum_ms = 0;
+    for (const double v : transfer) sum_ms += v;
+    t.transfer_s = static_cast<double>(sum_ms / 1000.0L);
+    t.wait_ms = stats_of_sorted(sorted_ms(kv_wait_ns_));
+    t.transfer_ms = stats_of_sorted(transfer);
+  }
 
   auto tallies = replicas_;
   for (std::int32_t r = 0; r < context.num_replicas; ++r) tallies[r];  // idle replicas count too

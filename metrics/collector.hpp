@@ -33,6 +33,8 @@ class MetricsCollector {
   Time first_arrival_ = kNoTime, last_arrival_ = kNoTime, last_finish_ = kNoTime;
   std::uint64_t input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0;
   std::uint64_t preemptions_ = 0;
+  std::uint64_t handed_off_ = 0, transfer_bytes_ = 0;
+  std::vector<Time> kv_wait_ns_, kv_transfer_ns_;  // per transfer
   std::map<std::int32_t, ReplicaTally> replicas_;
   std::uint64_t steps_ = 0;
   std::uint64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_verifications_ = 0;

@@ -28,9 +28,11 @@ std::string_view outcome_name(Outcome outcome) {
 
 }  // namespace
 
-RequestCsvWriter::RequestCsvWriter(std::ostream& out) : out_(out) {
+RequestCsvWriter::RequestCsvWriter(std::ostream& out, bool transfer_columns)
+    : out_(out), transfer_columns_(transfer_columns) {
   std::string header;
   for (const auto& name : kColumns) header += (header.empty() ? "" : ",") + name;
+  if (transfer_columns_) header += ",prefill_replica,kv_reserved_s,kv_arrived_s,kv_wait_ms,kv_transfer_ms,kv_transfer_bytes";
   out_ << header << '\n';
 }
 
@@ -67,6 +69,20 @@ void RequestCsvWriter::write(const RequestRecord& r) {
   if (finished && r.finish != kNoTime) csv::append_millis(row, r.finish - r.arrival);
   row += ',';
   csv::append_text(row, r.reason);
+  if (transfer_columns_) {
+    row += ',';
+    if (r.prefill_replica >= 0) csv::append_int(row, r.prefill_replica);
+    row += ',';
+    csv::append_seconds(row, r.kv_reserved);
+    row += ',';
+    csv::append_seconds(row, r.kv_arrived);
+    row += ',';
+    if (r.kv_reserved != kNoTime && r.first_token != kNoTime) csv::append_millis(row, r.kv_reserved - r.first_token);
+    row += ',';
+    if (r.kv_arrived != kNoTime && r.kv_reserved != kNoTime) csv::append_millis(row, r.kv_arrived - r.kv_reserved);
+    row += ',';
+    if (r.kv_arrived != kNoTime) csv::append_int(row, r.kv_transfer_bytes);
+  }
   row += '\n';
   out_ << row;
 }

@@ -14,11 +14,15 @@ namespace twin {
 
 class RequestCsvWriter {
  public:
-  explicit RequestCsvWriter(std::ostream& out);  // writes the header
+  // Writes the header. `transfer_columns` adds the disaggregation columns
+  // (prefill_replica, kv_reserved_s, kv_arrived_s, kv_wait_ms,
+  // kv_transfer_ms, kv_transfer_bytes) after the others.
+  explicit RequestCsvWriter(std::ostream& out, bool transfer_columns = false);
   void write(const RequestRecord& record);
 
  private:
   std::ostream& out_;
+  bool transfer_columns_;
 };
 
 // Errors (twin::Error) name file:line and the column.

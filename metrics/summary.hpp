@@ -37,6 +37,17 @@ struct ReplicaLoad {
   std::uint64_t tokens = 0;    // prompt + output tokens of those records, rejected ones excepted
 };
 
+// KV transfers of a disaggregated run (docs/disaggregation.md), over every
+// record whatever its outcome.
+struct TransferSummary {
+  std::uint64_t handed_off = 0;   // records prefilled on another replica than the one that ended them
+  std::uint64_t transfers = 0;    // of them, whose KV reached the decode replica
+  std::uint64_t bytes = 0;        // KV bytes moved
+  double transfer_s = 0;          // sum of the transfers' times (blocks reserved to KV there)
+  LatencyStats wait_ms;           // prefill end to blocks reserved on the decode side
+  LatencyStats transfer_ms;       // blocks reserved to KV there (includes queueing for the link)
+};
+
 struct Summary {
   std::uint64_t num_requests = 0, completed = 0, rejected = 0, aborted = 0;
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
@@ -53,6 +64,8 @@ struct Summary {
 
   double prefix_cache_hit_rate = 0;
   std::uint64_t preemptions = 0;
+  bool disaggregated = false;  // kv_transfer below is written
+  TransferSummary kv_transfer;
 
   std::vector<ReplicaLoad> replicas;  // ascending replica id
   Spread replica_requests, replica_tokens;
@@ -81,6 +94,7 @@ struct SummaryContext {
   std::vector<Slo> slos;
   std::int32_t num_replicas = 0;  // replicas 0..n-1 appear in the spread even if idle; 0: those seen
   std::int64_t kv_blocks_capacity = 0;
+  bool disaggregated = false;  // prefill/decode pools: summarise the KV transfers
   double simulated_time_s = 0;
   double wall_time_s = 0;
   nlohmann::ordered_json config = nlohmann::ordered_json::object();

@@ -101,6 +101,16 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
   j["slo_attainment"] = std::move(attainment);
   j["prefix_cache_hit_rate"] = number(s.prefix_cache_hit_rate);
   j["preemptions"] = s.preemptions;
+  if (s.disaggregated) {
+    Json t;
+    t["handed_off"] = s.kv_transfer.handed_off;
+    t["transfers"] = s.kv_transfer.transfers;
+    t["bytes"] = s.kv_transfer.bytes;
+    t["transfer_s"] = number(s.kv_transfer.transfer_s);
+    t["wait_ms"] = latency(s.kv_transfer.wait_ms);
+    t["transfer_ms"] = latency(s.kv_transfer.transfer_ms);
+    j["kv_transfer"] = std::move(t);
+  }
   Json load;
   load["num_replicas"] = s.replicas.size();
   load["requests"] = spread(s.replica_requests);

@@ -106,6 +106,17 @@ void print_summary_table(std::ostream& out, const Summary& s) {
     t.row("Mean batch size", fixed(s.mean_batch_size, 2));
     t.row("Max batch size", fixed(s.max_batch_size, 0));
   }
+  if (s.disaggregated) {
+    const TransferSummary& x = s.kv_transfer;
+    t.section("KV transfers (prefill to decode)");
+    t.row("Requests handed off", std::to_string(x.handed_off));
+    t.row("Transfers", std::to_string(x.transfers));
+    t.row("KV moved (GB)", fixed(static_cast<double>(x.bytes) / 1e9, 3));
+    t.row("Wait for decode blocks, mean / p99 (ms)",
+          x.wait_ms.count > 0 ? fixed(x.wait_ms.mean, 2) + " / " + fixed(x.wait_ms.p99, 2) : std::string("-"));
+    t.row("Transfer time, mean / p99 (ms)",
+          x.transfer_ms.count > 0 ? fixed(x.transfer_ms.mean, 2) + " / " + fixed(x.transfer_ms.p99, 2) : std::string("-"));
+  }
   t.section("Replica load (min / mean / max)");
   t.row("Replicas", std::to_string(s.replicas.size()));
   t.row("Requests per replica", spread_text(s.replica_requests, 1));

@@ -44,6 +44,45 @@ std::vector<std::vector<GpuId>> place_replicas(ClusterTopology& topology, const 
   return out;
 }
 
+// Pools: the loop's disaggregation options and the transfer model over the
+// cluster graph.
+void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
+  const DisaggregationConfig& d = config.disaggregation;
+  cluster.disagg.mode = disagg_mode(d.mode);
+  cluster.disagg.conditional_threshold = d.conditional_threshold;
+  cluster.disagg.prefill_router = d.prefill_router.empty() ? cluster.router : router_policy(d.prefill_router);
+  cluster.disagg.decode_router = d.decode_router.empty() ? cluster.router : router_policy(d.decode_router);
+  std::vector<KvTransferModel::Endpoint> endpoints;
+  std::vector<std::int32_t> senders, receivers;
+  for (std::size_t gi = 0; gi < cluster.groups.size(); ++gi) {
+    const GroupPlan& g = cluster.groups[gi];
+    const std::string where = config.origin.empty() ? std::string() : config.origin + ": ";
+    if (g.replica.role == ReplicaRole::mixed) {
+      throw UsageError(where + "groups[" + std::to_string(gi) +
+                       "]: a cluster with prefill and decode groups has no 'mixed' group; give every group a role");
+    }
+    for (std::size_t r = 0; r < g.replica_gpus.size(); ++r) {
+      KvTransferModel::Endpoint e;
+      e.group = static_cast<std::int32_t>(gi);
+      e.first_gpu = g.replica_gpus[r].front();
+      e.gpus = static_cast<std::int32_t>(g.replica_gpus[r].size());
+      e.node = cluster.topology.node_of(e.first_gpu);
+      e.kv_bytes_per_token = static_cast<double>(kv_bytes_per_token(g.model, g.kv_dtype));
+      e.layers = static_cast<std::int32_t>(std::max<std::int64_t>(1, g.model.num_hidden_layers));
+      e.nic_bandwidth = g.hardware.nic_bandwidth_gbps * 1e9;
+      const auto index = static_cast<std::int32_t>(endpoints.size());
+      (g.replica.role == ReplicaRole::prefill ? senders : receivers).push_back(index);
+      endpoints.push_back(e);
+    }
+  }
+  if (receivers.empty()) throw UsageError("a cluster with a prefill group needs a decode group");
+  if (senders.empty() && cluster.disagg.mode != DisaggMode::never) {
+    throw UsageError("a cluster with a decode group needs a prefill group (or disaggregation mode 'never')");
+  }
+  cluster.transfers = std::make_shared<KvTransferModel>(kv_transfer_mode(d.kv_transfer), std::move(endpoints),
+                                                        cluster.topology, senders, receivers);
+}
+
 }  // namespace
 
 std::int64_t Cluster::total_kv_blocks() const {
@@ -170,6 +209,7 @@ Cluster build_cluster(const ClusterConfig& config) {
           }
         }
       }
+      g.replica.role = replica_role(gc.role);
 
       // The fullest GPU decides: check every stage.
       MemoryPlanInput mem;
@@ -284,6 +324,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       throw Error(where + e.what());
     }
   }
+  if (has_pools(config)) set_up_pools(cluster, config);
   return cluster;
 }
 

@@ -13,6 +13,7 @@
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
 #include "sim/cluster_config.hpp"
+#include "sim/kv_transfer.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/roofline_cost_model.hpp"
 #include "sim/simulator.hpp"
@@ -38,6 +39,10 @@ struct Cluster {
   std::vector<GroupPlan> groups;
   std::vector<SimReplicaSpec> replicas;
   RouterPolicy router = RouterPolicy::round_robin;
+  // Prefill/decode pools: set when some group has a pool role.
+  DisaggOptions disagg;
+  std::shared_ptr<KvTransferModel> transfers;  // null without pools
+  bool disaggregated() const { return transfers != nullptr; }
   std::int64_t total_kv_blocks() const;
   std::int32_t num_gpus() const { return topology.num_gpus(); }
 };

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.hpp"
+#include "engine/core/disaggregation.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/router.hpp"
 #include "hwprofiles/hardware_desc.hpp"
@@ -112,7 +113,7 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
 ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
   check_keys(g, origin, where,
              {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "gpu_memory_utilization",
-              "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config"});
+              "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config", "role"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
@@ -138,6 +139,35 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
     else if (key == "replay") out.replay = get_string(v, origin, name);
     else if (key == "profile") out.profile = get_string(v, origin, name);
     else if (key == "speculative_config") out.speculative = speculative_config_from_json(v, origin + ": " + name);
+    else if (key == "role") {
+      out.role = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)replica_role(out.role); });
+    }
+  }
+  return out;
+}
+
+DisaggregationConfig parse_disaggregation(const Json& d, const std::string& origin) {
+  const std::string where = "disaggregation";
+  check_keys(d, origin, where, {"mode", "conditional_threshold", "kv_transfer", "prefill_router", "decode_router"});
+  DisaggregationConfig out;
+  for (const auto& [key, v] : d.items()) {
+    const std::string name = where + "." + key;
+    if (key == "mode") {
+      out.mode = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)disagg_mode(out.mode); });
+    } else if (key == "conditional_threshold") {
+      out.conditional_threshold = static_cast<std::int32_t>(get_int(v, origin, name, 0, std::numeric_limits<std::int32_t>::max()));
+    } else if (key == "kv_transfer") {
+      out.kv_transfer = get_string(v, origin, name);
+      if (out.kv_transfer != "whole" && out.kv_transfer != "layerwise") {
+        fail(origin, name, "unknown KV transfer mode '" + excerpt(out.kv_transfer) + "': known ones are whole, layerwise");
+      }
+    } else {
+      std::string& router = key == "prefill_router" ? out.prefill_router : out.decode_router;
+      router = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)router_policy(router); });
+    }
   }
   return out;
 }
@@ -146,7 +176,8 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
 
 ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) {
   check_keys(json, origin, "",
-             {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"});
+             {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override",
+              "disaggregation"});
   ClusterConfig out;
   out.origin = origin;
   for (const auto& [key, v] : json.items()) {
@@ -157,6 +188,8 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
       }
     } else if (key == "scheduler") {
       out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset);
+    } else if (key == "disaggregation") {
+      out.disaggregation = parse_disaggregation(v, origin);
     } else if (key == "router") {
       out.router = get_string(v, origin, key);
       core_check(origin, key, [&] { (void)router_policy(out.router); });
@@ -176,6 +209,13 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
     }
   }
   return out;
+}
+
+bool has_pools(const ClusterConfig& config) {
+  for (const auto& g : config.groups) {
+    if (g.role != "mixed") return true;
+  }
+  return false;
 }
 
 ClusterConfig load_cluster_config(const std::string& path) {
@@ -205,6 +245,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     if (!g.replay.empty()) j["replay"] = g.replay;
     if (!g.profile.empty()) j["profile"] = g.profile;
     if (g.speculative) j["speculative_config"] = speculative_config_json(*g.speculative);
+    if (g.role != "mixed") j["role"] = g.role;
     groups.push_back(std::move(j));
   }
   out["groups"] = std::move(groups);
@@ -214,6 +255,17 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
   for (const auto& [k, v] : override_options(config.overrides)) sched[k] = v;
   out["scheduler"] = std::move(sched);
   out["router"] = config.router;
+  if (has_pools(config)) {
+    // Only a cluster with pools echoes it: other runs' summaries stay as they were.
+    const DisaggregationConfig& d = config.disaggregation;
+    nlohmann::ordered_json j;
+    j["mode"] = d.mode;
+    j["conditional_threshold"] = d.conditional_threshold;
+    j["kv_transfer"] = d.kv_transfer;
+    j["prefill_router"] = d.prefill_router.empty() ? config.router : d.prefill_router;
+    j["decode_router"] = d.decode_router.empty() ? config.router : d.decode_router;
+    out["disaggregation"] = std::move(j);
+  }
   out["slos"] = config.slos;
   out["seed"] = config.seed;
   out["gpu_memory_utilization"] = config.gpu_memory_utilization;

@@ -37,6 +37,19 @@ struct ReplicaGroupConfig {
   // Speculative decoding (docs/speculative.md): `speculative_config` in a
   // group, or --speculative-config for every group.
   std::optional<SpeculativeConfig> speculative;
+  // Its pool under prefill/decode disaggregation: "mixed" (default, no
+  // pools), "prefill" or "decode" (engine/core/disaggregation.hpp).
+  std::string role = "mixed";
+};
+
+// How a cluster with prefill and decode groups disaggregates
+// (docs/disaggregation.md). Unused without such groups.
+struct DisaggregationConfig {
+  std::string mode = "always";             // never, always, conditional
+  std::int32_t conditional_threshold = 0;  // tokens not cached on the decode side above which to disaggregate
+  std::string kv_transfer = "whole";       // whole, layerwise
+  std::string prefill_router;              // empty: the cluster's router
+  std::string decode_router;               // empty: the cluster's router
 };
 
 struct ClusterConfig {
@@ -45,6 +58,7 @@ struct ClusterConfig {
   OptionList scheduler_options;            // the file's, applied first
   ReplicaOverrides overrides;              // flags and planner candidates: then these, then a group's options
   std::string router = "round_robin";
+  DisaggregationConfig disaggregation;
   std::string slos;                        // "ttft_p90<=2s,..."; empty: none
   std::uint64_t seed = 0;
   double gpu_memory_utilization = 0.9;
@@ -62,5 +76,7 @@ ClusterConfig parse_cluster_config(const nlohmann::json& json, const std::string
 ClusterConfig load_cluster_config(const std::string& path);
 // The config as JSON in the input format (for the summary's config echo).
 nlohmann::ordered_json cluster_config_json(const ClusterConfig& config);
+// True when some group has the prefill or decode role.
+bool has_pools(const ClusterConfig& config);
 
 }  // namespace twin

@@ -49,7 +49,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::string describe_cluster(const Cluster& cluster) {
   std::ostringstream out;
   for (const GroupPlan& g : cluster.groups) {
-    out << g.config.count << " x " << g.model.name << " (" << dtype_name(g.dtype) << ", KV " << dtype_name(g.kv_dtype)
+    out << g.config.count << " x " << (g.replica.role == ReplicaRole::mixed ? "" : std::string(replica_role_name(g.replica.role)) + " ")
+        << g.model.name << " (" << dtype_name(g.dtype) << ", KV " << dtype_name(g.kv_dtype)
         << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp << ", "
         << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size << " tokens per replica"
         << (g.memory.overridden ? " (override)" : "") << ", preset " << g.replica.scheduler.preset << "\n";
@@ -70,6 +71,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["pp"] = g.layout.pp;
     j["cost_model"] = !g.config.replay.empty() ? "replay" : (!g.config.profile.empty() ? "calibrated" : "roofline");
     j["replicas"] = g.config.count;
+    if (g.replica.role != ReplicaRole::mixed) j["role"] = std::string(replica_role_name(g.replica.role));
     j["first_replica"] = g.first_replica;
     j["scheduler_preset"] = g.replica.scheduler.preset;
     j["max_num_batched_tokens"] = effective_token_budget(g.replica.scheduler);
@@ -118,7 +120,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     if (outputs.vllm_result) files.push_back("vllm_result.json");
     dir.emplace(outputs.out_dir, outputs.overwrite, files);
     requests_file = dir->open("requests.csv");
-    request_writer = std::make_unique<RequestCsvWriter>(requests_file);
+    request_writer = std::make_unique<RequestCsvWriter>(requests_file, cluster.disaggregated());
     if (outputs.write_steps) {
       steps_file = dir->open("steps.csv");
       bool speculative = false;
@@ -131,6 +133,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   OutputSink sink(collector, request_writer.get(), step_writer.get());
   SimOptions options;
   options.router = cluster.router;
+  options.disagg = cluster.disagg;
   options.seed = config.seed;
   options.record_steps = outputs.step_stats || step_writer != nullptr;
   const bool show_progress = outputs.progress && isatty(STDERR_FILENO);
@@ -145,7 +148,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
       std::fflush(stderr);
     };
   }
-  Simulator simulator(std::move(cluster.replicas), std::move(options));
+  Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers);
   RunResult result;
   result.stats = simulator.run(source, sink);
   if (progress_shown) std::fprintf(stderr, "\r%80s\r", "");
@@ -155,6 +158,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.slos = slos;
   context.num_replicas = simulator.num_replicas();
   context.kv_blocks_capacity = cluster.groups.front().memory.num_blocks;
+  context.disaggregated = cluster.disaggregated();
   context.simulated_time_s = to_seconds(result.stats.end_time);
   context.wall_time_s = result.wall_time_s;
   context.config = config_echo(config, cluster);

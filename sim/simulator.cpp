@@ -30,16 +30,22 @@ struct Simulator::State {
   VirtualClock clock;
   std::vector<Replica> replicas;
 
-  State(const std::vector<SimReplicaSpec>& specs, SimOptions opts)
-      : options(std::move(opts)), clock(pricing_of(specs)) {
+  State(const std::vector<SimReplicaSpec>& specs, SimOptions opts, std::shared_ptr<KvTransferModel> transfers)
+      : options(std::move(opts)), clock(pricing_of(specs), transfers) {
     if (specs.empty()) throw UsageError("simulator: the cluster has no replicas");
+    for (const SimReplicaSpec& spec : specs) {
+      if (spec.config.role != ReplicaRole::mixed && !transfers) {
+        throw UsageError("simulator: prefill and decode pools need a KV transfer model");
+      }
+    }
     replicas.reserve(specs.size());
     for (std::size_t i = 0; i < specs.size(); ++i) replicas.emplace_back(specs[i].config, static_cast<std::int32_t>(i));
   }
 };
 
-Simulator::Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options)
-    : state_(std::make_unique<State>(replicas, std::move(options))) {}
+Simulator::Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
+                     std::shared_ptr<KvTransferModel> transfers)
+    : state_(std::make_unique<State>(replicas, std::move(options), std::move(transfers))) {}
 Simulator::~Simulator() = default;
 
 std::int32_t Simulator::num_replicas() const { return static_cast<std::int32_t>(state_->replicas.size()); }

@@ -13,6 +13,7 @@
 #include "engine/core/serving_loop.hpp"
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/kv_transfer.hpp"
 
 namespace twin {
 
@@ -33,7 +34,10 @@ using SimStats = ServingStats;
 
 class Simulator {
  public:
-  Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options);
+  // `transfers` prices KV transfers when the replicas form prefill and
+  // decode pools (their configs' roles); required then.
+  Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
+            std::shared_ptr<KvTransferModel> transfers = nullptr);
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;

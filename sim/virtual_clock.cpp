@@ -8,7 +8,8 @@
 
 namespace twin {
 
-VirtualClock::VirtualClock(const std::vector<Pricing>& replicas) {
+VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers)
+    : transfers_(std::move(transfers)) {
   lanes_.reserve(replicas.size());
   for (std::size_t i = 0; i < replicas.size(); ++i) {
     if (!replicas[i].cost) throw UsageError("simulator: replica " + std::to_string(i) + " has no cost model");
@@ -60,6 +61,11 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
     t = start + duration;
   }
   return StepTiming{lane.stage_free_at[0], t};
+}
+
+TransferTiming VirtualClock::kv_transfer(const InboundTransfer& transfer) {
+  if (!transfers_) throw Error("simulator: a KV transfer, but the cluster has no transfer model (no prefill/decode pools)");
+  return transfers_->price(transfer);
 }
 
 }  // namespace twin

@@ -14,6 +14,7 @@
 #include "models/step_ops.hpp"
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/kv_transfer.hpp"
 
 namespace twin {
 
@@ -27,7 +28,9 @@ class VirtualClock {
     // replica runs without speculation).
     std::shared_ptr<AcceptanceModel> acceptance;
   };
-  explicit VirtualClock(const std::vector<Pricing>& replicas);
+  // `transfers` prices KV transfers between a disaggregated cluster's pools
+  // (null: none; a transfer is then an error).
+  explicit VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers = nullptr);
 
   static constexpr bool stop_requested() { return false; }
   static constexpr bool wait_until(Time) { return true; }
@@ -40,6 +43,8 @@ class VirtualClock {
   // it, which is where pipeline bubbles come from.
   StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now, StepResult& result);
 
+  TransferTiming kv_transfer(const InboundTransfer& transfer);
+
  private:
   struct Lane {
     std::shared_ptr<CostModel> cost;
@@ -50,9 +55,11 @@ class VirtualClock {
   void build_shape(const StepPlan& plan);
 
   std::vector<Lane> lanes_;
+  std::shared_ptr<KvTransferModel> transfers_;
   BatchShape shape_;  // reused for every plan
 };
 
 static_assert(ServingClock<VirtualClock>);
+static_assert(TransferClock<VirtualClock>);
 
 }  // namespace twin

@@ -15,6 +15,7 @@ enum class EventKind : std::uint8_t {
   stage_free,   // a replica's first pipeline stage can take another plan
   plan_done,    // a plan left the last stage: its tokens exist
   wakeup,       // a replica asked to be polled (batch timeout, cancel time)
+  transfer_done,  // a request's KV reached its decode replica (slot: the loop's transfer)
 };
 
 struct Event {

@@ -25,6 +25,13 @@ struct RequestRecord {
   std::int32_t preemptions = 0;
   // Gaps between consecutive output tokens (ITL), in order; size output_tokens - 1.
   std::vector<Time> itl;
+  // Disaggregation (engine/core/disaggregation.hpp): the prefill replica of
+  // a request handed off to a decode replica (-1: none), when the decode
+  // replica reserved blocks for its KV, when the KV was there, and its size.
+  std::int32_t prefill_replica = -1;
+  Time kv_reserved = kNoTime;
+  Time kv_arrived = kNoTime;
+  std::int64_t kv_transfer_bytes = 0;
 };
 
 struct StepRecord {

@@ -101,12 +101,12 @@ const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
 std::optional<std::string> Replica::rejection_reason(const Request& req) const { return impl_->rejection_reason(req); }
 void Replica::abort(RequestId id, Time now, const std::string& reason) { impl_->abort(id, now, reason); }
-std::int64_t Replica::abort_all(Time now, const std::string& reason) {
-  std::vector<RequestId> ids;
-  for (const SeqView& seq : impl_->live_seqs()) ids.push_back(seq.request->id);
-  for (const RequestId id : ids) impl_->abort(id, now, reason);
-  return static_cast<std::int64_t>(ids.size());
-}
+std::int64_t Replica::abort_all(Time now, const std::string& reason) { return impl_->abort_all(now, reason); }
+void Replica::take_handoffs(std::vector<Handoff>& out) { impl_->take_handoffs(out); }
+void Replica::release_handoff(RequestId id) { impl_->release_handoff(id); }
+void Replica::accept_handoff(Handoff handoff, Time now) { impl_->accept_handoff(std::move(handoff), now); }
+void Replica::start_inbound(Time now, std::vector<InboundTransfer>& out) { impl_->start_inbound(now, out); }
+void Replica::finish_inbound(RequestId id, Time now, std::int64_t bytes) { impl_->finish_inbound(id, now, bytes); }
 StepPlan Replica::plan(Time now) { return impl_->plan(now); }
 void Replica::plan_into(StepPlan& plan, Time now) { impl_->plan_into(plan, now); }
 void Replica::complete(const StepPlan& plan, const StepResult& result, Time now) { impl_->complete(plan, result, now); }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/disaggregation.hpp"
 #include "engine/core/kv_cache.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/request.hpp"
@@ -24,6 +25,7 @@ struct ReplicaConfig {
   SchedulerConfig scheduler;
   KvCacheConfig kv;
   std::int32_t max_plans_in_flight = 1;  // pipeline stages
+  ReplicaRole role = ReplicaRole::mixed;   // its pool under disaggregation
 };
 
 // Named presets setting scheduler AND KV knobs (vllm, vllm-v0, sarathi, orca, static,
@@ -85,6 +87,27 @@ class Replica {
   void plan_into(StepPlan& plan, Time now);
   // The step `plan` finished at `now`.
   void complete(const StepPlan& plan, const StepResult& result, Time now);
+
+  // ---- disaggregation (disaggregation.hpp) ----
+  // Prefill role: requests whose prefill completed with tokens left to
+  // generate, since the last call (cleared first). Each stays held here,
+  // its KV blocks kept, until release_handoff().
+  void take_handoffs(std::vector<Handoff>& out);
+  // Frees a held request's blocks (its KV has moved, or it ended on the
+  // decode side before the transfer began). Unknown ids are a no-op.
+  void release_handoff(RequestId id);
+  // Decode role: takes a hand-off. One it can never serve is rejected at
+  // once (its record in take_finished()); the others wait, first come first
+  // served, for blocks to receive their KV.
+  void accept_handoff(Handoff handoff, Time now);
+  // Reserves blocks for waiting hand-offs in arrival order, while they fit
+  // (the watermark kept free, max_num_seqs counting the requests receiving),
+  // and appends the transfers that may start now (cleared first).
+  void start_inbound(Time now, std::vector<InboundTransfer>& out);
+  // The KV of a transfer started by start_inbound() is here: the request
+  // joins the running requests and decodes from its next step. `bytes` is
+  // what moved, for its record.
+  void finish_inbound(RequestId id, Time now, std::int64_t bytes);
 
   // Records of requests that ended since the last call, in the order they ended.
   std::vector<RequestRecord> take_finished();

@@ -89,14 +89,7 @@ void Scheduler::add(Request request, Time now) {
     finished_.push_back(std::move(r));
     return;
   }
-  std::int32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::int32_t>(seqs_.size());
-    seqs_.emplace_back();
-  }
+  const std::int32_t slot = new_slot();
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   s.req = std::move(request);
   s.id = s.req.id;
@@ -108,6 +101,17 @@ void Scheduler::add(Request request, Time now) {
   if (max_wait > 0 && now <= std::numeric_limits<Time>::max() - max_wait) s.queue_deadline = now + max_wait;
   set_deadline(slot);
   enqueue(slot, false, now);
+}
+
+std::int32_t Scheduler::new_slot() {
+  if (!free_slots_.empty()) {
+    const std::int32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  }
+  seqs_.emplace_back();
+  if (config_.role != ReplicaRole::mixed) disagg_.emplace_back();
+  return static_cast<std::int32_t>(seqs_.size() - 1);
 }
 
 // Keys the request's slot in deadlines_ by the earlier of its cancel time
@@ -133,7 +137,24 @@ void Scheduler::enqueue(std::int32_t slot, bool at_front, Time now) {
 void Scheduler::abort(RequestId id, Time now, const std::string& reason) {
   const auto it = id_to_slot_.find(id);
   if (it == id_to_slot_.end()) return;  // already ended: aborting twice is harmless
+  if (seqs_[static_cast<std::size_t>(it->second)].state == State::held) {
+    release_handoff(id);  // it lives on at the decode side, which records its end
+    return;
+  }
   end_request(it->second, Outcome::aborted, reason, now, true);
+}
+
+std::int64_t Scheduler::abort_all(Time now, const std::string& reason) {
+  std::vector<RequestId> ids;
+  ids.reserve(id_to_slot_.size());
+  for (const auto& [id, slot] : id_to_slot_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());  // id order, whatever the hash map's
+  std::int64_t ended = 0;
+  for (const RequestId id : ids) {
+    if (seqs_[static_cast<std::size_t>(id_to_slot_.at(id))].state != State::held) ++ended;
+    abort(id, now, reason);
+  }
+  return ended;
 }
 
 void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now,
@@ -153,6 +174,13 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
   r.preemptions = s.preemptions;
   if (s.num_output > 0) flush_itl(s, 0);
   r.itl = std::move(s.itl);
+  if (!disagg_.empty()) {
+    const DisaggSeq& d = disagg_[static_cast<std::size_t>(slot)];
+    r.prefill_replica = d.from_replica >= 0 ? d.from_replica : (s.first_token != kNoTime ? index_ : -1);
+    r.kv_reserved = d.kv_reserved;
+    r.kv_arrived = d.kv_arrived;
+    r.kv_transfer_bytes = d.kv_bytes;
+  }
   finished_.push_back(std::move(r));
 
   if (s.deadline != kNoTime) deadlines_.erase({s.deadline, slot});
@@ -171,6 +199,11 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
       swapped_.erase(std::find(swapped_.begin(), swapped_.end(), slot));
       kv_.free_host(s.kv);
       break;
+    case State::inbound:
+      inbound_.erase(std::find(inbound_.begin(), inbound_.end(), slot));
+      break;
+    case State::receiving:  // in flight: the slot waits for finish_inbound()
+    case State::held:
     case State::free:
     case State::ended:
       break;
@@ -186,6 +219,7 @@ void Scheduler::release_slot(std::int32_t slot) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   kv_.free(s.kv);
   s = Seq{};
+  if (!disagg_.empty()) disagg_[static_cast<std::size_t>(slot)] = DisaggSeq{};
   free_slots_.push_back(slot);
 }
 
@@ -470,6 +504,7 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   if (!s.admitted_once) {
     s.admitted_once = true;
     s.cached_prompt_tokens = hits;
+    if (!disagg_.empty()) disagg_[static_cast<std::size_t>(slot)].prefill_start = plan.start;
     if (s.queue_deadline != kNoTime) set_deadline(slot);  // scheduled: the queue deadline no longer applies
   }
   add_to_plan(plan, slot, n);
@@ -588,7 +623,8 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       ++s.run_gaps;  // the common decode step: no store outside the hot line
     } else {
       flush_itl(s, 1);
-      s.itl.push_back(now - done_at(s.last_sample));
+      // A request handed off samples here first after its first token.
+      s.itl.push_back(now - (s.last_sample == kSampledElsewhere ? s.first_token : done_at(s.last_sample)));
     }
     if (produced > 1) {
       flush_itl(s, static_cast<std::size_t>(produced - 1));
@@ -600,6 +636,9 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
         (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.id))) {
       end_request(slot, Outcome::finished, "", now, false);
       any_ended = true;
+    } else if (config_.role == ReplicaRole::prefill && s.num_output == 1) {
+      hand_off(slot);
+      any_ended = true;  // leaves the running list
     }
   }
   if (any_ended) {
@@ -638,12 +677,151 @@ void Scheduler::flush_itl(Seq& s, std::size_t extra) {
 void Scheduler::trim_done_times() {
   std::int64_t keep_from = done_base_ + static_cast<std::int64_t>(done_times_.size());
   for (const Seq& s : seqs_) {
-    if (s.state == State::free || s.state == State::ended || s.num_output == 0) continue;
+    if (s.state == State::free || s.state == State::ended || s.num_output == 0 || s.last_sample < 0) continue;
     keep_from = std::min(keep_from, s.last_sample - s.run_gaps);
   }
   done_times_.erase(done_times_.begin(), done_times_.begin() + static_cast<std::ptrdiff_t>(keep_from - done_base_));
   done_base_ = keep_from;
   trim_at_ = std::max<std::size_t>(4096, 2 * done_times_.size());
+}
+
+// ---- disaggregation -----------------------------------------------------------
+
+void Scheduler::hand_off(std::int32_t slot) {
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  // The decode side keeps the cancel time from here on.
+  if (s.deadline != kNoTime) {
+    deadlines_.erase({s.deadline, slot});
+    s.deadline = kNoTime;
+  }
+  if (s.batch_member) {
+    --members_alive_;
+    s.batch_member = false;
+  }
+  Handoff h;
+  h.request = s.req;
+  h.from_replica = index_;
+  h.prefill_start = disagg_[static_cast<std::size_t>(slot)].prefill_start;
+  h.first_token = s.first_token;
+  h.cached_prompt_tokens = s.cached_prompt_tokens;
+  h.preemptions = s.preemptions;
+  handoffs_.push_back(std::move(h));
+  s.state = State::held;
+}
+
+void Scheduler::release_handoff(RequestId id) {
+  const auto it = id_to_slot_.find(id);
+  if (it == id_to_slot_.end()) return;
+  const std::int32_t slot = it->second;
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  if (s.state != State::held) return;
+  id_to_slot_.erase(it);
+  s.state = State::ended;
+  release_slot(slot);
+}
+
+void Scheduler::accept_handoff(Handoff h, Time now) {
+  if (id_to_slot_.count(h.request.id)) {
+    throw Error("replica " + std::to_string(index_) + ": request id " + std::to_string(h.request.id) +
+                " is already in flight");
+  }
+  if (std::optional<std::string> reason = rejection_reason(h.request)) {
+    RequestRecord r;
+    r.id = h.request.id;
+    r.replica = index_;
+    r.outcome = Outcome::rejected;
+    r.reason = "decode replica: " + *reason;
+    r.arrival = h.request.arrival;
+    r.first_token = h.first_token;
+    r.finish = now;
+    r.prompt_tokens = h.request.prompt_len;
+    r.output_tokens = 1;
+    r.cached_prompt_tokens = h.cached_prompt_tokens;
+    r.preemptions = h.preemptions;
+    r.prefill_replica = h.from_replica;
+    finished_.push_back(std::move(r));
+    return;
+  }
+  const std::int32_t slot = new_slot();
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  s.req = std::move(h.request);
+  s.id = s.req.id;
+  s.prompt_len = s.req.prompt_len;
+  s.output_len = s.req.output_len;
+  s.num_output = 1;
+  s.last_sample = kSampledElsewhere;
+  s.first_token = h.first_token;
+  s.cached_prompt_tokens = h.cached_prompt_tokens;
+  s.preemptions = h.preemptions;
+  s.admitted_once = true;  // no queue deadline: it was scheduled on the prefill side
+  s.queued_at = now;
+  kv_.init_seq(s.req, s.kv);
+  id_to_slot_.emplace(s.id, slot);
+  if (!disagg_.empty()) {
+    DisaggSeq& d = disagg_[static_cast<std::size_t>(slot)];
+    d.from_replica = h.from_replica;
+    d.prefill_start = h.prefill_start;
+  }
+  s.state = State::inbound;
+  inbound_.push_back(slot);
+  set_deadline(slot);
+}
+
+void Scheduler::start_inbound(Time now, std::vector<InboundTransfer>& out) {
+  out.clear();
+  const auto max_seqs = static_cast<std::size_t>(config_.scheduler.max_num_seqs);
+  // First come first served, head of line: as admission, so a long prompt
+  // is not starved by shorter ones behind it.
+  while (!inbound_.empty() && running_.size() + receiving_.size() < max_seqs) {
+    const std::int32_t slot = inbound_.front();
+    Seq& s = seqs_[static_cast<std::size_t>(slot)];
+    // Blocks this replica already caches need not move.
+    const std::int32_t hit_blocks = kv_.lookup(s.req, s.kv);
+    if (!kv_.allocate(s.req, s.kv, hit_blocks, s.prompt_len, true)) break;
+    inbound_.pop_front();
+    s.state = State::receiving;
+    s.in_flight = true;
+    receiving_.push_back(slot);
+    InboundTransfer t;
+    t.id = s.id;
+    t.to_replica = index_;
+    t.tokens = s.prompt_len - hit_blocks * block_size_;
+    t.prefill_end = s.first_token;
+    t.start = now;
+    if (!disagg_.empty()) {
+      DisaggSeq& d = disagg_[static_cast<std::size_t>(slot)];
+      d.kv_reserved = now;
+      t.from_replica = d.from_replica;
+      t.prefill_start = d.prefill_start;
+    }
+    out.push_back(t);
+  }
+}
+
+void Scheduler::finish_inbound(RequestId id, Time now, std::int64_t bytes) {
+  const auto pos = std::find_if(receiving_.begin(), receiving_.end(),
+                                [&](std::int32_t slot) { return seqs_[static_cast<std::size_t>(slot)].id == id; });
+  if (pos == receiving_.end()) {
+    throw Error("replica " + std::to_string(index_) + ": KV of request " + std::to_string(id) +
+                " arrived, but no transfer of it was started");
+  }
+  const std::int32_t slot = *pos;
+  receiving_.erase(pos);
+  Seq& s = seqs_[static_cast<std::size_t>(slot)];
+  s.in_flight = false;
+  if (s.state == State::ended) {  // cancelled while its KV was on the way
+    release_slot(slot);
+    return;
+  }
+  s.state = State::running;
+  s.num_computed = s.prompt_len;
+  kv_.publish(s.req, s.kv, s.prompt_len);
+  running_.push_back(slot);
+  if (!disagg_.empty()) {
+    DisaggSeq& d = disagg_[static_cast<std::size_t>(slot)];
+    d.kv_arrived = now;
+    d.kv_bytes = bytes;
+  }
 }
 
 // ---- queries ----------------------------------------------------------------

@@ -36,6 +36,9 @@ class Scheduler {
   // it would queue it.
   std::optional<std::string> rejection_reason(const Request& req) const;
   void abort(RequestId id, Time now, const std::string& reason = "aborted");
+  // Replica::abort_all: requests held for a hand-off are released, not
+  // ended (the decode side owns their record).
+  std::int64_t abort_all(Time now, const std::string& reason);
   StepPlan plan(Time now);
   // As plan(now), into `plan`: its vectors keep their capacity, so a caller
   // that recycles plans allocates nothing per step.
@@ -53,11 +56,23 @@ class Scheduler {
     out.swap(steps_);
   }
   void set_record_steps(bool on) { record_steps_ = on; }
+
+  // Disaggregation: Replica's calls of the same names.
+  void take_handoffs(std::vector<Handoff>& out) {
+    out.clear();
+    out.swap(handoffs_);
+  }
+  void release_handoff(RequestId id);
+  void accept_handoff(Handoff handoff, Time now);
+  void start_inbound(Time now, std::vector<InboundTransfer>& out);
+  void finish_inbound(RequestId id, Time now, std::int64_t bytes);
   std::optional<Time> next_wakeup() const;
 
   bool can_plan() const { return plans_in_flight() < config_.max_plans_in_flight; }
   std::int32_t plans_in_flight() const { return num_in_flight_; }
-  bool has_work() const { return !queue_.empty() || !running_.empty() || !swapped_.empty(); }
+  bool has_work() const {
+    return !queue_.empty() || !running_.empty() || !swapped_.empty() || !inbound_.empty() || !receiving_.empty();
+  }
   std::int32_t num_waiting() const { return static_cast<std::int32_t>(queue_.size()); }
   std::int32_t num_running() const { return static_cast<std::int32_t>(running_.size()); }
   std::int64_t num_outstanding() const { return static_cast<std::int64_t>(id_to_slot_.size()); }
@@ -69,7 +84,10 @@ class Scheduler {
   std::vector<SeqView> live_seqs() const;
 
  private:
-  enum class State : std::uint8_t { free, waiting, running, swapped, ended };
+  // held: prefill done on a prefill replica, blocks kept until the KV has
+  // moved; inbound: a hand-off waiting for blocks on a decode replica;
+  // receiving: blocks reserved there, its KV on the way.
+  enum class State : std::uint8_t { free, waiting, running, swapped, ended, held, inbound, receiving };
 
   // Field order is deliberate: the per-step fields (and copies of the
   // request's id and lengths) share the first cache line with the block
@@ -109,6 +127,20 @@ class Scheduler {
     std::int32_t known_tokens() const { return prompt_len + num_output; }
   };
 
+  // A slot's disaggregation figures, beside seqs_ (kept only by replicas
+  // with a pool role, so the hot Seq stays as it is).
+  struct DisaggSeq {
+    std::int32_t from_replica = -1;  // decode side: the prefill replica
+    Time prefill_start = kNoTime;    // prefill side: its first prefill step
+    Time kv_reserved = kNoTime;
+    Time kv_arrived = kNoTime;
+    std::int64_t kv_bytes = 0;
+  };
+
+  // last_sample of a request whose earlier tokens were sampled on another
+  // replica: never one less than a completion index of this one.
+  static constexpr std::int64_t kSampledElsewhere = -2;
+
   struct InFlight {
     std::uint64_t step_id = 0;
     std::vector<std::int32_t> slots;  // parallel to the plan's seqs
@@ -116,7 +148,9 @@ class Scheduler {
     bool active = false;
   };
 
+  std::int32_t new_slot();
   void end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now, bool remove_from_running);
+  void hand_off(std::int32_t slot);
   void release_slot(std::int32_t slot);
   void enqueue(std::int32_t slot, bool at_front, Time now);
 
@@ -155,6 +189,10 @@ class Scheduler {
   bool contiguous_;
 
   std::vector<Seq> seqs_;
+  std::vector<DisaggSeq> disagg_;         // parallel to seqs_ when role != mixed, else empty
+  std::vector<Handoff> handoffs_;         // prefill role: not yet taken
+  std::deque<std::int32_t> inbound_;      // decode role: hand-offs waiting for blocks, first come first
+  std::vector<std::int32_t> receiving_;   // decode role: blocks reserved, KV on the way
   std::vector<std::int32_t> free_slots_;
   std::unordered_map<RequestId, std::int32_t> id_to_slot_;  // arrivals, aborts, lookups only
   RequestQueue queue_;

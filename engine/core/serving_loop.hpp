@@ -20,6 +20,14 @@
 // nothing is left to happen, requests still admitted can never be served:
 // they end as "aborted" rather than vanish.
 //
+// Disaggregation (disaggregation.hpp), when some replica has a pool role:
+// an arrival goes to the prefill pool's router or the decode pool's as the
+// mode says; a prefill replica's hand-off goes to the decode replica the
+// decode router picks (or, under `conditional`, the one the decision was
+// made for); the decode replica reserves blocks before each planning, and
+// the clock prices each transfer it starts. A clock that cannot price
+// transfers (the engine's wall clock) refuses a disaggregated cluster.
+//
 // The loop is a template on the clock so the simulator's hot path pays no
 // call through an interface per event.
 #include <algorithm>
@@ -28,10 +36,12 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "base/error.hpp"
+#include "engine/core/disaggregation.hpp"
 #include "engine/core/event_queue.hpp"
 #include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
@@ -47,6 +57,13 @@ namespace twin {
 struct StepTiming {
   Time next_plan_at = 0;
   Time done = 0;  // later than the plan's start
+};
+
+// What a clock that can run a disaggregated cluster adds: when a transfer
+// that may start now is done, and its bytes.
+template <class C>
+concept TransferClock = requires(C& clock, const InboundTransfer& transfer) {
+  { clock.kv_transfer(transfer) } -> std::same_as<TransferTiming>;
 };
 
 // What the loop asks of a clock.
@@ -72,8 +89,18 @@ concept ServingClock = requires(C& clock, const C& const_clock, Request& request
   { clock.on_ended(record) };
 };
 
+// The loop's disaggregation settings (disaggregation.hpp); used only when
+// some replica's role is not `mixed`.
+struct DisaggOptions {
+  DisaggMode mode = DisaggMode::always;
+  std::int32_t conditional_threshold = 0;  // tokens
+  RouterPolicy prefill_router = RouterPolicy::round_robin;
+  RouterPolicy decode_router = RouterPolicy::round_robin;
+};
+
 struct ServingOptions {
   RouterPolicy router = RouterPolicy::round_robin;
+  DisaggOptions disagg;
   std::uint64_t seed = 0;
   bool record_steps = false;  // pass StepRecords to the sink
   // Called now and then (every few thousand events) with the loop's time and
@@ -90,6 +117,8 @@ struct ServingStats {
   std::int64_t unserved = 0;       // left when nothing more could happen (aborted)
   bool stopped = false;            // the clock asked to stop
   std::int64_t interrupted = 0;    // requests in flight then, ended as "interrupted"
+  std::int64_t handoffs = 0;       // requests handed from a prefill to a decode replica
+  std::int64_t transfers = 0;      // KV transfers completed
   std::vector<double> busy_fraction;  // per replica: first stage busy time / end time
 };
 
@@ -118,6 +147,7 @@ class ServingLoop {
     }
     is_dirty_.assign(replicas_.size(), 0);
     events_.reserve(4 * replicas_.size() + 16);
+    set_up_pools();
   }
 
   // Serves every request of the source, then returns. Call once.
@@ -163,6 +193,9 @@ class ServingLoop {
           mark(e.replica);
           break;
         }
+        case EventKind::transfer_done:
+          finish_transfer(e.slot);
+          break;
       }
       if (events_.empty() || events_.top().time != now_) schedule_dirty();
     }
@@ -197,7 +230,7 @@ class ServingLoop {
 
   void take_arrival() {
     ++stats_.arrivals;
-    const std::int32_t target = router_.pick(next_, replica_ptrs_);
+    const std::int32_t target = disagg_ ? route_to_pool() : router_.pick(next_, replica_ptrs_);
     if (target < 0 || target >= static_cast<std::int32_t>(replicas_.size())) {
       throw Error("serving loop: the router picked replica " + std::to_string(target) + " of " +
                   std::to_string(replicas_.size()));
@@ -219,6 +252,7 @@ class ServingLoop {
     replica.take_finished(finished_);
     for (const RequestRecord& record : finished_) {
       --in_flight_;
+      if (disagg_) release_prefill_side(record.id);
       clock_.on_ended(record);
       sink_->on_request(record);
     }
@@ -226,6 +260,7 @@ class ServingLoop {
       replica.take_steps(steps_);
       for (const StepRecord& step : steps_) sink_->on_step(step);
     }
+    if (disagg_ && replica.config().role == ReplicaRole::prefill) hand_off(index);
   }
 
   // Plans as long as the replica's first stage is free and it may have
@@ -234,6 +269,9 @@ class ServingLoop {
   void try_schedule(std::int32_t index) {
     Lane& lane = lanes_[index];
     Replica& replica = replicas_[index];
+    // Transfers first: blocks freed since the last planning go to the KV
+    // waiting to come in before new local admissions.
+    if (disagg_ && replica.config().role == ReplicaRole::decode) start_transfers(index);
     while (lane.next_plan_at <= now_ && replica.can_plan()) {
       if (clock_.stop_requested()) return;
       const std::int32_t slot = free_slot(lane);
@@ -255,6 +293,8 @@ class ServingLoop {
         events_.push(timing.next_plan_at, EventKind::stage_free, index);
       }
     }
+    // A plan may have freed blocks (requests cancelled at its boundary).
+    if (disagg_ && replica.config().role == ReplicaRole::decode) start_transfers(index);
     if (replica.plans_in_flight() == 0 && replica.has_work()) {
       const std::optional<Time> wake = replica.next_wakeup();
       if (wake && *wake > now_ && (lane.wakeup_at == kNoTime || *wake < lane.wakeup_at)) {
@@ -280,13 +320,18 @@ class ServingLoop {
 
   // Plans for the replicas touched at `now_`, in replica order, once every
   // event of the instant has been applied.
+  // Planning may touch other replicas (a hand-off, a prefill replica's
+  // blocks let go): they plan in a further round at the same instant.
   void schedule_dirty() {
-    if (dirty_.size() > 1) std::sort(dirty_.begin(), dirty_.end());
-    for (const std::int32_t index : dirty_) {
-      is_dirty_[index] = 0;
-      try_schedule(index);
+    while (!dirty_.empty()) {
+      if (dirty_.size() > 1) std::sort(dirty_.begin(), dirty_.end());
+      scheduling_.swap(dirty_);
+      for (const std::int32_t index : scheduling_) {
+        is_dirty_[index] = 0;
+        try_schedule(index);
+      }
+      scheduling_.clear();
     }
-    dirty_.clear();
   }
 
   // Ends every request admitted and not ended, on every replica; returns how many.
@@ -308,6 +353,130 @@ class ServingLoop {
     stats_.stopped = true;
   }
 
+  // ---- disaggregation ----------------------------------------------------
+
+  // A hand-off between the pools: waiting for the decode replica's blocks,
+  // then its transfer in flight (an entry of transfers_).
+  struct Pending {
+    std::int32_t prefill = -1;
+    bool transferring = false;
+  };
+  struct Transfer {
+    InboundTransfer transfer;
+    std::int64_t bytes = 0;
+  };
+
+  void set_up_pools() {
+    std::int32_t mixed = 0;
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      switch (replicas_[i].config().role) {
+        case ReplicaRole::mixed: ++mixed; break;
+        case ReplicaRole::prefill: prefill_pool_.push_back(static_cast<std::int32_t>(i)); break;
+        case ReplicaRole::decode: decode_pool_.push_back(static_cast<std::int32_t>(i)); break;
+      }
+    }
+    if (prefill_pool_.empty() && decode_pool_.empty()) return;
+    if constexpr (!TransferClock<Clock>) {
+      throw UsageError("serving loop: this clock cannot price KV transfers, so it cannot run prefill and decode pools");
+    }
+    if (mixed > 0) {
+      throw UsageError("serving loop: a disaggregated cluster has prefill and decode replicas only, but " +
+                       std::to_string(mixed) + " replicas have role 'mixed'");
+    }
+    if (decode_pool_.empty()) throw UsageError("serving loop: prefill replicas but no decode replica");
+    if (prefill_pool_.empty() && options_.disagg.mode != DisaggMode::never) {
+      throw UsageError("serving loop: decode replicas but no prefill replica (disaggregation mode '" +
+                       std::string(disagg_mode_name(options_.disagg.mode)) + "')");
+    }
+    disagg_ = true;
+    for (const std::int32_t i : prefill_pool_) prefill_ptrs_.push_back(&replicas_[i]);
+    for (const std::int32_t i : decode_pool_) decode_ptrs_.push_back(&replicas_[i]);
+    // Each pool's router draws from its own stream of the seed.
+    prefill_router_ = Router(options_.disagg.prefill_router, options_.seed ^ 0x50524546494C4CULL);
+    decode_router_ = Router(options_.disagg.decode_router, options_.seed ^ 0x4445434F4445ULL);
+  }
+
+  std::int32_t pick_decode(const Request& request) {
+    return decode_pool_[static_cast<std::size_t>(decode_router_.pick(request, decode_ptrs_))];
+  }
+
+  // Where an arrival goes under disaggregation.
+  std::int32_t route_to_pool() {
+    const DisaggOptions& o = options_.disagg;
+    if (o.mode == DisaggMode::never) return pick_decode(next_);
+    if (o.mode == DisaggMode::conditional) {
+      const std::int32_t decode = pick_decode(next_);
+      const std::int32_t uncached = next_.prompt_len - replicas_[decode].cached_prefix_tokens(next_);
+      if (uncached <= o.conditional_threshold) return decode;
+      decode_for_.emplace(next_.id, decode);  // its KV goes where the decision was made
+    }
+    return prefill_pool_[static_cast<std::size_t>(prefill_router_.pick(next_, prefill_ptrs_))];
+  }
+
+  // A prefill replica's requests whose prefill is done go to the decode pool.
+  void hand_off(std::int32_t prefill) {
+    replicas_[prefill].take_handoffs(handoffs_);
+    for (Handoff& h : handoffs_) {
+      ++stats_.handoffs;
+      std::int32_t decode = -1;
+      if (const auto it = decode_for_.find(h.request.id); it != decode_for_.end()) {
+        decode = it->second;
+        decode_for_.erase(it);
+      } else {
+        decode = pick_decode(h.request);
+      }
+      const RequestId id = h.request.id;
+      pending_.emplace(id, Pending{prefill, false});
+      replicas_[decode].accept_handoff(std::move(h), now_);
+      drain(decode);  // rejected at once: the prefill side lets go
+      mark(decode);
+    }
+    handoffs_.clear();
+  }
+
+  // A request ended on a decode replica: if its transfer never started, the
+  // prefill replica still holds its KV and lets it go now.
+  void release_prefill_side(RequestId id) {
+    const auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.transferring) return;
+    replicas_[it->second.prefill].release_handoff(id);
+    mark(it->second.prefill);
+    pending_.erase(it);
+  }
+
+  void start_transfers(std::int32_t decode) {
+    replicas_[decode].start_inbound(now_, starts_);
+    for (const InboundTransfer& t : starts_) {
+      if constexpr (TransferClock<Clock>) {
+        const TransferTiming timing = clock_.kv_transfer(t);
+        if (timing.done < now_) throw Error("serving loop: a KV transfer ends before it starts");
+        std::int32_t slot;
+        if (!free_transfers_.empty()) {
+          slot = free_transfers_.back();
+          free_transfers_.pop_back();
+        } else {
+          slot = static_cast<std::int32_t>(transfers_.size());
+          transfers_.emplace_back();
+        }
+        transfers_[static_cast<std::size_t>(slot)] = Transfer{t, timing.bytes};
+        pending_.at(t.id).transferring = true;
+        events_.push(timing.done, EventKind::transfer_done, decode, slot);
+      }
+    }
+  }
+
+  void finish_transfer(std::int32_t slot) {
+    const Transfer& t = transfers_[static_cast<std::size_t>(slot)];
+    const InboundTransfer& in = t.transfer;
+    ++stats_.transfers;
+    pending_.erase(in.id);
+    replicas_[in.from_replica].release_handoff(in.id);
+    replicas_[in.to_replica].finish_inbound(in.id, now_, t.bytes);
+    mark(in.from_replica);
+    mark(in.to_replica);
+    free_transfers_.push_back(slot);
+  }
+
   std::span<Replica> replicas_;
   Clock& clock_;
   ServingOptions options_;
@@ -326,9 +495,22 @@ class ServingLoop {
   // instant has been applied (replay parity depends on it).
   std::vector<std::int32_t> dirty_;
   std::vector<std::uint8_t> is_dirty_;
+  std::vector<std::int32_t> scheduling_;  // the round schedule_dirty() is planning
   std::vector<RequestRecord> finished_;
   std::vector<StepRecord> steps_;
   ServingStats stats_;
+
+  bool disagg_ = false;
+  std::vector<std::int32_t> prefill_pool_, decode_pool_;  // replica indices, ascending
+  std::vector<const Replica*> prefill_ptrs_, decode_ptrs_;
+  Router prefill_router_{RouterPolicy::round_robin, 0};
+  Router decode_router_{RouterPolicy::round_robin, 0};
+  std::unordered_map<RequestId, std::int32_t> decode_for_;  // conditional: the decode replica decided for
+  std::unordered_map<RequestId, Pending> pending_;          // handed off, KV not yet on the decode side
+  std::vector<Handoff> handoffs_;
+  std::vector<InboundTransfer> starts_;
+  std::vector<Transfer> transfers_;                         // by event slot
+  std::vector<std::int32_t> free_transfers_;
 };
 
 }  // namespace twin
