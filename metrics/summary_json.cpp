@@ -107,8 +107,8 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
     t["transfers"] = s.kv_transfer.transfers;
     t["bytes"] = s.kv_transfer.bytes;
     t["transfer_s"] = number(s.kv_transfer.transfer_s);
-    t["wait_ms"] = latency(s.kv_transfer.wait_ms);
-    t["transfer_ms"] = latency(s.kv_transfer.transfer_ms);
+    t["wait_ms"] = latency_stats_json(s.kv_transfer.wait_ms);
+    t["transfer_ms"] = latency_stats_json(s.kv_transfer.transfer_ms);
     j["kv_transfer"] = std::move(t);
   }
   Json load;
