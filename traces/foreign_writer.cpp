@@ -11,13 +11,6 @@ namespace twin {
 
 namespace {
 
-template <class Int>
-void append_int(std::string& out, Int v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, res.ptr);
-}
-
 // Milliseconds, exact: an integer where the time is whole ms, else the
 // fraction to the ns with trailing zeros dropped (Mooncake readers take a
 // JSON number either way).

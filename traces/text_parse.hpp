@@ -2,6 +2,7 @@
 // Hand-written number and timestamp parsing for the trace readers. They run
 // once per field of multi-million-row files, so they never allocate and never
 // touch locales; each returns false on malformed text instead of throwing.
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,5 +42,13 @@ std::string printable_excerpt(std::string_view text, std::size_t max_chars);
 // Seconds with exactly 9 decimals: the text our own formats write, which
 // parse_decimal_time reads back to the same ns.
 void append_seconds_9(std::string& out, Time ns);
+
+// An integer's decimal text, appended (the writers build rows without streams).
+template <class Int>
+void append_int(std::string& out, Int v) {
+  char buf[24];
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  out.append(buf, res.ptr);
+}
 
 }  // namespace twin

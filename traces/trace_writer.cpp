@@ -12,13 +12,6 @@ namespace twin {
 
 namespace {
 
-template <class Int>
-void append_int(std::string& out, Int v) {
-  char buf[24];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, res.ptr);
-}
-
 template <class Vec>
 void append_list(std::string& out, const Vec& values, char sep) {
   for (std::size_t i = 0; i < values.size(); ++i) {
