@@ -82,6 +82,13 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   require_positive(origin, "num_attention_heads", m.num_attention_heads);
   require_positive(origin, "vocab_size", m.vocab_size);
   require_positive(origin, "max_position_embeddings", m.max_position_embeddings);
+  // The scheduler needs room for a prompt token and an output token; a
+  // context of 1 would otherwise surface later as a max_model_len error, a
+  // key the user never set.
+  if (m.max_position_embeddings < 2)
+    json_field_error(origin, "max_position_embeddings",
+                     "expected at least 2 (one prompt and one output token), got " +
+                         std::to_string(m.max_position_embeddings));
 
   // HF leaves these out when they take the default; null means the same.
   auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };

@@ -135,6 +135,10 @@ TEST_CASE("bad config files are rejected naming the file and the key") {
   rejects("{" + base + R"(, "vocab_size": 100, "num_local_experts": 8})", "num_experts_per_tok");
   rejects("{" + base + R"(, "vocab_size": 100, "tie_word_embeddings": 1})", "tie_word_embeddings");
   rejects(R"({"hidden_size": 128,)", "JSON");
+  // A context of 1 token is refused here, naming the model's key (not the
+  // scheduler's max_model_len, which the user never set).
+  rejects(R"({"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "max_position_embeddings": 1, "vocab_size": 100})", "key 'max_position_embeddings'");
   // Sizes past any real model would overflow the int64 parameter and byte counts.
   rejects(R"({"hidden_size": 768, "intermediate_size": 9000000000000000000, "num_hidden_layers": 2,
       "num_attention_heads": 12, "max_position_embeddings": 512, "vocab_size": 100})", "intermediate_size");
