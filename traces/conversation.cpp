@@ -36,10 +36,17 @@ struct Message {
   bool has_role = false;
 };
 
-// Collects the messages of one conversation object; every other value is
-// skipped whatever its shape.
+}  // namespace
+
+// Reads the messages of one conversation object, handing each to the parser
+// as it ends (so memory is the context's bytes, not a record per message:
+// a 256 MiB object of 13-byte messages would be 1.5 GB of records); every
+// other value is skipped whatever its shape.
 struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
-  std::vector<Message>& messages;
+  ConversationParser& parser;
+  std::vector<ConversationTurn>& turns;
+  Message message;            // the message being read
+  std::size_t message_count = 0;
   std::string& error;
   int depth = 0;
   std::string top_key;       // key of the depth-1 value being read
@@ -48,7 +55,8 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
   bool in_message = false;   // inside one message (depth 3)
   bool saw_list = false;
 
-  ConversationSax(std::vector<Message>& m, std::string& e) : messages(m), error(e) {}
+  ConversationSax(ConversationParser& p, std::vector<ConversationTurn>& t, std::string& e)
+      : parser(p), turns(t), error(e) {}
 
   bool fail(std::string message) {
     error = std::move(message);
@@ -56,7 +64,7 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
   }
   bool is_list_key() const { return top_key == "conversations" || top_key == "messages"; }
   // A scalar value: a message field, a list element, or skipped.
-  bool scalar(const std::string* text, const char* kind) {
+  bool scalar(std::string* text, const char* kind) {
     if (depth == 0) return fail("expected a conversation object");
     if (depth == 1 && is_list_key()) return fail("'" + top_key + "' must be an array of messages, not " + kind);
     if (depth == 2 && in_list) return fail("each message must be an object, not " + std::string(kind));
@@ -67,10 +75,10 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
         if (!text && std::string_view(kind) == "null") return true;  // an absent field
         if (!text) return fail("message field '" + message_key + "' must be a string, not " + kind);
         if (role_key) {
-          messages.back().role = *text;
-          messages.back().has_role = true;
+          message.role = *text;
+          message.has_role = true;
         } else {
-          messages.back().text = *text;
+          message.text = std::move(*text);  // the lexer clears its buffer before the next token
         }
       }
     }
@@ -91,15 +99,16 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
     if (depth == 3 && in_list) {
       in_message = true;
       message_key.clear();
-      messages.emplace_back();
+      message = Message{};
+      ++message_count;
     }
     return true;
   }
   bool end_object() override {
     if (depth == 3 && in_message) {
       in_message = false;
-      if (!messages.back().has_role)
-        return fail("message " + std::to_string(messages.size()) + " has no 'from' (or 'role')");
+      if (!message.has_role) return fail("message " + std::to_string(message_count) + " has no 'from' (or 'role')");
+      if (!parser.add_message(message.role, message.text, turns, error)) return false;
     }
     --depth;
     return true;
@@ -132,13 +141,12 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
   }
 };
 
-}  // namespace
-
 bool ConversationParser::parse(std::string_view object, std::vector<ConversationTurn>& turns, std::string& error) {
   turns.clear();
   error.clear();
-  std::vector<Message> messages;
-  ConversationSax sax(messages, error);
+  context_.clear();
+  blocks_.clear();
+  ConversationSax sax(*this, turns, error);
   if (!nlohmann::json::sax_parse(object.begin(), object.end(), &sax)) {
     if (error.empty()) error = "invalid JSON";
     return false;
@@ -147,29 +155,30 @@ bool ConversationParser::parse(std::string_view object, std::vector<Conversation
     error = "a conversation needs a 'conversations' (or 'messages') array";
     return false;
   }
-  context_.clear();
-  blocks_.clear();
+  return true;
+}
+
+bool ConversationParser::add_message(std::string_view role, std::string_view text,
+                                     std::vector<ConversationTurn>& turns, std::string& error) {
   constexpr std::size_t kBlockBytes = kConversationHashBlock * kConversationBytesPerToken;
   constexpr auto kMaxTokens = static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max());
-  for (const Message& m : messages) {
-    const std::size_t tokens = (m.text.size() + kConversationBytesPerToken - 1) / kConversationBytesPerToken;
-    const std::size_t context_tokens = context_.size() / kConversationBytesPerToken;
-    if (is_model_role(m.role) && context_tokens >= 1) {
-      if (context_tokens > kMaxTokens || tokens > kMaxTokens) {
-        error = "a conversation over 2^31-1 tokens";
-        return false;
-      }
-      ConversationTurn& t = turns.emplace_back();
-      t.prompt_len = static_cast<std::int32_t>(context_tokens);
-      t.output_len = std::max<std::int32_t>(1, static_cast<std::int32_t>(tokens));
-      t.hash_blocks = context_tokens / kConversationHashBlock;
+  const std::size_t tokens = (text.size() + kConversationBytesPerToken - 1) / kConversationBytesPerToken;
+  const std::size_t context_tokens = context_.size() / kConversationBytesPerToken;
+  if (is_model_role(role) && context_tokens >= 1) {
+    if (context_tokens > kMaxTokens || tokens > kMaxTokens) {
+      error = "a conversation over 2^31-1 tokens";
+      return false;
     }
-    context_ += m.text;
-    context_.resize(context_.size() + tokens * kConversationBytesPerToken - m.text.size(), '\0');
-    while ((blocks_.size() + 1) * kBlockBytes <= context_.size()) {
-      const std::uint64_t parent = blocks_.empty() ? 0 : blocks_.back();
-      blocks_.push_back(block_hash(parent, std::string_view(context_).substr(blocks_.size() * kBlockBytes, kBlockBytes)));
-    }
+    ConversationTurn& t = turns.emplace_back();
+    t.prompt_len = static_cast<std::int32_t>(context_tokens);
+    t.output_len = std::max<std::int32_t>(1, static_cast<std::int32_t>(tokens));
+    t.hash_blocks = context_tokens / kConversationHashBlock;
+  }
+  context_ += text;
+  context_.resize(context_.size() + tokens * kConversationBytesPerToken - text.size(), '\0');
+  while ((blocks_.size() + 1) * kBlockBytes <= context_.size()) {
+    const std::uint64_t parent = blocks_.empty() ? 0 : blocks_.back();
+    blocks_.push_back(block_hash(parent, std::string_view(context_).substr(blocks_.size() * kBlockBytes, kBlockBytes)));
   }
   return true;
 }

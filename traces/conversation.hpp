@@ -45,6 +45,11 @@ class ConversationParser {
   const std::vector<std::uint64_t>& blocks() const { return blocks_; }
 
  private:
+  friend struct ConversationSax;
+  // One message, in order: a model reply after some context becomes a turn.
+  bool add_message(std::string_view role, std::string_view text, std::vector<ConversationTurn>& turns,
+                   std::string& error);
+
   std::string context_;                // the message texts so far, each padded to 4 bytes
   std::vector<std::uint64_t> blocks_;  // chained hash of each full block of context_
 };

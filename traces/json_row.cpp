@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "traces/line_reader.hpp"
+
 namespace twin {
 
 namespace {
@@ -73,6 +75,8 @@ struct JsonRowSax {
     if (skip_depth > 0 || current == JsonKey::unknown) return true;
     if (in_array) {
       if (!is_number || float_text) return fail("'" + key_name() + "' must hold integers");
+      if ((current == JsonKey::hash_ids ? hash_ids.size() : prompt_tokens.size()) >= kMaxRowListElements)
+        return fail("'" + key_name() + "' holds more than " + std::to_string(kMaxRowListElements) + " elements");
       if (current == JsonKey::hash_ids) {
         if (negative_or_float) return fail("'hash_ids' must hold non-negative integers");
         hash_ids.push_back(is_unsigned ? uvalue : static_cast<std::uint64_t>(value));

@@ -16,6 +16,11 @@ namespace twin {
 // A line longer than this is an error, not a reason to hold the file in
 // memory (a decompressed stream can be far larger than the file).
 inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 28;
+// A row's hash id or token list longer than this is an error: within the
+// line cap, "1,1,1,..." would otherwise become 2^27 ids (1 GiB) from one
+// row. 2^24 is the generator's length cap (length_dist.hpp), far beyond any
+// context a model serves.
+inline constexpr std::size_t kMaxRowListElements = std::size_t{1} << 24;
 
 class LineReader {
  public:

@@ -97,9 +97,10 @@ std::int64_t session_from_text(std::string_view text) {
   return static_cast<std::int64_t>(h & 0x7fffffffffffffffull);
 }
 
-// Space-separated integers (twin-csv list columns).
+// Space-separated integers (twin-csv list columns). Empty on success, else
+// what is wrong (the caller names the column).
 template <class T, class ParseFn>
-bool parse_list(std::string_view text, std::vector<T>& out, ParseFn parse_one) {
+std::string parse_list(std::string_view text, std::vector<T>& out, ParseFn parse_one, const char* expected) {
   out.clear();
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -109,12 +110,14 @@ bool parse_list(std::string_view text, std::vector<T>& out, ParseFn parse_one) {
     }
     std::size_t end = text.find(' ', pos);
     if (end == std::string_view::npos) end = text.size();
+    if (out.size() >= kMaxRowListElements)
+      return "holds more than " + std::to_string(kMaxRowListElements) + " elements";
     T value;
-    if (!parse_one(text.substr(pos, end - pos), value)) return false;
+    if (!parse_one(text.substr(pos, end - pos), value)) return expected;
     out.push_back(value);
     pos = end;
   }
-  return true;
+  return {};
 }
 
 enum class RowResult { ok, bad, failed };
@@ -334,15 +337,18 @@ struct TraceReader::Impl {
         if (kind == Column::hash_block_size) out.hash_block_size = v;
         return true;
       }
-      case Column::hash_ids:
-        if (!parse_list(field, out.hash_ids, [](std::string_view t, std::uint64_t& v) { return parse_uint64(t, v); }))
-          return bad(name() + ": expected space-separated non-negative integers");
-        return true;
-      case Column::prompt_tokens:
-        if (!parse_list(field, out.prompt_tokens,
-                        [](std::string_view t, TokenId& v) { return parse_int32(t, v) && v >= 0; }))
-          return bad(name() + ": expected space-separated integers in 0..2^31-1");
-        return true;
+      case Column::hash_ids: {
+        const std::string wrong = parse_list(
+            field, out.hash_ids, [](std::string_view t, std::uint64_t& v) { return parse_uint64(t, v); },
+            "expected space-separated non-negative integers");
+        return wrong.empty() ? true : bad(name() + ": " + wrong);
+      }
+      case Column::prompt_tokens: {
+        const std::string wrong = parse_list(
+            field, out.prompt_tokens, [](std::string_view t, TokenId& v) { return parse_int32(t, v) && v >= 0; },
+            "expected space-separated integers in 0..2^31-1");
+        return wrong.empty() ? true : bad(name() + ": " + wrong);
+      }
       case Column::ignore:
         return true;
     }
