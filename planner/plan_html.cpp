@@ -123,6 +123,11 @@ std::string plan_html(const PlanResult& p) {
   out += "<p>Trace <code>" + xml_escape(p.trace_path) + "</code>: " + std::to_string(p.trace_requests) +
          " requests at " + fixed(p.trace_rate, 3) + " req/s, mean output " + fixed(p.mean_output_tokens, 1) +
          " tokens. SLOs <code>" + xml_escape(p.slos) + "</code>.</p>\n";
+  out += "<p class=\"rate\">Planned for <b>" + fixed(p.planned_rate, 3) + " req/s</b>" +
+         (p.rate_is_target ? " (<code>--target-rate</code>, " + fixed(p.planned_rate / p.trace_rate, 2) +
+                                 "x the trace's rate; the trace's requests replayed at that rate)"
+                           : " (the trace's own rate)") +
+         ": replicas and costs per token are for this rate.</p>\n";
   if (p.chosen >= 0) {
     const CandidateResult& c = p.candidates[static_cast<std::size_t>(p.chosen)];
     out += "<p class=\"answer\"><b>Answer:</b> " + std::to_string(c.replicas) + " x " +

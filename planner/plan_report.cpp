@@ -61,6 +61,10 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   trace["verify_requests"] = p.verify_requests;
   trace["floor_prompt_len"] = p.prompt_len_for_floor;
   j["trace"] = std::move(trace);
+  // The rate every candidate was sized and costed for: --target-rate's, or
+  // the trace's own (then target_rate_rps is null).
+  j["planned_rate_rps"] = p.planned_rate;
+  j["target_rate_rps"] = p.rate_is_target ? nlohmann::ordered_json(p.planned_rate) : nlohmann::ordered_json(nullptr);
   j["slos"] = p.slos;
   j["latency_metric"] = p.latency_metric;
   nlohmann::ordered_json search;
@@ -103,7 +107,8 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
 
 void write_plan_csv(std::ostream& out, const PlanResult& p) {
   out << "rank,index,label,hardware,tp,pp,preset,max_num_batched_tokens,max_num_seqs,router,status,capacity_rps,"
-         "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms";
+         "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms,"
+         "planned_rate_rps";
   std::string slos = p.slos;
   std::size_t start = 0;
   while (!slos.empty()) {
@@ -125,7 +130,7 @@ void write_plan_csv(std::ostream& out, const PlanResult& p) {
         << (c.capacity.feasible ? cell(c.capacity.capacity, 4) : "") << "," << (c.replicas ? std::to_string(c.replicas) : "")
         << "," << (c.gpus ? std::to_string(c.gpus) : "") << "," << (c.gpus ? cell(c.cost_per_hour, 2) : "") << ","
         << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.cost_per_m_output_tokens_at_capacity, 4)
-        << "," << cell(c.latency_ms, 3) << slo_cells(p, c) << ","
+        << "," << cell(c.latency_ms, 3) << "," << cell(p.planned_rate, 4) << slo_cells(p, c) << ","
         << quote(c.reason) << "\n";
   }
 }
@@ -142,9 +147,14 @@ void write_pareto_csv(std::ostream& out, const PlanResult& p) {
 void print_plan(std::ostream& out, const PlanResult& p) {
   out << "Trace: " << p.trace_path << ", " << p.trace_requests << " requests at " << fixed(p.trace_rate, 3)
       << " req/s, mean output " << fixed(p.mean_output_tokens, 1) << " tokens\n";
+  if (p.rate_is_target) {
+    out << "Planned for " << fixed(p.planned_rate, 3) << " req/s (--target-rate, " << fixed(p.planned_rate / p.trace_rate, 2)
+        << "x the trace's rate): the trace's requests replayed at that rate\n";
+  }
   out << "SLOs: " << p.slos << "; capacity probes use the first " << p.probe_requests
       << " requests, rates rescaled, bisected to " << fixed(p.tolerance * 100, 1) << "%; cluster check on "
-      << p.verify_requests << " requests at the trace's rate\n\n";
+      << p.verify_requests << " requests at "
+      << (p.rate_is_target ? fixed(p.planned_rate, 3) + " req/s" : std::string("the trace's rate")) << "\n\n";
   out << std::left << std::setw(5) << "rank" << std::setw(48) << "configuration" << std::right << std::setw(12)
       << "cap req/s" << std::setw(9) << "replicas" << std::setw(6) << "GPUs" << std::setw(10) << "$/h" << std::setw(10)
       << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << "  status\n";

@@ -123,7 +123,14 @@ std::string_view status_name(CandidateStatus s) {
   return "?";
 }
 
+double planned_rate(const LoadedTrace& trace, const PlanOptions& o) {
+  return o.target_rate > 0 ? o.target_rate : arrival_rate(trace, o.verify_requests);
+}
+
 void check_plan_options(const PlanOptions& o) {
+  if (o.target_rate != 0 && !(std::isfinite(o.target_rate) && o.target_rate > 0)) {
+    throw UsageError("--target-rate: expected a positive number of requests per second");
+  }
   if (parse_slos(o.slos).empty()) throw UsageError("--slo: plan needs at least one SLO, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   check_search_space(o.space);
   if (!(o.capacity.tolerance > 0 && o.capacity.tolerance < 1)) throw UsageError("--tolerance: expected a number in (0, 1)");
@@ -156,7 +163,8 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
   r.has_floor = true;
 
   CapacityOptions copt = o.capacity;
-  copt.start_rate = arrival_rate(trace);
+  // The search starts where the answer is expected: at the rate planned for.
+  copt.start_rate = o.target_rate > 0 ? o.target_rate : arrival_rate(trace);
   r.capacity = find_capacity(one, trace, copt);
   if (!r.capacity.feasible) {
     r.status = CandidateStatus::slo_unmet;
@@ -164,7 +172,10 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.latency_ms = kNaN;
     return r;
   }
-  const double verify_rate = arrival_rate(trace, o.verify_requests);
+  const double verify_rate = planned_rate(trace, o);
+  // The cluster check replays the trace at the planned rate: its own
+  // arrival times (speedup 1) without --target-rate.
+  const double verify_speedup = o.target_rate > 0 ? o.target_rate / arrival_rate(trace, o.verify_requests) : 1.0;
   const double verify_out = mean_output_tokens(trace, o.verify_requests);
   const double capacity_tokens_per_hour = r.capacity.capacity * verify_out * 3600.0;
   r.cost_per_m_output_tokens_at_capacity =
@@ -188,7 +199,7 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
                  std::to_string(*o.space.max_gpus);
       return r;
     }
-    ScaledTraceSource source(trace, o.verify_requests, 1.0);
+    ScaledTraceSource source(trace, o.verify_requests, verify_speedup);
     RunOutputs outputs;
     outputs.step_stats = false;
     const RunResult run = run_simulation(candidate_config(c, n, o.slos, o.seed), source, outputs);
@@ -232,6 +243,8 @@ PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& o, std::ve
                                                     : std::min(o.capacity.probe_requests, trace.requests.size());
   p.verify_requests = o.verify_requests == 0 ? trace.requests.size() : std::min(o.verify_requests, trace.requests.size());
   p.trace_rate = arrival_rate(trace, o.verify_requests);
+  p.planned_rate = planned_rate(trace, o);
+  p.rate_is_target = o.target_rate > 0;
   p.mean_output_tokens = mean_output_tokens(trace, o.verify_requests);
   p.slos = format_slos(slos);
   p.latency_metric = latency_axis(slos).name;

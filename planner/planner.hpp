@@ -1,7 +1,8 @@
 #pragma once
 // `twinserve plan`: for every candidate replica configuration, its capacity
-// (capacity.hpp), the replicas the trace's rate needs (verified by simulating
-// the whole cluster with its router on the trace), the cost; then the ranking,
+// (capacity.hpp), the replicas the planned rate needs (the trace's, or
+// --target-rate's: verified by simulating the whole cluster with its router
+// on the trace replayed at that rate), the cost; then the ranking,
 // the chosen configuration and the Pareto front of cost against latency.
 #include <cstdint>
 #include <limits>
@@ -23,6 +24,10 @@ struct PlanOptions {
   CapacityOptions capacity;      // start_rate is set from the trace
   std::size_t verify_requests = 0;  // requests of the cluster check (0: the whole trace)
   std::int32_t max_extra_replicas = 8;  // added one by one when the cluster check fails
+  // The mean arrival rate to size for (req/s; --target-rate, e.g. next
+  // year's traffic); 0: the trace's own. The trace is replayed rescaled to it
+  // (ScaledTraceSource, the one rule of engine/core/timeline.hpp).
+  double target_rate = 0;
   std::uint64_t seed = 0;
   int jobs = 0;  // threads; 0: hardware threads
   ProgressFn progress;  // (candidates evaluated, candidates) after each one
@@ -47,7 +52,7 @@ struct CandidateResult {
   std::int32_t replicas_estimated = 0, replicas = 0, gpus = 0;
   std::vector<VerifyRun> verify;  // cluster checks, in order
   double cost_per_hour = 0;
-  double cost_per_m_output_tokens = 0;  // the cluster at the trace's rate
+  double cost_per_m_output_tokens = 0;  // the cluster at the planned rate
   // One replica run at its SLO capacity: what the hardware costs per million
   // output tokens when the load grows into it (comparable across candidates,
   // unlike the figure above, which every 1-replica candidate shares).
@@ -61,6 +66,8 @@ struct PlanResult {
   std::string trace_path;
   std::size_t trace_requests = 0, probe_requests = 0, verify_requests = 0;
   double trace_rate = 0, mean_output_tokens = 0;
+  double planned_rate = 0;    // what the deployment is sized for: target_rate, else trace_rate
+  bool rate_is_target = false;  // planned_rate came from --target-rate
   std::string chosen_vllm_serve;  // the chosen candidate's `vllm serve` line (planner/vllm_command.hpp); empty: none chosen
   std::string slos;              // canonical
   std::string latency_metric;    // e.g. "ttft_p90"
@@ -72,6 +79,10 @@ struct PlanResult {
   std::int64_t chosen = -1;                 // index into candidates; -1: none
   std::int32_t prompt_len_for_floor = 0;
 };
+
+// The mean arrival rate a plan sizes for: options.target_rate when given,
+// else the trace's rate over the cluster check's requests.
+double planned_rate(const LoadedTrace& trace, const PlanOptions& options);
 
 // Validates the options (UsageError for an empty SLO list, unknown names,
 // bad numbers) before any simulation.

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/planner/planner_test_util.hpp"
 #include "tests/support/run_cli.hpp"
 
@@ -67,6 +69,32 @@ TEST_CASE("plan under mpirun -n 2 writes the single-process bytes") {
     INFO(f);
     CHECK(test::read_file(single / f) == test::read_file(multi / f));
   }
+}
+
+TEST_CASE("plan --target-rate: plan.json, plan.csv and plan.html say which rate was planned for") {
+  const std::string trace = test::write_vidur(test::chat_trace(120, 6.0), "target_trace.csv");
+  const auto out = test::planner_tmp("plan_target");
+  std::filesystem::remove_all(out);
+  const auto r = test::run_twinserve("plan --trace '" + trace + "' --model llama-3.1-8b --hw h100-80gb --tp 1 "
+                                     "--slo 'ttft_p90<=1s,tpot_p90<=60ms' --probe-requests 120 --tolerance 0.05 --no-plots "
+                                     "--target-rate 30 --out '" + out.string() + "'",
+                                     true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Planned for 30.000 req/s (--target-rate"));
+  const auto json = nlohmann::json::parse(test::read_file(out / "plan.json"));
+  CHECK(json.at("planned_rate_rps").get<double>() == 30.0);
+  CHECK(json.at("target_rate_rps").get<double>() == 30.0);
+  CHECK(json.at("trace").at("rate_rps").get<double>() < 7.0);
+  const std::string csv = test::read_file(out / "plan.csv");
+  CHECK_THAT(csv, Catch::Contains(",latency_ms,planned_rate_rps,"));
+  CHECK_THAT(csv, Catch::Contains(",30.0000,"));
+  CHECK_THAT(test::read_file(out / "plan.html"), Catch::Contains("Planned for <b>30.000 req/s</b> (<code>--target-rate</code>"));
+  const auto zero = test::run_twinserve("plan --trace '" + trace + "' --slo 'ttft_p90<=1s' --target-rate 0 --out '" +
+                                            test::planner_tmp("plan_target0").string() + "'",
+                                        true);
+  CHECK(zero.exit_code == 2);
+  CHECK_THAT(zero.out, Catch::Contains("--target-rate"));
 }
 
 TEST_CASE("plan and sweep reject bad input naming the key") {

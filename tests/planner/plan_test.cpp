@@ -46,6 +46,43 @@ TEST_CASE("a looser SLO never costs more and a higher rate never costs less") {
   CHECK(faster.candidates[static_cast<std::size_t>(faster.chosen)].replicas >= 2);
 }
 
+TEST_CASE("a target rate sizes the plan for it: the trace replayed at it, every cost per token at it") {
+  const LoadedTrace trace = test::chat_trace(300, 40.0);
+  const double trace_rate = arrival_rate(trace);
+  const PlanResult base = run_plan(trace, two_gpu_kinds(kLoose));
+  CHECK_FALSE(base.rate_is_target);
+  CHECK(base.planned_rate == trace_rate);
+  PlanOptions o = two_gpu_kinds(kLoose);
+  o.target_rate = 10 * trace_rate;
+  const PlanResult grown = run_plan(trace, o);
+  CHECK(grown.rate_is_target);
+  CHECK(grown.planned_rate == o.target_rate);
+  CHECK(grown.trace_rate == trace_rate);
+  REQUIRE(grown.chosen >= 0);
+  CHECK(chosen_cost(grown) >= chosen_cost(base));
+  for (const CandidateResult& c : grown.candidates) {
+    if (c.status != CandidateStatus::ok) continue;
+    INFO(candidate_label(c.candidate));
+    CHECK(c.capacity.probes.front().rate == o.target_rate);  // the search starts at the planned rate
+    CHECK(c.verify.back().result.rate == o.target_rate);     // the cluster check is judged at it
+    CHECK(c.replicas >= static_cast<std::int32_t>(std::ceil(o.target_rate / c.capacity.capacity - 1e-9)));
+    CHECK(c.cost_per_m_output_tokens ==
+          Approx(c.cost_per_hour / (o.target_rate * grown.mean_output_tokens * 3600) * 1e6).epsilon(1e-12));
+  }
+  // Planning for 10x is planning on the trace replayed 10x faster by hand
+  // (up to the nanosecond rounding of the arrivals): the same deployment.
+  const PlanResult by_hand = run_plan(test::scale_rate(trace, 10.0), two_gpu_kinds(kLoose));
+  REQUIRE(by_hand.chosen >= 0);
+  CHECK(by_hand.chosen == grown.chosen);
+  const auto& a = grown.candidates[static_cast<std::size_t>(grown.chosen)];
+  const auto& b = by_hand.candidates[static_cast<std::size_t>(by_hand.chosen)];
+  CHECK(a.replicas == b.replicas);
+  CHECK(a.replicas >= 2);
+  CHECK(a.capacity.capacity == Approx(b.capacity.capacity).epsilon(0.06));
+  o.target_rate = -1;
+  CHECK_THROWS_AS(check_plan_options(o), UsageError);
+}
+
 TEST_CASE("the chosen deployment comes with its vllm serve line, and costs at capacity tell candidates apart") {
   PlanOptions o = two_gpu_kinds(kLoose);
   o.space.tp = {1, 2};

@@ -33,7 +33,7 @@ struct PlanArgs {
   std::vector<std::string> hardware, presets, routers;
   std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
   std::optional<std::int32_t> max_gpus, max_model_len;
-  std::optional<double> budget;
+  std::optional<double> budget, target_rate;
   double tolerance = 0.02;
   std::int64_t probe_requests = 2000, verify_requests = 0;
   std::int32_t max_extra_replicas = 8;
@@ -57,6 +57,7 @@ PlanOptions make_options(const PlanArgs& a) {
   if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
   if (a.max_model_len) o.space.max_model_len = *a.max_model_len;
   if (a.budget) o.space.budget = *a.budget;
+  if (a.target_rate) o.target_rate = *a.target_rate;
   o.slos = a.slo;
   o.capacity.tolerance = a.tolerance;
   if (a.probe_requests < 0) throw UsageError("--probe-requests: expected 0 (all) or a positive count");
@@ -83,6 +84,10 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   }
   if (arrival_rate(trace) <= 0) {
     throw Error(a.in.path + ": plan needs at least two requests with different arrival times (a rate to size for)");
+  }
+  if (options.target_rate > 0 && arrival_rate(trace, options.verify_requests) <= 0) {
+    throw Error(a.in.path + ": --target-rate rescales the cluster check's requests, and its first " +
+                std::to_string(options.verify_requests) + " arrive at once (no rate to rescale); raise --verify-requests");
   }
 
   const std::vector<Candidate> candidates = plan_candidates(options);
@@ -144,6 +149,9 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(2, kMaxInt32));
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
+  sub->add_option("--target-rate", a.target_rate,
+                  "Size for this mean arrival rate, req/s (growth; default: the trace's): the trace replayed at it")
+      ->check(real_range(0, 1e12, true));
   sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)")->check(real_range(0, 1, true, true));
   sub->add_option("--probe-requests", a.probe_requests,
                   "Requests per capacity probe: the trace's first N (default 2000; 0: all)")->check(int_range(1, kMaxInt64));
