@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -19,6 +20,13 @@ namespace {
 std::string crash_dir = ".";
 char crash_path[4096] = {0};
 const std::string* current = nullptr;
+// What the watchdog needs besides the above; guarded by `armed` (the crash
+// handlers run on the input's own thread and read without it).
+std::mutex armed;
+std::uint64_t serial = 0;
+std::string current_reader;
+std::uint64_t current_seed = 0;
+std::int64_t current_index = 0;
 
 void write_all(int fd, const char* data, std::size_t n) {
   while (n > 0) {
@@ -75,11 +83,38 @@ void install_crash_guard(const std::string& dir) {
 }
 
 void arm_crash_guard(const std::string& reader, std::uint64_t seed, std::int64_t index, const std::string& input) {
+  const std::lock_guard<std::mutex> lock(armed);
   std::snprintf(crash_path, sizeof crash_path, "%s/crash-%s-seed%llu-input%lld", crash_dir.c_str(), reader.c_str(),
                 static_cast<unsigned long long>(seed), static_cast<long long>(index));
   current = &input;
+  ++serial;
+  if (current_reader != reader) current_reader = reader;
+  current_seed = seed;
+  current_index = index;
 }
 
-void disarm_crash_guard() { current = nullptr; }
+void disarm_crash_guard() {
+  const std::lock_guard<std::mutex> lock(armed);
+  current = nullptr;
+}
+
+std::uint64_t armed_serial() {
+  const std::lock_guard<std::mutex> lock(armed);
+  return current ? serial : 0;
+}
+
+std::string save_armed_input(const char* prefix, std::int64_t& index) {
+  const std::lock_guard<std::mutex> lock(armed);
+  if (!current) return {};
+  const std::string path = crash_dir + "/" + prefix + "-" + current_reader + "-seed" + std::to_string(current_seed) +
+                           "-input" + std::to_string(current_index);
+  index = current_index;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f) {
+    std::fwrite(current->data(), 1, current->size(), f);
+    std::fclose(f);
+  }
+  return path;
+}
 
 }  // namespace twin::fuzz

@@ -16,4 +16,11 @@ void install_crash_guard(const std::string& dir);
 void arm_crash_guard(const std::string& reader, std::uint64_t seed, std::int64_t index, const std::string& input);
 void disarm_crash_guard();
 
+// For the watchdog (watchdog.hpp), from another thread: a number that
+// changes with every input armed (0 while none is), and the armed input
+// saved to the crash dir as PREFIX-READER-seedS-inputI. The save returns the
+// file's path and the input's number, or an empty path if none is armed.
+std::uint64_t armed_serial();
+std::string save_armed_input(const char* prefix, std::int64_t& index);
+
 }  // namespace twin::fuzz

@@ -7,6 +7,7 @@
 //   twin_fuzz --reader NAME --replay FILE_OR_DIR     run saved inputs (regressions, crashes);
 //                                                    a file named refuse-* must be refused, accept-* accepted
 //   twin_fuzz --list
+//   --timeout-s T (default 10): an input running longer is saved as a hang
 //
 // Exit status: 0 when no input failed (and, with --strict, every error named
 // its origin and stayed short), 1 otherwise, 2 for a usage error.
@@ -26,6 +27,7 @@
 #include "tools/fuzz/crash_guard.hpp"
 #include "tools/fuzz/driver.hpp"
 #include "tools/fuzz/fuzz_target.hpp"
+#include "tools/fuzz/watchdog.hpp"
 
 namespace fs = std::filesystem;
 using namespace twin::fuzz;
@@ -147,7 +149,8 @@ int main(int argc, char** argv) {
   std::string replay_path, corpus_dir, crash_dir = ".";
   long long dump = -1;
   std::size_t max_alloc_mb = 512;
-  bool list = false, strict = false;
+  double timeout_s = 10;
+  bool list = false, strict = false, hang_test = false;
   app.add_option("--reader", reader, "Target name (see --list), or 'all'");
   app.add_option("--iterations", options.iterations, "Mutated inputs per reader (after the seeds)")
       ->check(CLI::Range(0LL, 1LL << 40));
@@ -158,10 +161,19 @@ int main(int argc, char** argv) {
   app.add_option("--crash-dir", crash_dir, "Where a crashing input is saved");
   app.add_option("--max-alloc-mb", max_alloc_mb, "One allocation larger than this fails the input (0: no cap)");
   app.add_option("--examples", options.examples, "Examples printed of each kind of finding");
+  app.add_option("--timeout-s", timeout_s,
+                 "One input running longer than this is a hang: saved to --crash-dir as timeout-*, exit 1 (0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--hang-self-test", hang_test, "Run an input that never ends (the watchdog's test)")->group("");
   app.add_flag("--strict", strict, "Also fail on an error without its origin or over 1000 bytes");
   app.add_flag("--list", list, "List the targets");
   CLI11_PARSE(app, argc, argv);
 
+  if (hang_test) {
+    install_crash_guard(crash_dir);
+    start_watchdog(timeout_s);
+    hang_for_watchdog_test();
+  }
   if (list || reader.empty()) {
     for (const FuzzTarget& t : all_targets()) std::printf("%-20s %s\n", t.name.c_str(), t.summary.c_str());
     return list ? 0 : 2;
@@ -185,6 +197,7 @@ int main(int argc, char** argv) {
   }
 
   install_crash_guard(crash_dir);
+  start_watchdog(timeout_s);
   set_allocation_cap(max_alloc_mb << 20);
   const Scratch scratch;
   int status = 0;

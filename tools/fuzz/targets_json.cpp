@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
+#include "models/speculative_config.hpp"
 #include "models/step_ops.hpp"
 #include "planner/search_space.hpp"
 #include "sim/calibrated_cost_model.hpp"
@@ -230,6 +232,21 @@ std::vector<std::string> cluster_seeds() {
   "scheduler": {"preset": "sarathi", "max_num_batched_tokens": 64}, "router": "prefix_affinity", "seed": 3})",
           R"({"groups": [{"model": "llama-3.1-70b", "hardware": "h200", "tp": 4, "pp": 2}],
   "scheduler": {"preset": "orca", "max_num_seqs": 8}, "router": "round_robin"})",
+          // Prefill and decode pools (docs/disaggregation.md keys), and
+          // speculative decoding per group.
+          R"({"groups": [
+    {"model": "tiny", "hardware": "cpu", "dtype": "fp32", "role": "prefill", "count": 1, "num_gpu_blocks_override": 64},
+    {"model": "tiny", "hardware": "cpu", "dtype": "fp32", "role": "decode", "count": 2, "num_gpu_blocks_override": 64}],
+  "disaggregation": {"mode": "conditional", "conditional_threshold": 32, "kv_transfer": "layerwise",
+                     "prefill_router": "least_outstanding", "decode_router": "round_robin"}})",
+          R"({"groups": [
+    {"model": "llama-3.1-8b", "hardware": "h100-80gb", "role": "prefill", "tp": 2},
+    {"model": "llama-3.1-8b", "hardware": "h100-80gb", "role": "decode", "count": 2,
+     "speculative_config": {"method": "ngram", "num_speculative_tokens": 3, "acceptance_rate": 0.7}}],
+  "disaggregation": {"mode": "always", "kv_transfer": "whole"}, "router": "least_outstanding"})",
+          R"({"groups": [{"model": "tiny", "hardware": "cpu", "dtype": "fp32", "num_gpu_blocks_override": 128,
+  "speculative_config": {"method": "draft_model", "model": "tiny", "num_speculative_tokens": 2,
+                         "acceptance_length": 2.2}}]})",
           "{}"};
 }
 
@@ -251,6 +268,60 @@ void run_cluster(const std::string& input, const Scratch& scratch) {
   gen.seed = 1;
   GeneratorSource source(gen);
   (void)run_simulation(config, source, RunOutputs{});
+}
+
+// --- --speculative-config (run, simulate; a cluster group's speculative_config) ---
+
+std::vector<std::string> speculative_seeds() {
+  return {R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4})",
+          R"({"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":6,"prompt_lookup_min":2,"acceptance_rate":0.6})",
+          R"({"method":"draft_model","model":"tiny","num_speculative_tokens":3})",
+          R"({"method":"draft_model","model":"tiny","num_speculative_tokens":4,"acceptance_length":2.5})"};
+}
+
+bool same_speculative(const SpeculativeConfig& a, const SpeculativeConfig& b) {
+  return a.method == b.method && a.num_speculative_tokens == b.num_speculative_tokens && a.model == b.model &&
+         a.prompt_lookup_max == b.prompt_lookup_max && a.prompt_lookup_min == b.prompt_lookup_min &&
+         a.acceptance_rate == b.acceptance_rate && a.acceptance_length == b.acceptance_length &&
+         a.acceptance_from == b.acceptance_from && a.draft_profile == b.draft_profile;
+}
+
+void run_speculative(const std::string& input, const Scratch&) {
+  const SpeculativeConfig config = parse_speculative_config(input, "--speculative-config");
+  // summary.json echoes the config in the input format: it must read back.
+  const SpeculativeConfig back =
+      speculative_config_from_json(nlohmann::json::parse(speculative_config_json(config).dump()), "echo");
+  if (!same_speculative(config, back)) throw std::logic_error("speculative config round trip changed it");
+  if (config.num_speculative_tokens > 0 && config.acceptance_length < 0 && config.acceptance_rate < 0) {
+    (void)expected_tokens_per_step(0.5, config.num_speculative_tokens);
+  }
+  if (config.acceptance_length > 0) (void)acceptance_rate_for_length(config.acceptance_length, config.num_speculative_tokens);
+  // Files named by the config are the user's (a mutated path could name a
+  // device): only self-contained configs go on to a simulation.
+  if (!config.acceptance_from.empty() || !config.draft_profile.empty()) return;
+  if (config.method == SpeculativeMethod::draft_model && config.model != "tiny") return;
+  // As `simulate --model tiny --hw cpu --speculative-config JSON` serves 4 requests.
+  ClusterConfig cluster;
+  ReplicaGroupConfig& g = cluster.groups.emplace_back();
+  g.model = "tiny";
+  g.hardware = "cpu";
+  g.dtype = "fp32";
+  g.num_gpu_blocks_override = 256;
+  g.speculative = config;
+  // vLLM's form has no acceptance keys, which the simulator needs.
+  if (config.acceptance_rate < 0 && config.acceptance_length < 0) g.speculative->acceptance_rate = 0.5;
+  GeneratorOptions gen;
+  gen.max_requests = 4;
+  gen.rate = 10;
+  gen.prompt = "uniform:8:100";
+  gen.output = "uniform:1:20";
+  gen.seed = 1;
+  GeneratorSource source(gen);
+  (void)run_simulation(cluster, source, RunOutputs{});
+}
+
+bool names_speculative(const std::string& message, const Scratch&) {
+  return message.rfind("--speculative-config", 0) == 0 || message.find("speculative") != std::string::npos;
 }
 
 // --- plan search files ---
@@ -297,6 +368,9 @@ std::vector<FuzzTarget> json_targets() {
                   calibrated_seeds, run_calibrated, 1 << 18),
       json_target("cluster-config", "cluster config (load_cluster_config, then a 4-request simulation)", cluster_seeds,
                   run_cluster),
+      json_target("speculative-config",
+                  "--speculative-config JSON (parse_speculative_config, its echo read back, then a 4-request simulation)",
+                  speculative_seeds, run_speculative, 1 << 12, names_speculative),
       json_target("search-file", "plan search file (load_search_file, then the candidates)", search_seeds, run_search),
   };
 }
