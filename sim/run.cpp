@@ -13,6 +13,7 @@
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
+#include "metrics/result_sink.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
@@ -20,25 +21,6 @@
 
 namespace twin {
 namespace {
-
-class OutputSink final : public RecordSink {
- public:
-  OutputSink(MetricsCollector& collector, RequestCsvWriter* requests, StepCsvWriter* steps)
-      : collector_(collector), requests_(requests), steps_(steps) {}
-  void on_request(const RequestRecord& record) override {
-    collector_.add(record);
-    if (requests_) requests_->write(record);
-  }
-  void on_step(const StepRecord& record) override {
-    collector_.add(record);
-    if (steps_) steps_->write(record);
-  }
-
- private:
-  MetricsCollector& collector_;
-  RequestCsvWriter* requests_;
-  StepCsvWriter* steps_;
-};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -130,7 +112,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   }
 
   MetricsCollector collector;
-  OutputSink sink(collector, request_writer.get(), step_writer.get());
+  ResultSink sink(collector, request_writer.get(), step_writer.get());
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;

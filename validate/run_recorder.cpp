@@ -6,25 +6,21 @@
 namespace twin {
 
 RunRecorder::RunRecorder(const std::filesystem::path& dir, bool overwrite) : dir_(dir) {
-  if (dir.empty()) return;
-  out_.emplace(dir, overwrite, kResultFiles);
-  requests_file_ = out_->open("requests.csv");
-  request_writer_ = std::make_unique<RequestCsvWriter>(requests_file_);
-  steps_file_ = out_->open("steps.csv");
-  step_writer_ = std::make_unique<StepCsvWriter>(steps_file_);
+  if (!dir.empty()) {
+    out_.emplace(dir, overwrite, kResultFiles);
+    requests_file_ = out_->open("requests.csv");
+    request_writer_ = std::make_unique<RequestCsvWriter>(requests_file_);
+    steps_file_ = out_->open("steps.csv");
+    step_writer_ = std::make_unique<StepCsvWriter>(steps_file_);
+  }
+  sink_.emplace(collector_, request_writer_.get(), step_writer_.get(),
+                [this](const RequestRecord& r) { records_.requests.push_back(r); },
+                [this](const StepRecord& s) { records_.steps.push_back(s); });
 }
 
-void RunRecorder::on_request(const RequestRecord& record) {
-  collector_.add(record);
-  if (request_writer_) request_writer_->write(record);
-  records_.requests.push_back(record);
-}
+void RunRecorder::on_request(const RequestRecord& record) { sink_->on_request(record); }
 
-void RunRecorder::on_step(const StepRecord& record) {
-  collector_.add(record);
-  if (step_writer_) step_writer_->write(record);
-  records_.steps.push_back(record);
-}
+void RunRecorder::on_step(const StepRecord& record) { sink_->on_step(record); }
 
 RunRecords RunRecorder::finish(const SummaryContext& context) {
   records_.summary = collector_.summarize(context);

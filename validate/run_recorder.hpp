@@ -14,6 +14,7 @@
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
+#include "metrics/result_sink.hpp"
 #include "metrics/step_csv.hpp"
 #include "metrics/summary.hpp"
 
@@ -33,6 +34,8 @@ class RunRecorder final : public RecordSink {
   // An empty dir writes nothing. Existing result files need overwrite
   // (UsageError naming the file otherwise).
   RunRecorder(const std::filesystem::path& dir, bool overwrite);
+  RunRecorder(const RunRecorder&) = delete;  // its sink holds `this`
+  RunRecorder& operator=(const RunRecorder&) = delete;
   void on_request(const RequestRecord& record) override;
   void on_step(const StepRecord& record) override;
   // Summarises, writes summary.json and hands the records over.
@@ -46,6 +49,7 @@ class RunRecorder final : public RecordSink {
   std::unique_ptr<StepCsvWriter> step_writer_;
   MetricsCollector collector_;
   RunRecords records_;
+  std::optional<ResultSink> sink_;  // over the writers above (null without a folder)
 };
 
 }  // namespace twin

@@ -47,9 +47,13 @@ void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
   sub.add_option("--num-gpu-blocks-override,--num-gpu-blocks", f.num_gpu_blocks,
                  "KV blocks (default: the memory plan: 1 GiB on the cpu, device memory on cuda)")
       ->check(int_range(1, kMaxKnobCount));
+  sub.add_option("--kv-cache-memory-bytes", f.kv_cache_memory_bytes,
+                 "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")
+      ->check(int_range(1, std::int64_t{1} << 50));
   sub.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
                  "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")
       ->check(real_range(0, 1, true));
+  sub.add_option("--swap-space", f.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
 }
 
 RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed) {
@@ -61,7 +65,9 @@ RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags*
   o.seed = seed;
   if (memory) {
     o.num_blocks = memory->num_gpu_blocks.value_or(0);
+    o.kv_cache_memory_bytes = memory->kv_cache_memory_bytes.value_or(0);
     o.gpu_memory_utilization = memory->gpu_memory_utilization;
+    o.swap_space_bytes = static_cast<std::int64_t>(memory->swap_space_gib * static_cast<double>(std::int64_t{1} << 30));
   }
   return o;
 }

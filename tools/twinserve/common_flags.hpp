@@ -45,16 +45,21 @@ struct EngineFlags {
 void add_engine_flags(CLI::App& sub, EngineFlags& flags);
 
 // The engine's memory plan: --max-model-len, --num-gpu-blocks-override
-// (alias --num-gpu-blocks), --gpu-memory-utilization (run, validate).
+// (alias --num-gpu-blocks), --kv-cache-memory-bytes,
+// --gpu-memory-utilization, --swap-space (run, validate).
 struct EngineMemoryFlags {
   std::optional<std::int32_t> max_model_len;   // unset: the model's context
   std::optional<std::int32_t> num_gpu_blocks;  // unset: the memory plan
+  std::optional<std::int64_t> kv_cache_memory_bytes;  // unset: the memory plan
   double gpu_memory_utilization = 0.9;
+  double swap_space_gib = 0;
 };
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& flags);
 
 // The runner the flags describe (seed: weights, prompt tokens); memory may
-// be null (calibrate sizes its own caches).
+// be null (calibrate sizes its own caches). The block count and
+// max_model_len are settled against the model by engine_settings
+// (engine/runtime/engine_setup), the one rule for run and validate.
 RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed);
 
 }  // namespace twin::cli
