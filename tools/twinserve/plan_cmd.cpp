@@ -19,6 +19,7 @@
 #include "planner/thread_pool.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/progress_line.hpp"
 
@@ -136,6 +137,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
   add_output_flags(*sub, a.out, "Write plan.json, plan.csv, pareto.csv and plots here", true);
   sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
+  add_config_file_flag(*sub, nullptr);
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');

@@ -32,6 +32,7 @@
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/progress_line.hpp"
@@ -241,6 +242,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
                   "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")->check(int_range(1, std::int64_t{1} << 50));
   sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
+  add_config_file_flag(*sub, nullptr);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
   sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
   sub->add_option("--result-format", a.result_format,

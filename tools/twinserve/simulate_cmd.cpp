@@ -1,6 +1,7 @@
 // twinserve simulate: a trace through a simulated cluster. Flags follow
-// vLLM's names where vLLM has the knob; a --config file describes
-// heterogeneous clusters and the flags override it.
+// vLLM's names where vLLM has the knob (and --config FILE.yaml holds them as
+// vLLM's does); a cluster config JSON describes heterogeneous clusters and
+// the flags override it.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 
@@ -62,7 +64,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (!a.speculative_config.empty()) g.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
   }
   if (a.replicas) {
-    if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in --config");
+    if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in the cluster config");
     c.groups.front().count = *a.replicas;
   }
   if (a.prefill_replicas || a.decode_replicas) {
@@ -71,7 +73,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     }
     if (a.replicas) throw UsageError("--replicas and --prefill-replicas/--decode-replicas exclude each other");
     if (c.groups.size() != 1 || c.groups.front().role != "mixed") {
-      throw UsageError("--prefill-replicas/--decode-replicas split a single-group cluster; give pools as groups with a role in --config");
+      throw UsageError("--prefill-replicas/--decode-replicas split a single-group cluster; give pools as groups with a role in the cluster config");
     }
     ReplicaGroupConfig prefill = c.groups.front(), decode = c.groups.front();
     prefill.role = "prefill";
@@ -197,7 +199,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
                   "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
       ->check(non_empty());
-  sub->add_option("--config", a.config_path, "Cluster config JSON (see docs/simulate.md); flags override it");
+  add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
   sub->add_option("--dtype", a.dtype, "Weight dtype: fp32, fp16, bf16, fp8, int8 or vLLM's spellings (float32, float, half, float16, bfloat16, fp8_e4m3, fp8_e5m2); auto or unset: the model's");

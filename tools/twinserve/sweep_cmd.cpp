@@ -15,6 +15,7 @@
 #include "planner/sweep.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/progress_line.hpp"
 
@@ -64,7 +65,7 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
   auto& a = *args;
   auto* sub = root.add_subcommand("sweep", "Run a grid of simulations over cluster-config keys (what-if studies)");
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
-  sub->add_option("--config", a.config_path, "Base cluster config JSON (docs/simulate.md); default: one llama-3.1-8b on h100-80gb");
+  add_config_file_flag(*sub, &a.config_path, "Base cluster config JSON (docs/simulate.md); default: one llama-3.1-8b on h100-80gb");
   sub->add_option("--vary", a.vary, "KEY=V1,V2,... (repeatable: the grid is the cartesian product)")->required();
   sub->add_option("--slo", a.slo, "SLOs (override the config's)");
   add_output_flags(*sub, a.out, "Write sweep.csv here", false);

@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "validate/report.hpp"
@@ -82,6 +83,7 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
   add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
+  add_config_file_flag(*sub, nullptr);
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
                   "and runs 2.. against run 1 show the machine's run-to-run noise")->check(int_range(1, 1000));

@@ -1,0 +1,184 @@
+#include "tools/twinserve/config_file.hpp"
+
+#include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+
+namespace twin::cli {
+namespace {
+
+std::string at(const std::string& path, const YAML::Mark& mark) { return path + ":" + std::to_string(mark.line + 1); }
+
+bool is_one_of(const std::string& s, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* w) { return s == w; });
+}
+
+// A plain scalar as YAML 1.2's core schema types it: what a JSON flag's
+// value becomes (`num_speculative_tokens: 3` a number, `"3"` a string).
+nlohmann::json scalar_json(const YAML::Node& node) {
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted: a string as written
+  if (is_one_of(s, {"true", "True", "TRUE"})) return true;
+  if (is_one_of(s, {"false", "False", "FALSE"})) return false;
+  if (is_one_of(s, {"", "~", "null", "Null", "NULL"})) return nullptr;
+  std::int64_t i = 0;
+  if (auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), i); ec == std::errc() && end == s.data() + s.size()) {
+    return i;
+  }
+  double d = 0;
+  if (auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), d); ec == std::errc() && end == s.data() + s.size()) {
+    return d;
+  }
+  return s;
+}
+
+nlohmann::json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json j = nlohmann::json::object();
+      for (const auto& kv : node) j[kv.first.as<std::string>()] = to_json(kv.second);
+      return j;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& item : node) j.push_back(to_json(item));
+      return j;
+    }
+    case YAML::NodeType::Scalar:
+      return scalar_json(node);
+    default:
+      return nullptr;
+  }
+}
+
+// One value as a flag takes it on the command line.
+std::string flag_value(const std::string& path, const std::string& key, const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  if (node.IsMap()) return to_json(node).dump();  // a JSON flag (speculative-config)
+  throw UsageError(at(path, node.Mark()) + ": key '" + key + "': a list in a list (a flag takes scalars)");
+}
+
+}  // namespace
+
+bool is_yaml_path(const std::string& path) {
+  std::string lower = path;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto ends_with = [&](const std::string& suffix) {
+    return lower.size() > suffix.size() && lower.compare(lower.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return ends_with(".yaml") || ends_with(".yml");
+}
+
+std::vector<YamlFlag> read_yaml_flags(const std::string& path) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAllFromFile(path);
+  } catch (const YAML::BadFile&) {
+    throw UsageError(path + ": cannot read the config file");
+  } catch (const YAML::Exception& e) {
+    throw UsageError(at(path, e.mark) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (docs.size() > 1) throw UsageError(at(path, docs[1].Mark()) + ": a second YAML document (a config file holds one map)");
+  std::vector<YamlFlag> flags;
+  if (docs.empty() || docs.front().IsNull()) return flags;  // empty, or comments only
+  const YAML::Node& root = docs.front();
+  if (!root.IsMap()) {
+    throw UsageError(at(path, root.Mark()) + ": expected a map of flag names to values (max-num-seqs: 64), not a " +
+                     (root.IsSequence() ? "list" : "single value"));
+  }
+  std::map<std::string, int> first_line;  // flag -> line, for keys given twice
+  for (const auto& kv : root) {
+    const int line = kv.first.Mark().line + 1;
+    if (!kv.first.IsScalar()) throw UsageError(path + ":" + std::to_string(line) + ": a key must be a flag name");
+    YamlFlag f;
+    f.key = kv.first.Scalar();
+    f.line = line;
+    std::string name = f.key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    f.flag = "--" + name;
+    if (name.empty() || name.front() == '-') {
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key +
+                       "': write the flag's name without dashes (max-num-seqs, not --max-num-seqs)");
+    }
+    if (auto [it, fresh] = first_line.emplace(f.flag, line); !fresh) {
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "' given twice (first on line " +
+                       std::to_string(it->second) + ")");
+    }
+    const YAML::Node& value = kv.second;
+    if (value.IsNull()) {
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "' has no value (a switch takes true or false)");
+    }
+    if (value.IsSequence()) {
+      for (const auto& item : value) f.values.push_back(flag_value(path, f.key, item));
+      if (f.values.empty()) throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "': an empty list");
+    } else {
+      f.values.push_back(flag_value(path, f.key, value));
+    }
+    flags.push_back(std::move(f));
+  }
+  return flags;
+}
+
+void apply_yaml_flags(CLI::App& sub, const std::string& path, const std::vector<YamlFlag>& flags) {
+  for (const YamlFlag& f : flags) {
+    const std::string where = path + ":" + std::to_string(f.line) + ": ";
+    CLI::Option* op = sub.get_option_no_throw(f.flag);
+    if (op == nullptr || op == sub.get_help_ptr() || op == sub.get_help_all_ptr()) {
+      throw UsageError(where + "unknown key '" + f.key + "': `twinserve " + sub.get_name() + "` has no " + f.flag);
+    }
+    if (!op->get_configurable()) throw UsageError(where + "key '" + f.key + "': a config file cannot name " + f.flag);
+    if (!op->empty()) continue;  // given on the command line, which wins
+    try {
+      if (op->get_expected_min() == 0) {  // a switch
+        if (f.values.size() != 1) throw UsageError("a switch takes one value, true or false");
+        op->add_result(op->get_flag_value(f.flag.substr(2), f.values.front()));
+      } else {
+        op->add_result(f.values);
+      }
+      op->run_callback();
+    } catch (const std::exception& e) {
+      throw UsageError(where + "key '" + f.key + "': " + e.what());
+    }
+  }
+}
+
+void add_config_file_flag(CLI::App& sub, std::string* cluster_config, const std::string& cluster_help) {
+  CLI::App* app = &sub;
+  std::string help =
+      "Flags from a YAML file, vLLM's --config: keys are the long flag names without dashes "
+      "(max-num-seqs: 64); flags on the command line override it";
+  if (cluster_config != nullptr) {
+    // Registered before --config, so its value is in place when --config's
+    // callback runs and the two can be checked against each other.
+    sub.add_option("--cluster-config", *cluster_config, cluster_help);
+    help += ". A file not ending in .yaml/.yml is the cluster config JSON, as --cluster-config";
+  }
+  sub.add_option_function<std::string>(
+         "--config",
+         [app, cluster_config](const std::string& path) {
+           if (is_yaml_path(path)) {
+             apply_yaml_flags(*app, path, read_yaml_flags(path));
+             return;
+           }
+           if (cluster_config == nullptr) {
+             throw UsageError("--config " + path + ": expected a YAML file of flags (.yaml or .yml)");
+           }
+           if (!cluster_config->empty() && *cluster_config != path) {
+             throw UsageError("--config " + path + " and --cluster-config " + *cluster_config +
+                              ": two cluster configs (name a YAML file of flags with --config)");
+           }
+           *cluster_config = path;
+         },
+         help)
+      ->configurable(false);
+}
+
+}  // namespace twin::cli
