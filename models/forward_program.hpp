@@ -5,9 +5,12 @@
 // this list (engine/runtime/forward_calls), the profiler times its calls
 // (engine/profiler/op_bench), calibrate chooses its tables from it, and
 // validate's per-op table and calibrate's per-kind fit map step_ops' kinds to
-// the engine's time buckets through it. Adding an op means a ForwardCall
-// here, its kernels in forward_calls.cpp and its price in step_ops.cpp; a
-// test checks that the program and step_ops agree on the kinds.
+// the engine's time buckets through it, and step_ops prices the calls of
+// this list in this order (one price per call). Adding an op means a
+// ForwardCall here (its place in the pass, time bucket, priced kinds, rows,
+// collective); the compiler then asks for its kernel (the switch in
+// forward_calls.cpp) and its price (the switch in step_ops.cpp), and a test
+// checks that the kinds agree.
 #include <array>
 #include <cstdint>
 #include <span>
@@ -80,6 +83,10 @@ struct ForwardCallInfo {
   // entries are OpKind::embed past `num_priced`.
   std::array<OpKind, 3> priced;
   std::int32_t num_priced;
+  // Under tensor parallelism the call's output is a partial sum that is
+  // all-reduced across the TP group after it (the row-parallel GEMMs, the
+  // vocab-parallel embedding): step_ops prices one tp_allreduce per instance.
+  bool tp_allreduce_after = false;
   std::span<const OpKind> priced_as() const { return {priced.data(), static_cast<std::size_t>(num_priced)}; }
 };
 

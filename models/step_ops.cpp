@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "models/forward_program.hpp"
 
 namespace twin {
 
@@ -153,63 +154,110 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
   const double kvb = static_cast<double>(dtype_bytes(kv));
   const double dh = static_cast<double>(h);
 
-  if (first) {
-    // Gather one row of the (vocab-sharded) table per token, write it out.
-    out.push_back(elementwise(OpKind::embed, tokens, h, 0.0, wb + act, 0.0, 1));
-  }
-  if (layers > 0) {
-    // Fused residual add + norm: read x and residual, write both.
-    out.push_back(elementwise(OpKind::rmsnorm, tokens, h, kNormFlopsPerElem, 4.0 * act, dh * wb,
-                              2 * layers));
-    out.push_back(gemm(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, wb, act, layers,
-                       m.attention_bias));
-    out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
-                              static_cast<double>(tokens * m.head_dim) * act, layers));
-    if (prefill.seqs > 0)
-      out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim,
-                              static_cast<double>(q_dim), static_cast<double>(kv_dim), act, kvb, layers));
-    if (decode.seqs > 0)
-      out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim,
-                              static_cast<double>(q_dim), static_cast<double>(kv_dim), act, kvb, layers));
-    out.push_back(gemm(OpKind::o_proj, tokens, h, q_dim, wb, act, layers));
-    if (m.is_moe()) {
-      const int64_t rows = tokens * m.num_experts_per_tok;
-      const int64_t touched = std::min(m.num_local_experts, rows);
-      out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, layers));
-      Op up = gemm(OpKind::moe_gate_up_proj, rows, 2 * inter, h, 0.0, act, layers);
-      up.num_seqs = touched;
-      up.bytes += static_cast<double>(touched) * static_cast<double>(2 * inter * h) * wb;
-      out.push_back(up);
-      out.push_back(elementwise(OpKind::silu_mul, rows, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, layers));
-      Op down = gemm(OpKind::moe_down_proj, rows, h, inter, 0.0, act, layers);
-      down.num_seqs = touched;
-      down.bytes += static_cast<double>(touched) * static_cast<double>(inter * h) * wb;
-      out.push_back(down);
-    } else {
-      out.push_back(gemm(OpKind::gate_up_proj, tokens, 2 * inter, h, wb, act, layers));
-      out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, layers));
-      out.push_back(gemm(OpKind::down_proj, tokens, h, inter, wb, act, layers));
+  const bool moe = m.is_moe();
+  std::size_t norm_op = 0;  // where input_norm's op went: post_norm runs the same op
+  // The ops one call of the forward program runs, `instances` times (its
+  // layers in the stage, or 1).
+  auto price = [&](ForwardCall call, int64_t instances) {
+    switch (call) {
+      case ForwardCall::embed:
+        // Gather one row of the (vocab-sharded) table per token, write it out.
+        out.push_back(elementwise(OpKind::embed, tokens, h, 0.0, wb + act, 0.0, instances));
+        break;
+      case ForwardCall::input_norm:
+        // Fused residual add + norm: read x and residual, write both.
+        norm_op = out.size();
+        out.push_back(elementwise(OpKind::rmsnorm, tokens, h, kNormFlopsPerElem, 4.0 * act, dh * wb, instances));
+        break;
+      case ForwardCall::post_norm:
+        // The same kernel on the same rows: more instances of input_norm's op.
+        out[norm_op].repeat += static_cast<int32_t>(instances);
+        break;
+      case ForwardCall::qkv_proj:
+        out.push_back(gemm(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, wb, act, instances, m.attention_bias));
+        break;
+      case ForwardCall::rotary:
+        out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
+                                  static_cast<double>(tokens * m.head_dim) * act, instances));
+        break;
+      case ForwardCall::attention:
+        if (prefill.seqs > 0)
+          out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim, static_cast<double>(q_dim),
+                                  static_cast<double>(kv_dim), act, kvb, instances));
+        if (decode.seqs > 0)
+          out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim, static_cast<double>(q_dim),
+                                  static_cast<double>(kv_dim), act, kvb, instances));
+        break;
+      case ForwardCall::o_proj:
+        out.push_back(gemm(OpKind::o_proj, tokens, h, q_dim, wb, act, instances));
+        break;
+      case ForwardCall::gate_up_proj:
+        out.push_back(gemm(OpKind::gate_up_proj, tokens, 2 * inter, h, wb, act, instances));
+        break;
+      case ForwardCall::silu_mul:
+        out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
+        break;
+      case ForwardCall::down_proj:
+        out.push_back(gemm(OpKind::down_proj, tokens, h, inter, wb, act, instances));
+        break;
+      case ForwardCall::moe_router:
+        out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, instances));
+        break;
+      case ForwardCall::moe_experts: {
+        const int64_t rows = tokens * m.num_experts_per_tok;
+        const int64_t touched = std::min(m.num_local_experts, rows);
+        Op up = gemm(OpKind::moe_gate_up_proj, rows, 2 * inter, h, 0.0, act, instances);
+        up.num_seqs = touched;
+        up.bytes += static_cast<double>(touched) * static_cast<double>(2 * inter * h) * wb;
+        out.push_back(up);
+        out.push_back(elementwise(OpKind::silu_mul, rows, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
+        Op down = gemm(OpKind::moe_down_proj, rows, h, inter, 0.0, act, instances);
+        down.num_seqs = touched;
+        down.bytes += static_cast<double>(touched) * static_cast<double>(inter * h) * wb;
+        out.push_back(down);
+        break;
+      }
+      case ForwardCall::final_norm: {
+        // Priced as a norm over every token (vLLM normalises all rows, then
+        // gathers the sampling ones); num_seqs tells the engine's profiler how
+        // many rows its final_norm call gathers and normalises.
+        Op final_norm = elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, instances);
+        final_norm.num_seqs = sampling;
+        out.push_back(final_norm);
+        break;
+      }
+      case ForwardCall::lm_head:
+        out.push_back(gemm(OpKind::lm_head, sampling, vocab_shard, h, wb, act, instances));
+        if (tp > 1) out.push_back(collective(OpKind::tp_gather, sampling, m.vocab_size, act, tp, instances));
+        break;
+      case ForwardCall::sample: {
+        Op sample = elementwise(OpKind::sample, sampling, m.vocab_size, kSampleFlopsPerElem, 4.0, 0.0, instances);
+        sample.num_seqs = sampling;
+        out.push_back(sample);
+        break;
+      }
     }
+  };
+
+  // The program's calls this stage runs, in order: the prologue on the
+  // first stage, its layers, the epilogue on the last (the sampling calls
+  // only in a step that samples). Under TP each call the program marks is
+  // followed by an all-reduce, priced as one op of all of them.
+  int64_t allreduces = 0;
+  for (ForwardCall call : forward_program(moe)) {
+    const ForwardCallInfo& info = call_info(call);
+    if (info.part == CallPart::epilogue) continue;
+    if (info.part == CallPart::prologue ? !first : layers == 0) continue;
+    const int64_t instances = info.part == CallPart::layer ? layers : 1;
+    price(call, instances);
+    if (info.tp_allreduce_after) allreduces += instances;
   }
-  if (tp > 1) {
-    // After o_proj and down_proj in every layer, and after the
-    // vocab-parallel embedding lookup on the first stage.
-    const int64_t count = 2 * layers + (first ? 1 : 0);
-    if (count > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, count));
-  }
+  if (tp > 1 && allreduces > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, allreduces));
   if (last) {
-    // Priced as a norm over every token (vLLM normalises all rows, then
-    // gathers the sampling ones); num_seqs tells the engine's profiler how
-    // many rows its final_norm call gathers and normalises (forward_program).
-    Op final_norm = elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, 1);
-    final_norm.num_seqs = sampling;
-    out.push_back(final_norm);
-    if (sampling > 0) {
-      out.push_back(gemm(OpKind::lm_head, sampling, vocab_shard, h, wb, act, 1));
-      if (tp > 1) out.push_back(collective(OpKind::tp_gather, sampling, m.vocab_size, act, tp, 1));
-      Op sample = elementwise(OpKind::sample, sampling, m.vocab_size, kSampleFlopsPerElem, 4.0, 0.0, 1);
-      sample.num_seqs = sampling;
-      out.push_back(sample);
+    for (ForwardCall call : forward_program(moe)) {
+      const ForwardCallInfo& info = call_info(call);
+      if (info.part != CallPart::epilogue || (info.rows == CallRows::sampling && sampling == 0)) continue;
+      price(call, 1);
     }
   } else {
     // vLLM ships hidden states and the residual stream to the next stage.

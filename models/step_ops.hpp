@@ -82,7 +82,9 @@ struct Op {
   int32_t group = 1;      // GPUs in the collective
 };
 
-// Appends the ops ONE GPU of stage `pp_stage` executes for the step: its
+// Appends the ops ONE GPU of stage `pp_stage` executes for the step, by
+// pricing the engine's forward program (models/forward_program) call by
+// call, so the two cannot list different passes: its
 // layers' shards under TP, the embedding on the first stage, the final norm,
 // LM head (sampling seqs only) and sampling on the last, two all-reduces per
 // layer (and one after the vocab-parallel embedding) when tp > 1, and a send

@@ -5,6 +5,8 @@
 // other fails here.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,4 +83,36 @@ TEST_CASE("the program is a prologue, a layer and an epilogue, each call once, s
   CHECK(call_of(OpKind::pp_send, true) == -1);
   CHECK(timed_op_of(OpKind::silu_mul, true) == static_cast<int>(TimedOp::moe_experts));
   CHECK(timed_op_of(OpKind::gate_up_proj, true) == -1);
+}
+
+TEST_CASE("step_ops prices the program's calls in the program's order, collectives after the calls they follow") {
+  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b"}) {
+    CAPTURE(name);
+    const ModelDesc m = resolve_model(name);
+    const auto program = forward_program(m.is_moe());
+    std::vector<Op> ops;
+    step_ops(m, BatchShape{{{8, 0, true}, {1, 20, true}}}, ParallelLayout{2, 1}, Dtype::bf16, Dtype::bf16, 0, ops);
+    int last_position = -1;
+    std::int64_t allreduces = 0;
+    for (const Op& op : ops) {
+      CAPTURE(op_name(op.kind));
+      if (op.kind == OpKind::tp_allreduce) {
+        allreduces = op.repeat;
+        continue;
+      }
+      if (op.kind == OpKind::tp_gather) continue;
+      const int call = call_of(op.kind, m.is_moe());
+      REQUIRE(call >= 0);
+      const auto at = std::find(program.begin(), program.end(), static_cast<ForwardCall>(call));
+      const int position = static_cast<int>(at - program.begin());
+      CHECK(position >= last_position);
+      last_position = position;
+    }
+    // One all-reduce per instance of each call the program marks: the
+    // embedding once, two (attention out, MLP out) per layer.
+    CHECK(allreduces == 2 * m.num_hidden_layers + 1);
+    // Both norms of a layer are one op of 2 x layers instances.
+    for (const Op& op : ops)
+      if (op.kind == OpKind::rmsnorm) CHECK(op.repeat == 2 * m.num_hidden_layers);
+  }
 }
