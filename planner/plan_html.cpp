@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "metrics/slo.hpp"
-#include "planner/svg_chart.hpp"
+#include "metrics/svg_chart.hpp"
 
 namespace twin {
 namespace {

@@ -1,7 +1,8 @@
 #pragma once
 // The validation's outputs: report.json (machine-readable, the keys of
-// docs/validate.md), report.md (tables and plot links), gnuplot plots per
-// load, and a compact table for the terminal.
+// docs/validate.md), report.md (tables and plot links), report.html (one
+// self-contained page: predicted against measured across loads, inline SVG),
+// gnuplot plots per load, and a compact table for the terminal.
 #include <filesystem>
 #include <iosfwd>
 #include <string>
@@ -21,6 +22,12 @@ std::string write_plots(const ValidationResult& result, const std::filesystem::p
 
 // report.md; `plot_note` is write_plots' answer.
 void write_report_markdown(std::ostream& out, const ValidationResult& result, const std::string& plot_note);
+
+// report.html: per figure (TTFT, TPOT, E2E latency at p50 and p90, output
+// throughput) one chart of the measurement and every cost model's prediction
+// against the offered load, then the error table. Nothing to fetch; the same
+// result gives the same bytes.
+std::string report_html(const ValidationResult& result);
 
 // A few lines per load: p50/p90 of TTFT, TPOT, E2EL and throughput, measured,
 // calibrated and roofline, with the parity figure.

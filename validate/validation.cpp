@@ -98,7 +98,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
     throw UsageError("--engine-repeats must be 1 to 10, got " + std::to_string(o.engine_repeats));
   }
   if (o.out_dir.empty()) throw UsageError("validate needs --out DIR");
-  for (const char* name : {"report.json", "report.md"}) {
+  for (const char* name : {"report.json", "report.md", "report.html"}) {
     if (!o.overwrite && fs::exists(o.out_dir / name)) {
       throw UsageError((o.out_dir / name).string() + " already exists; pass --overwrite to replace it");
     }

@@ -97,6 +97,15 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
     CHECK(std::string(std::istreambuf_iterator<char>(a), {}) == std::string(std::istreambuf_iterator<char>(b), {}));
   }
   CHECK(fs::exists(out / "report.md"));
+  {
+    // The HTML report: the 7 charts of predicted against measured, inline.
+    std::ifstream hin(out / "report.html");
+    const std::string html(std::istreambuf_iterator<char>(hin), {});
+    std::size_t svgs = 0;
+    for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+    CHECK(svgs == 7);
+    CHECK(html.find("class=\"errors\"") != std::string::npos);
+  }
   CHECK(r.out.find("replay parity") != std::string::npos);
   // Which ops each model gets wrong: the CPU engine timed its own ops.
   {

@@ -6,7 +6,7 @@
 #include "base/error.hpp"
 #include "planner/plan_html.hpp"
 #include "planner/plan_report.hpp"
-#include "planner/svg_chart.hpp"
+#include "metrics/svg_chart.hpp"
 #include "planner/planner.hpp"
 #include "tests/planner/planner_test_util.hpp"
 

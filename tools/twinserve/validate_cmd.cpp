@@ -61,10 +61,13 @@ void run(const ValidateArgs& a) {
     std::ofstream md(o.out_dir / "report.md", std::ios::binary);
     write_report_markdown(md, result, plot_note);
     if (!md) throw Error((o.out_dir / "report.md").string() + ": write failed");
+    std::ofstream html(o.out_dir / "report.html", std::ios::binary);
+    html << report_html(result);
+    if (!html) throw Error((o.out_dir / "report.html").string() + ": write failed");
   }
   print_validation_table(std::cout, result);
   if (!plot_note.empty()) std::cerr << "validate: " << plot_note << "\n";
-  std::cout << "Wrote " << (o.out_dir / "report.md").string() << " and report.json\n";
+  std::cout << "Wrote " << (o.out_dir / "report.html").string() << " (the report), report.md and report.json\n";
   // A replay that does not reproduce the engine is a bug, never a figure.
   if (!result.parity_exact()) throw Error("replay parity failed: the simulator did not reproduce the engine's run (see report.md)");
 }

@@ -1,7 +1,8 @@
 #pragma once
-// A small SVG line/scatter chart for the HTML reports: axes with round
-// ticks (linear, or log10 for latencies spanning decades), named series
-// drawn as lines or points, horizontal reference lines (SLO thresholds) and
+// A small SVG line/scatter chart for the HTML reports (plan.html and
+// validate's report.html: here, below both planner and validate): axes with
+// round ticks (linear, or log10 for latencies spanning decades), named
+// series drawn as lines or points, horizontal reference lines (SLO thresholds) and
 // a legend. Self-contained text: no fonts, scripts or links to fetch.
 // Numbers are printed with fixed decimals, so the same data gives the same
 // bytes.

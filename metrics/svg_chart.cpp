@@ -1,4 +1,4 @@
-#include "planner/svg_chart.hpp"
+#include "metrics/svg_chart.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +17,18 @@ std::string num(double v, int decimals = 2) {
   return buf;
 }
 
-// A tick label: few digits, no trailing zeros.
+// A tick label: few digits, no trailing zeros, and thousands and millions
+// as k and M (20k, not 2e+04), so a label stays within the left margin and
+// clear of the axis title.
 std::string tick_text(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
+  if (std::abs(v) >= 1e6) {
+    std::snprintf(buf, sizeof buf, "%.4gM", v / 1e6);
+  } else if (std::abs(v) >= 1e4) {
+    std::snprintf(buf, sizeof buf, "%.4gk", v / 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  }
   return buf;
 }
 

@@ -1,0 +1,49 @@
+// The reports' SVG charts: linear axes from 0, short tick labels, escaped
+// text, reference lines, "no data", the same bytes for the same chart.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "metrics/svg_chart.hpp"
+
+namespace twin {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("svg chart: axes from 0, thousands as k, a line per series, the reference line, escaped names") {
+  ChartSpec spec;
+  spec.title = "throughput <tokens/s>";
+  spec.x_label = "load";
+  spec.y_label = "tokens/s";
+  spec.series.push_back({"a & b", {100, 200, 300}, {12000, 15000, 21000}, true});
+  spec.series.push_back({"points", {150, 250}, {13000, 16000}, false});
+  spec.lines.push_back({"SLO", 18000});
+  const std::string svg = svg_chart(spec);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(count(svg, "</svg>") == 1);
+  CHECK(count(svg, "class=\"series\"") == 1);  // the second series is points only
+  CHECK(count(svg, "<circle") == 5);
+  CHECK(count(svg, "class=\"slo\"") == 1);
+  CHECK(svg.find(">0</text>") != std::string::npos);    // both axes start at 0
+  CHECK(svg.find(">20k</text>") != std::string::npos);  // not 2e+04
+  CHECK(svg.find("e+0") == std::string::npos);
+  CHECK(svg.find("throughput &lt;tokens/s&gt;") != std::string::npos);
+  CHECK(svg.find(">a &amp; b</text>") != std::string::npos);
+  CHECK(svg_chart(spec) == svg);
+}
+
+TEST_CASE("svg chart: a chart without a finite point says no data") {
+  ChartSpec spec;
+  spec.title = "empty";
+  spec.series.push_back({"nan", {1}, {std::nan("")}, true});
+  CHECK(svg_chart(spec).find(">no data</text>") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace twin
