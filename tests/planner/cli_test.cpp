@@ -128,5 +128,30 @@ TEST_CASE("sweep prints a table and writes sweep.csv") {
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
 }
 
+TEST_CASE("plan's gnuplot plots: names as written (no enhanced-text subscripts), bars and costs from 0") {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    WARN("gnuplot not found: plot check skipped");
+    return;
+  }
+  const std::string trace = test::write_vidur(test::chat_trace(120, 6.0), "plots_trace.csv");
+  const auto out = test::planner_tmp("plan_plots");
+  std::filesystem::remove_all(out);
+  const auto r = test::run_twinserve("plan --trace '" + trace + "' --model llama-3.1-8b --hw h100-80gb --tp 1,2 "
+                                     "--router least_outstanding --slo 'ttft_p90<=1s,tpot_p90<=60ms' --probe-requests 120 "
+                                     "--tolerance 0.05 --out '" + out.string() + "'", true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  for (const char* f : {"capacity.svg", "frontier.svg"}) {
+    INFO(f);
+    const std::string svg = test::read_file(out / f);
+    REQUIRE(!svg.empty());
+    // Enhanced text would set "outstanding" as a subscript, in a <tspan>.
+    CHECK_THAT(svg, Catch::Contains(">h100-80gb tp=1 vllm least_outstanding</text>"));
+    CHECK_THAT(svg, !Catch::Contains("<tspan"));
+  }
+  // The capacity bars' axis starts at 0 (its only numeric axis).
+  CHECK_THAT(test::read_file(out / "capacity.svg"), Catch::Contains("> 0</text>"));
+}
+
 }  // namespace
 }  // namespace twin
