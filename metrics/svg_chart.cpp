@@ -8,8 +8,9 @@
 namespace twin {
 namespace {
 
-// Colour-blind-safe palette (Okabe and Ito), cycled.
-const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"};
+// Colour-blind-safe palette (Okabe and Ito, without its yellow, which is
+// hard to see on white, and black, which marks fronts), cycled.
+const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#7F7F7F"};
 
 std::string num(double v, int decimals = 2) {
   char buf[64];
@@ -147,19 +148,23 @@ std::string svg_chart(const ChartSpec& s) {
     const double y = py(l.y);
     out += "<line class=\"slo\" x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) + "\" y2=\"" +
            num(y) + "\" stroke=\"#c00\" stroke-dasharray=\"6,4\"/>\n";
-    out += "<text x=\"" + num(left + pw - 4) + "\" y=\"" + num(y - 4) + "\" text-anchor=\"end\" fill=\"#c00\">" +
+    // A white outline under the letters keeps the label readable where a
+    // curve crosses it.
+    out += "<text x=\"" + num(left + pw - 4) + "\" y=\"" + num(y - 4) +
+           "\" text-anchor=\"end\" fill=\"#c00\" stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\">" +
            xml_escape(l.label) + "</text>\n";
   }
   // Series, then the legend.
+  std::size_t palette_next = 0;
   for (std::size_t k = 0; k < s.series.size(); ++k) {
     const ChartSeries& series = s.series[k];
-    const char* color = kColors[k % std::size(kColors)];
+    const std::string color = !series.color.empty() ? xml_escape(series.color) : kColors[palette_next++ % std::size(kColors)];
     std::vector<std::pair<double, double>> pts;
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       if (std::isfinite(series.x[i]) && usable_y(series.y[i])) pts.emplace_back(px(series.x[i]), py(series.y[i]));
     }
     if (series.lines && pts.size() > 1) {
-      out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + std::string(color) + "\" stroke-width=\"2\" points=\"";
+      out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\" points=\"";
       for (std::size_t i = 0; i < pts.size(); ++i) {
         if (i > 0) out += ' ';
         out += num(pts[i].first);

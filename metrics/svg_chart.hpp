@@ -15,6 +15,10 @@ struct ChartSeries {
   std::string name;
   std::vector<double> x, y;  // same length; non-finite points are skipped
   bool lines = true;         // false: points only
+  // Empty: the next palette colour, counted over the series without one, so
+  // a named series (e.g. a Pareto front in black) leaves the others the
+  // colours they have in the page's other charts.
+  std::string color;
 };
 
 struct ChartLine {  // y = value across the plot, labelled

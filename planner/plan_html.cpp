@@ -70,6 +70,7 @@ ChartSpec pareto_chart(const PlanResult& p) {
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second > b.second); });
   ChartSeries front;
   front.name = "Pareto front";
+  front.color = "#000000";  // the candidates keep the colours of the latency charts
   double best = -1;
   for (const auto& [x, y] : all) {
     if (y > best) {

@@ -21,8 +21,17 @@ TEST_CASE("svg chart: axes from 0, thousands as k, a line per series, the refere
   spec.title = "throughput <tokens/s>";
   spec.x_label = "load";
   spec.y_label = "tokens/s";
-  spec.series.push_back({"a & b", {100, 200, 300}, {12000, 15000, 21000}, true});
-  spec.series.push_back({"points", {150, 250}, {13000, 16000}, false});
+  ChartSeries line, points;
+  line.name = "a & b";
+  line.x = {100, 200, 300};
+  line.y = {12000, 15000, 21000};
+  points.name = "points";
+  points.x = {150, 250};
+  points.y = {13000, 16000};
+  points.lines = false;
+  points.color = "#000000";
+  spec.series.push_back(line);
+  spec.series.push_back(points);
   spec.lines.push_back({"SLO", 18000});
   const std::string svg = svg_chart(spec);
   CHECK(svg.rfind("<svg", 0) == 0);
@@ -35,13 +44,20 @@ TEST_CASE("svg chart: axes from 0, thousands as k, a line per series, the refere
   CHECK(svg.find("e+0") == std::string::npos);
   CHECK(svg.find("throughput &lt;tokens/s&gt;") != std::string::npos);
   CHECK(svg.find(">a &amp; b</text>") != std::string::npos);
+  // A series with its own colour leaves the palette to the others.
+  CHECK(count(svg, "fill=\"#000000\"") == 3);  // its two points and legend box
+  CHECK(count(svg, "stroke=\"#0072B2\"") == 1);
   CHECK(svg_chart(spec) == svg);
 }
 
 TEST_CASE("svg chart: a chart without a finite point says no data") {
   ChartSpec spec;
   spec.title = "empty";
-  spec.series.push_back({"nan", {1}, {std::nan("")}, true});
+  ChartSeries nan;
+  nan.name = "nan";
+  nan.x = {1};
+  nan.y = {std::nan("")};
+  spec.series.push_back(nan);
   CHECK(svg_chart(spec).find(">no data</text>") != std::string::npos);
 }
 
