@@ -29,19 +29,34 @@ struct GemmCurvePoint {
 
 // A measured efficiency curve: [x, efficiency] points, interpolated linearly
 // in log(x) and held flat beyond its ends, that scales one roof of the op
-// kinds it lists. x is the op's FLOPs, its bytes moved, or its arithmetic
-// intensity (FLOPs per byte). Ops no curve lists keep the defaults: the
+// kinds it lists. x is the op's FLOPs, its bytes moved, its arithmetic
+// intensity (FLOPs per byte), its token rows (elementwise kernels run a
+// thread block per token), or its context share (below). A curve with a y
+// axis holds rows of such points, each at a y: between two rows the time
+// per unit of work (1 / efficiency) is interpolated linearly in y, so an op
+// that is part one kind of work and part another is priced as the sum of
+// the two (held at the end rows beyond them). context_share is, for
+// attention, the share of the (query, key) pairs that are against cached
+// context rather than the new tokens' causal square: context / (context +
+// tokens / 2), 0 without context. Ops no curve lists keep the defaults: the
 // compute roof at gemm_curve (capped at `compute`), the memory roof at the
 // constant `memory` efficiency. The profile's "sources" entry
 // "efficiency.curves.NAME" says where the points came from.
 enum class CurveRoof { compute, memory };
-enum class CurveAxis { flops, bytes, intensity };
+enum class CurveAxis { flops, bytes, intensity, tokens, context_share };
 
 struct EfficiencyCurveDesc {
   std::string name;
   CurveRoof roof = CurveRoof::compute;
   CurveAxis axis = CurveAxis::flops;
-  std::vector<std::pair<double, double>> points;  // ascending x, efficiency in (0, 1]
+  std::vector<std::pair<double, double>> points;  // ascending x, efficiency in (0, 1]; empty with a y axis
+  bool has_y = false;                             // rows, not points
+  CurveAxis y_axis = CurveAxis::context_share;
+  struct Row {
+    double y = 0;
+    std::vector<std::pair<double, double>> points;  // as `points`
+  };
+  std::vector<Row> rows;                          // ascending y
   std::vector<std::string> ops;                   // op kind names (models/step_ops.hpp)
 };
 

@@ -157,9 +157,45 @@ std::string string_at(const nlohmann::json& obj, const char* key, const std::str
   return it->get<std::string>();
 }
 
-// efficiency.curves: {"NAME": {"roof": "compute"|"memory", "x": "flops"|"bytes"|"intensity",
-// "points": [[x, efficiency], ...], "ops": ["qkv_proj", ...]}, ...}. An op
-// kind may be priced by at most one curve per roof.
+// An axis name of a curve ("x" or "y"); a usage error names the field.
+CurveAxis read_axis(const nlohmann::json& c, const char* key, const std::string& path, const std::string& origin) {
+  const std::string axis = string_at(c, key, path, origin);
+  if (axis == "flops") return CurveAxis::flops;
+  if (axis == "bytes") return CurveAxis::bytes;
+  if (axis == "intensity") return CurveAxis::intensity;
+  if (axis == "tokens") return CurveAxis::tokens;
+  if (axis == "context_share") return CurveAxis::context_share;
+  json_field_error(origin, path,
+                   "expected \"flops\", \"bytes\", \"intensity\", \"tokens\" or \"context_share\", got \"" +
+                       excerpt(axis) + "\"");
+}
+
+// [[x, efficiency], ...]: x positive and ascending, efficiency in (0, 1].
+std::vector<std::pair<double, double>> read_points(const nlohmann::json& c, const std::string& path,
+                                                   const std::string& origin) {
+  auto pts = c.find("points");
+  if (pts == c.end() || !pts->is_array() || pts->empty())
+    json_field_error(origin, path + ".points", "expected a non-empty array of [x, efficiency] pairs");
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 0; i < pts->size(); ++i) {
+    const auto& p = (*pts)[i];
+    const std::string at = path + ".points[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+      json_field_error(origin, at, "expected [x, efficiency], got " + json_excerpt(p));
+    const double x = p[0].get<double>(), e = p[1].get<double>();
+    if (!(x > 0) || !std::isfinite(x)) json_field_error(origin, at, "expected a positive x");
+    if (!(e > 0 && e <= 1)) json_field_error(origin, at, "expected an efficiency in (0, 1]");
+    if (!out.empty() && !(x > out.back().first)) json_field_error(origin, at, "x must increase along the curve");
+    out.emplace_back(x, e);
+  }
+  return out;
+}
+
+// efficiency.curves: {"NAME": {"roof": "compute"|"memory", "x": AXIS,
+// "points": [[x, efficiency], ...], "ops": ["qkv_proj", ...]}, ...}, or with
+// a second axis "y": AXIS and "rows": [{"y": Y, "points": [...]}, ...] (y
+// ascending) instead of "points". An op kind may be priced by at most one
+// curve per roof.
 std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, const std::string& origin) {
   std::vector<EfficiencyCurveDesc> out;
   auto it = eff.find("curves");
@@ -169,7 +205,7 @@ std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, co
   for (auto c = it->begin(); c != it->end(); ++c) {
     const std::string path = "efficiency.curves." + c.key();
     if (!c->is_object()) json_field_error(origin, path, "expected an object with roof, x, points and ops");
-    reject_unknown_keys(*c, std::vector<std::string>{"roof", "x", "points", "ops"},
+    reject_unknown_keys(*c, std::vector<std::string>{"roof", "x", "y", "points", "rows", "ops"},
                         [](const std::string& k) { return k; }, path + ".", origin);
     EfficiencyCurveDesc d;
     d.name = c.key();
@@ -177,24 +213,30 @@ std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, co
     if (roof == "compute") d.roof = CurveRoof::compute;
     else if (roof == "memory") d.roof = CurveRoof::memory;
     else json_field_error(origin, path + ".roof", "expected \"compute\" or \"memory\", got \"" + excerpt(roof) + "\"");
-    const std::string axis = string_at(*c, "x", path + ".x", origin);
-    if (axis == "flops") d.axis = CurveAxis::flops;
-    else if (axis == "bytes") d.axis = CurveAxis::bytes;
-    else if (axis == "intensity") d.axis = CurveAxis::intensity;
-    else json_field_error(origin, path + ".x", "expected \"flops\", \"bytes\" or \"intensity\", got \"" + excerpt(axis) + "\"");
-    auto pts = c->find("points");
-    if (pts == c->end() || !pts->is_array() || pts->empty())
-      json_field_error(origin, path + ".points", "expected a non-empty array of [x, efficiency] pairs");
-    for (size_t i = 0; i < pts->size(); ++i) {
-      const auto& p = (*pts)[i];
-      const std::string at = path + ".points[" + std::to_string(i) + "]";
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
-        json_field_error(origin, at, "expected [x, efficiency], got " + json_excerpt(p));
-      const double x = p[0].get<double>(), e = p[1].get<double>();
-      if (!(x > 0) || !std::isfinite(x)) json_field_error(origin, at, "expected a positive x");
-      if (!(e > 0 && e <= 1)) json_field_error(origin, at, "expected an efficiency in (0, 1]");
-      if (!d.points.empty() && !(x > d.points.back().first)) json_field_error(origin, at, "x must increase along the curve");
-      d.points.emplace_back(x, e);
+    d.axis = read_axis(*c, "x", path + ".x", origin);
+    d.has_y = c->contains("y");
+    if (!d.has_y) {
+      if (c->contains("rows")) json_field_error(origin, path + ".rows", "rows need a y axis (\"y\")");
+      d.points = read_points(*c, path, origin);
+    } else {
+      d.y_axis = read_axis(*c, "y", path + ".y", origin);
+      if (c->contains("points")) json_field_error(origin, path + ".points", "a curve with a y axis has rows, not points");
+      auto rows = c->find("rows");
+      if (rows == c->end() || !rows->is_array() || rows->empty())
+        json_field_error(origin, path + ".rows", "expected a non-empty array of {\"y\": Y, \"points\": [...]}");
+      for (size_t i = 0; i < rows->size(); ++i) {
+        const auto& r = (*rows)[i];
+        const std::string at = path + ".rows[" + std::to_string(i) + "]";
+        if (!r.is_object()) json_field_error(origin, at, "expected {\"y\": Y, \"points\": [...]}");
+        reject_unknown_keys(r, std::vector<std::string>{"y", "points"}, [](const std::string& k) { return k; },
+                            at + ".", origin);
+        auto y = r.find("y");
+        if (y == r.end() || !y->is_number() || !std::isfinite(y->get<double>()) || y->get<double>() < 0)
+          json_field_error(origin, at + ".y", "expected a number >= 0");
+        if (!d.rows.empty() && !(y->get<double>() > d.rows.back().y))
+          json_field_error(origin, at + ".y", "y must increase along the rows");
+        d.rows.push_back({y->get<double>(), read_points(r, at, origin)});
+      }
     }
     auto ops = c->find("ops");
     if (ops == c->end() || !ops->is_array() || ops->empty())

@@ -50,6 +50,8 @@ const char* curve_axis_name(CurveAxis a) {
     case CurveAxis::flops: return "flops";
     case CurveAxis::bytes: return "bytes";
     case CurveAxis::intensity: return "intensity";
+    case CurveAxis::tokens: return "tokens";
+    case CurveAxis::context_share: return "context_share";
   }
   return "flops";
 }

@@ -26,9 +26,21 @@ double EfficiencyCurve::at(double flops) const {
   return lo->second + t * (hi->second - lo->second);
 }
 
+double EfficiencyCurve::at(double x, double y) const {
+  if (!has_y || rows.empty()) return at(x);
+  if (y <= row_y.front()) return rows.front().at(x);
+  if (y >= row_y.back()) return rows.back().at(x);
+  const std::size_t hi = static_cast<std::size_t>(std::upper_bound(row_y.begin(), row_y.end(), y) - row_y.begin());
+  const std::size_t lo = hi - 1;
+  const double t = (y - row_y[lo]) / (row_y[hi] - row_y[lo]);
+  // Time per unit of work is linear in y: the op is a mix of the rows' work.
+  return 1.0 / ((1 - t) / rows[lo].at(x) + t / rows[hi].at(x));
+}
+
 void EfficiencyCurve::prepare() {
   log_flops_.clear();
   for (const auto& p : points) log_flops_.push_back(std::log10(p.first));
+  for (EfficiencyCurve& r : rows) r.prepare();
 }
 
 RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
@@ -49,6 +61,16 @@ RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
     curve.name = d.name;
     curve.axis = d.axis;
     curve.points = d.points;
+    curve.has_y = d.has_y;
+    curve.y_axis = d.y_axis;
+    for (const EfficiencyCurveDesc::Row& r : d.rows) {
+      EfficiencyCurve row;
+      row.name = d.name;
+      row.axis = d.axis;
+      row.points = r.points;
+      curve.row_y.push_back(r.y);
+      curve.rows.push_back(std::move(row));
+    }
     p.curves.push_back(std::move(curve));
     auto& slots = d.roof == CurveRoof::compute ? p.compute_curve : p.memory_curve;
     for (const std::string& op : d.ops) slots[static_cast<std::size_t>(parse_op_kind(op))] = index;
@@ -74,11 +96,24 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dty
     }
   }
   params_.gemm_efficiency.prepare();
-  for (EfficiencyCurve& c : params_.curves) {
+  auto check_points = [](const EfficiencyCurve& c) {
     if (c.points.empty()) throw UsageError("roofline cost model: efficiency curve '" + c.name + "' has no points");
     for (std::size_t i = 0; i < c.points.size(); ++i) {
       if (!(c.points[i].first > 0) || !(c.points[i].second > 0) || (i > 0 && c.points[i].first <= c.points[i - 1].first))
         throw UsageError("roofline cost model: efficiency curve '" + c.name + "' needs positive points ascending in x");
+    }
+  };
+  for (EfficiencyCurve& c : params_.curves) {
+    if (!c.has_y) {
+      check_points(c);
+    } else {
+      if (c.rows.empty() || c.rows.size() != c.row_y.size())
+        throw UsageError("roofline cost model: efficiency curve '" + c.name + "' has a y axis and no rows");
+      for (std::size_t i = 0; i < c.rows.size(); ++i) {
+        check_points(c.rows[i]);
+        if (i > 0 && !(c.row_y[i] > c.row_y[i - 1]))
+          throw UsageError("roofline cost model: efficiency curve '" + c.name + "' needs rows ascending in y");
+      }
     }
     c.prepare();
   }
@@ -147,37 +182,51 @@ double axis_value(CurveAxis axis, const Op& op) {
     case CurveAxis::flops: return op.flops;
     case CurveAxis::bytes: return op.bytes;
     case CurveAxis::intensity: return op.bytes > 0 ? op.flops / op.bytes : 0.0;
+    case CurveAxis::tokens: return static_cast<double>(op.tokens);
+    case CurveAxis::context_share: {
+      // Pairs against cached context over all pairs, for n new tokens after
+      // c cached ones: n c / (n c + n^2 / 2); from the op's sums for a batch.
+      const double c = static_cast<double>(op.context), n = static_cast<double>(op.tokens);
+      return c > 0 ? c / (c + n / 2) : 0.0;
+    }
   }
   return op.flops;
 }
 }  // namespace
 
-double RooflineCostModel::curve_at(std::int32_t index, double x) const {
-  std::uint64_t bits;
+double RooflineCostModel::curve_at(std::int32_t index, double x, double y) const {
+  std::uint64_t bits, ybits;
   std::memcpy(&bits, &x, sizeof bits);
-  bits = (bits ^ static_cast<std::uint64_t>(index + 2)) * 0x9E3779B97F4A7C15ULL;
+  std::memcpy(&ybits, &y, sizeof ybits);
+  bits = (bits ^ (ybits * 0xC2B2AE3D27D4EB4FULL) ^ static_cast<std::uint64_t>(index + 2)) * 0x9E3779B97F4A7C15ULL;
   EfficiencyMemo& memo = memo_[(bits >> 52) & (kMemoSize - 1)];
-  if (memo.x != x || memo.curve != index) {
+  if (memo.x != x || memo.y != y || memo.curve != index) {
     memo.x = x;
+    memo.y = y;
     memo.curve = index;
     memo.efficiency = index < 0 ? std::min(params_.compute_efficiency, params_.gemm_efficiency.at(x))
-                                : params_.curves[static_cast<std::size_t>(index)].at(x);
+                                : params_.curves[static_cast<std::size_t>(index)].at(x, y);
   }
   return memo.efficiency;
 }
 
+double RooflineCostModel::named_curve_at(std::int32_t index, const Op& op) const {
+  const EfficiencyCurve& c = params_.curves[static_cast<std::size_t>(index)];
+  return curve_at(index, axis_value(c.axis, op), c.has_y ? axis_value(c.y_axis, op) : 0.0);
+}
+
 double RooflineCostModel::compute_efficiency_for(const Op& op) const {
   const std::int8_t index = params_.compute_curve[static_cast<std::size_t>(op.kind)];
-  if (index >= 0) return curve_at(index, axis_value(params_.curves[static_cast<std::size_t>(index)].axis, op));
+  if (index >= 0) return named_curve_at(index, op);
   if (attention_priced_flat(op)) return params_.attention_efficiency;
   if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
-  return curve_at(-1, op.flops);
+  return curve_at(-1, op.flops, 0.0);
 }
 
 double RooflineCostModel::memory_efficiency_for(const Op& op) const {
   const std::int8_t index = params_.memory_curve[static_cast<std::size_t>(op.kind)];
   if (index < 0) return params_.memory_efficiency;
-  return curve_at(index, axis_value(params_.curves[static_cast<std::size_t>(index)].axis, op));
+  return named_curve_at(index, op);
 }
 
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {

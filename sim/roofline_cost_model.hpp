@@ -24,12 +24,20 @@ namespace twin {
 
 // A size-dependent efficiency: points (x, fraction of the roof),
 // interpolated linearly in log10(x), clamped at the ends. x is the op's
-// FLOPs, bytes or FLOPs per byte (`axis`). Small GEMMs run far below peak.
+// FLOPs, bytes, FLOPs per byte, tokens or context share (`axis`). Small
+// GEMMs run far below peak. With a y axis the curve is rows, each a curve
+// at a y, and 1 / efficiency is interpolated linearly in y between them
+// (hwprofiles/hardware_desc.hpp).
 struct EfficiencyCurve {
   std::string name;
   CurveAxis axis = CurveAxis::flops;
-  std::vector<std::pair<double, double>> points;  // ascending x
+  std::vector<std::pair<double, double>> points;  // ascending x; unused with a y axis
+  bool has_y = false;
+  CurveAxis y_axis = CurveAxis::context_share;
+  std::vector<double> row_y;          // ascending
+  std::vector<EfficiencyCurve> rows;  // one per row_y, 1-D
   double at(double x) const;
+  double at(double x, double y) const;
   // Precomputes the points' logarithms; at() works without, only slower.
   void prepare();
 
@@ -96,13 +104,16 @@ class RooflineCostModel final : public CostModel {
   // only on the batch's token counts, which repeat across steps and replicas.
   struct EfficiencyMemo {
     double x = -1;
+    double y = -1;
     std::int32_t curve = -2;
     double efficiency = 0;
   };
   static constexpr std::size_t kMemoSize = 4096;
   mutable std::vector<EfficiencyMemo> memo_ = std::vector<EfficiencyMemo>(kMemoSize);
-  // Curve `index` (-1: the GEMM curve capped at the compute efficiency) at x.
-  double curve_at(std::int32_t index, double x) const;
+  // Curve `index` (-1: the GEMM curve capped at the compute efficiency) at
+  // x (and y, for a curve with a y axis; 0 otherwise).
+  double curve_at(std::int32_t index, double x, double y) const;
+  double named_curve_at(std::int32_t index, const Op& op) const;
   double compute_efficiency_for(const Op& op) const;
   bool attention_priced_flat(const Op& op) const;
   double memory_efficiency_for(const Op& op) const;

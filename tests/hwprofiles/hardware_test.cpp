@@ -210,7 +210,7 @@ TEST_CASE("named efficiency curves are read, checked and need a source") {
   j["sources"]["efficiency.curves.extra"] = "E: a test";
   CHECK(load_error(j).find("already has a memory curve") != std::string::npos);
   j = h100_json();
-  j["efficiency"]["curves"]["extra"] = {{"roof", "memory"}, {"x", "tokens"}, {"points", {{1e6, 0.5}}}, {"ops", {"embed"}}};
+  j["efficiency"]["curves"]["extra"] = {{"roof", "memory"}, {"x", "width"}, {"points", {{1e6, 0.5}}}, {"ops", {"embed"}}};
   CHECK(load_error(j).find("efficiency.curves.extra.x") != std::string::npos);
   j["efficiency"]["curves"]["extra"]["x"] = "bytes";
   CHECK(load_error(j).find("sources.efficiency.curves.extra") != std::string::npos);  // no source note
@@ -218,4 +218,21 @@ TEST_CASE("named efficiency curves are read, checked and need a source") {
   CHECK(load_error(j).empty());
   j["efficiency"]["curves"]["extra"]["points"] = {{1e6, 0.5}, {1e5, 0.6}};
   CHECK(load_error(j).find("efficiency.curves.extra.points[1]") != std::string::npos);
+  // A curve with a y axis: rows of points, ascending in y.
+  j["efficiency"]["curves"]["extra"] = {{"roof", "compute"}, {"x", "flops"}, {"y", "context_share"}, {"ops", {"pp_send"}}};
+  j["efficiency"]["curves"]["extra"]["rows"] = nlohmann::json::array(
+      {{{"y", 0.0}, {"points", {{1e6, 0.2}}}}, {{"y", 1.0}, {"points", {{1e6, 0.4}, {1e9, 0.6}}}}});
+  CHECK(load_error(j).empty());
+  j["efficiency"]["curves"]["extra"]["rows"][1]["y"] = 0.0;
+  CHECK(load_error(j).find("efficiency.curves.extra.rows[1].y") != std::string::npos);
+  j["efficiency"]["curves"]["extra"]["rows"][1]["y"] = 1.0;
+  j["efficiency"]["curves"]["extra"]["points"] = {{1e6, 0.5}};
+  CHECK(load_error(j).find("efficiency.curves.extra.points") != std::string::npos);  // rows or points, not both
+  j["efficiency"]["curves"]["extra"].erase("points");
+  j["efficiency"]["curves"]["extra"].erase("y");
+  CHECK(load_error(j).find("efficiency.curves.extra.rows") != std::string::npos);  // rows need a y axis
+  const HardwareDesc a = resolve_hardware("a100-80gb");
+  bool two_axes = false;
+  for (const auto& c : a.curves) two_axes = two_axes || (c.name == "attn_prefill" && c.has_y && c.rows.size() == 2);
+  CHECK(two_axes);
 }
