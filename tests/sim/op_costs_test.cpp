@@ -96,7 +96,7 @@ const std::map<std::string, int> kKnownMisses = {
     {"h100-80gb qkv_proj", 3},     {"h100-80gb rmsnorm", 1},       {"h100-80gb rotary", 2},
     {"h100-80gb silu_mul", 4},
 };
-constexpr int kKnownWithin = 685;  // of 747 points (611 before tokens axes, per-op GEMM and two-row prefill curves)
+constexpr int kKnownWithin = 689;  // of 747 points (611 before tokens axes, per-op GEMM and two-row prefill curves)
 
 }  // namespace
 
