@@ -1,9 +1,6 @@
 #include "sim/run.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -112,28 +109,22 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   }
 
   MetricsCollector collector;
-  ResultSink sink(collector, request_writer.get(), step_writer.get());
+  std::int64_t ended = 0;  // requests ended, for the progress callback
+  ResultSink::RequestListener count_ended;
+  if (outputs.progress) count_ended = [&ended](const RequestRecord&) { ++ended; };
+  ResultSink sink(collector, request_writer.get(), step_writer.get(), std::move(count_ended));
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;
   options.seed = config.seed;
   options.record_steps = outputs.step_stats || step_writer != nullptr;
-  const bool show_progress = outputs.progress && isatty(STDERR_FILENO);
-  bool progress_shown = false;
-  if (show_progress) {
-    options.progress = [&](Time now, std::int64_t arrivals) {
-      const double wall = seconds_since(wall_start);
-      if (wall < 1.0) return;
-      progress_shown = true;
-      std::fprintf(stderr, "\r  simulating: %.1f s virtual, %lld requests arrived, %.1f s wall   ", to_seconds(now),
-                   static_cast<long long>(arrivals), wall);
-      std::fflush(stderr);
-    };
+  if (outputs.progress) {
+    options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
   }
   Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers);
   RunResult result;
   result.stats = simulator.run(source, sink);
-  if (progress_shown) std::fprintf(stderr, "\r%80s\r", "");
+  if (outputs.progress) outputs.progress({to_seconds(result.stats.end_time), result.stats.arrivals, ended});
 
   result.wall_time_s = seconds_since(wall_start);
   SummaryContext context;

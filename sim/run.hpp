@@ -3,6 +3,7 @@
 // (requests.csv, steps.csv, summary.json) and the summary: what
 // `twinserve simulate` runs, callable from tests and benchmarks.
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,13 @@
 
 namespace twin {
 
+// Where a simulation stands, for a progress line.
+struct SimProgress {
+  double virtual_s = 0;       // the virtual clock
+  std::int64_t arrivals = 0;  // requests taken in so far
+  std::int64_t ended = 0;     // requests ended (finished, rejected, aborted)
+};
+
 struct RunOutputs {
   std::string out_dir;       // empty: write no files
   bool overwrite = false;    // replace result files already in out_dir
@@ -21,7 +29,10 @@ struct RunOutputs {
   // Step records feed the summary's batch-size and KV-usage figures; off
   // saves a little time on huge runs (those figures are then 0).
   bool step_stats = true;
-  bool progress = false;     // a progress line on stderr after a second of wall time
+  // Called every few thousand events while the simulation runs, and once
+  // when it ends; the simulator itself prints nothing (the command line
+  // draws the line, only on a terminal).
+  std::function<void(const SimProgress&)> progress;
   bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
 };
 

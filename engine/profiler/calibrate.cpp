@@ -293,9 +293,11 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   walk_grid();
   pooled.assign(jobs.size(), {});
   for (std::int32_t r = 0; r < rounds; ++r) {
+    const std::string phase = "round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       TimingStats t = bench->time(jobs[i], round_policy);
       pooled[i].insert(pooled[i].end(), t.samples_ns.begin(), t.samples_ns.end());
+      if (options.on_progress) options.on_progress(phase, i + 1, jobs.size());
     }
     if (log) {
       *log << "calibrate: round " << r + 1 << " of " << rounds << ": " << jobs.size() << " points timed ("
@@ -340,9 +342,14 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   engine.model_config = config;
   engine.runner = options.engine;
   engine.runner.block_size = static_cast<std::int32_t>(meta.block_size);
-  // Most of a calibration's time: a line at each tenth of the runs.
+  // Most of a calibration's time: a line at each tenth of the runs (or the
+  // caller's progress line).
   std::size_t shown_tenths = 0;
   const auto step_progress = [&](std::size_t done, std::size_t total) {
+    if (options.on_progress) {
+      options.on_progress("steps", done, total);
+      return;
+    }
     if (!log || done * 10 < (shown_tenths + 1) * total) return;
     shown_tenths = done * 10 / total;
     *log << "calibrate: step scenarios " << done << "/" << total << " runs\n" << std::flush;

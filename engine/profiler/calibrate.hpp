@@ -4,7 +4,9 @@
 // token counts, attention over (new tokens, context) and (batch, context),
 // sampling over seqs), then whole engine steps for the per-step overhead, and
 // returns the calibrated profile (hwprofiles/calibrated_profile.hpp).
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -23,6 +25,12 @@ struct CalibrateOptions {
   bool quick = false;           // a coarse grid and few repeats (tests)
   std::int32_t rounds = 3;      // passes over the grid and the step scenarios, repeats pooled (1 to 100)
   std::ostream* progress = nullptr;  // one line per round and per phase
+  // Called as the timing goes, for a progress line: the phase ("round 1/3":
+  // the op grid's points; "steps": the whole-step scenario runs) and how
+  // many of its `total` items are done; each phase ends with done == total,
+  // before its line on `progress`. Given, it replaces the step scenarios'
+  // line at each tenth on `progress`.
+  std::function<void(const std::string& phase, std::size_t done, std::size_t total)> on_progress;
 };
 
 // Throws UsageError for options the engine cannot run (tp > 1, MoE models,

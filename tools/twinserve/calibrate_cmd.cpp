@@ -16,6 +16,7 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/progress_line.hpp"
 
 namespace twin::cli {
 namespace {
@@ -27,7 +28,7 @@ struct CalibrateArgs {
   std::int32_t tp = 1, rounds = CalibrateOptions{}.rounds;
   std::int64_t max_tokens = 0;
   std::uint64_t seed = 0;
-  bool quick = false, overwrite = false;
+  bool quick = false, overwrite = false, quiet = false;
 };
 
 void run(const CalibrateArgs& a) {
@@ -44,7 +45,22 @@ void run(const CalibrateArgs& a) {
   o.max_tokens = a.max_tokens;
   o.quick = a.quick;
   o.rounds = a.rounds;
-  o.progress = &std::cerr;
+  o.progress = a.quiet ? nullptr : &std::cerr;
+  // On a terminal, a line per phase (each round over the op grid, then the
+  // step scenarios): done of its total, rate and ETA; cleared as the phase
+  // ends, before the phase's own line.
+  std::unique_ptr<ProgressLine> line;
+  std::string line_phase;
+  if (progress_line_shown(!a.quiet)) {
+    o.on_progress = [&line, &line_phase](const std::string& phase, std::size_t done, std::size_t total) {
+      if (!line || phase != line_phase) {
+        line = std::make_unique<ProgressLine>("calibrate " + phase, phase == "steps" ? "runs" : "points", true);
+        line_phase = phase;
+      }
+      line->update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
+      if (done >= total) line->finish();
+    };
+  }
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
   const StepOverhead& fit = profile.overhead;
@@ -79,6 +95,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
       ->check(CLI::Range(1, 100));
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required()->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
+  sub->add_flag("--quiet", a.quiet, "Nothing on stderr while timing: no phase lines, no progress line (shown only on a terminal)");
   sub->callback([args] { run(*args); });
 }};
 

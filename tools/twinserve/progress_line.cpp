@@ -39,21 +39,31 @@ std::string progress_text(const std::string& label, std::int64_t done, std::int6
   return buf;
 }
 
+bool progress_line_shown(bool wanted) { return wanted && isatty(STDERR_FILENO); }
+
 ProgressLine::ProgressLine(std::string label, std::string unit, bool wanted)
-    : label_(std::move(label)), unit_(std::move(unit)), shown_(wanted && isatty(STDERR_FILENO)),
+    : label_(std::move(label)), unit_(std::move(unit)), shown_(progress_line_shown(wanted)),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
 ProgressLine::~ProgressLine() { finish(); }
 
-void ProgressLine::update(std::int64_t done, std::int64_t total) {
+void ProgressLine::update(std::int64_t done, std::int64_t total, const std::string& note) {
   if (!shown_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
+  // Nothing in the first half second: a rate over a few milliseconds means
+  // nothing, and work that ends sooner needs no line.
+  if (now - start_ < std::chrono::milliseconds(500)) return;
   if (drawn_ && now - last_draw_ < std::chrono::milliseconds(200) && !(total > 0 && done >= total)) return;
   last_draw_ = now;
   drawn_ = true;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
-  std::fprintf(stderr, "\r%-79s", progress_text(label_, done, total, unit_, elapsed).c_str());
+  // One terminal row at most (a wrapped line would not be rewritten by
+  // '\r'): the note only where it fits.
+  std::string text = progress_text(label_, done, total, unit_, elapsed);
+  if (!note.empty() && text.size() + 2 + note.size() <= 79) text += ", " + note;
+  if (text.size() > 79) text.resize(79);
+  std::fprintf(stderr, "\r%-79s", text.c_str());
   std::fflush(stderr);
 }
 

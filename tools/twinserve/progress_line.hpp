@@ -1,7 +1,9 @@
 #pragma once
-// The one progress line of the long commands (plan, sweep, run, calibrate):
+// The one progress line of the long commands (simulate, plan, sweep, run,
+// calibrate):
 // "  plan: 12/27 candidates (44%), 0.8/s, ETA 0:19" rewritten in place on
-// stderr, at most five times a second, only when stderr is a terminal and
+// stderr, at most five times a second, from half a second after the work
+// began (shorter work shows none), only when stderr is a terminal and
 // the user did not ask for quiet; cleared when the work ends. Pipes and logs
 // get nothing, so outputs stay byte-stable.
 #include <chrono>
@@ -15,6 +17,9 @@ namespace twin::cli {
 std::string progress_text(const std::string& label, std::int64_t done, std::int64_t total, const std::string& unit,
                           double elapsed_s);
 
+// Whether a line `wanted` would show: stderr is a terminal.
+bool progress_line_shown(bool wanted);
+
 class ProgressLine {
  public:
   // Shown only if `wanted` and stderr is a terminal.
@@ -24,8 +29,11 @@ class ProgressLine {
   ProgressLine& operator=(const ProgressLine&) = delete;
 
   // Thread-safe; cheap when hidden or called more often than the line redraws.
-  void update(std::int64_t done, std::int64_t total);
+  // `note` (e.g. simulate's virtual clock) follows the ETA where the line
+  // has room for it (79 columns).
+  void update(std::int64_t done, std::int64_t total, const std::string& note = "");
   void finish();  // clears the line (also on destruction)
+  bool shown() const { return shown_; }  // wanted and stderr a terminal
 
  private:
   std::string label_, unit_;

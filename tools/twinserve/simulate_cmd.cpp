@@ -4,6 +4,7 @@
 // the flags override it.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -25,7 +26,9 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/progress_line.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
+#include "tools/twinserve/trace_count.hpp"
 
 namespace twin::cli {
 namespace {
@@ -163,13 +166,24 @@ void run(const SimulateArgs& a) {
   outputs.out_dir = a.out.dir;
   outputs.overwrite = a.out.overwrite;
   outputs.write_steps = !a.no_steps;
-  outputs.progress = !a.no_progress;
+  // Requests ended of the trace's total (counted beside the run), the rate
+  // and the ETA, with the virtual clock: only on a terminal.
+  ProgressLine progress("simulate", "requests", !a.no_progress);
+  const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
+  char note[48];
+  if (progress.shown()) {
+    outputs.progress = [&](const SimProgress& p) {
+      std::snprintf(note, sizeof note, "virtual %.0f s", p.virtual_s);
+      progress.update(p.ended, total.total(), note);
+    };
+  }
   outputs.vllm_result = a.result_format == "vllm";
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   const RunResult result = run_simulation(config, source, outputs, extra);
+  progress.finish();
   if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
     std::cerr << "calibrated cost model: " << outside << " op lookups beyond the profile's tables (extrapolated along the roofline)\n";
   }
@@ -234,7 +248,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
                   "`vllm bench serve --save-result` writes")
       ->check(CLI::IsMember({"twin", "vllm"}));
-  sub->add_flag("--no-progress,--quiet", a.no_progress, "No progress line on stderr (it shows only on a terminal)");
+  sub->add_flag("--no-progress,--quiet", a.no_progress,
+                "No progress line on stderr (requests ended of the total, rate, ETA; it shows only on a terminal)");
   sub->add_option("--speculative-config", a.speculative_config,
                   "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
                   "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
