@@ -19,10 +19,12 @@
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/runtime/model_config.hpp"
+#include "engine/runtime/engine_setup.hpp"
 #include "engine/runtime/serve.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
+#include "metrics/result_sink.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
@@ -48,8 +50,6 @@ struct RunArgs {
   EngineFlags engine;
   EngineMemoryFlags memory;
   std::optional<std::string> model, weights, slo;
-  std::optional<std::int64_t> kv_cache_memory_bytes;
-  double swap_space_gib = 0;
   double time_scale = 1.0;
   bool asap = false;
   std::uint64_t seed = 0;
@@ -62,68 +62,27 @@ struct RunArgs {
   std::string speculative_config;  // vLLM's --speculative-config JSON
 };
 
-ReplicaConfig make_replica_config(const RunArgs& a, const ModelConfig& model) {
-  ReplicaConfig rc = replica_preset(a.sched.preset.value_or("vllm"));
-  ReplicaOverrides overrides = scheduler_overrides(a.sched);
-  const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
-  if (a.memory.max_model_len && *a.memory.max_model_len > context) {
-    throw UsageError("--max-model-len " + std::to_string(*a.memory.max_model_len) + " exceeds the context of model '" +
-                     model.name + "' (" + std::to_string(context) + ")");
-  }
-  overrides.max_model_len = a.memory.max_model_len.value_or(context);
-  if (a.eos_token) overrides.stop_at_eos = true;
-  if (a.memory.num_gpu_blocks) {
-    if (a.kv_cache_memory_bytes) throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
-    overrides.num_gpu_blocks = *a.memory.num_gpu_blocks;
-  }
-  apply_overrides(rc, overrides);
-  if (a.swap_space_gib < 0 || !(a.swap_space_gib <= 1024)) throw UsageError("--swap-space must be 0 to 1024 GiB");
-  validate(rc.scheduler);  // the KV block counts are the engine's to settle
-  return rc;
-}
-
-// Writes the engine's records as `simulate` does and keeps the summary.
-class RunSink final : public RecordSink {
- public:
-  RequestCsvWriter* requests = nullptr;
-  StepCsvWriter* steps = nullptr;
-  MetricsCollector collector;
-  ProgressLine* progress = nullptr;
-  std::int64_t ended = 0, expected = 0;  // expected 0: unknown (a streamed trace)
-  void on_request(const RequestRecord& r) override {
-    collector.add(r);
-    if (requests) requests->write(r);
-    if (progress) progress->update(++ended, expected);
-  }
-  void on_step(const StepRecord& s) override {
-    collector.add(s);
-    if (steps) steps->write(s);
-  }
-};
-
 void run(const RunArgs& a) {
   if (!a.model && !a.weights) throw UsageError("run needs --model NAME (or --weights DIR holding a config.json)");
   if (!(a.time_scale > 0)) throw UsageError("--time-scale must be positive");
-  const ModelConfig model = model_config_from(resolve_model(a.model.value_or(a.weights.value_or(""))));
   const std::vector<Slo> slos = parse_slos(a.slo.value_or(""));
 
-  EngineSettings es;
-  es.model = a.model.value_or("");
-  es.replica = make_replica_config(a, model);
-  RunnerOptions& ro = es.runner;
-  ro = runner_options(a.engine, nullptr, a.seed);  // the block count is the replica's (make_replica_config)
-  ro.gpu_memory_utilization = a.memory.gpu_memory_utilization;
-  ro.weights_dir = a.weights.value_or("");
-  ro.kv_cache_memory_bytes = a.kv_cache_memory_bytes.value_or(0);
-  ro.swap_space_bytes = static_cast<std::int64_t>(a.swap_space_gib * static_cast<double>(std::int64_t{1} << 30));
-  es.sampling.temperature = a.temperature;
-  es.sampling.top_k = a.top_k;
-  es.sampling.top_p = a.top_p;
-  es.sampling.seed = a.seed;
-  es.sampling.eos_token = a.eos_token.value_or(-1);
+  EngineSetup setup;
+  setup.model = a.model.value_or("");
+  setup.scheduler_preset = a.sched.preset.value_or("vllm");
+  setup.overrides = scheduler_overrides(a.sched);
+  setup.overrides.max_model_len = a.memory.max_model_len;
+  setup.runner = runner_options(a.engine, &a.memory, a.seed);
+  setup.runner.weights_dir = a.weights.value_or("");
+  setup.sampling.temperature = a.temperature;
+  setup.sampling.top_k = a.top_k;
+  setup.sampling.top_p = a.top_p;
+  setup.sampling.seed = a.seed;
+  setup.sampling.eos_token = a.eos_token.value_or(-1);
   if (!a.speculative_config.empty()) {
-    es.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
+    setup.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
   }
+  const EngineSettings es = engine_settings(setup);
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
   std::optional<OutputDir> dir;
@@ -139,20 +98,20 @@ void run(const RunArgs& a) {
   Engine engine(es);  // loads the weights: after every cheap check
   if (const std::string plan = engine.memory_plan_line(); !plan.empty()) std::cerr << plan << "\n";
   std::cerr << "engine: " << engine.description() << "\n";
-  RunSink sink;
   ProgressLine progress("run", "requests ended", !a.quiet);
-  sink.progress = &progress;
-  sink.expected = a.in.max_requests;
   if (dir) {
     requests_file = dir->open("requests.csv");
     request_writer = std::make_unique<RequestCsvWriter>(requests_file);
-    sink.requests = request_writer.get();
     if (!a.no_steps) {
       steps_file = dir->open("steps.csv");
       step_writer = std::make_unique<StepCsvWriter>(steps_file, es.speculative.has_value());
-      sink.steps = step_writer.get();
     }
   }
+  MetricsCollector collector;
+  std::int64_t ended = 0;
+  const std::int64_t expected = a.in.max_requests;  // 0: unknown (a streamed trace)
+  ResultSink sink(collector, request_writer.get(), step_writer.get(),
+                  [&](const RequestRecord&) { progress.update(++ended, expected); });
 
   DriveOptions options;
   options.time_scale = a.time_scale;
@@ -182,7 +141,7 @@ void run(const RunArgs& a) {
     echo["interrupted"] = true;
     echo["interrupted_requests"] = stats.interrupted;
   }
-  const Summary summary = sink.collector.summarize(context);
+  const Summary summary = collector.summarize(context);
   if (dir) {
     requests_file.flush();
     if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
@@ -195,7 +154,7 @@ void run(const RunArgs& a) {
     if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
     if (a.result_format == "vllm") {
       std::ofstream vllm_file = dir->open("vllm_result.json");
-      write_vllm_result(vllm_file, summary, {"twinserve-run", model.name});
+      write_vllm_result(vllm_file, summary, {"twinserve-run", engine.model().name});
       if (!vllm_file) throw Error(a.out.dir + "/vllm_result.json: write failed");
     }
   }
@@ -238,9 +197,6 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
-  sub->add_option("--kv-cache-memory-bytes", a.kv_cache_memory_bytes,
-                  "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")->check(int_range(1, std::int64_t{1} << 50));
-  sub->add_option("--swap-space", a.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   add_config_file_flag(*sub, nullptr);
   sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
