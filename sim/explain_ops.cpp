@@ -1,5 +1,6 @@
 #include "sim/explain_ops.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -71,14 +72,18 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
       const Time total = model.stage_time(in, &ops);
       std::snprintf(line, sizeof line, "  %s: %.3f ms (with the step overhead)\n", s.label.c_str(), static_cast<double>(total) / 1e6);
       out += line;
-      std::snprintf(line, sizeof line, "    %-16s %6s %12s %12s %8s  %-14s %s\n", "op", "repeat", "each us", "total us", "bound",
-                    "curve", "efficiency");
+      // The curve column as wide as its longest name (per-op GEMM curves
+      // run to 25 characters), so the efficiencies line up.
+      int curve_width = 14;
+      for (const OpCost& c : ops) curve_width = std::max(curve_width, static_cast<int>(c.curve.size()));
+      std::snprintf(line, sizeof line, "    %-16s %6s %12s %12s %8s  %-*s %s\n", "op", "repeat", "each us", "total us", "bound",
+                    curve_width, "curve", "efficiency");
       out += line;
       for (const OpCost& c : ops) {
         const bool link = c.curve == "link";
-        std::snprintf(line, sizeof line, "    %-16s %6d %12.2f %12.2f %8s  %-14s %s\n", std::string(op_name(c.kind)).c_str(),
+        std::snprintf(line, sizeof line, "    %-16s %6d %12.2f %12.2f %8s  %-*s %s\n", std::string(op_name(c.kind)).c_str(),
                       c.repeat, c.time_ns / c.repeat / 1e3, c.time_ns / 1e3,
-                      link ? "link" : c.curve.empty() ? "-" : c.compute_bound ? "compute" : "memory",
+                      link ? "link" : c.curve.empty() ? "-" : c.compute_bound ? "compute" : "memory", curve_width,
                       c.curve.empty() ? "-" : std::string(c.curve).c_str(),
                       c.efficiency > 0 ? std::to_string(c.efficiency).substr(0, 5).c_str() : "-");
         out += line;
