@@ -38,6 +38,7 @@
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/progress_line.hpp"
+#include "tools/twinserve/trace_count.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "traces/trace_reader.hpp"
 
@@ -109,9 +110,11 @@ void run(const RunArgs& a) {
   }
   MetricsCollector collector;
   std::int64_t ended = 0;
-  const std::int64_t expected = a.in.max_requests;  // 0: unknown (a streamed trace)
+  // The progress line's total, counted beside the run (0 until known, and
+  // for a pipe).
+  const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
   ResultSink sink(collector, request_writer.get(), step_writer.get(),
-                  [&](const RequestRecord&) { progress.update(++ended, expected); });
+                  [&](const RequestRecord&) { progress.update(++ended, total.total()); });
 
   DriveOptions options;
   options.time_scale = a.time_scale;
