@@ -5,10 +5,12 @@
 namespace twin {
 
 RunRecords serve_on_engine(Engine& engine, const std::vector<Request>& trace, const std::filesystem::path& dir,
-                           bool overwrite, const nlohmann::ordered_json& echo) {
+                           bool overwrite, const nlohmann::ordered_json& echo, const std::function<bool()>& stop,
+                           bool* stopped) {
   RunRecorder recorder(dir, overwrite);
   DriveOptions options;
   options.token_seed = engine.settings().runner.seed;  // as `twinserve run --seed`
+  options.stop = stop;
   VectorSource source(trace);
   const DriveStats stats = engine.serve(source, recorder, options);
   SummaryContext context;
@@ -19,6 +21,11 @@ RunRecords serve_on_engine(Engine& engine, const std::vector<Request>& trace, co
   const nlohmann::ordered_json settings = engine.config_echo();
   for (const auto& [key, value] : settings.items()) context.config[key] = value;
   context.config["unserved"] = stats.unserved;
+  if (stats.stopped) {
+    context.config["interrupted"] = true;
+    context.config["interrupted_requests"] = stats.interrupted;
+  }
+  if (stopped) *stopped = stats.stopped;
   RunRecords records = recorder.finish(context);
   if (engine.runner().times_ops()) {
     std::map<std::uint64_t, OpTimes> by_step(engine.step_op_times().begin(), engine.step_op_times().end());

@@ -117,6 +117,9 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
     loads.push_back(std::move(j));
   }
   out["loads"] = std::move(loads);
+  // Ctrl-C: the loads above are the ones finished; the folder of the load
+  // whose engine run was stopped, or "" if none was.
+  if (r.interrupted) out["interrupted"] = *r.interrupted;
   return out;
 }
 

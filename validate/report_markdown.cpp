@@ -92,7 +92,13 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
   out << "- engine: " << r.engine_description << "\n";
   out << "- roofline priced with hardware profile: " << r.roofline_hardware << "\n";
   out << "- predicted capacity (calibrated model, every request at t=0): **" << f(r.capacity_rps) << " req/s**\n";
-  out << "- replay parity: **" << (r.parity_exact() ? "exact at every load" : "FAILED") << "**\n\n";
+  out << "- replay parity: **" << (r.parity_exact() ? "exact at every load" : "FAILED") << "**\n";
+  if (r.interrupted) {
+    out << "- **interrupted**: only the " << r.loads.size() << " loads below finished"
+        << (r.interrupted->empty() ? std::string() : "; the engine run of `" + *r.interrupted + "/` was stopped")
+        << "\n";
+  }
+  out << "\n";
   out << "Errors are (predicted − measured) / measured. The replay run feeds the engine's own step times to the "
          "simulator: it must reproduce every request exactly, so any error left in a prediction is its cost "
          "model's. Folders per load hold the engine's and each simulation's requests.csv, steps.csv and "

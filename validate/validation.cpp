@@ -11,6 +11,7 @@
 #include "engine/runtime/serve.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
 #include "sim/cluster.hpp"
 #include "sim/replay_cost_model.hpp"
@@ -98,11 +99,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
     throw UsageError("--engine-repeats must be 1 to 10, got " + std::to_string(o.engine_repeats));
   }
   if (o.out_dir.empty()) throw UsageError("validate needs --out DIR");
-  for (const char* name : {"report.json", "report.md", "report.html"}) {
-    if (!o.overwrite && fs::exists(o.out_dir / name)) {
-      throw UsageError((o.out_dir / name).string() + " already exists; pass --overwrite to replace it");
-    }
-  }
+  // Created and found writable now, not after the model has loaded and the
+  // first load has been served.
+  const OutputDir out_dir(o.out_dir, o.overwrite, {"report.json", "report.md", "report.html"});
 
   ValidationResult result;
   result.model = o.model;
@@ -176,9 +175,13 @@ ValidationResult run_validation(const ValidateOptions& o) {
   if (!(result.capacity_rps > 0)) throw Error("the calibrated model predicts no throughput for " + o.trace);
   say(o, "capacity: " + fixed(result.capacity_rps, 3) + " req/s predicted (calibrated, " +
              std::to_string(trace.size()) + " requests at t=0)");
-  fs::create_directories(o.out_dir);
+  auto stop_asked = [&] { return o.stop && o.stop(); };
 
   for (double load : o.loads) {
+    if (stop_asked()) {
+      result.interrupted = "";
+      break;
+    }
     LoadResult lr;
     lr.load = load;
     lr.rate_rps = load * result.capacity_rps;
@@ -198,14 +201,20 @@ ValidationResult run_validation(const ValidateOptions& o) {
     say(o, "load " + fixed(load, 2) + ": " + fixed(lr.rate_rps, 3) + " req/s, serving " +
                std::to_string(scaled.size()) + " requests on the engine (" +
                fixed(to_seconds(scaled.back().arrival), 1) + " s of arrivals)");
-    lr.engine = serve_on_engine(engine, scaled, dir / "engine", o.overwrite, echo);
+    bool stopped = false;
+    lr.engine = serve_on_engine(engine, scaled, dir / "engine", o.overwrite, echo, o.stop, &stopped);
     std::vector<Summary> repeat_summaries;
-    for (std::int32_t k = 2; k <= o.engine_repeats; ++k) {
+    for (std::int32_t k = 2; k <= o.engine_repeats && !stopped; ++k) {
       say(o, "load " + fixed(load, 2) + ": engine run " + std::to_string(k) + " of " +
                  std::to_string(o.engine_repeats) + " (repeatability)");
-      const RunRecords again = serve_on_engine(engine, scaled, dir / ("engine_" + std::to_string(k)), o.overwrite, echo);
+      const RunRecords again = serve_on_engine(engine, scaled, dir / ("engine_" + std::to_string(k)), o.overwrite,
+                                               echo, o.stop, &stopped);
       lr.engine_repeats.push_back(compare_summaries(lr.engine.summary, again.summary));
       repeat_summaries.push_back(again.summary);
+    }
+    if (stopped) {  // a partial engine run is no measurement: this load is left out
+      result.interrupted = lr.folder;
+      break;
     }
     // The models' latency and throughput figures are measured as the median
     // over the engine runs; the per-request, step and parity comparisons

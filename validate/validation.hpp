@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,12 @@ struct ValidateOptions {
   // measurable.
   std::int32_t engine_repeats = 1;
   std::function<void(const std::string&)> progress;  // one line per stage
+  // Asked between the engine's steps and before each load: true (Ctrl-C in
+  // `twinserve validate`) stops the validation. The engine run in progress
+  // ends as `twinserve run` does on an interrupt (requests in flight aborted
+  // as "interrupted", its records written, summary.json marked); that load
+  // is left out of the result, the loads finished before it are kept.
+  std::function<bool()> stop;
 };
 
 // Loads must be positive and finite; throws UsageError naming the bad value.
@@ -85,6 +92,9 @@ struct ValidationResult {
   std::string engine_description;
   std::string roofline_hardware;  // the hardware profile that priced the roofline column
   std::vector<LoadResult> loads;
+  // Set when ValidateOptions::stop ended the validation: the folder of the
+  // load whose engine run it stopped, or "" if it stopped between loads.
+  std::optional<std::string> interrupted;
   bool parity_exact() const;
 };
 

@@ -4,9 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/error.hpp"
@@ -145,4 +148,53 @@ TEST_CASE("flags: every numeric flag outside its range exits 2 naming the flag")
   }
   // In range still runs.
   CHECK(run_twinserve(run + "--asap --threads 1 --temperature 0.7 --top-p 0.9 --top-k 5 --time-scale 2").exit_code == 0);
+}
+
+TEST_CASE("run: a 240 MiB row of hash ids under a 1 GiB address-space limit is a FILE:LINE error, not bad_alloc") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("skipped under ASan: its shadow memory alone is past any address-space limit");
+  return;
+#endif
+  if (std::system("prlimit --version > /dev/null 2>&1") != 0) {
+    WARN("skipped: prlimit (util-linux) is not installed");
+    return;
+  }
+  const fs::path dir = twin::test::temp_dir("guard_huge_row");
+  // 120 Mi ids at 2 bytes each: within the 256 MiB line cap, 1 GiB as a
+  // vector of ids; the reader stops at 2^24 of them.
+  {
+    std::ofstream out(dir / "huge.jsonl", std::ios::binary);
+    out << R"({"id":0,"arrival_s":0,"prompt_len":8,"output_len":3,"hash_block_size":16,"hash_ids":[1)";
+    const std::string chunk = [] {
+      std::string s;
+      for (int i = 0; i < (1 << 20); ++i) s += ",1";
+      return s;
+    }();
+    for (int i = 0; i < 120; ++i) out << chunk;
+    out << "]}\n";
+  }
+  const std::string limit = "prlimit --as=1073741824 ";
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);
+  for (const std::string& cmd :
+       {std::string("trace stats '") + (dir / "huge.jsonl").string() + "'",
+        "run --trace '" + (dir / "huge.jsonl").string() +
+            "' --model tiny --threads 1 --asap --quiet --num-gpu-blocks-override 256 --overwrite --out '" +
+            (dir / "out").string() + "'"}) {
+    INFO(cmd);
+    const std::string full = limit + "'" + bin + "' " + cmd + " 2>&1";
+    FILE* p = ::popen(full.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string text;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) text.append(buf, n);
+    const int status = ::pclose(p);
+    INFO(text);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK_THAT(text, Catch::Contains((dir / "huge.jsonl").string() + ":1: 'hash_ids' holds more than 16777216 elements"));
+    CHECK_THAT(text, !Catch::Contains("bad_alloc"));
+  }
+  fs::remove(dir / "huge.jsonl");
 }

@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "engine/profiler/calibrate.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
+#include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -34,9 +35,11 @@ struct CalibrateArgs {
 void run(const CalibrateArgs& a) {
   if (!a.model && !a.weights) throw UsageError("calibrate needs --model NAME (or --weights DIR holding a config.json)");
   if (a.max_tokens < 0) throw UsageError("--max-tokens must be positive");
-  if (!a.overwrite && std::filesystem::exists(a.out)) {
-    throw UsageError(a.out + ": already exists (pass --overwrite to replace it)");
-  }
+  // The profile's folder is created and found writable now, not after
+  // minutes of timing.
+  const std::filesystem::path out_path(a.out);
+  const std::filesystem::path out_folder = out_path.has_parent_path() ? out_path.parent_path() : ".";
+  const OutputDir out_dir(out_folder, a.overwrite, {out_path.filename().string()});
   const ModelDesc model = resolve_model(a.model.value_or(a.weights.value_or("")));
   CalibrateOptions o;
   o.engine = runner_options(a.engine, nullptr, a.seed);

@@ -14,6 +14,7 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "validate/report.hpp"
 #include "validate/validation.hpp"
@@ -52,7 +53,15 @@ void run(const ValidateArgs& a) {
   o.engine_repeats = a.engine_repeats;
   if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "validate: " << line << "\n"; };
 
+  const InterruptGuard interrupts;  // the first Ctrl-C stops the engine run, the loads finished are reported
+  o.stop = [] { return InterruptGuard::received() != 0; };
   const ValidationResult result = run_validation(o);
+  if (result.interrupted && result.loads.empty()) {
+    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + " before any load finished" +
+                (result.interrupted->empty() ? "" : "; the engine's records so far are in " +
+                                                         (o.out_dir / *result.interrupted / "engine").string()) +
+                "; no report written");
+  }
   const std::string plot_note = write_plots(result, o.out_dir, o.plots);
   {
     std::ofstream json(o.out_dir / "report.json", std::ios::binary);
@@ -68,6 +77,12 @@ void run(const ValidateArgs& a) {
   print_validation_table(std::cout, result);
   if (!plot_note.empty()) std::cerr << "validate: " << plot_note << "\n";
   std::cout << "Wrote " << (o.out_dir / "report.html").string() << " (the report), report.md and report.json\n";
+  if (result.interrupted) {
+    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": the report covers the " +
+                std::to_string(result.loads.size()) + " loads finished" +
+                (result.interrupted->empty() ? "" : "; the engine's records of the load it stopped are in " +
+                                                         (o.out_dir / *result.interrupted / "engine").string()));
+  }
   // A replay that does not reproduce the engine is a bug, never a figure.
   if (!result.parity_exact()) throw Error("replay parity failed: the simulator did not reproduce the engine's run (see report.md)");
 }

@@ -1,0 +1,250 @@
+// The built `twinserve` under real signals and overload, as a user meets it:
+// Ctrl-C (SIGINT) or SIGTERM during `run` keeps the records and marks the
+// summary; --max-queued-requests sheds load with a reason per request; an
+// unwritable --out is found before any work.
+//
+// No timing is assumed: the signal is sent once the process has installed
+// its handler (read from /proc/PID/status, SigCgt), which it does just
+// before serving, and the trace's last request is due 1000 s later, so the
+// run is still serving whenever the signal lands. The deadline for that is
+// only a guard against a broken build.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/runtime/reference_model.hpp"
+#include "tests/support/run_cli.hpp"
+
+namespace fs = std::filesystem;
+using twin::test::run_twinserve;
+
+namespace {
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts twinserve with `args`, stdout and stderr into `log`.
+pid_t spawn_twinserve(const std::vector<std::string>& args, const fs::path& log) {
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);
+  std::vector<std::string> all{bin};
+  all.insert(all.end(), args.begin(), args.end());
+  // Everything the child needs is built before the fork: this process may
+  // have threads, so the child may only make async-signal-safe calls.
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log_path = log.string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(127);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    // Default dispositions, whatever the test runner left.
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Whether process `pid` runs twinserve and catches signal `sig` (its
+// handler is installed). Until the exec the child is a copy of this test
+// process, whose framework catches SIGINT too: hence the name.
+bool catches(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  std::getline(status, line);
+  if (line != "Name:\ttwinserve") return false;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) {
+      const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return (mask >> (sig - 1)) & 1ull;
+    }
+  }
+  return false;
+}
+
+// Waits for the child to exit; its exit code, or -1 if a signal ended it.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("run: a real SIGINT or SIGTERM mid-run keeps the records, marks summary.json, exits 1") {
+  const fs::path dir = twin::test::temp_dir("interrupt_cli");
+  const fs::path trace = dir / "late.jsonl";
+  // Two requests now, one due in 1000 s: the run is serving (or waiting for
+  // it) whenever the signal arrives.
+  std::ofstream(trace) << "{\"id\":0,\"arrival_s\":0,\"prompt_len\":8,\"output_len\":4}\n"
+                          "{\"id\":1,\"arrival_s\":0,\"prompt_len\":12,\"output_len\":64}\n"
+                          "{\"id\":2,\"arrival_s\":1000,\"prompt_len\":8,\"output_len\":4}\n";
+  for (const int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const fs::path out = dir / ("out" + std::to_string(sig));
+    fs::remove_all(out);
+    const pid_t pid = spawn_twinserve(
+        {"run", "--trace", trace.string(), "--model", "tiny", "--threads", "1", "--quiet", "--out", out.string()},
+        dir / "log.txt");
+    // Wait until it is serving: its handler is installed just before.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    bool ready = false;
+    while (!ready && std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) FAIL("twinserve ended before serving: " << read_text(dir / "log.txt"));
+      ready = catches(pid, sig);
+      if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!ready) ::kill(pid, SIGKILL);
+    REQUIRE(ready);
+    REQUIRE(::kill(pid, sig) == 0);
+    const int code = wait_exit(pid);
+    const std::string log = read_text(dir / "log.txt");
+    INFO(log);
+    CHECK(code == 1);
+    CHECK_THAT(log, Catch::Contains("interrupted by signal " + std::to_string(sig)));
+    REQUIRE(fs::exists(out / "requests.csv"));
+    REQUIRE(fs::exists(out / "steps.csv"));
+    REQUIRE(fs::exists(out / "summary.json"));
+    const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
+    CHECK(summary.at("config").at("interrupted") == true);
+    CHECK(summary.at("config").contains("interrupted_requests"));
+    // Request 2 was never due, so never submitted; 0 and 1 each ended once
+    // (finished, or aborted as interrupted).
+    const std::string csv = read_text(out / "requests.csv");
+    CHECK_THAT(csv, Catch::StartsWith("id,"));
+    CHECK(csv.find("\n2,") == std::string::npos);
+    for (const char* id : {"\n0,", "\n1,"}) {
+      const auto at = csv.find(id);
+      REQUIRE(at != std::string::npos);
+      const std::string row = csv.substr(at + 1, csv.find('\n', at + 1) - at - 1);
+      INFO(row);
+      CHECK((row.find(",finished,") != std::string::npos ||
+             (row.find(",aborted,") != std::string::npos && row.find("interrupted") != std::string::npos)));
+    }
+    // The folder takes a rerun with --overwrite.
+    CHECK(run_twinserve("run --trace '" + (dir / "late.jsonl").string() +
+                        "' --model tiny --asap --threads 1 --quiet --overwrite --max-requests 2 --out '" + out.string() +
+                        "'")
+              .exit_code == 0);
+  }
+}
+
+TEST_CASE("run --max-queued-requests: arrivals past the limit are rejected with reason 'queue full'") {
+  const fs::path dir = twin::test::temp_dir("queue_cli");
+  const fs::path trace = dir / "burst.jsonl";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 6; ++i) t << "{\"id\":" << i << ",\"arrival_s\":0,\"prompt_len\":8,\"output_len\":3}\n";
+  }
+  fs::remove_all(dir / "out");
+  // --asap: all six are submitted at t = 0, before the first step, so the
+  // queue holds 2 and the other 4 find it full.
+  const auto r = run_twinserve("run --trace '" + trace.string() +
+                                   "' --model tiny --asap --threads 1 --quiet --max-queued-requests 2 --out '" +
+                                   (dir / "out").string() + "'",
+                               true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(dir / "out" / "requests.csv");
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line.size() > 7);
+  CHECK(line.substr(line.size() - 7) == ",reason");
+  int rejected = 0, finished = 0;
+  while (std::getline(in, line)) {
+    if (line.find(",rejected,") != std::string::npos) {
+      ++rejected;
+      CHECK(line.substr(line.size() - 11) == ",queue full");
+    }
+    if (line.find(",finished,") != std::string::npos) ++finished;
+  }
+  CHECK(rejected == 4);
+  CHECK(finished == 2);
+  CHECK_THAT(r.out, Catch::Contains("Rejected requests:                       4"));
+}
+
+TEST_CASE("calibrate and validate: an unwritable --out is found before the model loads") {
+  // /proc takes no new files, even for root.
+  const auto cal = run_twinserve("calibrate --model tiny --quick --out /proc/twin-profile.json", true);
+  INFO(cal.out);
+  CHECK(cal.exit_code == 1);
+  CHECK_THAT(cal.out, Catch::Contains("/proc: the output directory is not writable"));
+  CHECK_THAT(cal.out, !Catch::Contains("calibrate: tiny"));  // nothing was timed
+
+  const fs::path dir = twin::test::temp_dir("unwritable_cli");
+  std::ofstream(dir / "t.jsonl") << "{\"id\":0,\"arrival_s\":0,\"prompt_len\":8,\"output_len\":3}\n";
+  std::ofstream(dir / "p.json") << "{}";
+  const auto val = run_twinserve("validate --trace '" + (dir / "t.jsonl").string() + "' --model tiny --profile '" +
+                                     (dir / "p.json").string() + "' --out /proc/twin-validation",
+                                 true);
+  INFO(val.out);
+  CHECK(val.exit_code == 1);
+  CHECK_THAT(val.out, Catch::Contains("/proc/twin-validation"));
+  CHECK_THAT(val.out, !Catch::Contains("engine:"));
+}
+
+TEST_CASE("validate: a real SIGINT during the engine run stops it cleanly, its records kept, exits 1") {
+  const fs::path dir = twin::test::temp_dir("interrupt_validate");
+  fs::remove_all(dir / "out");
+  const fs::path trace = dir / "t.jsonl", profile = dir / "tiny.json";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 6; ++i) t << "{\"id\":" << i << ",\"arrival_s\":" << i << ",\"prompt_len\":16,\"output_len\":4}\n";
+  }
+  REQUIRE(run_twinserve("calibrate --model tiny --quick --overwrite --out '" + profile.string() + "'").exit_code == 0);
+  // A load of 10^-6 of the capacity spreads six arrivals over days: the
+  // engine run is still waiting for them whenever the signal lands.
+  const pid_t pid = spawn_twinserve({"validate", "--trace", trace.string(), "--model", "tiny", "--profile",
+                                     profile.string(), "--loads", "0.000001", "--threads", "1", "--no-plots", "--out",
+                                     (dir / "out").string()},
+                                    dir / "log.txt");
+  const fs::path engine_dir = dir / "out" / "load_0.00" / "engine";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  bool ready = false;
+  while (!ready && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) FAIL("validate ended before serving: " << read_text(dir / "log.txt"));
+    // Serving: the guard is installed and the engine run's folder exists.
+    ready = catches(pid, SIGINT) && fs::exists(engine_dir);
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!ready) ::kill(pid, SIGKILL);
+  REQUIRE(ready);
+  REQUIRE(::kill(pid, SIGINT) == 0);
+  const int code = wait_exit(pid);
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 1);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2 before any load finished"));
+  CHECK_THAT(log, Catch::Contains(engine_dir.string()));
+  REQUIRE(fs::exists(engine_dir / "summary.json"));
+  CHECK(fs::exists(engine_dir / "requests.csv"));
+  const auto summary = nlohmann::json::parse(read_text(engine_dir / "summary.json"));
+  CHECK(summary.at("config").at("interrupted") == true);
+  CHECK_FALSE(fs::exists(dir / "out" / "report.json"));  // no load finished: nothing to report
+}
