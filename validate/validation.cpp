@@ -90,7 +90,7 @@ std::vector<double> parse_loads(const std::string& text) {
 ValidationResult run_validation(const ValidateOptions& o) {
   if (o.profile.empty()) {
     throw UsageError("validate needs --profile FILE.json, a calibrated hardware profile: make one with "
-                     "`twinserve calibrate --model " + (o.model.empty() ? std::string("NAME") : o.model) +
+                     "`twinserve calibrate --model " + (o.engine.model.empty() ? std::string("NAME") : o.engine.model) +
                      " --out FILE.json` (docs/validate.md)");
   }
   if (!fs::is_regular_file(o.profile)) throw Error("--profile " + o.profile + ": no such file");
@@ -104,7 +104,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
   const OutputDir out_dir(o.out_dir, o.overwrite, {"report.json", "report.md", "report.html"});
 
   ValidationResult result;
-  result.model = o.model;
+  result.model = o.engine.model;
   result.profile = o.profile;
   result.trace = o.trace;
   const std::vector<Request> trace = read_trace(o);
@@ -124,18 +124,11 @@ ValidationResult run_validation(const ValidateOptions& o) {
     }
     return want;
   };
-  const ModelConfig model = model_config_from(resolve_model(o.model));
-  ReplicaOverrides overrides = o.overrides;
-  const std::int32_t context = static_cast<std::int32_t>(std::min<std::int64_t>(model.max_position_embeddings, 1 << 30));
-  overrides.max_model_len = o.max_model_len > 0 ? o.max_model_len : context;
-  EngineSettings settings;
-  settings.model = o.model;
-  settings.replica = replica_preset(o.scheduler_preset);
-  apply_overrides(settings.replica, overrides);
-  settings.runner = o.engine;
-  settings.runner.weight_dtype = engine_dtype(o.engine.weight_dtype, profile_meta.dtype, "--dtype");
-  settings.runner.kv_cache_dtype = engine_dtype(o.engine.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
-  settings.sampling.seed = o.engine.seed;
+  EngineSetup setup = o.engine;
+  setup.runner.weight_dtype = engine_dtype(o.engine.runner.weight_dtype, profile_meta.dtype, "--dtype");
+  setup.runner.kv_cache_dtype = engine_dtype(o.engine.runner.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
+  setup.sampling.seed = o.engine.runner.seed;
+  const EngineSettings settings = engine_settings(setup);
   Engine engine(settings);
   // Per-op times for the report's op table on the CPU backend, where a clock
   // read per op is free; on a GPU an event per op (hundreds per step) would
@@ -155,14 +148,18 @@ ValidationResult run_validation(const ValidateOptions& o) {
 
   ClusterConfig roofline;
   roofline.groups.emplace_back();
-  roofline.groups.front().model = o.model;
+  roofline.groups.front().model = o.engine.model;
   roofline.groups.front().hardware = result.roofline_hardware;
   roofline.groups.front().dtype = profile_meta.dtype;
   roofline.groups.front().kv_dtype = profile_meta.kv_dtype;
-  roofline.scheduler_preset = o.scheduler_preset;
-  roofline.overrides = overrides;
+  // The simulators serve the engine's replica: its scheduler flags and
+  // context, and the blocks it allocated.
+  roofline.scheduler_preset = o.engine.scheduler_preset;
+  roofline.overrides = o.engine.overrides;
+  roofline.overrides.max_model_len = engine.replica_config().scheduler.max_model_len;
+  roofline.overrides.num_gpu_blocks.reset();
   roofline.num_gpu_blocks_override = blocks;
-  roofline.seed = o.engine.seed;
+  roofline.seed = o.engine.runner.seed;
   ClusterConfig calibrated = roofline;
   use_profile(calibrated.groups.front(), o.profile);
   const std::shared_ptr<CostModel> calibrated_model = cost_model_of(calibrated);
@@ -247,7 +244,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
       m->metrics = compare_to_runs(measured_runs, m->run.summary);
       m->request_errors = request_errors(lr.engine.requests, m->run.requests);
       m->step_errors = composition_errors(lr.priced_steps, index);
-      m->op_errors = op_time_errors(lr.priced_steps, lr.engine.step_op_ns, index, model.is_moe());
+      m->op_errors = op_time_errors(lr.priced_steps, lr.engine.step_op_ns, index, engine.model().is_moe());
       ++index;
     }
     lr.models.push_back(std::move(cal));

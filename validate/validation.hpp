@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/model_runner.hpp"
+#include "engine/runtime/engine_setup.hpp"
 #include "sim/cluster_config.hpp"
 #include "traces/trace_reader.hpp"
 #include "validate/comparison.hpp"
@@ -25,21 +25,18 @@ namespace twin {
 struct ValidateOptions {
   std::string trace;
   TraceReadOptions read;         // format (default: detected) and bad-row policy
-  std::string model;             // name or config path
   std::string profile;           // calibrated hardware profile (twinserve calibrate); required
   // Hardware profile pricing the roofline column; empty: the bundled
   // profile of the device the engine runs on (hardware_for_device).
   std::string roofline_hardware;
   std::vector<double> loads = {0.3, 0.6, 0.9};
   std::int64_t max_requests = 0;  // 0: the whole trace
-  // The engine: backend, threads, seed (weights, prompts, sampling), dtypes
-  // ("auto" or empty: the profile's; another is a UsageError: the prediction
-  // would be for another engine), num_blocks (0: the memory plan, as
-  // `twinserve run`) and gpu_memory_utilization.
-  RunnerOptions engine;
-  std::string scheduler_preset = "vllm";
-  ReplicaOverrides overrides;          // the scheduler flags; max_model_len is the field below
-  std::int32_t max_model_len = 0;      // 0: the model's context, as `twinserve run`
+  // The engine as `twinserve run` would be set up (engine_settings): model,
+  // scheduler preset and flags (max_model_len unset: the model's context),
+  // backend, threads, seed (weights, prompts, sampling), KV memory
+  // (num_blocks 0: the memory plan). Dtypes "auto" or empty: the profile's;
+  // another is a UsageError: the prediction would be for another engine.
+  EngineSetup engine;
   std::filesystem::path out_dir;
   bool overwrite = false;
   bool plots = true;                   // run gnuplot when it is installed

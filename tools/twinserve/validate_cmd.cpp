@@ -38,15 +38,17 @@ void run(const ValidateArgs& a) {
   ValidateOptions o;
   o.trace = a.in.path;
   o.read = trace_read_options(a.in);
-  o.model = a.model;
   o.profile = a.profile;
   o.loads = parse_loads(a.loads);
   o.max_requests = a.in.max_requests;
-  o.engine = runner_options(a.engine, &a.memory, a.seed);
-  o.scheduler_preset = a.sched.preset.value_or("vllm");
-  o.overrides = scheduler_overrides(a.sched);
+  // The engine from the same flag groups as `run`'s, settled by the same
+  // rule (engine_settings).
+  o.engine.model = a.model;
+  o.engine.scheduler_preset = a.sched.preset.value_or("vllm");
+  o.engine.overrides = scheduler_overrides(a.sched);
+  o.engine.overrides.max_model_len = a.memory.max_model_len;
+  o.engine.runner = runner_options(a.engine, &a.memory, a.seed);
   o.roofline_hardware = a.hw;
-  o.max_model_len = a.memory.max_model_len.value_or(0);
   o.out_dir = a.out.dir;
   o.overwrite = a.out.overwrite;
   o.plots = !a.no_plots;
