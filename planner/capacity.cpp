@@ -26,6 +26,7 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   p.tpot_ms = summary.tpot_ms;
   p.e2el_ms = summary.e2el_ms;
   p.output_throughput = summary.output_throughput;
+  p.request_throughput = summary.request_throughput;
   bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0;
   double worst = 0;
   for (const SloResult& r : summary.slos) {
@@ -59,8 +60,14 @@ ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, st
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
   CapacityResult out;
+  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity()).request_throughput;
   auto probe = [&](double rate) {
-    out.probes.push_back(probe_rate(config, trace, o.probe_requests, rate));
+    ProbeResult p = probe_rate(config, trace, o.probe_requests, rate);
+    if (p.pass && out.saturated_rps > 0 && rate > out.saturated_rps) {
+      p.pass = false;
+      p.above_saturation = true;
+    }
+    out.probes.push_back(std::move(p));
     return out.probes.back().pass;
   };
   double lo = 0, hi = 0;

@@ -3,7 +3,10 @@
 // sustains while meeting the SLOs on the trace's length mix. Each probe
 // replays the trace's first requests with arrivals rescaled to the probe
 // rate and simulates one replica; the search brackets the rate by doubling
-// or halving from a start rate, then bisects to a relative tolerance.
+// or halving from a start rate, then bisects to a relative tolerance. A
+// rate above the replica's saturated throughput (the same requests all at
+// t=0) never passes: past it a queue grows without bound, which a short
+// probe may not live long enough to show in its latencies.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,8 +26,13 @@ struct ProbeResult {
   std::vector<double> slo_fraction_met;
   LatencyStats ttft_ms, tpot_ms, e2el_ms;  // the run's, as summary.json gives them
   double output_throughput = 0;  // tok/s
+  double request_throughput = 0;  // req/s served (completed over the run's duration)
   std::uint64_t completed = 0, rejected = 0, aborted = 0, unserved = 0;
   double worst_ratio = 0;  // max over SLOs of measured / threshold (per-request SLOs: 1 + share missed)
+  // The rate is above what the replica serves saturated: it fails whatever
+  // its SLOs say (a short probe's burst can meet them without being
+  // sustainable).
+  bool above_saturation = false;
 };
 
 // One statistic of a metric (e.g. &LatencyStats::p90), NaN without data (a
@@ -47,6 +55,9 @@ struct CapacityResult {
   bool feasible = false;  // some probe passed
   double capacity = 0;    // highest passing rate, req/s
   double upper = 0;       // lowest failing rate (0: none found)
+  // Requests/s of the probe's requests all arriving at t=0: the most the
+  // replica serves; no rate above it passes.
+  double saturated_rps = 0;
   std::vector<ProbeResult> probes;  // in the order run
 };
 

@@ -80,6 +80,7 @@ nlohmann::ordered_json probe_json(const ProbeResult& p) {
   j["aborted"] = p.aborted;
   j["unserved"] = p.unserved;
   j["worst_ratio"] = num(p.worst_ratio);
+  j["above_saturation"] = p.above_saturation;
   return j;
 }
 
@@ -98,6 +99,7 @@ ProbeResult probe_from(const nlohmann::json& j) {
   p.aborted = j.at("aborted").get<std::uint64_t>();
   p.unserved = j.at("unserved").get<std::uint64_t>();
   p.worst_ratio = num_from(j.at("worst_ratio"));
+  p.above_saturation = j.value("above_saturation", false);
   return p;
 }
 
@@ -313,6 +315,7 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   j["num_gpu_blocks"] = r.num_gpu_blocks;
   j["capacity_rps"] = num(r.capacity.capacity);
   j["capacity_upper_rps"] = num(r.capacity.upper);
+  j["saturated_rps"] = num(r.capacity.saturated_rps);
   j["capacity_feasible"] = r.capacity.feasible;
   j["replicas_estimated"] = r.replicas_estimated;
   j["replicas"] = r.replicas;
@@ -359,6 +362,7 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.num_gpu_blocks = j.at("num_gpu_blocks").get<std::int32_t>();
   r.capacity.capacity = num_from(j.at("capacity_rps"));
   r.capacity.upper = num_from(j.at("capacity_upper_rps"));
+  r.capacity.saturated_rps = j.contains("saturated_rps") ? num_from(j.at("saturated_rps")) : 0;
   r.capacity.feasible = j.at("capacity_feasible").get<bool>();
   r.replicas_estimated = j.at("replicas_estimated").get<std::int32_t>();
   r.replicas = j.at("replicas").get<std::int32_t>();

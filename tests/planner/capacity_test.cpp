@@ -59,6 +59,31 @@ TEST_CASE("capacity of one prefill per step is 1 over the step time") {
   CHECK(cap.upper - cap.capacity <= 0.01 * cap.capacity + 1e-12);
 }
 
+TEST_CASE("a short probe whose burst meets a loose SLO is held to the saturated throughput") {
+  // Five requests meet TTFT p90 <= 100 S even all at once, so without a
+  // bound every doubling of the rate passes (a capacity of 2^16 x the start
+  // rate was reported). A rate above the saturated throughput (1/S here:
+  // one request per step) is not sustainable whatever a short probe shows.
+  const Candidate c = one_prefill_per_step();
+  const double s = service_time_s(candidate_config(c, 1, "", 0));
+  REQUIRE(s > 0);
+  const LoadedTrace trace = test::constant_trace(5, 0.5 / s, kPrompt, 1);
+  CapacityOptions o;
+  o.probe_requests = 0;
+  o.start_rate = arrival_rate(trace);
+  const CapacityResult cap = find_capacity(candidate_config(c, 1, slo_at(100 * s), 0), trace, o);
+  REQUIRE(cap.feasible);
+  CHECK(std::abs(cap.saturated_rps * s - 1.0) <= 0.01);
+  CHECK(cap.capacity <= cap.saturated_rps);
+  CHECK(cap.upper > 0);
+  bool held = false;
+  for (const ProbeResult& p : cap.probes) {
+    if (p.rate > cap.saturated_rps) CHECK_FALSE(p.pass);
+    held = held || p.above_saturation;
+  }
+  CHECK(held);
+}
+
 TEST_CASE("plan sizes the constant-rate trace to ceil of rate over capacity and verifies it") {
   const Candidate c = one_prefill_per_step();
   const double s = service_time_s(candidate_config(c, 1, "", 0));
