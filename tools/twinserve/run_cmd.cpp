@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,8 +114,11 @@ void run(const RunArgs& a) {
   // The progress line's total, counted beside the run (0 until known, and
   // for a pipe).
   const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
-  ResultSink sink(collector, request_writer.get(), step_writer.get(),
-                  [&](const RequestRecord&) { progress.update(++ended, total.total()); });
+  std::map<std::string, std::int64_t> rejected_by_reason;  // the warning names each reason
+  ResultSink sink(collector, request_writer.get(), step_writer.get(), [&](const RequestRecord& r) {
+    if (r.outcome == Outcome::rejected) ++rejected_by_reason[r.reason.empty() ? "no reason" : r.reason];
+    progress.update(++ended, total.total());
+  });
 
   DriveOptions options;
   options.time_scale = a.time_scale;
@@ -167,8 +171,21 @@ void run(const RunArgs& a) {
               << " rows out of order clamped\n";
   }
   if (summary.rejected > 0) {
-    std::cerr << "warning: " << summary.rejected << " requests rejected (prompt + output beyond max_model_len "
-              << rc.scheduler.max_model_len << " or the KV cache)\n";
+    // As requests.csv records them (max_model_len, the KV cache, queue full, ...).
+    std::cerr << "warning: " << summary.rejected << " requests rejected (max_model_len " << rc.scheduler.max_model_len
+              << "):";
+    // The most frequent reasons first; a reason may quote its request's
+    // numbers, so there can be one per request: three at most.
+    std::vector<std::pair<std::int64_t, std::string>> by_count;
+    for (const auto& [reason, count] : rejected_by_reason) by_count.emplace_back(-count, reason);
+    std::sort(by_count.begin(), by_count.end());
+    const char* sep = " ";
+    for (std::size_t i = 0; i < by_count.size() && i < 3; ++i) {
+      std::cerr << sep << -by_count[i].first << " " << by_count[i].second.substr(0, 100);
+      sep = "; ";
+    }
+    if (by_count.size() > 3) std::cerr << "; " << by_count.size() - 3 << " other reasons";
+    std::cerr << " (requests.csv has each)\n";
   }
   if (stats.unserved > 0) std::cerr << "warning: " << stats.unserved << " requests could never be scheduled\n";
   print_summary_table(std::cout, summary);
