@@ -48,10 +48,12 @@ void parse_lookahead_accepted(const csv::Reader& reader, std::string_view text, 
 
 }  // namespace
 
-StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative) : out_(out), speculative_(speculative) {
+StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<std::string> tiers)
+    : out_(out), speculative_(speculative), num_tiers_(tiers.size()) {
   std::string header;
   const std::size_t columns = speculative ? kColumns.size() : kRequiredColumns;
   for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
+  for (const std::string& name : tiers) header += "," + name + "_load_blocks," + name + "_store_blocks";
   out_ << header << '\n';
 }
 
@@ -84,6 +86,12 @@ void StepCsvWriter::write(const StepRecord& s) {
       row += ':';
       csv::append_int(row, s.accepted[i]);
     }
+  }
+  for (std::size_t t = 0; t < num_tiers_; ++t) {
+    row += ',';
+    csv::append_int(row, t < s.tier_loads.size() ? s.tier_loads[t] : 0);
+    row += ',';
+    csv::append_int(row, t < s.tier_stores.size() ? s.tier_stores[t] : 0);
   }
   row += '\n';
   out_ << row;

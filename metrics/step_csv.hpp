@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "engine/core/records.hpp"
@@ -16,12 +17,16 @@ class StepCsvWriter {
   // Writes the header. With `speculative` (speculative decoding on), three
   // more columns: proposed_tokens, accepted_tokens and lookahead_accepted
   // ("L:a" per seq that had lookahead, space-separated, in plan order).
-  explicit StepCsvWriter(std::ostream& out, bool speculative = false);
+  // With `tiers` (KV tiers below HBM, their names nearest first), two more
+  // per tier, last: <name>_load_blocks and <name>_store_blocks (written
+  // only: a replay reads no tiered run's steps).
+  explicit StepCsvWriter(std::ostream& out, bool speculative = false, std::vector<std::string> tiers = {});
   void write(const StepRecord& record);
 
  private:
   std::ostream& out_;
   bool speculative_ = false;
+  std::size_t num_tiers_ = 0;
 };
 
 // Errors (twin::Error) name file:line and the column. The speculative

@@ -48,6 +48,19 @@ struct TransferSummary {
   LatencyStats transfer_ms;       // blocks reserved to KV there (includes queueing for the link)
 };
 
+// One tier of a run with KV tiers below HBM (docs/simulate.md, "KV tiers"),
+// over every replica; the first row is HBM itself. Counted at every
+// allocation that looked up a prefix (a recomputed request again).
+struct KvTierSummary {
+  std::string name;                  // hbm, dram, ssd, ...
+  std::int64_t capacity_blocks = 0;  // all replicas together
+  std::uint64_t hit_tokens = 0;      // prompt tokens served from this tier
+  double hit_rate = 0;               // hit_tokens / lookup_tokens
+  std::uint64_t loaded_bytes = 0;    // read from this tier into HBM
+  std::uint64_t stored_bytes = 0;    // written into it (HBM evictions, demotions from above)
+  std::uint64_t demoted_blocks = 0;  // pushed to the next tier, or dropped from the last
+};
+
 struct Summary {
   std::uint64_t num_requests = 0, completed = 0, rejected = 0, aborted = 0;
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
@@ -66,6 +79,13 @@ struct Summary {
   std::uint64_t preemptions = 0;
   bool disaggregated = false;  // kv_transfer below is written
   TransferSummary kv_transfer;
+  // KV tiers below HBM: written only when the run has some (non-empty).
+  std::vector<KvTierSummary> kv_tiers;
+  std::uint64_t kv_tier_lookup_tokens = 0;  // prompt tokens of the allocations that looked up a prefix
+  double kv_tier_hit_rate = 0;              // all tiers' hit tokens (HBM too) / lookup tokens
+  std::uint64_t kv_tier_bytes_moved = 0;    // loaded + stored bytes, all tiers
+  double kv_tier_load_stall_s = 0;          // step time spent waiting for loads (not hidden by compute)
+  bool kv_tier_load_overlap = false;
 
   std::vector<ReplicaLoad> replicas;  // ascending replica id
   Spread replica_requests, replica_tokens;

@@ -111,6 +111,28 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
     t["transfer_ms"] = latency_stats_json(s.kv_transfer.transfer_ms);
     j["kv_transfer"] = std::move(t);
   }
+  if (!s.kv_tiers.empty()) {
+    Json k;
+    k["lookup_tokens"] = s.kv_tier_lookup_tokens;
+    k["hit_rate"] = number(s.kv_tier_hit_rate);
+    k["bytes_moved"] = s.kv_tier_bytes_moved;
+    k["load_overlap"] = s.kv_tier_load_overlap;
+    k["load_stall_s"] = number(s.kv_tier_load_stall_s);
+    Json tiers = Json::array();
+    for (const KvTierSummary& t : s.kv_tiers) {
+      Json x;
+      x["name"] = t.name;
+      x["capacity_blocks"] = t.capacity_blocks;
+      x["hit_tokens"] = t.hit_tokens;
+      x["hit_rate"] = number(t.hit_rate);
+      x["loaded_bytes"] = t.loaded_bytes;
+      x["stored_bytes"] = t.stored_bytes;
+      x["demoted_blocks"] = t.demoted_blocks;
+      tiers.push_back(std::move(x));
+    }
+    k["tiers"] = std::move(tiers);
+    j["kv_tiers"] = std::move(k);
+  }
   Json load;
   load["num_replicas"] = s.replicas.size();
   load["requests"] = spread(s.replica_requests);

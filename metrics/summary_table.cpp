@@ -117,6 +117,16 @@ void print_summary_table(std::ostream& out, const Summary& s) {
     t.row("Transfer time, mean / p99 (ms)",
           x.transfer_ms.count > 0 ? fixed(x.transfer_ms.mean, 2) + " / " + fixed(x.transfer_ms.p99, 2) : std::string("-"));
   }
+  if (!s.kv_tiers.empty()) {
+    t.section("KV tiers (prefix tokens hit, bytes in / out)");
+    for (const KvTierSummary& x : s.kv_tiers) {
+      t.row(x.name, fixed(100.0 * x.hit_rate, 2) + "% hit, " + fixed(static_cast<double>(x.stored_bytes) / 1e9, 3) +
+                        " GB stored, " + fixed(static_cast<double>(x.loaded_bytes) / 1e9, 3) + " GB loaded");
+    }
+    t.row("Prefix hit rate, all tiers", fixed(100.0 * s.kv_tier_hit_rate, 2) + "%");
+    t.row("Moved between tiers (GB)", fixed(static_cast<double>(s.kv_tier_bytes_moved) / 1e9, 3));
+    t.row("Steps waiting for loads (s)", fixed(s.kv_tier_load_stall_s, 3));
+  }
   t.section("Replica load (min / mean / max)");
   t.row("Replicas", std::to_string(s.replicas.size()));
   t.row("Requests per replica", spread_text(s.replica_requests, 1));

@@ -261,6 +261,17 @@ Cluster build_cluster(const ClusterConfig& config) {
       params.host_link = cluster.topology.host_path(gpus.front());
       if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
       params.kv_block_bytes_per_gpu = g.memory.block_bytes;
+      if (!config.kv_tiers.empty()) {
+        // Each replica has tiers of these sizes of its own; a block moves
+        // the KV of every GPU of the replica.
+        const double block_bytes = g.memory.block_bytes * gc.tp * gc.pp;
+        g.tiers = std::make_shared<KvTierModel>(
+            resolve_kv_tiers(config.kv_tiers, block_bytes, params.host_link.bandwidth,
+                             static_cast<Time>(params.host_link.latency)),
+            block_bytes, config.kv_tier_load_overlap);
+        g.replica.kv.tiers = g.tiers->core_tiers();
+        validate(g.replica);
+      }
       std::shared_ptr<CostModel> model;
       if (!gc.replay.empty()) {
         if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
@@ -313,7 +324,7 @@ Cluster build_cluster(const ClusterConfig& config) {
         }
       }
       for (std::int32_t r = 0; r < gc.count; ++r) {
-        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp, acceptance});
+        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp, acceptance, g.tiers});
       }
       cluster.groups.push_back(std::move(g));
     } catch (const UsageError& e) {

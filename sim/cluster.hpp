@@ -14,6 +14,7 @@
 #include "models/model_math.hpp"
 #include "sim/cluster_config.hpp"
 #include "sim/kv_transfer.hpp"
+#include "sim/kv_tier_model.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/roofline_cost_model.hpp"
 #include "sim/simulator.hpp"
@@ -32,6 +33,7 @@ struct GroupPlan {
   MemoryPlan memory;
   std::int32_t first_replica = 0;
   std::vector<std::vector<GpuId>> replica_gpus;  // per replica: stage-major, tp ranks within a stage
+  std::shared_ptr<const KvTierModel> tiers;      // KV tiers below HBM; null: none
 };
 
 struct Cluster {

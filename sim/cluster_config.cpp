@@ -172,12 +172,47 @@ DisaggregationConfig parse_disaggregation(const Json& d, const std::string& orig
   return out;
 }
 
+double get_non_negative(const Json& v, const std::string& origin, const std::string& key) {
+  if (!v.is_number()) fail(origin, key, "expected a number");
+  const double x = v.get<double>();
+  if (!(x >= 0) || x > 1e12) fail(origin, key, "expected a non-negative number, got " + json_excerpt(v));
+  return x;
+}
+
+std::vector<KvTierSpec> parse_kv_tiers(const Json& list, const std::string& origin) {
+  if (!list.is_array()) fail(origin, "kv_tiers", "expected a list of tiers, nearest to HBM first");
+  std::vector<KvTierSpec> out;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "kv_tiers[" + std::to_string(i) + "]";
+    const Json& t = list[i];
+    check_keys(t, origin, where, {"name", "capacity_gib", "capacity_blocks", "read_gbps", "write_gbps", "latency_us"});
+    KvTierSpec spec;
+    for (const auto& [key, v] : t.items()) {
+      const std::string name = where + "." + key;
+      if (key == "name") spec.name = get_string(v, origin, name);
+      else if (key == "capacity_gib") spec.capacity_gib = get_non_negative(v, origin, name);
+      else if (key == "capacity_blocks") spec.capacity_blocks = get_int(v, origin, name, 1, std::numeric_limits<std::int64_t>::max());
+      else if (key == "read_gbps") spec.read_gbps = get_non_negative(v, origin, name);
+      else if (key == "write_gbps") spec.write_gbps = get_non_negative(v, origin, name);
+      else if (key == "latency_us") spec.latency_us = get_non_negative(v, origin, name);
+    }
+    if (spec.name.empty()) fail(origin, where + ".name", "every tier needs a name (dram, ssd or your own)");
+    if (!names.insert(spec.name).second) fail(origin, where + ".name", "tier '" + spec.name + "' is listed twice");
+    if ((spec.capacity_gib > 0) == (spec.capacity_blocks > 0)) {
+      fail(origin, where, "give exactly one of capacity_gib (> 0) and capacity_blocks");
+    }
+    out.push_back(std::move(spec));
+  }
+  return out;
+}
+
 }  // namespace
 
 ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) {
   check_keys(json, origin, "",
              {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override",
-              "disaggregation"});
+              "disaggregation", "kv_tiers", "kv_tier_load_overlap"});
   ClusterConfig out;
   out.origin = origin;
   for (const auto& [key, v] : json.items()) {
@@ -190,6 +225,11 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
       out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset);
     } else if (key == "disaggregation") {
       out.disaggregation = parse_disaggregation(v, origin);
+    } else if (key == "kv_tiers") {
+      out.kv_tiers = parse_kv_tiers(v, origin);
+    } else if (key == "kv_tier_load_overlap") {
+      if (!v.is_boolean()) fail(origin, key, "expected true or false");
+      out.kv_tier_load_overlap = v.get<bool>();
     } else if (key == "router") {
       out.router = get_string(v, origin, key);
       core_check(origin, key, [&] { (void)router_policy(out.router); });
@@ -270,6 +310,22 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
   out["seed"] = config.seed;
   out["gpu_memory_utilization"] = config.gpu_memory_utilization;
   out["num_gpu_blocks_override"] = config.num_gpu_blocks_override;
+  if (!config.kv_tiers.empty()) {
+    // Only a run with tiers echoes them: other runs' summaries stay as they were.
+    nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+    for (const KvTierSpec& t : config.kv_tiers) {
+      nlohmann::ordered_json j;
+      j["name"] = t.name;
+      if (t.capacity_gib > 0) j["capacity_gib"] = t.capacity_gib;
+      if (t.capacity_blocks > 0) j["capacity_blocks"] = t.capacity_blocks;
+      if (t.read_gbps > 0) j["read_gbps"] = t.read_gbps;
+      if (t.write_gbps > 0) j["write_gbps"] = t.write_gbps;
+      if (t.latency_us >= 0) j["latency_us"] = t.latency_us;
+      tiers.push_back(std::move(j));
+    }
+    out["kv_tiers"] = std::move(tiers);
+    out["kv_tier_load_overlap"] = config.kv_tier_load_overlap;
+  }
   return out;
 }
 

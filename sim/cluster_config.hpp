@@ -52,6 +52,21 @@ struct DisaggregationConfig {
   std::string decode_router;               // empty: the cluster's router
 };
 
+// One tier below HBM for evicted prefix blocks (engine/core/kv_tiers.hpp),
+// per replica: its host's DRAM, its local SSD (docs/simulate.md, "KV tiers").
+// A capacity in GiB or in blocks (exactly one); bandwidths in GB/s (1e9
+// bytes/s) and latency per transfer; 0 / -1: the default for the name
+// (dram: the hardware profile's host link; ssd: a PCIe 4 NVMe drive), which
+// other names do not have.
+struct KvTierSpec {
+  std::string name;
+  double capacity_gib = 0;
+  std::int64_t capacity_blocks = 0;
+  double read_gbps = 0;   // tier -> HBM
+  double write_gbps = 0;  // into the tier
+  double latency_us = -1;
+};
+
 struct ClusterConfig {
   std::vector<ReplicaGroupConfig> groups;  // empty: one default group
   std::string scheduler_preset = "vllm";
@@ -63,6 +78,10 @@ struct ClusterConfig {
   std::uint64_t seed = 0;
   double gpu_memory_utilization = 0.9;
   std::int32_t num_gpu_blocks_override = 0;  // 0: from memory
+  // Tiers below HBM, nearest first (empty: none), and whether a step's
+  // loads from them overlap its compute (else they delay it).
+  std::vector<KvTierSpec> kv_tiers;
+  bool kv_tier_load_overlap = false;
   // The file the config was read from (not echoed): errors found while the
   // cluster is built (a group that does not fit, a layout that does not
   // divide the heads) name it and the group. Empty for a config from flags.

@@ -15,6 +15,7 @@
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
 #include "metrics/vllm_result.hpp"
+#include "sim/kv_tier_report.hpp"
 
 namespace twin {
 namespace {
@@ -104,7 +105,13 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
       steps_file = dir->open("steps.csv");
       bool speculative = false;
       for (const SimReplicaSpec& r : cluster.replicas) speculative = speculative || r.config.scheduler.num_speculative_tokens > 0;
-      step_writer = std::make_unique<StepCsvWriter>(steps_file, speculative);
+      // Tier columns only when the run has tiers (the cluster's, one list).
+      std::vector<std::string> tiers;
+      for (const GroupPlan& g : cluster.groups) {
+        if (!g.tiers || !tiers.empty()) continue;
+        for (const KvTierLink& t : g.tiers->tiers()) tiers.push_back(t.name);
+      }
+      step_writer = std::make_unique<StepCsvWriter>(steps_file, speculative, std::move(tiers));
     }
   }
 
@@ -137,6 +144,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.config = config_echo(config, cluster);
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
   result.summary = collector.summarize(context);
+  summarize_kv_tiers(result.summary, cluster, simulator);
 
   if (dir) {
     requests_file.flush();

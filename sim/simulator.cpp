@@ -18,7 +18,10 @@ std::vector<VirtualClock::Pricing> pricing_of(const std::vector<SimReplicaSpec>&
                        std::to_string(spec.config.scheduler.num_speculative_tokens) +
                        ") but has no acceptance model: give acceptance_rate, acceptance_length or acceptance_from");
     }
-    out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance});
+    if (!spec.config.kv.tiers.empty() && !spec.tiers) {
+      throw UsageError("simulator: a replica has KV tiers below HBM but no model pricing their transfers");
+    }
+    out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers});
   }
   return out;
 }
@@ -49,6 +52,8 @@ Simulator::Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
 Simulator::~Simulator() = default;
 
 std::int32_t Simulator::num_replicas() const { return static_cast<std::int32_t>(state_->replicas.size()); }
+Time Simulator::tier_load_stall() const { return state_->clock.tier_load_stall(); }
+
 const Replica& Simulator::replica(std::int32_t index) const { return state_->replicas.at(index); }
 
 SimStats Simulator::run(RequestSource& source, RecordSink& sink) {

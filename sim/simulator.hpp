@@ -14,6 +14,7 @@
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/kv_transfer.hpp"
+#include "sim/kv_tier_model.hpp"
 
 namespace twin {
 
@@ -24,6 +25,8 @@ struct SimReplicaSpec {
   std::int32_t pipeline_stages = 1;
   // Speculative decoding's accepted counts (config.scheduler.num_speculative_tokens > 0).
   std::shared_ptr<AcceptanceModel> acceptance;
+  // Prices loads from the KV tiers below HBM (config.kv.tiers; null: none).
+  std::shared_ptr<const KvTierModel> tiers;
 };
 
 // Router, seed, step records and progress: the serving loop's options.
@@ -44,6 +47,9 @@ class Simulator {
 
   std::int32_t num_replicas() const;
   const Replica& replica(std::int32_t index) const;
+  // Step time spent waiting for loads from the KV tiers below HBM, all
+  // replicas (docs/simulate.md, "KV tiers").
+  Time tier_load_stall() const;
 
   // Runs until every request has ended. Call once. The source's requests
   // must come in arrival order (twin::Error naming the request otherwise).

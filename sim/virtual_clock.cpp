@@ -18,6 +18,7 @@ VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr
     lane.cost = replicas[i].cost;
     lane.stages = replicas[i].stages;
     lane.acceptance = replicas[i].acceptance;
+    lane.tiers = replicas[i].tiers;
     lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), 0);
     lanes_.push_back(std::move(lane));
   }
@@ -46,6 +47,9 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
   build_shape(plan);
   const std::int64_t copies = static_cast<std::int64_t>(plan.swap_in.size() + plan.swap_out.size());
   const Time swap = copies > 0 ? lane.cost->swap_time(copies) : 0;
+  // Prefix blocks loaded back from a tier below HBM: before the first
+  // stage's compute, or beside it with load overlap.
+  const Time load = lane.tiers && !plan.tier_loads.empty() ? lane.tiers->load_time(plan.tier_loads) : 0;
   StepInput input{&plan, &shape_, index, 0};
   Time t = now;
   for (std::int32_t s = 0; s < lane.stages; ++s) {
@@ -53,7 +57,13 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
     Time& free_at = lane.stage_free_at[static_cast<std::size_t>(s)];
     const Time start = std::max(t, free_at);
     input.idle_ns = start - free_at;
-    const Time duration = std::max<Time>(1, swap + lane.cost->stage_time(input));
+    Time compute = lane.cost->stage_time(input);
+    if (s == 0 && load > 0) {
+      const Time with_load = lane.tiers->step_time(compute, load);
+      tier_load_stall_ += with_load - compute;
+      compute = with_load;
+    }
+    const Time duration = std::max<Time>(1, swap + compute);
     if (duration > std::numeric_limits<Time>::max() - start)
       throw Error("replica " + std::to_string(index) + ": simulated time runs past the clock's range (about 292 years)"
                   "; check the trace's arrival times and the cost model's step times");

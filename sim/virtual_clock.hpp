@@ -15,6 +15,7 @@
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/kv_transfer.hpp"
+#include "sim/kv_tier_model.hpp"
 
 namespace twin {
 
@@ -27,6 +28,8 @@ class VirtualClock {
     // Speculative decoding: draws each step's accepted counts (null: the
     // replica runs without speculation).
     std::shared_ptr<AcceptanceModel> acceptance;
+    // Loads from the KV tiers below HBM (null: the replica has none).
+    std::shared_ptr<const KvTierModel> tiers;
   };
   // `transfers` prices KV transfers between a disaggregated cluster's pools
   // (null: none; a transfer is then an error).
@@ -45,11 +48,16 @@ class VirtualClock {
 
   TransferTiming kv_transfer(const InboundTransfer& transfer);
 
+  // Time steps spent loading KV from the tiers below HBM, all replicas
+  // (with load overlap: only the part compute did not hide).
+  Time tier_load_stall() const { return tier_load_stall_; }
+
  private:
   struct Lane {
     std::shared_ptr<CostModel> cost;
     std::int32_t stages = 1;
     std::shared_ptr<AcceptanceModel> acceptance;
+    std::shared_ptr<const KvTierModel> tiers;
     std::vector<Time> stage_free_at;  // when each pipeline stage can start another plan
   };
   void build_shape(const StepPlan& plan);
@@ -57,6 +65,7 @@ class VirtualClock {
   std::vector<Lane> lanes_;
   std::shared_ptr<KvTransferModel> transfers_;
   BatchShape shape_;  // reused for every plan
+  Time tier_load_stall_ = 0;
 };
 
 static_assert(ServingClock<VirtualClock>);

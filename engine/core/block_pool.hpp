@@ -67,6 +67,9 @@ class BlockPool {
   // Starts loading b's state (a caller about to release several blocks).
   void prefetch(BlockId b) const { __builtin_prefetch(nodes_.data() + at(b)); }
 
+  // The hash b was last published under: right after pop_free evicted b,
+  // the hash it was just dropped from the index under.
+  BlockHash stored_hash(BlockId b) const { return hash_[at(b)]; }
   // The cached block published under h, or -1.
   BlockId find(BlockHash h) const;
   // Publishes b under h unless h is already taken (first publisher wins);

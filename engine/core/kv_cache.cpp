@@ -22,6 +22,10 @@ const KvCacheConfig& validated(const KvCacheConfig& c) {
   if (c.num_host_blocks < 0) {
     throw UsageError("kv cache: num_host_blocks " + std::to_string(c.num_host_blocks) + " must not be negative");
   }
+  if (!c.tiers.empty() && (!c.enable_prefix_caching || c.contiguous)) {
+    throw UsageError("kv cache: tiers below HBM hold prefix-cached blocks: they need prefix caching on and "
+                     "contiguous mode off");
+  }
   if (c.contiguous && c.max_model_len < 1) {
     throw UsageError("kv cache: contiguous mode needs max_model_len >= 1, got " + std::to_string(c.max_model_len));
   }
@@ -39,7 +43,8 @@ KvCache::KvCache(const KvCacheConfig& config)
       pool_(config.num_blocks, config.block_size),
       watermark_blocks_(static_cast<std::int32_t>(config.watermark * config.num_blocks)),
       contiguous_blocks_(config.contiguous ? (config.max_model_len + config.block_size - 1) / config.block_size : 0),
-      prefix_caching_(config.enable_prefix_caching && !config.contiguous) {
+      prefix_caching_(config.enable_prefix_caching && !config.contiguous),
+      tiers_(config.tiers) {
   // Nothing here is sized by the block counts: a pool of millions of blocks
   // costs what its used blocks cost (see BlockPool), and so does the host
   // tier (next_host_block_).
@@ -63,7 +68,11 @@ std::int32_t KvCache::blocks_for(std::int32_t tokens) const {
 BlockId KvCache::take_free_block() {
   bool evicted = false;
   const BlockId b = pool_.pop_free(evicted);
-  if (evicted) ++stats_.evictions;
+  if (evicted) {
+    ++stats_.evictions;
+    // Spilled down instead of lost (the hash is still the block's stored one).
+    if (!tiers_.empty()) tiers_.spill(pool_.stored_hash(b));
+  }
   return b;
 }
 
@@ -81,7 +90,10 @@ std::int32_t KvCache::lookup(const Request& req, const SeqKv& seq) const {
   std::size_t k = 0;
   for (; k < limit; ++k) {
     const BlockId b = pool_.find(seq.hashes[k]);
-    if (b < 0) break;
+    if (b < 0) {
+      if (!tiers_.empty() && tiers_.find(seq.hashes[k]) >= 0) continue;  // loaded back at allocation
+      break;
+    }
     // Token and trace-id chains have distinct seeds: a block of the other
     // kind under our hash is a 64-bit collision, so a miss.
     if (pool_.has_tokens(b) != with_tokens) break;
@@ -121,10 +133,19 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
                 " hit blocks but has " + std::to_string(seq.hashes.size()) + " full prompt blocks");
   }
   std::int32_t free_hits = 0;
+  std::int32_t loads = 0;        // hits held only by a tier: each takes a fresh block
+  std::int32_t leading_hbm = -1; // device hits before the first load: already published
   hit_scratch_.clear();
   for (std::int32_t k = 0; k < hits; ++k) {
-    const BlockId b = pool_.find(seq.hashes[static_cast<std::size_t>(k)]);
+    const BlockHash h = seq.hashes[static_cast<std::size_t>(k)];
+    const BlockId b = pool_.find(h);
     if (b < 0) {
+      if (!tiers_.empty() && tiers_.find(h) >= 0) {
+        if (leading_hbm < 0) leading_hbm = k;
+        ++loads;
+        hit_scratch_.push_back(-1);
+        continue;
+      }
       throw Error("kv cache: request " + std::to_string(req.id) + ": hit block " + std::to_string(k) +
                   " is no longer cached (lookup and allocate must happen in the same step)");
     }
@@ -133,23 +154,40 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
   }
   const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
   const std::int32_t reserve = admission ? watermark_blocks_ : 0;
-  if (pool_.num_free() - (new_blocks + free_hits) < reserve) return false;
+  if (pool_.num_free() - (new_blocks + loads + free_hits) < reserve) return false;
 
   if (held == 0) seq.blocks.reserve(static_cast<std::size_t>(hits + new_blocks));
-  for (const BlockId b : hit_scratch_) {
-    pool_.acquire(b);
-    seq.blocks.push_back(b);
+  if (loads == 0) {
+    for (const BlockId b : hit_scratch_) {
+      pool_.acquire(b);
+      seq.blocks.push_back(b);
+    }
+  } else {
+    // Every device hit is taken before any fresh block is popped: a pop
+    // could otherwise evict a free hit further on. The tier hits are read
+    // (counted, most recent in their tier) before the pops' spills land.
+    for (const BlockId b : hit_scratch_) {
+      if (b >= 0) pool_.acquire(b);
+    }
+    for (std::int32_t k = 0; k < hits; ++k) {
+      if (hit_scratch_[static_cast<std::size_t>(k)] < 0) tiers_.hit(seq.hashes[static_cast<std::size_t>(k)]);
+    }
+    for (const BlockId b : hit_scratch_) seq.blocks.push_back(b >= 0 ? b : take_free_block());
   }
   // Growth relies on push_back's geometric capacity: one decode block at a
   // time must not reallocate the table each call.
   for (std::int32_t i = 0; i < new_blocks; ++i) seq.blocks.push_back(take_free_block());
   if (held == 0) {
-    seq.num_published = hits;
+    // Loaded blocks hold no computed KV yet as far as the index knows: they
+    // are published with the request's next publish(), as computed ones.
+    seq.num_published = loads == 0 ? hits : leading_hbm;
     ++stats_.lookups;
     const auto queried = std::min(seq.hashes.size(), static_cast<std::size_t>(std::max(0, req.prompt_len - 1) /
                                                                               config_.block_size));
     stats_.queried_blocks += static_cast<std::int64_t>(queried);
     stats_.hit_blocks += hits;
+    stats_.tier_hit_blocks += loads;
+    stats_.lookup_tokens += req.prompt_len;
   }
   return true;
 }
@@ -252,6 +290,7 @@ bool KvCache::is_cached(BlockId block) const {
 
 std::string KvCache::check_invariants(std::span<const SeqKv* const> seqs) const {
   if (std::string pool_error = pool_.check(); !pool_error.empty()) return pool_error;
+  if (std::string tier_error = tiers_.check(); !tier_error.empty()) return tier_error;
   // Only blocks handed out at least once can be held: the check costs what
   // the run touched, so it works on a pool of any size.
   const std::int32_t touched = pool_.num_touched();

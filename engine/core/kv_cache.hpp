@@ -11,6 +11,7 @@
 
 #include "base/types.hpp"
 #include "engine/core/block_pool.hpp"
+#include "engine/core/kv_tiers.hpp"
 #include "engine/core/request.hpp"
 
 namespace twin {
@@ -23,6 +24,10 @@ struct KvCacheConfig {
   std::int32_t num_host_blocks = 0;   // host tier for swap; 0 disables swapping
   bool contiguous = false;            // reserve max_model_len tokens per request
   std::int32_t max_model_len = 0;     // needed by contiguous mode
+  // Tiers below HBM for evicted prefix blocks (kv_tiers.hpp), first = next
+  // below HBM; empty: none (an evicted block's hash is gone). Needs prefix
+  // caching; not a set_replica_option key (the simulator sets it).
+  std::vector<KvTierConfig> tiers;
 };
 
 // Prefix stats are counted when a fresh sequence is allocated (the moment a
@@ -31,10 +36,12 @@ struct KvCacheConfig {
 struct KvCacheStats {
   std::int64_t lookups = 0;            // prefix lookups used by an allocation
   std::int64_t queried_blocks = 0;     // full prompt blocks looked up
-  std::int64_t hit_blocks = 0;         // of those, served from the cache
+  std::int64_t hit_blocks = 0;         // of those, served from the cache (HBM or a tier below)
+  std::int64_t lookup_tokens = 0;      // prompt tokens of those allocations
   std::int64_t evictions = 0;          // cached blocks whose hash was dropped on reuse
   std::int64_t swapped_out_blocks = 0;
   std::int64_t swapped_in_blocks = 0;
+  std::int64_t tier_hit_blocks = 0;    // of hit_blocks, loaded from a tier below HBM (per tier: tiers())
 };
 
 // The KV state of one request, owned by its holder (the scheduler).
@@ -62,13 +69,16 @@ class KvCache {
 
   // Number of leading blocks of req's prompt served from the cache, never
   // covering the last prompt token. Verifies token contents when req has
-  // tokens. Does not change the cache.
+  // tokens. With tiers, a block missing from HBM but held by a tier counts
+  // (it will be loaded). Does not change the cache.
   std::int32_t lookup(const Request& req, const SeqKv& seq) const;
 
   // Grows seq's block table to hold `total_tokens` tokens. When seq holds no
   // blocks yet, its first `num_hit_blocks` come from the cache (as returned
   // by lookup). Free cached blocks taken as hits count against the free
-  // blocks. With `admission`, the watermark must stay free afterwards.
+  // blocks; a hit held only by a tier takes a fresh block (its KV loaded
+  // into it, counted in take_tier_moves) and is published with the others
+  // once computed. With `admission`, the watermark must stay free afterwards.
   // Returns false and changes nothing when there is not enough room.
   bool allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks,
                 std::int32_t total_tokens, bool admission);
@@ -108,6 +118,15 @@ class KvCache {
   std::int32_t num_cached_blocks() const { return pool_.num_cached(); }  // in the hash index
   double usage() const;                      // used / total
   const KvCacheStats& stats() const { return stats_; }
+  // The tiers below HBM (empty without) and their per-tier figures.
+  const KvTiers& tiers() const { return tiers_; }
+  // Blocks loaded from / stored into each tier since the last call (the
+  // step that pays for them), sized tiers().size(); false when none moved.
+  bool take_tier_moves(std::vector<std::int32_t>& loads, std::vector<std::int32_t>& stores) {
+    if (!tiers_.has_moves()) return false;
+    tiers_.take_moves(loads, stores);
+    return true;
+  }
 
   // For tests: ref count of a device block, and whether a block is cached.
   std::int32_t ref_count(BlockId block) const;
@@ -141,7 +160,8 @@ class KvCache {
   bool prefix_caching_ = false;          // enabled and not contiguous
   std::vector<BlockId> free_host_;       // stack of returned host blocks
   BlockId next_host_block_ = 0;          // host blocks from here up were never used
-  std::vector<BlockId> hit_scratch_;     // allocate's hit blocks, reused across calls
+  std::vector<BlockId> hit_scratch_;     // allocate's hit blocks (-1: loaded from a tier), reused across calls
+  KvTiers tiers_;
 };
 
 }  // namespace twin

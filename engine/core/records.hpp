@@ -57,6 +57,9 @@ struct StepRecord {
   std::int64_t accepted_tokens = 0;
   std::vector<std::int32_t> lookahead;
   std::vector<std::int32_t> accepted;
+  // Tiers below HBM (empty without): the plan's tier_loads / tier_stores.
+  std::vector<std::int32_t> tier_loads;
+  std::vector<std::int32_t> tier_stores;
 };
 
 }  // namespace twin

@@ -87,6 +87,15 @@ void validate(const ReplicaConfig& c) {
     throw UsageError("replica config: num_gpu_blocks must be set (at least 1 KV block), got " +
                      std::to_string(c.kv.num_blocks));
   }
+  if (!c.kv.tiers.empty() && (!c.kv.enable_prefix_caching || c.kv.contiguous)) {
+    throw UsageError("replica config: KV tiers below HBM keep prefix-cached blocks: they need enable_prefix_caching "
+                     "on and contiguous off");
+  }
+  for (const KvTierConfig& t : c.kv.tiers) {
+    if (t.capacity_blocks < 1) {
+      throw UsageError("replica config: KV tier '" + t.name + "' must hold at least 1 block");
+    }
+  }
 }
 
 // ---- Replica: a thin face over Scheduler -------------------------------------

@@ -239,6 +239,8 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.aborted.clear();
   plan.swap_out.clear();
   plan.swap_in.clear();
+  plan.tier_loads.clear();
+  plan.tier_stores.clear();
   if (!can_plan()) return;
   process_deadlines(now, plan);
   if (batch_mode()) maybe_form_batch(now);
@@ -267,6 +269,9 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   }
 
   if (plan.empty()) return;
+  // Tier moves since the last plan are this step's to pay (an empty plan
+  // leaves them for the next).
+  kv_.take_tier_moves(plan.tier_loads, plan.tier_stores);
   InFlight* entry = nullptr;
   for (auto& f : in_flight_) {
     if (!f.active) {
@@ -300,6 +305,8 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
     rec.waiting = waiting_at_plan;
     rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
     rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
+    rec.tier_loads = plan.tier_loads;
+    rec.tier_stores = plan.tier_stores;
   }
 }
 

@@ -28,6 +28,12 @@ struct StepPlan {
   std::vector<RequestId> aborted;      // cancelled at this step boundary: drop their state
   std::vector<BlockCopy> swap_out;     // device -> host copies to do before the step
   std::vector<BlockCopy> swap_in;      // host -> device copies to do before the step
+  // Tiers below HBM (kv_tiers.hpp; empty without, or when nothing moved):
+  // per tier, prefix blocks loaded from it into HBM before the step runs,
+  // and blocks written into it (spilled evictions, demotions) since the
+  // previous plan.
+  std::vector<std::int32_t> tier_loads;
+  std::vector<std::int32_t> tier_stores;
 
   bool empty() const { return seqs.empty() && swap_out.empty() && swap_in.empty(); }
   std::int64_t num_lookahead_tokens() const {

@@ -133,6 +133,19 @@ TEST_CASE("random operations keep every invariant (paged, several block sizes)")
   }
 }
 
+TEST_CASE("random operations keep every invariant (KV tiers below HBM)") {
+  for (const std::int32_t bs : {1, 4, 16}) {
+    INFO("block_size=" << bs);
+    KvCacheConfig c;
+    c.block_size = bs;
+    c.num_blocks = 40;
+    c.num_host_blocks = 16;
+    c.watermark = 0.05;
+    c.tiers = {{"dram", 30}, {"ssd", 50}};
+    run_random(c, 100 + static_cast<std::uint64_t>(bs), 3000);
+  }
+}
+
 TEST_CASE("random operations keep every invariant (prefix caching off, contiguous)") {
   KvCacheConfig off;
   off.block_size = 8;

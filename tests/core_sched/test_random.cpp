@@ -46,6 +46,7 @@ struct Options {
   std::int32_t spec = 0;  // num_speculative_tokens; accepted counts drawn at random
   std::uint64_t seed = 1;
   std::vector<std::pair<std::string, std::string>> overrides;
+  std::vector<KvTierConfig> tiers;  // KV tiers below HBM
 };
 
 void run_random(const Options& o) {
@@ -59,6 +60,7 @@ void run_random(const Options& o) {
   cfg.scheduler.stop_at_eos = o.eos;
   cfg.scheduler.num_speculative_tokens = o.spec;
   for (const auto& [k, v] : o.overrides) set_replica_option(cfg, k, v);
+  cfg.kv.tiers = o.tiers;
   Replica rep(cfg, 0);
   rep.set_record_steps(true);
   const std::int32_t budget = effective_token_budget(cfg.scheduler);
@@ -205,8 +207,9 @@ void run_random(const Options& o) {
   if (fcfs) {
     for (std::size_t i = 1; i < first_seen_order.size(); ++i) REQUIRE(first_seen_order[i - 1] < first_seen_order[i]);
   }
-  std::int64_t step_tokens = 0, proposed = 0, accepted = 0;
+  std::int64_t step_tokens = 0, proposed = 0, accepted = 0, tier_loads = 0;
   for (const auto& s : rep.take_steps()) {
+    for (const std::int32_t n : s.tier_loads) tier_loads += n;
     step_tokens += s.new_tokens;
     proposed += s.proposed_tokens;
     accepted += s.accepted_tokens;
@@ -218,6 +221,12 @@ void run_random(const Options& o) {
   REQUIRE(step_tokens > 0);
   REQUIRE((o.spec > 0) == (proposed > 0));
   if (o.spec > 0) REQUIRE(accepted > 0);
+  // Every block loaded from a tier was paid for by exactly one step.
+  std::int64_t tier_hits = 0;
+  for (std::size_t t = 0; t < rep.kv_cache().tiers().size(); ++t) tier_hits += rep.kv_cache().tiers().stats(t).hit_blocks;
+  REQUIRE(tier_loads == tier_hits);
+  REQUIRE(tier_hits == rep.kv_stats().tier_hit_blocks);
+  if (!o.tiers.empty()) REQUIRE(tier_hits > 0);
 }
 
 }  // namespace
@@ -294,6 +303,32 @@ TEST_CASE("random workloads: swap preemption - pipeline plans - EOS - other orde
   SECTION("static with swap") {
     o.preset = "static";
     o.swap = true;
+    run_random(o);
+  }
+}
+
+TEST_CASE("random workloads with KV tiers below HBM keep every invariant", "[random][tiers]") {
+  Options o;
+  o.preset = "vllm";
+  o.requests = 600;
+  o.seed = 19;
+  o.num_blocks = 120;
+  o.tiers = {{"dram", 60}, {"ssd", 200}};
+  SECTION("vllm") { run_random(o); }
+  SECTION("swap, two plans in flight") {
+    o.swap = true;
+    o.plans_in_flight = 2;
+    run_random(o);
+  }
+  SECTION("prefill-first, longest prefix") {
+    o.preset = "orca";
+    o.overrides = {{"order", "longest_prefix"}, {"enable_prefix_caching", "true"}};
+    run_random(o);
+  }
+  SECTION("one tiny tier, speculative, eos") {
+    o.tiers = {{"dram", 3}};
+    o.spec = 2;
+    o.eos = true;
     run_random(o);
   }
 }

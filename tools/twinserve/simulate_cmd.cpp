@@ -4,6 +4,7 @@
 // the flags override it.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -44,6 +45,9 @@ struct SimulateArgs {
   std::optional<std::int32_t> prefill_replicas, decode_replicas, disagg_threshold;
   std::optional<std::string> disagg_mode, kv_transfer, prefill_router, decode_router;
   std::optional<double> gpu_memory_utilization;
+  // KV tiers below HBM (docs/simulate.md, "KV tiers"): GiB per replica.
+  std::optional<double> kv_offload_dram_gib, kv_offload_ssd_gib;
+  bool kv_offload_overlap = false;
   std::optional<std::uint64_t> seed;
   SchedulerFlags sched;
   bool no_steps = false, no_progress = false, explain_memory = false;
@@ -127,6 +131,30 @@ ClusterConfig make_config(const SimulateArgs& a) {
   }
   c.overrides = scheduler_overrides(a.sched);
   c.overrides.max_model_len = a.max_model_len;
+  // A size flag sets that tier's capacity (added in DRAM-then-SSD order if
+  // the config lacks it); 0 removes it.
+  auto set_tier = [&](const char* name, const std::optional<double>& gib) {
+    if (!gib) return;
+    auto it = std::find_if(c.kv_tiers.begin(), c.kv_tiers.end(), [&](const KvTierSpec& t) { return t.name == name; });
+    if (*gib <= 0) {
+      if (it != c.kv_tiers.end()) c.kv_tiers.erase(it);
+      return;
+    }
+    if (it == c.kv_tiers.end()) {
+      KvTierSpec t;
+      t.name = name;
+      // DRAM goes first, above any other tier; SSD last.
+      it = std::string(name) == "dram" ? c.kv_tiers.insert(c.kv_tiers.begin(), t) : c.kv_tiers.insert(c.kv_tiers.end(), t);
+    }
+    it->capacity_gib = *gib;
+    it->capacity_blocks = 0;
+  };
+  set_tier("dram", a.kv_offload_dram_gib);
+  set_tier("ssd", a.kv_offload_ssd_gib);
+  if (a.kv_offload_overlap) {
+    if (c.kv_tiers.empty()) throw UsageError("--kv-offload-overlap needs KV tiers (--kv-offload-dram-gib, --kv-offload-ssd-gib or kv_tiers)");
+    c.kv_tier_load_overlap = true;
+  }
   return c;
 }
 
@@ -240,6 +268,15 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
+  sub->add_option("--kv-offload-dram-gib", a.kv_offload_dram_gib,
+                  "KV tier in host DRAM, GiB per replica: evicted prefix blocks spill here and load back on a hit "
+                  "(LMCache's / vLLM's CPU offloading; 0: none); docs/simulate.md")
+      ->check(real_range(0, 1e9));
+  sub->add_option("--kv-offload-ssd-gib", a.kv_offload_ssd_gib,
+                  "KV tier on local SSD below DRAM, GiB per replica (0: none)")
+      ->check(real_range(0, 1e9));
+  sub->add_flag("--kv-offload-overlap", a.kv_offload_overlap,
+                "Loads from the KV tiers overlap the step's compute (layer by layer) instead of delaying it");
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
