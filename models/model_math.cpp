@@ -1,5 +1,6 @@
 #include "models/model_math.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "base/error.hpp"
@@ -27,6 +28,30 @@ int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts) {
   return attn + mlp + 2 * h;
 }
 
+// Bytes of one layer's weights at a precision, split as layer_params: the
+// projections and experts in the linear format, bias, router and norms
+// unquantised.
+double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p) {
+  const int64_t h = m.hidden_size;
+  const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
+  const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
+  const int64_t inter = m.intermediate_size / tp;
+  int64_t dense = 2 * h;
+  if (m.attention_bias) dense += q + 2 * kv;
+  double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
+  const double mlp_one = p.linear_bytes(2 * inter, h) + p.linear_bytes(h, inter);
+  if (m.is_moe()) {
+    linear += static_cast<double>(m.num_local_experts) * mlp_one;
+    dense += h * m.num_local_experts;
+  } else {
+    linear += mlp_one;
+  }
+  return linear + static_cast<double>(dense) * p.dense_bytes();
+}
+
+// Whole bytes: exact for unquantised weights, scales' fractions rounded up.
+int64_t whole_bytes(double bytes) { return static_cast<int64_t>(std::ceil(bytes)); }
+
 }  // namespace
 
 int64_t param_count(const ModelDesc& m) {
@@ -42,7 +67,13 @@ int64_t active_param_count(const ModelDesc& m) {
          m.num_hidden_layers * layer_params(m, 1, m.num_experts_per_tok) + m.hidden_size;
 }
 
-int64_t weight_bytes(const ModelDesc& m, Dtype weights) { return param_count(m) * dtype_bytes(weights); }
+int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights) {
+  if (!weights.quantized()) return param_count(m) * dtype_bytes(weights.dtype);
+  const int64_t emb = m.vocab_size * m.hidden_size;
+  const int64_t dense = emb * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
+  return whole_bytes(static_cast<double>(m.num_hidden_layers) * layer_bytes(m, 1, weights) +
+                     static_cast<double>(dense) * weights.dense_bytes());
+}
 
 int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv) {
   return 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * dtype_bytes(kv);
@@ -85,16 +116,19 @@ int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelL
          dtype_bytes(kv);
 }
 
-int64_t weight_bytes_per_gpu(const ModelDesc& m, Dtype weights, const ParallelLayout& layout,
+int64_t weight_bytes_per_gpu(const ModelDesc& m, const WeightPrecision& weights, const ParallelLayout& layout,
                              int pp_stage) {
-  int64_t params = stage_layers(m, layout.pp, pp_stage) * layer_params(m, layout.tp, -1);
+  const int64_t layers = stage_layers(m, layout.pp, pp_stage);
+  int64_t params = weights.quantized() ? 0 : layers * layer_params(m, layout.tp, -1);
   const int64_t vocab_shard = ceil_div(m.vocab_size, layout.tp) * m.hidden_size;
   const bool first = pp_stage == 0, last = pp_stage == layout.pp - 1;
   if (first) params += vocab_shard;
   // Tied weights on a single stage share one copy; across stages the last
   // stage holds its own copy.
   if (last) params += m.hidden_size + ((m.tie_word_embeddings && first) ? 0 : vocab_shard);
-  return params * dtype_bytes(weights);
+  if (!weights.quantized()) return params * dtype_bytes(weights.dtype);
+  return whole_bytes(static_cast<double>(layers) * layer_bytes(m, layout.tp, weights) +
+                     static_cast<double>(params) * weights.dense_bytes());
 }
 
 }  // namespace twin

@@ -5,6 +5,7 @@
 
 #include "models/dtype.hpp"
 #include "models/model_desc.hpp"
+#include "models/quantization.hpp"
 
 namespace twin {
 
@@ -13,7 +14,9 @@ namespace twin {
 int64_t param_count(const ModelDesc& m);
 // Parameters one token touches: for MoE only num_experts_per_tok experts.
 int64_t active_param_count(const ModelDesc& m);
-int64_t weight_bytes(const ModelDesc& m, Dtype weights);
+// Weight bytes at a precision: the linear layers in their (quantised)
+// format with scales, the rest in its dtype; rounded up to a whole byte.
+int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights);
 // Whole model: 2 (K and V) * layers * kv_heads * head_dim * bytes.
 int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv);
 
@@ -42,7 +45,7 @@ int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelL
 // Weight bytes on one GPU of the given stage: its layers' shards, plus the
 // embedding on the first stage and the LM head (or, when tied, a copy of the
 // embedding) and final norm on the last. The vocabulary is sharded over TP.
-int64_t weight_bytes_per_gpu(const ModelDesc& m, Dtype weights, const ParallelLayout& layout,
+int64_t weight_bytes_per_gpu(const ModelDesc& m, const WeightPrecision& weights, const ParallelLayout& layout,
                              int pp_stage);
 
 }  // namespace twin

@@ -64,6 +64,18 @@ Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act
   return op;
 }
 
+// A linear layer's GEMM: `matrices` n x k weights (MoE: the experts
+// touched) with their scales in the precision's format, its input
+// activations at linear_input_bytes.
+Op linear(OpKind kind, int64_t m, int64_t n, int64_t k, const WeightPrecision& p, int64_t repeat,
+          bool bias = false, int64_t matrices = 1) {
+  Op op = gemm(kind, m, n, k, 0.0, p.activation(), repeat, bias);
+  const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
+  op.bytes = static_cast<double>(matrices) * p.linear_bytes(n, k) + dm * dk * p.linear_input_bytes() +
+             dm * dn * p.activation() + (bias ? dn * p.dense_bytes() : 0.0);
+  return op;
+}
+
 Op elementwise(OpKind kind, int64_t tokens, int64_t width, double flops_per_elem,
                double bytes_per_elem, double extra_bytes, int64_t repeat) {
   Op op;
@@ -125,7 +137,7 @@ OpKind parse_op_kind(std::string_view name) {
 }
 
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
-              Dtype weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
   AttnSums prefill, decode;
   int64_t sampling = 0;
   for (const SeqShape& s : batch.seqs) {
@@ -149,8 +161,8 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
   const int64_t kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t inter = m.intermediate_size / tp;
   const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
-  const double wb = static_cast<double>(dtype_bytes(weights));
-  const double act = static_cast<double>(activation_bytes(weights));
+  const double wb = weights.dense_bytes();
+  const double act = weights.activation();
   const double kvb = static_cast<double>(dtype_bytes(kv));
   const double dh = static_cast<double>(h);
 
@@ -174,7 +186,7 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
         out[norm_op].repeat += static_cast<int32_t>(instances);
         break;
       case ForwardCall::qkv_proj:
-        out.push_back(gemm(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, wb, act, instances, m.attention_bias));
+        out.push_back(linear(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, weights, instances, m.attention_bias));
         break;
       case ForwardCall::rotary:
         out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
@@ -189,16 +201,16 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
                                   static_cast<double>(kv_dim), act, kvb, instances));
         break;
       case ForwardCall::o_proj:
-        out.push_back(gemm(OpKind::o_proj, tokens, h, q_dim, wb, act, instances));
+        out.push_back(linear(OpKind::o_proj, tokens, h, q_dim, weights, instances));
         break;
       case ForwardCall::gate_up_proj:
-        out.push_back(gemm(OpKind::gate_up_proj, tokens, 2 * inter, h, wb, act, instances));
+        out.push_back(linear(OpKind::gate_up_proj, tokens, 2 * inter, h, weights, instances));
         break;
       case ForwardCall::silu_mul:
         out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
         break;
       case ForwardCall::down_proj:
-        out.push_back(gemm(OpKind::down_proj, tokens, h, inter, wb, act, instances));
+        out.push_back(linear(OpKind::down_proj, tokens, h, inter, weights, instances));
         break;
       case ForwardCall::moe_router:
         out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, instances));
@@ -206,14 +218,14 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
       case ForwardCall::moe_experts: {
         const int64_t rows = tokens * m.num_experts_per_tok;
         const int64_t touched = std::min(m.num_local_experts, rows);
-        Op up = gemm(OpKind::moe_gate_up_proj, rows, 2 * inter, h, 0.0, act, instances);
+        // The weights of exactly the experts touched are read, in the
+        // linear layers' format.
+        Op up = linear(OpKind::moe_gate_up_proj, rows, 2 * inter, h, weights, instances, false, touched);
         up.num_seqs = touched;
-        up.bytes += static_cast<double>(touched) * static_cast<double>(2 * inter * h) * wb;
         out.push_back(up);
         out.push_back(elementwise(OpKind::silu_mul, rows, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
-        Op down = gemm(OpKind::moe_down_proj, rows, h, inter, 0.0, act, instances);
+        Op down = linear(OpKind::moe_down_proj, rows, h, inter, weights, instances, false, touched);
         down.num_seqs = touched;
-        down.bytes += static_cast<double>(touched) * static_cast<double>(inter * h) * wb;
         out.push_back(down);
         break;
       }

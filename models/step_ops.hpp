@@ -9,6 +9,7 @@
 #include "models/dtype.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
+#include "models/quantization.hpp"
 
 namespace twin {
 
@@ -93,9 +94,18 @@ struct Op {
 // The caller validates the layout once with check_layout and clears and
 // reuses `out`: this allocates nothing once `out` has capacity (about 20 ops).
 // Attention reads and writes KV in dtype `kv`; activations are
-// activation_bytes(weights) wide.
+// activation_bytes(weights.dtype) wide. The linear layers' weights are read
+// in their quantised format with its scales (weights.quant), and under W8A8
+// their input activations in 8 bits; the rest stays in weights.dtype.
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
-              Dtype weights, Dtype kv, int pp_stage, std::vector<Op>& out);
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
+
+// The GEMMs of the linear layers a quantization method quantises (attention
+// and MLP projections, MoE experts; not the embedding, LM head or router).
+constexpr bool is_quantized_linear(OpKind kind) {
+  return kind == OpKind::qkv_proj || kind == OpKind::o_proj || kind == OpKind::gate_up_proj ||
+         kind == OpKind::down_proj || kind == OpKind::moe_gate_up_proj || kind == OpKind::moe_down_proj;
+}
 
 struct StepTotals {
   double flops = 0;       // sum of flops * repeat

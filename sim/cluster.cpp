@@ -14,7 +14,9 @@ namespace twin {
 namespace {
 
 std::string describe(const GroupPlan& g) {
-  return g.model.name + " (" + std::string(dtype_name(g.dtype)) + ") on " + g.hardware.name + " with tp=" +
+  const std::string quant =
+      g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) : std::string();
+  return g.model.name + " (" + std::string(dtype_name(g.dtype)) + quant + ") on " + g.hardware.name + " with tp=" +
          std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp);
 }
 
@@ -165,14 +167,49 @@ Cluster build_cluster(const ClusterConfig& config) {
         }
       };
       g.dtype = given(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
+      // Quantization (docs/quantization.md): --dtype fp8 / int8 are read as
+      // --quantization fp8 / int8_w8a8 with the model's 16-bit activations,
+      // so there is one path for 8-bit weights.
+      QuantMethod method = QuantMethod::none;
+      try {
+        method = parse_quant_method(gc.quantization);
+      } catch (const UsageError& e) {
+        throw UsageError(std::string("quantization (--quantization): ") + e.what());
+      }
+      if (g.dtype == Dtype::fp8 || g.dtype == Dtype::int8) {
+        const QuantMethod implied = g.dtype == Dtype::fp8 ? QuantMethod::fp8 : QuantMethod::int8_w8a8;
+        if (method != QuantMethod::none && method != implied) {
+          throw UsageError("dtype (--dtype) " + std::string(dtype_name(g.dtype)) + " means quantization " +
+                           std::string(quant_method_name(implied)) + ", not '" + gc.quantization +
+                           "': give the activation dtype (bf16, fp16) with --quantization");
+        }
+        method = implied;
+        g.dtype = g.model.torch_dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16;
+      }
+      if (method != QuantMethod::none && g.dtype == Dtype::fp32 && g.hardware.kind == DeviceKind::gpu) {
+        throw UsageError("quantization (--quantization) " + std::string(quant_method_name(method)) +
+                         " runs with 16-bit activations on a GPU; give --dtype bf16 or fp16");
+      }
+      try {
+        g.precision = WeightPrecision(g.dtype, quant_scheme(method, supports(g.hardware, Dtype::fp8),
+                                                           supports(g.hardware, Dtype::int8)));
+      } catch (const UsageError& e) {
+        throw UsageError("quantization (--quantization) on " + g.hardware.name + ": " + e.what());
+      }
       g.kv_dtype = given(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
                        .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32
                                                         : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
       std::shared_ptr<const CalibratedTables> profile;
       if (!gc.profile.empty()) {
         if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
+        if (g.precision.quantized()) {
+          throw UsageError("a calibrated profile is measured unquantised; quantization " +
+                           std::string(quant_method_name(g.precision.quant.method)) +
+                           " is priced by the roofline only (drop --profile)");
+        }
         profile = load_calibrated_tables(gc.profile);
         apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
+        g.precision = WeightPrecision(g.dtype);
       }
       g.layout = ParallelLayout{gc.tp, gc.pp};
       check_layout(g.model, g.layout);
@@ -226,7 +263,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       bool first = true;
       for (int stage = 0; stage < g.layout.pp; ++stage) {
         MemoryPlanInput s = mem;
-        s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.dtype, g.layout, stage));
+        s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.precision, g.layout, stage));
         s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
                                    g.replica.kv.block_size;
         if (draft) {
@@ -250,7 +287,7 @@ Cluster build_cluster(const ClusterConfig& config) {
 
       // Replicas of a group are placed alike, so the first one's paths price
       // all of them and the group shares one cost model.
-      RooflineParams params = roofline_params(g.hardware, g.dtype);
+      RooflineParams params = roofline_params(g.hardware, g.precision);
       const std::vector<GpuId>& gpus = g.replica_gpus.front();
       for (int stage = 0; stage < gc.pp; ++stage) {
         std::vector<GpuId> ring(gpus.begin() + stage * gc.tp, gpus.begin() + (stage + 1) * gc.tp);
@@ -279,7 +316,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       } else if (profile) {
         model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
       } else {
-        model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.dtype, g.kv_dtype, params);
+        model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.precision, g.kv_dtype, params);
       }
       std::shared_ptr<AcceptanceModel> acceptance;
       if (gc.speculative) {

@@ -26,8 +26,9 @@ struct GroupPlan {
   ReplicaGroupConfig config;
   ModelDesc model;
   HardwareDesc hardware;
-  Dtype dtype = Dtype::bf16;
+  Dtype dtype = Dtype::bf16;     // activations and the unquantised weights
   Dtype kv_dtype = Dtype::bf16;
+  WeightPrecision precision;     // dtype and the linear layers' quantization on this hardware
   ParallelLayout layout;
   ReplicaConfig replica;        // kv.num_blocks planned
   MemoryPlan memory;

@@ -10,6 +10,7 @@
 #include "hwprofiles/hardware_desc.hpp"
 #include "metrics/slo.hpp"
 #include "models/dtype.hpp"
+#include "models/quantization.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
 
@@ -112,7 +113,7 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
 
 ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
   check_keys(g, origin, where,
-             {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "gpu_memory_utilization",
+             {"model", "hardware", "dtype", "kv_dtype", "quantization", "tp", "pp", "count", "gpu_memory_utilization",
               "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config", "role"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
@@ -129,6 +130,9 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
       std::string& dtype = key == "dtype" ? out.dtype : out.kv_dtype;
       dtype = get_string(v, origin, name);
       if (!dtype.empty()) core_check(origin, name, [&] { (void)parse_dtype_or_auto(dtype); });
+    } else if (key == "quantization") {
+      out.quantization = get_string(v, origin, name);
+      core_check(origin, name, [&] { (void)parse_quant_method(out.quantization); });
     } else if (key == "tp") out.tp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "pp") out.pp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "count") out.count = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1'000'000));
@@ -276,6 +280,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     j["hardware"] = g.hardware;
     j["dtype"] = g.dtype;
     j["kv_dtype"] = g.kv_dtype;
+    if (!g.quantization.empty()) j["quantization"] = g.quantization;
     j["tp"] = g.tp;
     j["pp"] = g.pp;
     j["count"] = g.count;

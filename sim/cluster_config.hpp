@@ -21,6 +21,9 @@ struct ReplicaGroupConfig {
   std::string hardware = "h100-80gb";
   std::string dtype;     // weights; empty: the model's published dtype
   std::string kv_dtype;  // empty: the weight dtype (fp32 weights: fp32)
+  // vLLM's --quantization: fp8, awq, gptq, int8_w8a8, int8; empty: none
+  // (models/quantization.hpp, docs/quantization.md).
+  std::string quantization;
   std::int32_t tp = 1;
   std::int32_t pp = 1;
   std::int32_t count = 1;

@@ -62,7 +62,11 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
   for (std::size_t i = 0; i < cluster.groups.size(); ++i) {
     const GroupPlan& g = cluster.groups[i];
     CostModel& model = *cluster.replicas.at(static_cast<std::size_t>(g.first_replica)).cost_model;
-    out += "group " + std::to_string(i) + ": " + g.model.name + " (" + std::string(dtype_name(g.dtype)) + ") on " +
+    out += "group " + std::to_string(i) + ": " + g.model.name + " (" + std::string(dtype_name(g.dtype)) +
+           (g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) + " " +
+                                          std::string(g.precision.quant.kernel)
+                                    : std::string()) +
+           ") on " +
            g.hardware.name + ", tp=" + std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp) +
            " (first stage)\n";
     for (const NamedShape& s : list) {

@@ -43,9 +43,28 @@ void EfficiencyCurve::prepare() {
   for (EfficiencyCurve& r : rows) r.prepare();
 }
 
-RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
+// FLOPs per weight element of a weight-only kernel's dequantisation, in
+// CUDA-core FLOPs: unpack (a shift and mask, or an 8-bit convert), subtract
+// the zero point, multiply by the scale; the kernels do these on pairs of
+// 16-bit values, so about 2 per element. An estimate, not a measurement
+// (docs/quantization.md).
+constexpr double kDequantFlopsPerWeight = 2.0;
+// Rows of activations per pass over the weights in a Marlin-style kernel
+// (4 tiles of 16): a larger batch dequantises every weight again per 64.
+constexpr double kDequantTileTokens = 64.0;
+
+RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& weights) {
   RooflineParams p;
-  p.peak_flops = peak_flops(hw, weights);
+  p.peak_flops = peak_flops(hw, weights.dtype);
+  if (weights.quantized()) {
+    if (!weights.quant.weight_only) {
+      p.quant_gemm_peak_flops = peak_flops(hw, weights.quant.gemm_dtype);
+    } else {
+      p.dequant_flops_per_weight = kDequantFlopsPerWeight;
+      p.dequant_tile_tokens = kDequantTileTokens;
+      p.dequant_flops_rate = hw.peak_tflops.fp32 > 0 ? hw.peak_tflops.fp32 * 1e12 : p.peak_flops;
+    }
+  }
   p.memory_bandwidth = hw.memory_bandwidth_gbps * 1e9;
   p.compute_efficiency = hw.compute_efficiency;
   p.gemm_efficiency.name = "gemm_curve";
@@ -78,7 +97,7 @@ RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights) {
   return p;
 }
 
-RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Dtype weights, Dtype kv,
+RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, WeightPrecision weights, Dtype kv,
                                      RooflineParams params)
     : model_(std::move(model)), layout_(layout), weights_(weights), kv_(kv), params_(std::move(params)) {
   check_layout(model_, layout_);
@@ -155,7 +174,7 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
     default: {
       const double compute_eff = compute_efficiency_for(op);
       const double memory_eff = memory_efficiency_for(op);
-      const double compute = op.flops / (params_.peak_flops * compute_eff) * 1e9;
+      const double compute = compute_ns(op, compute_eff);
       const double memory = op.bytes / (params_.memory_bandwidth * memory_eff) * 1e9;
       c.compute_bound = compute > memory;
       one = std::max(compute, memory) + params_.kernel_launch_ns;
@@ -169,6 +188,21 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   }
   c.time_ns = one * op.repeat;
   return c;
+}
+
+double RooflineCostModel::compute_ns(const Op& op, double efficiency) const {
+  if (!is_quantized_linear(op.kind)) return op.flops / (params_.peak_flops * efficiency) * 1e9;
+  const double peak = params_.quant_gemm_peak_flops > 0 ? params_.quant_gemm_peak_flops : params_.peak_flops;
+  double ns = op.flops / (peak * efficiency) * 1e9;
+  if (params_.dequant_flops_per_weight > 0 && params_.dequant_flops_rate > 0 && op.m > 0) {
+    // MoE: each touched expert's weights, per tile of its share of the rows.
+    const double matrices = op.num_seqs > 0 ? static_cast<double>(op.num_seqs) : 1.0;
+    const double rows = static_cast<double>(op.m) / matrices;
+    const double tiles = std::ceil(rows / params_.dequant_tile_tokens);
+    const double weights = matrices * static_cast<double>(op.n) * static_cast<double>(op.k);
+    ns += weights * tiles * params_.dequant_flops_per_weight / params_.dequant_flops_rate * 1e9;
+  }
+  return ns;
 }
 
 bool RooflineCostModel::attention_priced_flat(const Op& op) const {

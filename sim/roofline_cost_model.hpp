@@ -53,7 +53,18 @@ struct RooflineParams {
     for (auto& x : a) x = v;
     return a;
   }
-  double peak_flops = 0;             // per GPU, FLOP/s at the weight dtype
+  double peak_flops = 0;             // per GPU, FLOP/s at the (activation) dtype
+  // Quantised linear layers (models/quantization.hpp). W8A8: their GEMMs
+  // run at this peak (fp8/int8 tensor cores; 0: peak_flops). Weight-only
+  // kernels dequantise every weight once per tile of `dequant_tile_tokens`
+  // rows, `dequant_flops_per_weight` FLOPs each at `dequant_flops_rate`
+  // (the CUDA cores): added to the GEMM's compute time, so it is hidden
+  // under the weights' memory time at small batch and shows when compute
+  // bound. 0: no such work.
+  double quant_gemm_peak_flops = 0;
+  double dequant_flops_per_weight = 0;
+  double dequant_tile_tokens = 64;
+  double dequant_flops_rate = 0;
   double memory_bandwidth = 0;       // bytes/s
   double compute_efficiency = 0.75;  // large-GEMM fraction of peak; caps the curve
   EfficiencyCurve gemm_efficiency;   // empty: compute_efficiency for every size
@@ -73,15 +84,16 @@ struct RooflineParams {
   double kv_block_bytes_per_gpu = 0; // swap copy size per block
 };
 
-// The roofline parameters of a hardware profile at a weight dtype (links
-// left empty: the cluster fills them from its graph).
-RooflineParams roofline_params(const HardwareDesc& hw, Dtype weights);
+// The roofline parameters of a hardware profile at a precision (links left
+// empty: the cluster fills them from its graph). UsageError when the device
+// lacks the dtype.
+RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& weights);
 
 class RooflineCostModel final : public CostModel {
  public:
   // Throws UsageError if the layout does not fit the model (check_layout) or
   // a rate is not positive.
-  RooflineCostModel(ModelDesc model, ParallelLayout layout, Dtype weights, Dtype kv, RooflineParams params);
+  RooflineCostModel(ModelDesc model, ParallelLayout layout, WeightPrecision weights, Dtype kv, RooflineParams params);
 
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t num_blocks) override;
@@ -96,7 +108,7 @@ class RooflineCostModel final : public CostModel {
  private:
   ModelDesc model_;
   ParallelLayout layout_;
-  Dtype weights_;
+  WeightPrecision weights_;
   Dtype kv_;
   RooflineParams params_;
   std::vector<Op> ops_;  // reused every step
@@ -117,6 +129,9 @@ class RooflineCostModel final : public CostModel {
   double compute_efficiency_for(const Op& op) const;
   bool attention_priced_flat(const Op& op) const;
   double memory_efficiency_for(const Op& op) const;
+  // ns of compute: the op's FLOPs at its peak and efficiency, plus a
+  // weight-only kernel's dequantisation.
+  double compute_ns(const Op& op, double efficiency) const;
 };
 
 }  // namespace twin

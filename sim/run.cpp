@@ -30,8 +30,11 @@ std::string describe_cluster(const Cluster& cluster) {
   std::ostringstream out;
   for (const GroupPlan& g : cluster.groups) {
     out << g.config.count << " x " << (g.replica.role == ReplicaRole::mixed ? "" : std::string(replica_role_name(g.replica.role)) + " ")
-        << g.model.name << " (" << dtype_name(g.dtype) << ", KV " << dtype_name(g.kv_dtype)
-        << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp << ", "
+        << g.model.name << " (" << dtype_name(g.dtype)
+        << (g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) + " " +
+                                          std::string(g.precision.quant.kernel)
+                                    : std::string())
+        << ", KV " << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp << ", "
         << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size << " tokens per replica"
         << (g.memory.overridden ? " (override)" : "") << ", preset " << g.replica.scheduler.preset << "\n";
   }
@@ -47,6 +50,8 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["hardware"] = g.hardware.name;
     j["dtype"] = std::string(dtype_name(g.dtype));
     j["kv_dtype"] = std::string(dtype_name(g.kv_dtype));
+    j["quantization"] = std::string(quant_method_name(g.precision.quant.method));
+    if (g.precision.quantized()) j["quantization_kernel"] = std::string(g.precision.quant.kernel);
     j["tp"] = g.layout.tp;
     j["pp"] = g.layout.pp;
     j["cost_model"] = !g.config.replay.empty() ? "replay" : (!g.config.profile.empty() ? "calibrated" : "roofline");

@@ -38,7 +38,7 @@ struct SimulateArgs {
   TraceInputFlags in;
   OutputFlags out;
   std::string config_path;
-  std::optional<std::string> model, hardware, dtype, kv_dtype, router, slo, replay;
+  std::optional<std::string> model, hardware, dtype, kv_dtype, quantization, router, slo, replay;
   std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   // Prefill/decode disaggregation (docs/disaggregation.md).
@@ -64,6 +64,7 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.hardware) g.hardware = *a.hardware;
     if (a.dtype) g.dtype = *a.dtype;
     if (a.kv_dtype) g.kv_dtype = *a.kv_dtype;
+    if (a.quantization) g.quantization = *a.quantization;
     if (a.tp) g.tp = *a.tp;
     if (a.pp) g.pp = *a.pp;
     if (a.replay) g.replay = *a.replay;
@@ -165,7 +166,9 @@ void explain_memory(const ClusterConfig& config) {
   for (std::size_t i = 0; i < cluster.groups.size(); ++i) {
     const GroupPlan& g = cluster.groups[i];
     const SchedulerConfig& s = g.replica.scheduler;
-    std::cout << "group " << i << ": " << g.model.name << " (" << dtype_name(g.dtype) << ", KV "
+    std::cout << "group " << i << ": " << g.model.name << " (" << dtype_name(g.dtype)
+              << (g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) : std::string())
+              << ", KV "
               << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << " (" << g.hardware.memory_reported
               << "), tp=" << g.layout.tp << " pp=" << g.layout.pp << ", preset " << s.preset
               << ", max_num_batched_tokens " << effective_token_budget(s) << ", max_num_seqs " << s.max_num_seqs
@@ -246,6 +249,9 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
   sub->add_option("--dtype", a.dtype, "Weight dtype: fp32, fp16, bf16, fp8, int8 or vLLM's spellings (float32, float, half, float16, bfloat16, fp8_e4m3, fp8_e5m2); auto or unset: the model's");
   sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
+  sub->add_option("--quantization,-q", a.quantization,
+                  "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
+                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only); docs/quantization.md");
   sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
   sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
