@@ -5,9 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "sim_test_util.hpp"
+#include "tests/support/run_cli.hpp"
 #include "traces/generator.hpp"
 
 using namespace twin;
@@ -92,7 +97,7 @@ TEST_CASE("a DRAM tier of 8x HBM comes within a point of an infinite cache", "[s
   CHECK(again.stats.steps == tiered.stats.steps);
 }
 
-TEST_CASE("tiers: an SSD below a small DRAM catches its demotions; overlap hides load time", "[sim][tiers]") {
+TEST_CASE("tiers: an SSD below a small DRAM catches its demotions, and overlap hides load time", "[sim][tiers]") {
   const RunResult two = simulate(config_with(kHbmBlocks, {tier_blocks("dram", 2000), tier_blocks("ssd", 30000)}));
   const Summary& s = two.summary;
   REQUIRE(s.kv_tiers.size() == 3);
@@ -137,4 +142,42 @@ TEST_CASE("tiers: configuration errors name the key", "[sim][tiers]") {
   ClusterConfig off = config_with(kHbmBlocks, {tier_blocks("dram", 100)});
   off.scheduler_options = {{"enable_prefix_caching", "false"}};
   CHECK_THROWS_WITH(build_cluster(off), Catch::Contains("prefix caching") || Catch::Contains("enable_prefix_caching"));
+}
+
+TEST_CASE("simulate --kv-offload-*: tiers in the outputs only when asked for", "[sim][tiers][cli]") {
+  if (!std::getenv("TWIN_BIN")) {
+    WARN("TWIN_BIN not set: skipping the command-line checks");
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "twin_kv_tiers_cli";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 300 --rate 4 --shared-prefix 20:1500:0.9 --sessions uniform:2:4 "
+                        "--think-time-s 5 --seed 1 " + trace).exit_code == 0);
+  const std::string base = "simulate --trace " + trace + " --num-gpu-blocks 600 --quiet --out ";
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto header = [&](const fs::path& p) {
+    const std::string all = read(p);
+    return all.substr(0, all.find('\n'));
+  };
+  REQUIRE(run_twinserve(base + (dir / "off").string()).exit_code == 0);
+  REQUIRE(run_twinserve(base + (dir / "on").string() + " --kv-offload-dram-gib 10 --kv-offload-ssd-gib 40").exit_code == 0);
+  CHECK(read(dir / "off" / "summary.json").find("\"kv_tiers\"") == std::string::npos);
+  CHECK(header(dir / "off" / "steps.csv").find("load_blocks") == std::string::npos);
+  const std::string on = read(dir / "on" / "summary.json");
+  CHECK(on.find("\"bytes_moved\"") != std::string::npos);
+  CHECK(on.find("\"name\": \"ssd\"") != std::string::npos);
+  CHECK(header(dir / "on" / "steps.csv").find(",dram_load_blocks,dram_store_blocks,ssd_load_blocks,ssd_store_blocks") !=
+        std::string::npos);
+  // Usage errors name the flag.
+  const CliRun overlap = run_twinserve(base + (dir / "bad").string() + " --kv-offload-overlap", true);
+  CHECK(overlap.exit_code == 2);
+  CHECK(overlap.out.find("--kv-offload-overlap") != std::string::npos);
+  CHECK(run_twinserve(base + (dir / "bad").string() + " --kv-offload-dram-gib -1").exit_code == 2);
+  fs::remove_all(dir);
 }
