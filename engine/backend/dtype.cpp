@@ -74,7 +74,8 @@ void convert_to_f32(const void* src, ElemType src_dtype, float* dst, std::size_t
       for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
-    case ElemType::i32: break;
+    case ElemType::i32:
+    case ElemType::i8: break;  // i8 needs its scales: the GEMM dequantises
   }
   throw Error("convert_to_f32: unsupported source dtype " + std::string(elem_type_name(src_dtype)));
 }
@@ -92,7 +93,8 @@ void convert_from_f32(const float* src, void* dst, ElemType dst_dtype, std::size
       for (std::size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
       return;
     }
-    case ElemType::i32: break;
+    case ElemType::i32:
+    case ElemType::i8: break;  // quantising needs scales: see the runtime's weights
   }
   throw Error("convert_from_f32: unsupported destination dtype " + std::string(elem_type_name(dst_dtype)));
 }

@@ -10,7 +10,9 @@
 
 namespace twin {
 
-enum class ElemType : std::uint8_t { f32, bf16, f16, i32 };
+// i8: int8 weights of a weight-only quantised GEMM, read with per-output-
+// channel f32 scales (GemmOptions::w_scales); never converted on its own.
+enum class ElemType : std::uint8_t { f32, bf16, f16, i32, i8 };
 
 constexpr std::size_t elem_bytes(ElemType d) {
   switch (d) {
@@ -18,6 +20,7 @@ constexpr std::size_t elem_bytes(ElemType d) {
     case ElemType::bf16: return 2;
     case ElemType::f16: return 2;
     case ElemType::i32: return 4;
+    case ElemType::i8: return 1;
   }
   return 0;
 }
@@ -28,6 +31,7 @@ constexpr std::string_view elem_type_name(ElemType d) {
     case ElemType::bf16: return "bf16";
     case ElemType::f16: return "f16";
     case ElemType::i32: return "i32";
+    case ElemType::i8: return "i8";
   }
   return "?";
 }

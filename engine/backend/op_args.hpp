@@ -13,6 +13,9 @@ namespace twin {
 struct GemmOptions {
   const TensorView* bias = nullptr;  // [1, n] fp32/bf16, added to every row of C
   bool accumulate = false;           // C += A·W^T (bias, if any, added too)
+  // W in i8 (weight-only int8): [1, n] f32, one scale per output channel;
+  // W's row j stands for W[j] * w_scales[j]. Null for float weights.
+  const TensorView* w_scales = nullptr;
 };
 
 // How a long-context checkpoint stretches the rotary frequencies (Hugging

@@ -108,7 +108,13 @@ void check_fill(const TensorView& dst) { check_dtype("fill", "dst", dst, {ElemTy
 
 void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
   check_dtype("gemm", "A", a, {ElemType::f32});
-  check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16});
+  check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16, ElemType::i8});
+  if ((w.dtype == ElemType::i8) != (options.w_scales != nullptr))
+    fail("gemm", w.dtype == ElemType::i8 ? "W is i8 but no w_scales are given" : "w_scales are given for a float W");
+  if (options.w_scales != nullptr) {
+    check_dtype("gemm", "w_scales", *options.w_scales, {ElemType::f32});
+    check_shape("gemm", "w_scales", *options.w_scales, 1, w.rows);
+  }
   check_dtype("gemm", "C", c, {ElemType::f32});
   if (a.cols != w.cols) fail("gemm", "A is " + shape_str(a) + " but W is " + shape_str(w) + " (inner dims differ)");
   check_shape("gemm", "C", c, a.rows, w.rows);

@@ -47,6 +47,15 @@ void carve_scratch(Backend& backend, const ModelConfig& c, std::int64_t T, std::
   s.samples = S;
 }
 
+namespace {
+// A projection's GEMM options: its int8 scales, where it is quantised.
+GemmOptions scaled(const TensorView& scales) {
+  GemmOptions o;
+  if (scales.data) o.w_scales = &scales;
+  return o;
+}
+}  // namespace
+
 void run_call(ForwardCall call, const ForwardArgs& a, std::size_t layer) {
   Backend& b = *a.backend;
   const ForwardScratch& s = *a.scratch;
@@ -69,6 +78,7 @@ void run_call(ForwardCall call, const ForwardArgs& a, std::size_t layer) {
     case ForwardCall::qkv_proj: {
       GemmOptions o;
       if (L.qkv_bias.data) o.bias = &L.qkv_bias;
+      if (L.qkv_scales.data) o.w_scales = &L.qkv_scales;
       b.gemm(rows(s.h), L.qkv, rows(s.qkv), o);
       return;
     }
@@ -85,19 +95,19 @@ void run_call(ForwardCall call, const ForwardArgs& a, std::size_t layer) {
       return;
     }
     case ForwardCall::o_proj:
-      b.gemm(rows(s.attn), L.o, rows(s.delta));
+      b.gemm(rows(s.attn), L.o, rows(s.delta), scaled(L.o_scales));
       return;
     case ForwardCall::post_norm:
       b.add_rmsnorm(rows(s.x), rows(s.delta), L.post_norm, a.eps, rows(s.h));
       return;
     case ForwardCall::gate_up_proj:
-      b.gemm(rows(s.h), L.gate_up, rows(s.gate_up));
+      b.gemm(rows(s.h), L.gate_up, rows(s.gate_up), scaled(L.gate_up_scales));
       return;
     case ForwardCall::silu_mul:
       b.silu_and_mul(rows(s.gate_up), rows(s.act));
       return;
     case ForwardCall::down_proj:
-      b.gemm(rows(s.act), L.down, rows(s.delta));
+      b.gemm(rows(s.act), L.down, rows(s.delta), scaled(L.down_scales));
       return;
     case ForwardCall::moe_router:
       b.gemm(rows(s.h), L.router, rows(s.router_logits));

@@ -21,6 +21,7 @@ struct RunnerOptions {
   std::string weights_dir;      // safetensors folder; empty: random weights from `seed`
   std::uint64_t seed = 0;
   std::string weight_dtype = "auto";  // auto, f32, bf16
+  std::string quantization;           // "" or "int8" (WeightOptions::quantization)
   // KV cache element type, vLLM's --kv-cache-dtype: auto (the CPU backend:
   // f32; a GPU: bf16, as the activations' 16-bit type), f32, bf16.
   // fp8_e4m3 is refused by name until a backend stores it.

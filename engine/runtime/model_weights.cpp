@@ -33,6 +33,7 @@ struct Target {
   std::int64_t rows = 0, cols = 0;
   bool keep_f32 = false;  // norms and biases stay f32
   std::vector<Part> parts;
+  TensorView* scales = nullptr;  // quantisable projection: where its per-channel scales go
 };
 
 Part mat(std::string name, std::int64_t rows, std::int64_t cols, double scale) {
@@ -112,18 +113,20 @@ std::vector<Target> plan_targets(const ModelConfig& c, ModelWeights& w) {
     t.push_back({&L.input_norm, 1, H, true, {vec(p + "input_layernorm.weight", H, 0)}});
     t.push_back({&L.qkv, qd + 2 * kvd, H, false,
                  {mat(p + "self_attn.q_proj.weight", qd, H, in_h), mat(p + "self_attn.k_proj.weight", kvd, H, in_h),
-                  mat(p + "self_attn.v_proj.weight", kvd, H, in_h)}});
+                  mat(p + "self_attn.v_proj.weight", kvd, H, in_h)},
+                 &L.qkv_scales});
     if (c.attention_bias) {
       t.push_back({&L.qkv_bias, 1, qd + 2 * kvd, true,
                    {vec(p + "self_attn.q_proj.bias", qd, 0.02), vec(p + "self_attn.k_proj.bias", kvd, 0.02),
                     vec(p + "self_attn.v_proj.bias", kvd, 0.02)}});
     }
-    t.push_back({&L.o, H, qd, false, {mat(p + "self_attn.o_proj.weight", H, qd, in_q)}});
+    t.push_back({&L.o, H, qd, false, {mat(p + "self_attn.o_proj.weight", H, qd, in_q)}, &L.o_scales});
     t.push_back({&L.post_norm, 1, H, true, {vec(p + "post_attention_layernorm.weight", H, 0)}});
     if (!c.is_moe()) {
       t.push_back({&L.gate_up, 2 * I, H, false,
-                   {mat(p + "mlp.gate_proj.weight", I, H, in_h), mat(p + "mlp.up_proj.weight", I, H, in_h)}});
-      t.push_back({&L.down, H, I, false, {mat(p + "mlp.down_proj.weight", H, I, in_i)}});
+                   {mat(p + "mlp.gate_proj.weight", I, H, in_h), mat(p + "mlp.up_proj.weight", I, H, in_h)},
+                   &L.gate_up_scales});
+      t.push_back({&L.down, H, I, false, {mat(p + "mlp.down_proj.weight", H, I, in_i)}, &L.down_scales});
     } else {
       const std::string m = p + "block_sparse_moe.";
       t.push_back({&L.router, c.num_experts, H, false, {mat(m + "gate.weight", c.num_experts, H, in_h)}});
@@ -162,6 +165,24 @@ void part_values(const Part& part, const Checkpoint* ckpt, std::uint64_t seed, s
   for (std::size_t i = 0; i < n; ++i) {
     const double u = static_cast<double>(splitmix64(key + i) >> 11) * (1.0 / 9007199254740992.0);
     out[i] = static_cast<float>((2.0 * u - 1.0) * a);
+  }
+}
+
+// Symmetric per-row int8: scale = max |w| / 127 (1 for an all-zero row),
+// q = round(w / scale) in [-127, 127].
+void quantize_rows(const std::vector<float>& values, std::int64_t rows, std::int64_t cols, std::vector<std::int8_t>& q,
+                   float* scales) {
+  q.resize(values.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* w = values.data() + r * cols;
+    float top = 0.0f;
+    for (std::int64_t c = 0; c < cols; ++c) top = std::max(top, std::fabs(w[c]));
+    const float scale = top > 0.0f ? top / 127.0f : 1.0f;
+    scales[r] = scale;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float x = std::nearbyint(w[c] / scale);
+      q[static_cast<std::size_t>(r * cols + c)] = static_cast<std::int8_t>(std::clamp(x, -127.0f, 127.0f));
+    }
   }
 }
 
@@ -205,30 +226,64 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
     }
   }
 
+  bool int8 = false;
+  if (options.quantization == "int8") {
+    if (config.is_moe()) {
+      throw UsageError("--quantization int8: the engine quantises dense models only (the MoE experts' kernel "
+                       "takes f32 or bf16 weights)");
+    }
+    int8 = true;
+  } else if (!options.quantization.empty() && options.quantization != "none") {
+    throw UsageError("--quantization " + options.quantization +
+                     ": the engine runs int8 (weight-only, per-channel scales); fp8, awq, gptq and int8_w8a8 "
+                     "are priced by the simulator only");
+  }
+
   ModelWeights w;
   std::vector<Target> targets = plan_targets(config, w);
-  std::vector<std::size_t> offsets;
+  auto target_dtype = [&](const Target& t) {
+    return t.keep_f32 ? ElemType::f32 : (int8 && t.scales ? ElemType::i8 : matrix_dtype);
+  };
+  std::vector<std::size_t> offsets, scale_offsets;
   std::size_t total = 0;
   for (const Target& t : targets) {
-    const ElemType d = t.keep_f32 ? ElemType::f32 : matrix_dtype;
+    const ElemType d = target_dtype(t);
     total = (total + 63) / 64 * 64;
     offsets.push_back(total);
     total += static_cast<std::size_t>(t.rows * t.cols) * elem_bytes(d);
+    total = (total + 63) / 64 * 64;
+    scale_offsets.push_back(total);
+    if (d == ElemType::i8) total += static_cast<std::size_t>(t.rows) * sizeof(float);
   }
   w.storage = backend.allocate(std::max<std::size_t>(total, 64));
-  std::vector<float> values;
+  std::vector<float> values, scales;
   std::vector<std::byte> staged;
+  std::vector<std::int8_t> quantized;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
-    const ElemType d = t.keep_f32 ? ElemType::f32 : matrix_dtype;
+    const ElemType d = target_dtype(t);
     *t.view = w.storage.view(d, t.rows, t.cols, offsets[i]);
     std::size_t at = 0;  // bytes into the target
+    std::int64_t row = 0;  // rows into the target (parts stack by rows)
+    if (d == ElemType::i8) scales.assign(static_cast<std::size_t>(t.rows), 0.0f);
     for (const Part& part : t.parts) {
       part_values(part, ckpt.get(), options.seed, values);
-      staged.resize(values.size() * elem_bytes(d));
-      convert_from_f32(values.data(), staged.data(), d, values.size());
-      backend.upload(static_cast<char*>(t.view->data) + at, staged.data(), staged.size());
-      at += staged.size();
+      if (d == ElemType::i8) {
+        quantize_rows(values, part.rows, part.cols, quantized, scales.data() + row);
+        backend.upload(static_cast<char*>(t.view->data) + at, quantized.data(), quantized.size());
+        at += quantized.size();
+      } else {
+        staged.resize(values.size() * elem_bytes(d));
+        convert_from_f32(values.data(), staged.data(), d, values.size());
+        backend.upload(static_cast<char*>(t.view->data) + at, staged.data(), staged.size());
+        at += staged.size();
+      }
+      row += part.rows;
+    }
+    if (d == ElemType::i8) {
+      *t.scales = w.storage.view(ElemType::f32, 1, t.rows, scale_offsets[i]);
+      backend.upload(t.scales->data, scales.data(), scales.size() * sizeof(float));
+      at += scales.size() * sizeof(float);
     }
     w.bytes += static_cast<std::int64_t>(at);
   }

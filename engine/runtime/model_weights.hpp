@@ -20,6 +20,10 @@ struct LayerWeights {
   TensorView post_norm;      // [1, H]
   TensorView gate_up;        // dense: [2I, H]
   TensorView down;           // dense: [H, I]
+  // Weight-only int8 (WeightOptions::quantization): the four projections
+  // above are i8 and these their [1, rows] f32 per-channel scales; empty
+  // (data == nullptr) otherwise.
+  TensorView qkv_scales, o_scales, gate_up_scales, down_scales;
   TensorView router;         // MoE: [E, H]
   std::vector<TensorView> expert_gate_up;  // MoE: E x [2I, H]
   std::vector<TensorView> expert_down;     // MoE: E x [H, I]
@@ -41,6 +45,11 @@ struct WeightOptions {
   // random weights are f32), or f32 / bf16 in any spelling of
   // models/dtype.hpp (float32, float, bfloat16, ...) to convert.
   std::string dtype = "auto";
+  // vLLM's --quantization: "" (none) or "int8": the projections (qkv, o,
+  // gate_up, down) quantised at load to int8 with one f32 scale per output
+  // channel (symmetric: scale = max |w| / 127), whatever the source; the
+  // embedding, LM head and norms keep `dtype`. Dense models only.
+  std::string quantization;
 };
 
 // The engine's storage type for a --dtype or --kv-cache-dtype value in the

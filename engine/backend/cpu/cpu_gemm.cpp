@@ -28,12 +28,15 @@ constexpr std::int64_t kGemmTileCols = 128;
 
 inline __attribute__((always_inline)) float weight_f32(float w) { return w; }
 inline __attribute__((always_inline)) float weight_f32(std::uint16_t w) { return bf16_to_f32(w); }
+inline __attribute__((always_inline)) float weight_f32(std::int8_t w) { return static_cast<float>(w); }
 
 // Eight float lanes in GCC's vector extension: one AVX register in the AVX2
 // clone, two SSE registers in the baseline one, the same arithmetic in both.
 using Lanes = float __attribute__((vector_size(32)));
 using LanesU16 = std::uint16_t __attribute__((vector_size(16)));
 using LanesU32 = std::uint32_t __attribute__((vector_size(32)));
+using LanesI8 = std::int8_t __attribute__((vector_size(8)));
+using LanesI32 = std::int32_t __attribute__((vector_size(32)));
 
 // Loads through an out-parameter: a vector returned by value would change the
 // baseline clone's ABI (-Wpsabi).
@@ -44,6 +47,17 @@ inline __attribute__((always_inline)) void load_lanes(const std::uint16_t* p, La
   std::memcpy(&h, p, sizeof h);
   const LanesU32 bits = __builtin_convertvector(h, LanesU32) << 16;  // bf16 is the top half of an f32
   std::memcpy(&v, &bits, sizeof v);
+}
+
+// int8 weights (weight-only quantisation): the integers as floats; their
+// per-channel scale multiplies the finished dot product (direct_block), so
+// a decode streams one byte per weight.
+inline __attribute__((always_inline)) void load_lanes(const std::int8_t* p, Lanes& v) {
+  LanesI8 q;
+  std::memcpy(&q, p, sizeof q);
+  // Through int32 lanes: GCC turns i8 -> f32 directly into scalar code, and
+  // i8 -> i32 -> f32 into a sign extension and one convert.
+  v = __builtin_convertvector(__builtin_convertvector(q, LanesI32), Lanes);
 }
 
 // out[r][j] = dot(a[r], w[j]) for R rows of A against J rows of W, reading
@@ -88,10 +102,12 @@ inline __attribute__((always_inline)) void dot_block(const float* const* a, cons
   }
 }
 
-// C[rows, j:j+J] (+)= A[rows] · W[j:j+J]^T for R rows starting at row r0.
+// C[rows, j:j+J] (+)= A[rows] · W[j:j+J]^T for R rows starting at row r0;
+// `scales` (int8 W) multiplies each output column by its channel's scale.
 template <int R, int J, typename WT>
 inline __attribute__((always_inline)) void direct_block(const TensorView& a, const TensorView& w, const TensorView& c,
                                                         std::int64_t r0, std::int64_t j, bool accumulate,
+                                                        const float* scales,
                                                         const WT* const (&ahead)[2] = {nullptr, nullptr}) {
   const float* ap[R];
   const WT* wp[J];
@@ -99,6 +115,9 @@ inline __attribute__((always_inline)) void direct_block(const TensorView& a, con
   for (int q = 0; q < J; ++q) wp[q] = static_cast<const WT*>(w.at(j + q));
   float out[R][J];
   dot_block<R, J>(ap, wp, a.cols, out, ahead);
+  if (scales != nullptr)
+    for (int r = 0; r < R; ++r)
+      for (int q = 0; q < J; ++q) out[r][q] *= scales[j + q];
   for (int r = 0; r < R; ++r) {
     auto* cp = static_cast<float*>(c.at(r0 + r, j));
     for (int q = 0; q < J; ++q) cp[q] = accumulate ? cp[q] + out[r][q] : out[r][q];
@@ -114,11 +133,12 @@ inline __attribute__((always_inline)) void direct_block(const TensorView& a, con
 // the LM head at 8 rows: +45%; gate_up at 8 rows: 2x).
 template <typename WT>
 inline __attribute__((always_inline)) void direct_tile(const TensorView& a, const TensorView& w, const TensorView& c,
-                                                       std::int64_t j0, std::int64_t j1, bool accumulate) {
+                                                       std::int64_t j0, std::int64_t j1, bool accumulate,
+                                                       const float* scales) {
   const std::int64_t m = a.rows;
   std::int64_t j = j0;
   if (m == 1)
-    for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT>(a, w, c, 0, j, accumulate);
+    for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT>(a, w, c, 0, j, accumulate, scales);
   for (; j + 4 <= j1; j += 4) {
     std::int64_t r = 0;
     const std::int64_t passes = m / 2;
@@ -131,27 +151,34 @@ inline __attribute__((always_inline)) void direct_tile(const TensorView& a, cons
           if (p * per_pass + q < 4 && row < w.rows) ahead[q] = static_cast<const WT*>(w.at(row));
         }
       }
-      direct_block<2, 4, WT>(a, w, c, r, j, accumulate, ahead);
+      direct_block<2, 4, WT>(a, w, c, r, j, accumulate, scales, ahead);
     }
-    for (; r < m; ++r) direct_block<1, 4, WT>(a, w, c, r, j, accumulate);
+    for (; r < m; ++r) direct_block<1, 4, WT>(a, w, c, r, j, accumulate, scales);
   }
   for (; j < j1; ++j) {
     std::int64_t r = 0;
-    for (; r + 4 <= m; r += 4) direct_block<4, 1, WT>(a, w, c, r, j, accumulate);
-    for (; r < m; ++r) direct_block<1, 1, WT>(a, w, c, r, j, accumulate);
+    for (; r + 4 <= m; r += 4) direct_block<4, 1, WT>(a, w, c, r, j, accumulate, scales);
+    for (; r < m; ++r) direct_block<1, 1, WT>(a, w, c, r, j, accumulate, scales);
   }
 }
 
 __attribute__((target_clones("avx2", "default"))) void direct_tile_f32(const TensorView& a, const TensorView& w,
                                                                        const TensorView& c, std::int64_t j0,
                                                                        std::int64_t j1, bool accumulate) {
-  direct_tile<float>(a, w, c, j0, j1, accumulate);
+  direct_tile<float>(a, w, c, j0, j1, accumulate, nullptr);
 }
 
 __attribute__((target_clones("avx2", "default"))) void direct_tile_bf16(const TensorView& a, const TensorView& w,
                                                                         const TensorView& c, std::int64_t j0,
                                                                         std::int64_t j1, bool accumulate) {
-  direct_tile<std::uint16_t>(a, w, c, j0, j1, accumulate);
+  direct_tile<std::uint16_t>(a, w, c, j0, j1, accumulate, nullptr);
+}
+
+__attribute__((target_clones("avx2", "default"))) void direct_tile_i8(const TensorView& a, const TensorView& w,
+                                                                      const TensorView& c, std::int64_t j0,
+                                                                      std::int64_t j1, bool accumulate,
+                                                                      const float* scales) {
+  direct_tile<std::int8_t>(a, w, c, j0, j1, accumulate, scales);
 }
 
 void add_bias(const TensorView& c, const TensorView& bias) {
@@ -196,6 +223,8 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
       if (m <= kGemmDirectMaxRows) {
         if (w.dtype == ElemType::f32) {
           direct_tile_f32(a, w, c, j0, j0 + cols, options.accumulate);
+        } else if (w.dtype == ElemType::i8) {
+          direct_tile_i8(a, w, c, j0, j0 + cols, options.accumulate, static_cast<const float*>(options.w_scales->data));
         } else {
           direct_tile_bf16(a, w, c, j0, j0 + cols, options.accumulate);
         }
@@ -209,7 +238,15 @@ void CpuBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const 
       } else {
         panel.resize(static_cast<std::size_t>(cols * k));
         for (std::int64_t r = 0; r < cols; ++r) {
-          convert_to_f32(w.at(j0 + r), w.dtype, panel.data() + r * k, static_cast<std::size_t>(k));
+          float* row = panel.data() + r * k;
+          if (w.dtype == ElemType::i8) {
+            // Dequantised once per tile, amortised over the m rows.
+            const auto* q = static_cast<const std::int8_t*>(w.at(j0 + r));
+            const float scale = static_cast<const float*>(options.w_scales->data)[j0 + r];
+            for (std::int64_t i = 0; i < k; ++i) row[i] = static_cast<float>(q[i]) * scale;
+          } else {
+            convert_to_f32(w.at(j0 + r), w.dtype, row, static_cast<std::size_t>(k));
+          }
         }
         wp = panel.data();
         ldw = static_cast<blasint>(k);
