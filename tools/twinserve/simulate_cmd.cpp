@@ -247,7 +247,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
-  sub->add_option("--dtype", a.dtype, "Weight dtype: fp32, fp16, bf16, fp8, int8 or vLLM's spellings (float32, float, half, float16, bfloat16, fp8_e4m3, fp8_e5m2); auto or unset: the model's");
+  sub->add_option("--dtype", a.dtype, "Weight and activation dtype: fp32, fp16, bf16 or vLLM's spellings (float32, float, half, float16, bfloat16); fp8 (fp8_e4m3, fp8_e5m2) and int8 mean --quantization fp8 / int8_w8a8; auto or unset: the model's");
   sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
   sub->add_option("--quantization,-q", a.quantization,
                   "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
