@@ -36,6 +36,7 @@ using Lanes = float __attribute__((vector_size(32)));
 using LanesU16 = std::uint16_t __attribute__((vector_size(16)));
 using LanesU32 = std::uint32_t __attribute__((vector_size(32)));
 using LanesI8 = std::int8_t __attribute__((vector_size(8)));
+using LanesI16 = std::int16_t __attribute__((vector_size(16)));
 using LanesI32 = std::int32_t __attribute__((vector_size(32)));
 
 // Loads through an out-parameter: a vector returned by value would change the
@@ -53,11 +54,12 @@ inline __attribute__((always_inline)) void load_lanes(const std::uint16_t* p, La
 // per-channel scale multiplies the finished dot product (direct_block), so
 // a decode streams one byte per weight.
 inline __attribute__((always_inline)) void load_lanes(const std::int8_t* p, Lanes& v) {
+  // i8 -> i16 -> i32 -> f32: GCC compiles the one-step i8 -> i32 vector
+  // conversion into scalar inserts, these into two sign extensions and a
+  // convert, as the bf16 path's u16 -> u32.
   LanesI8 q;
   std::memcpy(&q, p, sizeof q);
-  // Through int32 lanes: GCC turns i8 -> f32 directly into scalar code, and
-  // i8 -> i32 -> f32 into a sign extension and one convert.
-  v = __builtin_convertvector(__builtin_convertvector(q, LanesI32), Lanes);
+  v = __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(q, LanesI16), LanesI32), Lanes);
 }
 
 // out[r][j] = dot(a[r], w[j]) for R rows of A against J rows of W, reading
