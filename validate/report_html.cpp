@@ -5,23 +5,14 @@
 
 #include "metrics/svg_chart.hpp"
 #include "validate/report.hpp"
+#include "validate/report_numbers.hpp"
 
 namespace twin {
 namespace {
 
-std::string fixed(double v, int decimals = 3) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string fixed(double v, int decimals = 3) { return fixed_or(v, decimals, "-"); }
 
-std::string signed_pct(double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
-  return buf;
-}
+std::string signed_pct(double v) { return signed_pct_or(v, "-"); }
 
 // The charted figures, in the order of the page: what a user reads first.
 struct Charted {

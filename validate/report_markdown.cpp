@@ -5,23 +5,14 @@
 #include <string>
 
 #include "validate/report.hpp"
+#include "validate/report_numbers.hpp"
 
 namespace twin {
 namespace {
 
-std::string f(double v, int decimals = 3) {
-  if (!std::isfinite(v)) return "–";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string f(double v, int decimals = 3) { return fixed_or(v, decimals, "–"); }
 
-std::string signed_pct(double v) {
-  if (!std::isfinite(v)) return "–";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
-  return buf;
-}
+std::string signed_pct(double v) { return signed_pct_or(v, "–"); }
 
 std::string parity_text(const LoadResult& l) {
   if (!l.parity_error.empty()) return "FAILED: " + l.parity_error;
