@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "metrics/html_page.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/svg_chart.hpp"
 
@@ -114,13 +115,11 @@ std::string table(const PlanResult& p) {
 }  // namespace
 
 std::string plan_html(const PlanResult& p) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>twinserve plan</title>\n<style>\n"
-      "body{font-family:sans-serif;margin:24px;max-width:1100px;color:#222}\n"
-      "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\n"
-      "td:nth-child(2),th:nth-child(2),td:last-child{text-align:left}tr.chosen{background:#e8f4e8}\n"
-      "pre{background:#f4f4f4;padding:10px;white-space:pre-wrap;word-break:break-all}\n"
-      ".answer{font-size:16px}\n</style>\n</head>\n<body>\n<h1>twinserve plan</h1>\n";
+  std::string out = html_page_head("twinserve plan", 1100,
+                                   "td:nth-child(2),th:nth-child(2),td:last-child{text-align:left}tr.chosen{background:#e8f4e8}\n"
+                                   "pre{background:#f4f4f4;padding:10px;white-space:pre-wrap;word-break:break-all}\n"
+                                   ".answer{font-size:16px}\n") +
+                    "<h1>twinserve plan</h1>\n";
   out += "<p>Trace <code>" + xml_escape(p.trace_path) + "</code>: " + std::to_string(p.trace_requests) +
          " requests at " + fixed(p.trace_rate, 3) + " req/s, mean output " + fixed(p.mean_output_tokens, 1) +
          " tokens. SLOs <code>" + xml_escape(p.slos) + "</code>.</p>\n";

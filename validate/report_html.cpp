@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "metrics/html_page.hpp"
 #include "metrics/svg_chart.hpp"
 #include "validate/report.hpp"
 #include "validate/report_numbers.hpp"
@@ -134,14 +135,11 @@ std::string error_table(const ValidationResult& r) {
 }  // namespace
 
 std::string report_html(const ValidationResult& r) {
-  std::string out =
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>twinserve validate</title>\n<style>\n"
-      "body{font-family:sans-serif;margin:24px;max-width:1240px;color:#222}\n"
-      "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}\n"
-      "td:nth-child(3),th:nth-child(3){text-align:left}\n"
-      "table.loads td:last-child{text-align:left}\n"
-      ".charts svg{margin:0 12px 12px 0}\n</style>\n</head>\n<body>\n<h1>Validation: " +
-      xml_escape(r.model) + "</h1>\n";
+  std::string out = html_page_head("twinserve validate", 1240,
+                                   "td:nth-child(3),th:nth-child(3){text-align:left}\n"
+                                   "table.loads td:last-child{text-align:left}\n"
+                                   ".charts svg{margin:0 12px 12px 0}\n") +
+                    "<h1>Validation: " + xml_escape(r.model) + "</h1>\n";
   out += "<p>Trace <code>" + xml_escape(r.trace) + "</code>, " + std::to_string(r.requests) + " requests (" +
          fixed(r.trace_rate_rps) + " req/s as recorded). Calibrated profile <code>" + xml_escape(r.profile) +
          "</code>. Engine: " + xml_escape(r.engine_description) + ". Roofline priced with hardware profile <code>" +
