@@ -34,6 +34,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -152,11 +153,25 @@ class ServingLoop {
 
   // Serves every request of the source, then returns. Call once.
   ServingStats run(RequestSource& source, RecordSink& sink) {
+    begin(source, sink);
+    advance_through(std::numeric_limits<Time>::max());
+    return finish();
+  }
+
+  // The same run in windows, for a loop over replicas that advance apart
+  // between router refreshes (sim/windowed_simulator.hpp): begin(), then
+  // advance_through(t) for rising t, each applying every event up to and
+  // including time t, then finish(). A source that ran dry is asked again at
+  // each advance (its owner adds the requests routed since).
+  void begin(RequestSource& source, RecordSink& sink) {
     sink_ = &sink;
     source_ = &source;
-    pull_arrival();
+  }
+
+  void advance_through(Time last) {
+    if (!arrival_pending_) pull_arrival();
     constexpr std::int64_t kProgressEvery = 1 << 14;
-    while (!events_.empty()) {
+    while (!events_.empty() && events_.top().time <= last) {
       if (clock_.stop_requested() && plans_in_flight_ == 0) {
         interrupt();
         break;
@@ -199,6 +214,10 @@ class ServingLoop {
       }
       if (events_.empty() || events_.top().time != now_) schedule_dirty();
     }
+  }
+
+  // Ends the run once nothing is left to happen.
+  ServingStats finish() {
     // Nothing left to happen, yet requests remain: the policy can never serve
     // them (it would otherwise have planned or asked for a wakeup).
     if (!stats_.stopped) stats_.unserved = end_all("aborted");
@@ -208,6 +227,12 @@ class ServingLoop {
     }
     return stats_;
   }
+
+  // The loop's present instant, requests admitted and not ended, and
+  // replica i's first-stage busy time so far.
+  Time now() const { return now_; }
+  std::int64_t in_flight() const { return in_flight_; }
+  Time busy_ns(std::int32_t index) const { return lanes_[static_cast<std::size_t>(index)].busy_ns; }
 
  private:
   // A replica's plans in flight (by slot) and its timing.
@@ -226,9 +251,11 @@ class ServingLoop {
     check_arrival_order(next_, last_arrival_);
     last_arrival_ = next_.arrival;
     events_.push(next_.arrival, EventKind::arrival);
+    arrival_pending_ = true;
   }
 
   void take_arrival() {
+    arrival_pending_ = false;
     ++stats_.arrivals;
     const std::int32_t target = disagg_ ? route_to_pool() : router_.pick(next_, replica_ptrs_);
     if (target < 0 || target >= static_cast<std::int32_t>(replicas_.size())) {
@@ -487,6 +514,7 @@ class ServingLoop {
   RequestSource* source_ = nullptr;
   RecordSink* sink_ = nullptr;
   Request next_;  // the arrival in the event queue
+  bool arrival_pending_ = false;  // next_ holds it
   Time last_arrival_ = 0;
   Time now_ = 0;
   std::int64_t in_flight_ = 0;
