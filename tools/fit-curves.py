@@ -22,6 +22,12 @@ tables, and its commit e2d00e9 for the Llama-2-70B TP 2 attention table):
   git --git-dir=$V show e2d00e9:data/profiling/a100/attention.csv > /tmp/vidur/a100_llama-2-70b_attention.csv
   tools/fit-curves.py /tmp/vidur            # prints curves, rewrites the table
 
+The H200's table (tests/sim/data/h200_op_times.csv) is rewritten from the
+Nsight Compute CSVs of our first GPU session (h200-ncu-decode-b1.csv and
+h200-ncu-b32.csv, in the folder given) and the SDPA figures below:
+
+  tools/fit-curves.py --h200-ncu DIR        # rewrites that table, then fits
+
 The Llama-2-7B A100 attention points are not in the git objects of the
 Vidur repository (Git LFS); the rows used were read from a copy of that
 file, sw5sh/cs378-assignment3@7ac2fe9 (same path), and are kept as they
@@ -36,16 +42,22 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TABLE = os.path.join(ROOT, "tests/sim/data/vidur_op_times.csv")
+# Our own H200's kernels (cuBLAS GEMMs under Nsight Compute, attention
+# through PyTorch's SDPA): the same columns, made by --h200-ncu.
+H200_TABLE = os.path.join(ROOT, "tests/sim/data/h200_op_times.csv")
 ATTN_7B = os.path.join(ROOT, "tests/sim/data/vidur_a100_llama-2-7b_attention.csv")
 
 GPUS = {  # dense fp16 peak, HBM bandwidth (the profiles' own figures)
     "a100-80gb": (312e12, 2039e9),
     "h100-80gb": (989.4e12, 3350e9),
+    "h200": (989.4e12, 4800e9),
 }
 MODELS = {  # hidden, intermediate, q heads, kv heads, head_dim
     "llama-2-7b": (4096, 11008, 32, 32, 128),
     "llama-2-70b": (8192, 28672, 64, 8, 128),
+    "llama-3.1-8b": (4096, 14336, 32, 8, 128),
 }
+VOCAB = {"llama-2-7b": 32000, "llama-2-70b": 32000, "llama-3.1-8b": 128256}
 CONFIGS = [("llama-2-7b", 1), ("llama-2-70b", 2), ("llama-2-70b", 4)]
 TOKENS = [1, 4, 16, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 1536, 2048, 3072, 4096]
 # Vidur op -> ours; rmsnorm is vLLM's fused residual add + norm, two per
@@ -70,6 +82,7 @@ FAMILIES = {
     "gemm_o_proj": ["o_proj"],
     "gemm_gate_up_proj": ["gate_up_proj"],
     "gemm_down_proj": ["down_proj"],
+    "gemm_lm_head": ["lm_head"],
     "norm": ["rmsnorm"],
     "silu_mul": ["silu_mul"],
     "rotary": ["rotary"],
@@ -81,7 +94,7 @@ PRICES = {"gemm": ["lm_head", "moe_router", "moe_gate_up_proj", "moe_down_proj"]
 ACT = 2.0  # fp16 activations, weights and KV
 # Elementwise kernels run on the CUDA cores, not the tensor cores: their
 # compute roof is the fp32 peak over the fp16 tensor peak, flat (one point).
-CUDA_CORES = {"a100-80gb": 19.5 / 312.0, "h100-80gb": 66.9 / 989.4}
+CUDA_CORES = {"a100-80gb": 19.5 / 312.0, "h100-80gb": 66.9 / 989.4, "h200": 66.9 / 989.4}
 CUDA_CORE_OPS = ["embed", "rmsnorm", "final_norm", "rotary", "silu_mul", "sample"]
 
 
@@ -92,7 +105,8 @@ def op_size(model, tp, op, batch, tokens, context):
     kv_dim = max(1, kvh // tp) * hd
     m = batch * tokens
     gemm = {"qkv_proj": (q_dim + 2 * kv_dim, h), "o_proj": (h, q_dim),
-            "gate_up_proj": (2 * inter // tp, h), "down_proj": (h, inter // tp)}
+            "gate_up_proj": (2 * inter // tp, h), "down_proj": (h, inter // tp),
+            "lm_head": (VOCAB[model] // tp, h)}
     if op in gemm:
         n, k = gemm[op]
         return 2.0 * m * n * k, n * k * ACT + m * k * ACT + m * n * ACT
@@ -182,8 +196,15 @@ class Pricer:
         return max(pt["flops"] / (self.peak * ec), pt["bytes"] / (self.bw * em)) + self.launch
 
 
-def family_of(op):
-    """The family whose curves price the op."""
+def family_of(op, fitted=None):
+    """The family whose curves price the op: one fitted to the op itself
+    where the GPU has one (fitted: the families with curves), else the one
+    that prices it."""
+    for f, ops in FAMILIES.items():
+        if op in ops and f in PRICES and op not in PRICES[f]:
+            continue
+        if op in ops and (fitted is None or f in fitted):
+            return f
     for f, ops in FAMILIES.items():
         if op in PRICES.get(f, ops):
             return f
@@ -255,6 +276,79 @@ def build_table(vidur_dir):
     return table
 
 
+# The H200 (Llama-3.1-8B, bf16). GEMMs: cuBLAS kernels timed by Nsight
+# Compute in two engine runs on our H200 (2026-12-01): h200-ncu-decode-b1.csv
+# (one request of 512 prompt tokens, then batch-1 decode steps) and
+# h200-ncu-b32.csv (32 requests: two 8,192-token prefill chunks, then decode
+# steps of 47, 32, 16 and 1 tokens). Each step opens with the embedding
+# kernel (grid = tokens x 16) and runs 4 GEMMs per layer in order (qkv, o,
+# gate_up, down; a split-K GEMM's reduce kernel is added to it) and the LM
+# head last. The LM head's rows are the sequences sampled: the decode steps'
+# tokens, one in the single request's prefill; the other steps' LM heads are
+# left out (their row count is not in the trace).
+NCU_RUNS = ("h200-ncu-decode-b1.csv", "h200-ncu-b32.csv")
+LAYER_GEMMS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+# Attention through PyTorch's SDPA (cuDNN's kernel chosen), dense bf16 K/V,
+# 32 query and 8 KV heads of 128, tools/gpu-anchors.py on the same H200:
+# (op, batch, new tokens, context, figure, unit) as the script prints it.
+SDPA_ANCHORS = (
+    ("attn_decode", 32, 1, 4096, 4208.0, "GB/s"),
+    ("attn_decode", 1, 1, 32768, 3274.0, "GB/s"),
+    ("attn_decode", 256, 1, 1024, 4322.0, "GB/s"),
+    ("attn_prefill", 1, 2048, 0, 407.0, "TFLOP/s"),
+    ("attn_prefill", 1, 8192, 0, 615.0, "TFLOP/s"),
+)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def ncu_steps(path):
+    """[(tokens, [(kernel, ns), ...])]: each step's GEMMs in launch order."""
+    steps = []
+    for r in csv.DictReader(open(path)):
+        k, ns = r["kernel"], int(r["gpu_time_ns"])
+        if "embedding_kernel" in k:
+            steps.append((int(r["grid"].strip("()").split(",")[0]) // 16, []))
+        elif steps and k.startswith("nvjet"):
+            steps[-1][1].append([k, ns])
+        elif steps and "splitKreduce" in k:
+            steps[-1][1][-1][1] += ns
+    return steps
+
+
+def build_h200_table(ncu_dir):
+    times = {}  # (op, rows) -> [ns]
+    for name in NCU_RUNS:
+        steps = ncu_steps(os.path.join(ncu_dir, name))
+        for i, (tokens, gemms) in enumerate(steps):
+            if len(gemms) != 4 * 32 + 1:
+                raise SystemExit("%s: step %d has %d GEMMs, not 129" % (name, i, len(gemms)))
+            for j, (_, ns) in enumerate(gemms[:-1]):
+                times.setdefault((LAYER_GEMMS[j % 4], tokens), []).append(ns)
+            prefill = i == 0 or tokens > 64
+            if not prefill or name == NCU_RUNS[0]:
+                if tokens in (1, 16, 32) or (i == 0 and name == NCU_RUNS[0]):
+                    times.setdefault(("lm_head", 1 if prefill else tokens), []).append(gemms[-1][1])
+    table = []
+    for (op, rows), ns in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        batch, tokens = (rows, 1) if op == "lm_head" else (1, rows)
+        table.append(["h200", "llama-3.1-8b", 1, op, batch, tokens, 0, round(median(ns) * 1e-6, 6),
+                      "twinserve H200 ncu 2026-12-01 cuBLAS median of %d" % len(ns)])
+    h, _, qh, kvh, hd = MODELS["llama-3.1-8b"]
+    for op, b, t, c, fig, unit in SDPA_ANCHORS:
+        if unit == "GB/s":
+            ms = 2 * b * kvh * c * hd * ACT / (fig * 1e9) * 1e3
+        else:
+            ms = 2 * 2 * qh * t * t / 2 * hd / (fig * 1e12) * 1e3
+        table.append(["h200", "llama-3.1-8b", 1, op, b, t, c, round(ms, 6),
+                      "twinserve H200 torch SDPA (cuDNN) 2026-12-01 %g %s" % (fig, unit)])
+    return table
+
+
 def knots(lo, hi, per_decade=3):
     """The data's ends and a grid between them: no knot without data beside it."""
     a, b = math.floor(math.log10(lo) * per_decade) + 1, math.ceil(math.log10(hi) * per_decade) - 1
@@ -301,9 +395,34 @@ def smooth_start(pricer, family, pts, roof):
             p[j] = (p[j][0], max(p[j][1], p[j - 1][1]))
 
 
-def fit(pricer, family, pts, slots):
+def data_knots(vals):
+    """Knots at the data's own x values (values within 20% of the one
+    before are one knot): for a table too sparse for a grid, where a grid
+    knot with no point beside it would take any value the fit left it."""
+    xs = []
+    for v in sorted(vals):
+        if not xs or v > xs[-1] * 1.2:
+            xs.append(v)
+    return xs
+
+
+def free_knots(curve, pts):
+    """The knots on either side of some point: the only ones a fit may move
+    when the others hold a prior's values."""
+    free = set()
+    for q in pts:
+        x = axis_value(curve.axis, q)
+        xs = [k for k, _ in curve.rows[0][1]]
+        below = [j for j, k in enumerate(xs) if k <= x]
+        above = [j for j, k in enumerate(xs) if k >= x]
+        free.update(below[-1:] + above[:1])
+    return free
+
+
+def fit(pricer, family, pts, slots, frozen=None):
     """Coordinate descent on the knots' efficiencies (a line search over
-    factors per knot), least squares in log time."""
+    factors per knot), least squares in log time. frozen: roof -> knot
+    indices that keep their values."""
     def loss():
         s = 0.0
         for q in pts:
@@ -315,6 +434,8 @@ def fit(pricer, family, pts, slots):
         for roof in slots:
             for _, p in pricer.curves[family][roof].rows:
                 for j in range(len(p)):
+                    if frozen and j in frozen.get(roof, ()):
+                        continue
                     old = p[j][1]
                     choice = old
                     for f in (0.3, 0.5, 0.7, 0.85, 0.93, 0.98, 1.02, 1.07, 1.15, 1.4, 2.0, 3.0):
@@ -343,6 +464,7 @@ SPECS = {
     "gemm_o_proj": [{"compute": ("intensity", None, None), "memory": ("bytes", None, None)}],
     "gemm_gate_up_proj": [{"compute": ("intensity", None, None), "memory": ("bytes", None, None)}],
     "gemm_down_proj": [{"compute": ("intensity", None, None), "memory": ("bytes", None, None)}],
+    "gemm_lm_head": [{"compute": ("intensity", None, None), "memory": ("bytes", None, None)}],
     "norm": [{"memory": ("tokens", None, None)}, {"memory": ("bytes", None, None)}],
     "silu_mul": [{"memory": ("tokens", None, None)}, {"memory": ("bytes", None, None)}],
     "rotary": [{"memory": ("tokens", None, None)}, {"memory": ("bytes", None, None)}],
@@ -357,9 +479,9 @@ def close_enough(t, measured):
     return abs(t / measured - 1) <= 0.15 or abs(t - measured) <= 1e-6
 
 
-def read_table():
+def read_table(path):
     table = []
-    for r in csv.DictReader(open(TABLE)):
+    for r in csv.DictReader(open(path)):
         table.append([r["gpu"], r["model"], int(r["tp"]), r["op"], int(r["batch"]), int(r["tokens"]),
                       int(r["context"]), float(r["measured_ms"]), r["source"]])
     return table
@@ -370,23 +492,40 @@ def point(r):
     return {"flops": fl, "bytes": by, "tokens": r[4] * r[5], "context": r[4] * r[6], "t": r[7] * 1e-3}
 
 
+def write_table(path, table):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["gpu", "model", "tp", "op", "batch", "tokens", "context", "measured_ms", "source"])
+        w.writerows(table)
+
+
 def main():
-    dirs = [a for a in sys.argv[1:] if not a.startswith("--")]
+    args = sys.argv[1:]
+    if "--h200-ncu" in args:
+        i = args.index("--h200-ncu")
+        if i + 1 >= len(args):
+            raise SystemExit("fit-curves: --h200-ncu needs the folder of the H200 ncu CSVs")
+        write_table(H200_TABLE, build_h200_table(args[i + 1]))
+        del args[i:i + 2]
+    dirs = [a for a in args if not a.startswith("--")]
     if dirs:
         table = build_table(dirs[0])
-        os.makedirs(os.path.dirname(TABLE), exist_ok=True)
-        with open(TABLE, "w", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(["gpu", "model", "tp", "op", "batch", "tokens", "context", "measured_ms", "source"])
-            w.writerows(table)
+        write_table(TABLE, table)
     else:
-        table = read_table()  # no Vidur checkout: refit from the table kept in the repository
+        table = read_table(TABLE)  # no Vidur checkout: refit from the table kept in the repository
+    table += read_table(H200_TABLE)
     result = {}
+    h100_curves = None
     for gpu in GPUS:
         prof = json.load(open(os.path.join(ROOT, "hwprofiles/profiles/%s.json" % gpu)))
         rows = [r for r in table if r[0] == gpu]
-        # The fixed cost of a kernel: the shortest time Vidur measured on this GPU.
+        # The fixed cost of a kernel: the shortest time Vidur measured on this
+        # GPU. The H200 table has no small kernel; it is the H100's die, and
+        # takes the H100's figure.
         launch = min(r[7] for r in rows) * 1e-3
+        if gpu == "h200":
+            launch = result["h100-80gb"]["kernel_launch_us"] * 1e-6
         eff = prof["efficiency"]
         if "--before" in sys.argv:
             # The profile as it stands without named curves: one GEMM curve,
@@ -397,6 +536,9 @@ def main():
             families = FAMILIES
         pricer = Pricer(gpu, launch, [tuple(p) for p in eff["gemm_curve"]], eff["compute"], eff["memory"])
         curves = {}
+        # The H200's table is sparse: its GEMM curves take the H100's shape
+        # where it has no point (its fitted curves, below).
+        prior = h100_curves if gpu == "h200" else None
         if families:
             for family in ("norm", "silu_mul", "rotary"):
                 pricer.curves[family] = {"compute": Curve("flops", [(None, [(1.0, CUDA_CORES[gpu])])])}
@@ -405,11 +547,19 @@ def main():
             if not pts:
                 continue
             best = None
-            for spec in SPECS[family]:
+            specs = SPECS[family]
+            if family == "attn_prefill" and all(q["context"] == 0 for q in pts):
+                # Fresh prompts only (the H200's anchors): one row, no y axis.
+                specs = [{"compute": ("flops", None, None)}]
+            for spec in specs:
                 slots = {}
+                frozen = {}
                 for roof, (axis, y_axis, ys) in spec.items():
                     if family.startswith("gemm") and axis == "intensity":
                         xs = list(GEMM_INTENSITY_KNOTS)
+                    elif prior is not None:
+                        xs = data_knots([axis_value(axis, q) for q in pts if roof == "compute" or
+                                         not family.startswith("gemm") or q["flops"] / q["bytes"] < 24])
                     else:
                         vals = [axis_value(axis, q) for q in pts]
                         xs = knots(min(vals), max(vals))
@@ -419,11 +569,33 @@ def main():
                 pricer.curves[family] = dict(slots, **fixed)
                 if family.startswith("gemm"):
                     smooth_start(pricer, family, [q for q in pts if q["flops"] / q["bytes"] < 24], "memory")
-                    smooth_start(pricer, family, [q for q in pts if q["flops"] / q["bytes"] > 48], "compute")
+                    compute_pts = [q for q in pts if q["flops"] / q["bytes"] > 48]
+                    if prior is not None:
+                        # A sparse table (the H200's: 512 and 8,192 tokens
+                        # above the memory roof): the curve starts as the
+                        # prior's (the H100's, the same die) and the fit moves
+                        # only the knots beside a point, so the shape between
+                        # measured sizes is the prior's.
+                        # The prior is first scaled to each point above the
+                        # memory roof (the ratio interpolated in log x between
+                        # them, flat past the ends); below the first one the
+                        # knots are free to rise until the memory roof binds,
+                        # as the prior's own fit left them unconstrained there.
+                        shape = prior.get(family, prior["gemm"])["compute"]
+                        at = lambda x: shape.at({"flops": x, "bytes": 1.0})
+                        ratios = sorted((q["flops"] / q["bytes"], needed(pricer, q, "compute") /
+                                         at(q["flops"] / q["bytes"])) for q in compute_pts)
+                        row = slots["compute"].rows[0][1]
+                        for j, (x, _) in enumerate(row):
+                            row[j] = (x, min(1.0, at(x) * (interp(ratios, x) if ratios else 1.0)))
+                        movable = free_knots(slots["compute"], pts)
+                        frozen["compute"] = set(range(len(row))) - movable
+                    else:
+                        smooth_start(pricer, family, compute_pts, "compute")
                 else:
                     for roof in slots:
                         smooth_start(pricer, family, pts, roof)
-                loss = fit(pricer, family, pts, list(slots))
+                loss = fit(pricer, family, pts, list(slots), frozen)
                 # The target is points within 15% (or 1 us): the axis that
                 # keeps most of them wins, the smaller error breaking ties.
                 within = sum(1 for q in pts if close_enough(pricer.time(family, q), q["t"]))
@@ -436,6 +608,8 @@ def main():
             fixed = {r: v for r, v in pricer.curves.get(family, {}).items() if r not in slots}
             pricer.curves[family] = dict(slots, **fixed)
             curves[family] = slots
+        if gpu == "h100-80gb":
+            h100_curves = {f: pricer.curves[f] for f in curves}
         # Per op: median and largest error of the fitted prices (the C++
         # test reports the same from the simulator's own code).
         for op in sorted({r[3] for r in rows}):
@@ -443,7 +617,7 @@ def main():
             for r in rows:
                 if r[3] != op:
                     continue
-                t = pricer.time(family_of(op), point(r)) * 1e3
+                t = pricer.time(family_of(op, curves), point(r)) * 1e3
                 errs.append(abs(t / r[7] - 1))
                 if abs(t / r[7] - 1) > 0.15 and abs(t - r[7]) > 0.001:
                     miss.append("%s tp%d b%d n%d c%d: %.4f vs %.4f" % (r[1], r[2], r[4], r[5], r[6], t, r[7]))
@@ -466,8 +640,13 @@ def main():
                 else:
                     out["y"] = curve.y_axis
                     out["rows"] = [{"y": y, "points": pts_json(p)} for y, p in curve.rows]
-                out["ops"] = PRICES.get(family, FAMILIES[family])
+                out["ops"] = [op for op in PRICES.get(family, FAMILIES[family]) if family_of(op, curves) == family]
                 result[gpu]["curves"][name] = out
+        if gpu == "h200":
+            # No H200 table of vLLM's elementwise kernels (ours are not
+            # theirs): the H100's curves, fitted on the same die.
+            for name in ("norm", "silu_mul", "rotary"):
+                result[gpu]["curves"][name] = result["h100-80gb"]["curves"][name]
     print(json.dumps(result, indent=1))
 
 

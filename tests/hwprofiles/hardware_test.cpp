@@ -199,7 +199,8 @@ TEST_CASE("named efficiency curves are read, checked and need a source") {
     CHECK(a100.sources.count("efficiency.curves." + c.name));
     CHECK_FALSE(c.ops.empty());
   }
-  CHECK(resolve_hardware("h200").curves.empty());  // no measured curves: the defaults
+  CHECK_FALSE(resolve_hardware("h200").curves.empty());  // fitted to our H200's kernels
+  CHECK(resolve_hardware("l40s").curves.empty());         // no measured curves: the defaults
   auto j = h100_json();
   auto& curves = j["efficiency"]["curves"];
   REQUIRE(curves.contains("gemm_memory"));
