@@ -28,6 +28,11 @@ h200-ncu-b32.csv, in the folder given) and the SDPA figures below:
 
   tools/fit-curves.py --h200-ncu DIR        # rewrites that table, then fits
 
+tools/gpu-check's anchors stage writes a denser sweep of the same ops
+(PyTorch's kernels, $OUT/h200_op_times_torch.csv); it replaces the table:
+
+  tools/fit-curves.py --h200-table h200_op_times_torch.csv
+
 The Llama-2-7B A100 attention points are not in the git objects of the
 Vidur repository (Git LFS); the rows used were read from a copy of that
 file, sw5sh/cs378-assignment3@7ac2fe9 (same path), and are kept as they
@@ -507,6 +512,13 @@ def main():
         if i + 1 >= len(args):
             raise SystemExit("fit-curves: --h200-ncu needs the folder of the H200 ncu CSVs")
         write_table(H200_TABLE, build_h200_table(args[i + 1]))
+        del args[i:i + 2]
+    if "--h200-table" in args:
+        # gpu-check's sweep (tools/gpu-anchors.py --table): it replaces the table.
+        i = args.index("--h200-table")
+        if i + 1 >= len(args):
+            raise SystemExit("fit-curves: --h200-table needs the CSV tools/gpu-anchors.py --table wrote")
+        write_table(H200_TABLE, read_table(args[i + 1]))
         del args[i:i + 2]
     dirs = [a for a in args if not a.startswith("--")]
     if dirs:

@@ -3,7 +3,13 @@
 bench_cuda measures (Llama-3.1-8B, bf16), so each of our figures can be read
 as a ratio measured in the same run. A measurement aid, not a dependency:
 gpu-check runs it only where `import torch` works. Prints one line per figure:
-  anchor NAME VALUE UNIT"""
+  anchor NAME VALUE UNIT
+With --table PATH it also times each op kind the simulator prices over a
+sweep of sizes (the GEMMs of Llama-3.1-8B at the 16 token counts of the
+Vidur tables, decode attention over batch x context, causal prefill) and
+writes them as rows of tests/sim/data/h200_op_times.csv's format, for
+tools/fit-curves.py --h200-table PATH to fit the H200's curves from."""
+import csv
 import sys
 
 try:
@@ -116,3 +122,48 @@ for rows in (1, 8192):
 for rows in (1, 256):
     logits = torch.randn(rows, V, device=dev)
     say(f"argmax_{rows}x{V}_us", ms(lambda: torch.argmax(logits, dim=-1)) * 1e3, "us")
+
+
+# The sweep for the simulator's curves (--table PATH): rows of
+# gpu,model,tp,op,batch,tokens,context,measured_ms,source as
+# tests/sim/data/*_op_times.csv, times of PyTorch's kernels (cuBLAS GEMMs,
+# SDPA attention) back to back, the way a serving engine runs them.
+if "--table" in sys.argv:
+    path = sys.argv[sys.argv.index("--table") + 1]
+    name = torch.cuda.get_device_name().replace(",", " ")
+    source = f"gpu-anchors.py torch {torch.__version__} on {name}"
+    rows = []
+    tokens_list = (1, 4, 16, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 1536, 2048, 3072, 4096)
+    for op, n, k in (("qkv_proj", 6144, H), ("o_proj", H, H), ("gate_up_proj", 2 * I, H), ("down_proj", H, I)):
+        w = bf16(n, k)
+        for t in tokens_list:
+            a = bf16(t, k)
+            rows.append([op, 1, t, 0, ms(lambda: a @ w.t())])
+        del w
+    head = bf16(V, H)
+    for b in (1, 4, 16, 32, 64, 128, 256):
+        a = bf16(b, H)
+        rows.append(["lm_head", b, 1, 0, ms(lambda: a @ head.t())])
+    del head
+    for b in (1, 4, 16, 64, 256):
+        for c in (512, 2048, 8192):
+            if b * c > 256 * 4096:
+                continue
+            q = bf16(b, HEADS, 1, D)
+            k = bf16(b, KV, c, D)
+            v = bf16(b, KV, c, D)
+            rows.append(["attn_decode", b, 1, c, ms(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))])
+            del q, k, v
+    for t in (128, 512, 1024, 2048, 4096, 8192):
+        q = bf16(1, HEADS, t, D)
+        k = bf16(1, KV, t, D)
+        v = bf16(1, KV, t, D)
+        rows.append(["attn_prefill", 1, t, 0,
+                     ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True), reps=10)])
+        del q, k, v
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(["gpu", "model", "tp", "op", "batch", "tokens", "context", "measured_ms", "source"])
+        for op, b, t, c, t_ms in rows:
+            out.writerow(["h200", "llama-3.1-8b", 1, op, b, t, c, round(t_ms, 6), source])
+    print(f"anchors: {len(rows)} op times written to {path}")
