@@ -15,6 +15,13 @@ namespace twin {
 
 nlohmann::ordered_json report_json(const ValidationResult& result);
 
+// Pieces of report.json that `validate --measured`'s report shares: a
+// metric as {"measured": {stat: value}, "predicted": {...}, "error_pct":
+// {...}} (throughput as three numbers), and the per-request error
+// distributions keyed by metric.
+nlohmann::ordered_json metric_comparison_json(const std::vector<MetricComparison>& metrics);
+nlohmann::ordered_json request_errors_json(const std::vector<RequestErrorStats>& errors);
+
 // Writes each load folder's plot data (requests.dat, steps.dat) and plots.gp,
 // and runs gnuplot on it when `run_gnuplot` and gnuplot is on the PATH.
 // Returns "" when the plots were made, else why not (for report.md).

@@ -10,10 +10,9 @@ using Json = nlohmann::ordered_json;
 
 Json num(double v) { return json_figure(v); }
 
-// A latency metric as {"measured": {stat: ms}, "predicted": {...},
-// "error_pct": {...}}, each side keyed by statistic as summary.json keys
-// them; a single-valued metric (throughput) as three numbers.
-Json metric_json(const std::vector<MetricComparison>& metrics) {
+}  // namespace
+
+Json metric_comparison_json(const std::vector<MetricComparison>& metrics) {
   Json out = Json::object();
   for (const MetricComparison& m : metrics) {
     if (m.stat == "value") {
@@ -28,14 +27,20 @@ Json metric_json(const std::vector<MetricComparison>& metrics) {
   return out;
 }
 
-Json model_details(const ModelResult& m) {
-  Json out;
+Json request_errors_json(const std::vector<RequestErrorStats>& errors) {
   Json req = Json::object();
-  for (const RequestErrorStats& e : m.request_errors) {
+  for (const RequestErrorStats& e : errors) {
     req[e.metric] = Json{{"count", e.count}, {"p10", num(e.p10)}, {"p50", num(e.p50)}, {"p90", num(e.p90)},
                          {"mean_abs", num(e.mean_abs)}};
   }
-  out["per_request_error_pct"] = std::move(req);
+  return req;
+}
+
+namespace {
+
+Json model_details(const ModelResult& m) {
+  Json out;
+  out["per_request_error_pct"] = request_errors_json(m.request_errors);
   Json steps = Json::array();
   for (const CompositionError& c : m.step_errors) {
     Json j;
@@ -89,7 +94,7 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
     j["folder"] = l.folder;
     const ModelResult& predicted = l.models.front();
     // Named, not iterated as temporaries: items() of a temporary would dangle.
-    const Json metrics = metric_json(predicted.metrics);
+    const Json metrics = metric_comparison_json(predicted.metrics);
     for (const auto& [key, value] : metrics.items()) j[key] = value;
     if (l.parity_error.empty()) {
       j["replay_parity_max_abs_ns"] = l.parity.max_abs_ns;
@@ -105,11 +110,11 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
     j["engine_steps"] = l.engine.steps.size();
     if (!l.engine_repeats.empty()) {
       Json runs = Json::array();
-      for (const auto& repeat : l.engine_repeats) runs.push_back(metric_json(repeat));
+      for (const auto& repeat : l.engine_repeats) runs.push_back(metric_comparison_json(repeat));
       j["engine_repeats"] = std::move(runs);
     }
     for (std::size_t m = 1; m < l.models.size(); ++m) {
-      Json other = metric_json(l.models[m].metrics);
+      Json other = metric_comparison_json(l.models[m].metrics);
       const Json other_details = model_details(l.models[m]);
       for (const auto& [key, value] : other_details.items()) other[key] = value;
       j[l.models[m].name] = std::move(other);

@@ -16,6 +16,8 @@
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
+#include "sim/cluster_config.hpp"
+#include "validate/measured_validation.hpp"
 #include "validate/report.hpp"
 #include "validate/validation.hpp"
 
@@ -32,9 +34,83 @@ struct ValidateArgs {
   std::uint64_t seed = 0;
   SchedulerFlags sched;
   bool no_plots = false, quiet = false;
+  // --measured: the prediction against a run measured elsewhere.
+  std::string measured, cluster_config;
+  std::optional<std::int32_t> tp, pp;
 };
 
-void run(const ValidateArgs& a) {
+// The deployment the measured run ran on: the cluster config JSON, if any,
+// then the flags.
+ClusterConfig measured_cluster(const ValidateArgs& a, const CLI::App& sub) {
+  ClusterConfig c = a.cluster_config.empty() ? ClusterConfig{} : load_cluster_config(a.cluster_config);
+  if (c.groups.empty()) c.groups.emplace_back();
+  if (a.hw.empty() && a.cluster_config.empty()) {
+    throw UsageError("validate --measured needs --hw (the hardware the measured run ran on, e.g. h100-80gb) or --cluster-config");
+  }
+  for (ReplicaGroupConfig& g : c.groups) {
+    g.model = a.model;
+    if (!a.hw.empty()) g.hardware = a.hw;
+    if (!a.profile.empty()) g.profile = a.profile;
+    if (a.tp) g.tp = *a.tp;
+    if (a.pp) g.pp = *a.pp;
+    if (a.engine.dtype != "auto") g.dtype = a.engine.dtype;
+    if (a.engine.kv_cache_dtype != "auto") g.kv_dtype = a.engine.kv_cache_dtype;
+  }
+  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
+  c.overrides = scheduler_overrides(a.sched);
+  c.overrides.max_model_len = a.memory.max_model_len;
+  if (a.memory.num_gpu_blocks) {
+    c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
+    for (ReplicaGroupConfig& g : c.groups) g.num_gpu_blocks_override = -1;
+  }
+  if (sub.count("--gpu-memory-utilization") > 0) {
+    c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
+    for (ReplicaGroupConfig& g : c.groups) g.gpu_memory_utilization = 0;
+  }
+  c.seed = a.seed;
+  return c;
+}
+
+void run_measured(const ValidateArgs& a, const CLI::App& sub) {
+  for (const char* flag : {"--loads", "--engine-repeats", "--backend", "--threads", "--kv-cache-memory-bytes", "--swap-space"}) {
+    if (sub.count(flag) > 0) {
+      throw UsageError(std::string(flag) + " is for validating the engine; --measured compares a run measured elsewhere");
+    }
+  }
+  MeasuredValidateOptions o;
+  o.measured = a.measured;
+  o.trace = a.in.path;
+  o.read = trace_read_options(a.in);
+  o.max_requests = a.in.max_requests;
+  o.cluster = measured_cluster(a, sub);
+  o.out_dir = a.out.dir;
+  o.overwrite = a.out.overwrite;
+  const MeasuredValidation v = run_measured_validation(o);
+  {
+    std::ofstream json(o.out_dir / "report.json", std::ios::binary);
+    json << measured_report_json(v).dump(2) << "\n";
+    if (!json) throw Error((o.out_dir / "report.json").string() + ": write failed");
+    std::ofstream md(o.out_dir / "report.md", std::ios::binary);
+    write_measured_report_markdown(md, v);
+    if (!md) throw Error((o.out_dir / "report.md").string() + ": write failed");
+  }
+  print_measured_table(std::cout, v);
+  if (v.run.gaps_left_out > 0) {
+    std::cerr << "validate: " << v.run.gaps_left_out
+              << " measured requests streamed several tokens per chunk; their gaps are left out of ITL\n";
+  }
+  if (v.run.prompt_mismatches > 0) {
+    std::cerr << "validate: warning: " << v.run.prompt_mismatches
+              << " measured prompt lengths differ from the trace's (first: " << v.run.first_prompt_mismatch << ")\n";
+  }
+  std::cout << "Wrote " << (o.out_dir / "report.md").string() << ", report.json, measured/ and predicted/\n";
+}
+
+void run(const ValidateArgs& a, const CLI::App& sub) {
+  if (!a.measured.empty()) return run_measured(a, sub);
+  if (!a.cluster_config.empty() || a.tp || a.pp) {
+    throw UsageError("--cluster-config, --tp and --pp describe a measured deployment: they go with --measured");
+  }
   ValidateOptions o;
   o.trace = a.in.path;
   o.read = trace_read_options(a.in);
@@ -91,25 +167,41 @@ void run(const ValidateArgs& a) {
 
 const RegisterCommand registration{"validate", [](CLI::App& root) {
   auto args = std::make_shared<ValidateArgs>();
-  auto* sub = root.add_subcommand("validate", "Engine vs simulator on the same requests at several loads, with a report");
+  auto* sub = root.add_subcommand("validate", "Engine vs simulator on the same requests at several loads, with a report; "
+                                              "or (--measured) the simulator against a run measured elsewhere");
   auto& a = *args;
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load", true);
   sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
-  sub->add_option("--profile", a.profile, "Calibrated hardware profile from `twinserve calibrate` (required)");
+  sub->add_option("--profile", a.profile,
+                  "Calibrated hardware profile from `twinserve calibrate` (required; with --measured optional: "
+                  "the calibrated cost model instead of the roofline)");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
   add_engine_flags(*sub, a.engine);
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
-  sub->add_option("--hw", a.hw, "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu)");
+  sub->add_option("--hw", a.hw,
+                  "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu); with "
+                  "--measured: the hardware the measured run ran on");
+  sub->add_option("--measured", a.measured,
+                  "Compare the simulator with a run measured elsewhere instead of the engine: a requests.csv (run, "
+                  "bench) matched to --trace by id, or `vllm bench serve --save-result --save-detailed` JSON "
+                  "matched to --trace by order (docs/validate.md)")
+      ->check(non_empty());
+  sub->add_option("--tp,--tensor-parallel-size", a.tp, "With --measured: GPUs per stage of the measured deployment")
+      ->check(int_range(1, 1024));
+  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "With --measured: pipeline stages of the measured deployment")
+      ->check(int_range(1, 1024));
   add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
-  add_config_file_flag(*sub, nullptr);
+  add_config_file_flag(*sub, &a.cluster_config,
+                       "With --measured: a cluster config JSON describing the measured deployment (docs/simulate.md); "
+                       "the flags override it");
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
                   "and runs 2.. against run 1 show the machine's run-to-run noise")->check(int_range(1, 1000));
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
   sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
-  sub->callback([args] { run(*args); });
+  sub->callback([args, sub] { run(*args, *sub); });
 }};
 
 }  // namespace

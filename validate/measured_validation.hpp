@@ -1,0 +1,51 @@
+#pragma once
+// `twinserve validate --measured FILE`: the simulator's prediction against a
+// run measured elsewhere (a real vLLM under `vllm bench serve`, `twinserve
+// bench` against any server, our own engine). The trace's requests are
+// simulated on the deployment the flags describe, each arriving when the
+// measured client sent it and generating as many tokens as it measured, and
+// the two runs are compared as `validate` compares the engine with a model.
+// docs/validate.md ("Against a run measured elsewhere").
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cluster_config.hpp"
+#include "traces/trace_reader.hpp"
+#include "validate/comparison.hpp"
+#include "validate/measured_run.hpp"
+#include "validate/run_recorder.hpp"
+
+namespace twin {
+
+struct MeasuredValidateOptions {
+  std::string measured;  // requests.csv or a vLLM result .json
+  std::string trace;     // the requests the measured client sent, in its order
+  TraceReadOptions read;
+  std::int64_t max_requests = 0;  // 0: the whole trace
+  ClusterConfig cluster;          // the deployment that was measured
+  std::filesystem::path out_dir;
+  bool overwrite = false;
+};
+
+struct MeasuredValidation {
+  std::string measured, trace, cost_model;  // cost_model: calibrated (a profile) or roofline
+  std::string model, hardware;
+  MeasuredRun run;          // what the file said, as records
+  RunRecords measured_records;  // those records summarised (measured/)
+  RunRecords predicted;         // the simulation (predicted/)
+  std::vector<MetricComparison> metrics;
+  std::vector<RequestErrorStats> request_errors;
+};
+
+MeasuredValidation run_measured_validation(const MeasuredValidateOptions& options);
+
+nlohmann::ordered_json measured_report_json(const MeasuredValidation& result);
+void write_measured_report_markdown(std::ostream& out, const MeasuredValidation& result);
+void print_measured_table(std::ostream& out, const MeasuredValidation& result);
+
+}  // namespace twin
