@@ -1,0 +1,167 @@
+#include "tools/twinserve/bench_client.hpp"
+
+#include <httplib.h>
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "tools/twinserve/sse_stream.hpp"
+
+namespace twin::cli {
+namespace {
+
+constexpr std::size_t kErrorBodyBytes = 2048;  // of a refusal's body, for the record's reason
+
+std::string reason_of(const std::string& body) {
+  // OpenAI's error shape {"error": {"message": ...}} when the server uses it.
+  try {
+    const auto j = nlohmann::json::parse(body);
+    if (j.is_object() && j.contains("error")) {
+      const auto& e = j["error"];
+      if (e.is_object() && e.contains("message") && e["message"].is_string()) return e["message"].get<std::string>();
+      if (e.is_string()) return e.get<std::string>();
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return excerpt(body, 200);
+}
+
+}  // namespace
+
+BaseUrl parse_base_url(const std::string& url) {
+  const std::size_t scheme_end = url.find("://");
+  const std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    throw UsageError("--base-url " + url + ": expected http://HOST[:PORT][/PATH] (or https://)");
+  }
+  const std::size_t host_start = scheme_end + 3;
+  const std::size_t path_start = url.find('/', host_start);
+  BaseUrl out;
+  out.scheme_host_port = url.substr(0, path_start);
+  if (out.scheme_host_port.size() <= host_start) throw UsageError("--base-url " + url + ": no host");
+  if (path_start != std::string::npos) out.prefix = url.substr(path_start);
+  while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  return out;
+}
+
+CompletionClient::CompletionClient(const BaseUrl& url, std::string endpoint, double timeout_s)
+    : url_(url), endpoint_(std::move(endpoint)), http_(std::make_unique<httplib::Client>(url.scheme_host_port)) {
+  const auto timeout = std::chrono::microseconds(static_cast<std::int64_t>(std::ceil(timeout_s * 1e6)));
+  http_->set_keep_alive(true);
+  http_->set_connection_timeout(timeout);
+  http_->set_read_timeout(timeout);
+  http_->set_write_timeout(timeout);
+}
+
+CompletionClient::~CompletionClient() = default;
+
+std::string CompletionClient::url_of(const std::string& path) const { return url_.scheme_host_port + url_.prefix + path; }
+
+std::optional<std::string> CompletionClient::get(const std::string& path, std::string& error) {
+  const httplib::Result res = http_->Get((url_.prefix + path).c_str());
+  if (!res) {
+    error = "cannot reach " + url_of(path) + ": " + httplib::to_string(res.error()) + " error (is the server running?)";
+    return std::nullopt;
+  }
+  if (res->status != 200) {
+    error = url_of(path) + ": HTTP " + std::to_string(res->status) + ": " + reason_of(res->body);
+    return std::nullopt;
+  }
+  return res->body;
+}
+
+StreamResult CompletionClient::stream(const std::string& body, const std::function<Time()>& now,
+                                      const std::function<bool()>& stop) {
+  StreamResult out;
+  std::string error_body;
+  bool done = false;
+  SseParser parser([&](const std::string& data) {
+    if (done || !out.error.empty()) return;
+    if (data == "[DONE]") {
+      done = true;
+      return;
+    }
+    nlohmann::json chunk;
+    try {
+      chunk = nlohmann::json::parse(data);
+    } catch (const nlohmann::json::exception&) {
+      out.error = url_of(endpoint_) + ": a streamed event is not JSON: " + excerpt(data, 80);
+      return;
+    }
+    if (!chunk.is_object()) return;
+    if (chunk.contains("error")) {
+      out.error = url_of(endpoint_) + ": the server ended the stream with an error: " + reason_of(data);
+      return;
+    }
+    const auto choices = chunk.find("choices");
+    if (choices != chunk.end() && choices->is_array() && !choices->empty()) out.token_chunks.push_back(now());
+    const auto usage = chunk.find("usage");
+    if (usage != chunk.end() && usage->is_object()) {
+      const auto count = [&](const char* key) -> std::optional<std::int32_t> {
+        const auto v = usage->find(key);
+        if (v == usage->end() || !v->is_number_integer() || v->get<std::int64_t>() < 0) return std::nullopt;
+        return static_cast<std::int32_t>(std::min<std::int64_t>(v->get<std::int64_t>(), std::numeric_limits<std::int32_t>::max()));
+      };
+      if (auto c = count("completion_tokens")) out.completion_tokens = c;
+      if (auto p = count("prompt_tokens")) out.prompt_tokens = p;
+    }
+  });
+
+  httplib::Request req;
+  req.method = "POST";
+  req.path = url_.prefix + endpoint_;
+  req.headers = {{"Content-Type", "application/json"}, {"Accept", "text/event-stream"}};
+  req.body = body;
+  req.response_handler = [&](const httplib::Response& res) {
+    out.http_status = res.status;
+    return true;
+  };
+  bool parse_failed = false;
+  req.content_receiver = [&](const char* data, std::size_t len, std::uint64_t, std::uint64_t) {
+    if (stop && stop()) return false;
+    if (out.http_status != 200) {
+      if (error_body.size() < kErrorBodyBytes) error_body.append(data, std::min(len, kErrorBodyBytes - error_body.size()));
+      return true;
+    }
+    try {
+      parser.feed(std::string_view(data, len));
+    } catch (const Error& e) {
+      out.error = url_of(endpoint_) + ": " + e.what();
+      parse_failed = true;
+      return false;
+    }
+    return out.error.empty();
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  out.sent = now();
+  const bool ok = http_->send(req, res, err);
+  if (!out.error.empty()) return out;
+  if (!ok && out.http_status == 0) {
+    out.error = "cannot reach " + url_of(endpoint_) + ": " + httplib::to_string(err) + " error";
+    return out;
+  }
+  if (stop && stop() && err == httplib::Error::Canceled) {
+    out.error = "interrupted";
+    return out;
+  }
+  if (out.http_status != 200) {
+    out.refused = out.http_status == 429 || out.http_status == 503;
+    out.error = url_of(endpoint_) + ": HTTP " + std::to_string(out.http_status) + ": " + reason_of(error_body);
+    return out;
+  }
+  if (!ok) {
+    out.error = url_of(endpoint_) + ": the stream broke off: " + httplib::to_string(err) + " error";
+    return out;
+  }
+  if (!parse_failed) parser.finish();
+  if (out.error.empty() && out.token_chunks.empty()) {
+    out.error = url_of(endpoint_) + ": the stream ended without a token";
+  }
+  return out;
+}
+
+}  // namespace twin::cli
