@@ -2,7 +2,9 @@
 // A transformer's shape, with the Hugging Face config.json field names, so a
 // user can point us at their model's config.json. Decoder-only, Llama-style
 // blocks (RMSNorm, rotary, gated SiLU MLP); Mixtral-style MoE when
-// num_local_experts > 0.
+// num_local_experts > 0, with DeepSeek-style shared experts, expert width
+// and leading dense layers where the config has them (the simulator prices
+// them; the engine runs Mixtral-style MoE only).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,11 +48,20 @@ struct ModelDesc {
   bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
   bool mlp_bias = false;          // MLP projections carry biases (the engine refuses them)
   std::string hidden_act = "silu";  // the MLP's activation (the engine runs silu only)
-  int64_t num_local_experts = 0;  // 0: dense MLP
+  int64_t num_local_experts = 0;  // 0: dense MLP (DeepSeek's configs: n_routed_experts)
   int64_t num_experts_per_tok = 0;
+  // DeepSeek-V2/V3: each expert's width (0: intermediate_size), experts
+  // every token runs beside its routed ones, and the first layers' dense
+  // MLPs of intermediate_size in place of experts.
+  int64_t moe_intermediate_size = 0;
+  int64_t n_shared_experts = 0;
+  int64_t first_k_dense_replace = 0;
   Dtype torch_dtype = Dtype::bf16;  // the dtype the checkpoint is published in
 
   bool is_moe() const { return num_local_experts > 0; }
+  int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }
+  // Layers with a dense MLP: all of a dense model's, a MoE model's first k.
+  int64_t dense_layers() const { return is_moe() ? first_k_dense_replace : num_hidden_layers; }
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
 };

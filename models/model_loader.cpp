@@ -15,7 +15,7 @@ namespace {
 
 // Architectures whose blocks match the op list in step_ops.hpp. Others (GPT-2,
 // Gemma, DeepSeek MLA, ...) differ in ways we would silently get wrong.
-constexpr const char* kSupportedTypes[] = {"llama", "mistral", "mixtral", "qwen2"};
+constexpr const char* kSupportedTypes[] = {"llama", "mistral", "mixtral", "qwen2", "deepseek_v3"};
 
 void require_positive(const std::string& origin, const char* key, int64_t v) {
   if (v <= 0) json_field_error(origin, key, "expected a positive integer, got " + std::to_string(v));
@@ -68,7 +68,15 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
                    [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
     json_field_error(origin, "model_type",
-                     "unsupported '" + excerpt(m.model_type) + "'; supported: llama, mistral, mixtral, qwen2");
+                     "unsupported '" + excerpt(m.model_type) + "'; supported: llama, mistral, mixtral, qwen2, deepseek_v3");
+  // DeepSeek's own config.json describes multi-head latent attention, which
+  // this registry does not: priced as its num_key_value_heads it would be
+  // wrong by far, so it is refused (the bundled deepseek-v3 gives GQA heads
+  // standing in for it).
+  if (j.contains("kv_lora_rank") && !j.at("kv_lora_rank").is_null())
+    json_field_error(origin, "kv_lora_rank",
+                     "multi-head latent attention is not modelled; give num_key_value_heads and head_dim standing in "
+                     "for it (as the bundled deepseek-v3 does) and drop kv_lora_rank");
 
   m.hidden_size = json_int(j, "hidden_size", origin);
   m.intermediate_size = json_int(j, "intermediate_size", origin);
@@ -135,9 +143,13 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                                                : m.model_type == "qwen2";
   if (present("mlp_bias")) m.mlp_bias = json_bool(j, "mlp_bias", origin);
   if (present("hidden_act")) m.hidden_act = json_string(j, "hidden_act", origin);
-  if (present("num_local_experts")) {
-    m.num_local_experts = json_int(j, "num_local_experts", origin);
-    if (m.num_local_experts < 0) json_field_error(origin, "num_local_experts", "expected >= 0");
+  // DeepSeek's configs call the routed experts n_routed_experts.
+  const char* experts_key = present("num_local_experts") ? "num_local_experts"
+                            : present("n_routed_experts") ? "n_routed_experts"
+                                                          : nullptr;
+  if (experts_key) {
+    m.num_local_experts = json_int(j, experts_key, origin);
+    if (m.num_local_experts < 0) json_field_error(origin, experts_key, "expected >= 0");
     if (m.num_local_experts == 1) m.num_local_experts = 0;  // one expert is a dense MLP
   }
   if (m.is_moe()) {
@@ -145,6 +157,21 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     if (m.num_experts_per_tok < 1 || m.num_experts_per_tok > m.num_local_experts)
       json_field_error(origin, "num_experts_per_tok",
                        "expected 1 to num_local_experts (" + std::to_string(m.num_local_experts) + ")");
+    if (present("moe_intermediate_size")) {
+      m.moe_intermediate_size = json_int(j, "moe_intermediate_size", origin);
+      require_positive(origin, "moe_intermediate_size", m.moe_intermediate_size);
+    }
+    if (present("n_shared_experts")) {
+      m.n_shared_experts = json_int(j, "n_shared_experts", origin);
+      if (m.n_shared_experts < 0 || m.n_shared_experts > 1024)
+        json_field_error(origin, "n_shared_experts", "expected 0 to 1024");
+    }
+    if (present("first_k_dense_replace")) {
+      m.first_k_dense_replace = json_int(j, "first_k_dense_replace", origin);
+      if (m.first_k_dense_replace < 0 || m.first_k_dense_replace >= m.num_hidden_layers)
+        json_field_error(origin, "first_k_dense_replace",
+                         "expected 0 to num_hidden_layers - 1 (" + std::to_string(m.num_hidden_layers - 1) + ")");
+    }
   }
   // Sizes are computed in int64 (parameters, bytes): a descriptor past any
   // real model would overflow them. Estimated in long double, generously.

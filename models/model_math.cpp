@@ -1,5 +1,6 @@
 #include "models/model_math.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -12,18 +13,21 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Parameters of one layer, split over `tp` GPUs (tp = 1: the whole layer).
-// Norm weights are replicated on every GPU. `active_experts` < 0: all.
-int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts) {
+// Norm weights are replicated on every GPU. `active_experts` < 0: all the
+// experts on the GPU (num_local_experts / ep). A MoE model's dense layers
+// (its first first_k_dense_replace) take `moe_layer` false.
+int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep, bool moe_layer) {
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
   int64_t attn = h * (q + 2 * kv) + q * h;
   if (m.attention_bias) attn += q + 2 * kv;
-  const int64_t mlp_one = 3 * h * (m.intermediate_size / tp);
-  int64_t mlp = mlp_one;
-  if (m.is_moe()) {
-    const int64_t experts = active_experts < 0 ? m.num_local_experts : active_experts;
-    mlp = experts * mlp_one + h * m.num_local_experts;  // router is replicated
+  int64_t mlp = 3 * h * (m.intermediate_size / tp);
+  if (moe_layer) {
+    const int64_t expert_one = 3 * h * (m.expert_intermediate_size() / tp);
+    const int64_t experts = active_experts < 0 ? m.num_local_experts / ep : active_experts;
+    // Shared experts run on every rank; the router is replicated.
+    mlp = (experts + m.n_shared_experts) * expert_one + h * m.num_local_experts;
   }
   return attn + mlp + 2 * h;
 }
@@ -31,7 +35,7 @@ int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts) {
 // Bytes of one layer's weights at a precision, split as layer_params: the
 // projections and experts in the linear format, bias, router and norms
 // unquantised.
-double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p) {
+double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p, int ep, bool moe_layer) {
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
@@ -39,12 +43,13 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p) {
   int64_t dense = 2 * h;
   if (m.attention_bias) dense += q + 2 * kv;
   double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
-  const double mlp_one = p.linear_bytes(2 * inter, h) + p.linear_bytes(h, inter);
-  if (m.is_moe()) {
-    linear += static_cast<double>(m.num_local_experts) * mlp_one;
+  if (moe_layer) {
+    const int64_t e_inter = m.expert_intermediate_size() / tp;
+    const double expert_one = p.linear_bytes(2 * e_inter, h) + p.linear_bytes(h, e_inter);
+    linear += static_cast<double>(m.num_local_experts / ep + m.n_shared_experts) * expert_one;
     dense += h * m.num_local_experts;
   } else {
-    linear += mlp_one;
+    linear += p.linear_bytes(2 * inter, h) + p.linear_bytes(h, inter);
   }
   return linear + static_cast<double>(dense) * p.dense_bytes();
 }
@@ -52,26 +57,38 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p) {
 // Whole bytes: exact for unquantised weights, scales' fractions rounded up.
 int64_t whole_bytes(double bytes) { return static_cast<int64_t>(std::ceil(bytes)); }
 
+// Parameters of `layers` layers starting at layer `first`: dense ones and MoE ones.
+int64_t layers_params(const ModelDesc& m, int64_t first, int64_t layers, int tp, int64_t active_experts, int ep) {
+  const int64_t dense = std::clamp<int64_t>(m.dense_layers() - first, 0, layers);
+  return dense * layer_params(m, tp, active_experts, ep, false) +
+         (layers - dense) * layer_params(m, tp, active_experts, ep, true);
+}
+
+double layers_bytes(const ModelDesc& m, int64_t first, int64_t layers, int tp, const WeightPrecision& p, int ep) {
+  const int64_t dense = std::clamp<int64_t>(m.dense_layers() - first, 0, layers);
+  return static_cast<double>(dense) * layer_bytes(m, tp, p, ep, false) +
+         static_cast<double>(layers - dense) * layer_bytes(m, tp, p, ep, true);
+}
+
 }  // namespace
 
 int64_t param_count(const ModelDesc& m) {
   const int64_t emb = m.vocab_size * m.hidden_size;
-  return emb * (m.tie_word_embeddings ? 1 : 2) + m.num_hidden_layers * layer_params(m, 1, -1) +
-         m.hidden_size;
+  return emb * (m.tie_word_embeddings ? 1 : 2) + layers_params(m, 0, m.num_hidden_layers, 1, -1, 1) + m.hidden_size;
 }
 
 int64_t active_param_count(const ModelDesc& m) {
   if (!m.is_moe()) return param_count(m);
   const int64_t emb = m.vocab_size * m.hidden_size;
-  return emb * (m.tie_word_embeddings ? 1 : 2) +
-         m.num_hidden_layers * layer_params(m, 1, m.num_experts_per_tok) + m.hidden_size;
+  return emb * (m.tie_word_embeddings ? 1 : 2) + layers_params(m, 0, m.num_hidden_layers, 1, m.num_experts_per_tok, 1) +
+         m.hidden_size;
 }
 
 int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights) {
   if (!weights.quantized()) return param_count(m) * dtype_bytes(weights.dtype);
   const int64_t emb = m.vocab_size * m.hidden_size;
   const int64_t dense = emb * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
-  return whole_bytes(static_cast<double>(m.num_hidden_layers) * layer_bytes(m, 1, weights) +
+  return whole_bytes(layers_bytes(m, 0, m.num_hidden_layers, 1, weights, 1) +
                      static_cast<double>(dense) * weights.dense_bytes());
 }
 
@@ -94,14 +111,37 @@ void check_layout(const ModelDesc& m, const ParallelLayout& layout) {
   if (m.intermediate_size % tp != 0)
     throw UsageError(who + "tp=" + std::to_string(tp) + " does not divide intermediate_size=" +
                      std::to_string(m.intermediate_size));
+  if (m.is_moe() && m.expert_intermediate_size() % tp != 0)
+    throw UsageError(who + "tp=" + std::to_string(tp) + " does not divide moe_intermediate_size=" +
+                     std::to_string(m.expert_intermediate_size()));
   if (pp > m.num_hidden_layers)
     throw UsageError(who + "pp=" + std::to_string(pp) + " exceeds num_hidden_layers=" +
                      std::to_string(m.num_hidden_layers));
+  const int ep = layout.ep;
+  if (ep < 1) throw UsageError(who + "expert parallel size must be >= 1, got " + std::to_string(ep));
+  if (ep > 1 && !m.is_moe())
+    throw UsageError(who + "ep=" + std::to_string(ep) + ": expert parallelism needs a mixture-of-experts model");
+  if (ep > 1 && m.num_local_experts % ep != 0)
+    throw UsageError(who + "ep=" + std::to_string(ep) + " does not divide the " + std::to_string(m.num_local_experts) +
+                     " experts");
+  const double share = layout.expert_busiest_share;
+  if (share != 0 && !(share >= 1.0 / ep - 1e-12 && share <= 1.0))
+    throw UsageError(who + "expert_busiest_share must be 0 (uniform) or from 1/ep = " + std::to_string(1.0 / ep) +
+                     " to 1, got " + std::to_string(share));
 }
 
 int64_t stage_layers(const ModelDesc& m, int pp, int pp_stage) {
   const int64_t base = m.num_hidden_layers / pp, extra = m.num_hidden_layers % pp;
   return base + (pp_stage < extra ? 1 : 0);
+}
+
+int64_t stage_first_layer(const ModelDesc& m, int pp, int pp_stage) {
+  const int64_t base = m.num_hidden_layers / pp, extra = m.num_hidden_layers % pp;
+  return pp_stage * base + std::min<int64_t>(pp_stage, extra);
+}
+
+int64_t stage_dense_layers(const ModelDesc& m, int pp, int pp_stage) {
+  return std::clamp<int64_t>(m.dense_layers() - stage_first_layer(m, pp, pp_stage), 0, stage_layers(m, pp, pp_stage));
 }
 
 int64_t q_heads_per_gpu(const ModelDesc& m, int tp) { return m.num_attention_heads / tp; }
@@ -119,7 +159,8 @@ int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelL
 int64_t weight_bytes_per_gpu(const ModelDesc& m, const WeightPrecision& weights, const ParallelLayout& layout,
                              int pp_stage) {
   const int64_t layers = stage_layers(m, layout.pp, pp_stage);
-  int64_t params = weights.quantized() ? 0 : layers * layer_params(m, layout.tp, -1);
+  const int64_t first_layer = stage_first_layer(m, layout.pp, pp_stage);
+  int64_t params = weights.quantized() ? 0 : layers_params(m, first_layer, layers, layout.tp, -1, layout.ep);
   const int64_t vocab_shard = ceil_div(m.vocab_size, layout.tp) * m.hidden_size;
   const bool first = pp_stage == 0, last = pp_stage == layout.pp - 1;
   if (first) params += vocab_shard;
@@ -127,7 +168,7 @@ int64_t weight_bytes_per_gpu(const ModelDesc& m, const WeightPrecision& weights,
   // stage holds its own copy.
   if (last) params += m.hidden_size + ((m.tie_word_embeddings && first) ? 0 : vocab_shard);
   if (!weights.quantized()) return params * dtype_bytes(weights.dtype);
-  return whole_bytes(static_cast<double>(layers) * layer_bytes(m, layout.tp, weights) +
+  return whole_bytes(layers_bytes(m, first_layer, layers, layout.tp, weights, layout.ep) +
                      static_cast<double>(params) * weights.dense_bytes());
 }
 

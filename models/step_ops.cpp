@@ -1,6 +1,7 @@
 #include "models/step_ops.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/error.hpp"
@@ -14,7 +15,8 @@ constexpr std::string_view kOpNames[kNumOpKinds] = {
     "embed",        "rmsnorm",    "qkv_proj",         "rotary",        "attn_prefill",
     "attn_decode",  "o_proj",     "tp_allreduce",     "gate_up_proj",  "silu_mul",
     "down_proj",    "moe_router", "moe_gate_up_proj", "moe_down_proj", "final_norm",
-    "lm_head",      "tp_gather",  "sample",           "pp_send",
+    "lm_head",      "tp_gather",  "sample",           "pp_send",       "ep_dispatch",
+    "ep_combine",
 };
 
 // Rough per-element costs of the elementwise kernels; they are memory bound,
@@ -149,8 +151,29 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
       add_seq(prefill, s.new_tokens, ctx, m.sliding_window);
     sampling += s.samples ? 1 + std::max<int64_t>(s.lookahead, 0) : 0;
   }
-  const int64_t tokens = prefill.tokens + decode.tokens;
+  int64_t tokens = prefill.tokens + decode.tokens;
   if (tokens == 0) return;
+  // Expert parallelism: the busiest rank's work. Attention and the dense
+  // parts see 1/ep of the batch (its sequences are spread over the ranks);
+  // the experts see the routed rows the busiest rank's experts receive.
+  const int ep = layout.ep;
+  const int64_t routed = tokens * m.num_experts_per_tok;
+  int64_t expert_rows = routed;
+  if (ep > 1) {
+    auto share = [ep](int64_t x) { return (x + ep - 1) / ep; };
+    for (AttnSums* a : {&prefill, &decode}) {
+      a->seqs = share(a->seqs);
+      a->tokens = share(a->tokens);
+      a->context = share(a->context);
+      a->score_pairs = share(a->score_pairs);
+    }
+    tokens = share(tokens);
+    sampling = share(sampling);
+    expert_rows = layout.expert_busiest_share > 0
+                      ? std::min<int64_t>(routed, static_cast<int64_t>(std::ceil(layout.expert_busiest_share *
+                                                                                 static_cast<double>(routed) - 1e-9)))
+                      : share(routed);
+  }
 
   const int tp = layout.tp;
   const bool first = pp_stage == 0, last = pp_stage == layout.pp - 1;
@@ -160,6 +183,9 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
   const int64_t q_dim = q_heads * m.head_dim;
   const int64_t kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t inter = m.intermediate_size / tp;
+  const int64_t expert_inter = m.expert_intermediate_size() / tp;
+  // A DeepSeek-style MoE model's first layers have dense MLPs.
+  const int64_t dense_layers = m.is_moe() ? stage_dense_layers(m, layout.pp, pp_stage) : 0;
   const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
   const double wb = weights.dense_bytes();
   const double act = weights.activation();
@@ -216,17 +242,43 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
         out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, instances));
         break;
       case ForwardCall::moe_experts: {
-        const int64_t rows = tokens * m.num_experts_per_tok;
-        const int64_t touched = std::min(m.num_local_experts, rows);
+        const int64_t rows = expert_rows;
+        const int64_t touched = std::min(m.num_local_experts / ep, rows);
+        // The rows from other ranks arrive (dispatch) and go back (combine)
+        // through all-to-alls over the EP group, each GPU of the rank moving
+        // 1/tp of them.
+        Op a2a;
+        a2a.m = rows;
+        a2a.tokens = rows;
+        a2a.n = h;
+        a2a.comm_bytes = static_cast<double>(rows) * (ep - 1) / ep * dh * act / tp;
+        a2a.group = ep;
+        a2a.repeat = static_cast<int32_t>(instances);
+        if (ep > 1) {
+          a2a.kind = OpKind::ep_dispatch;
+          out.push_back(a2a);
+        }
         // The weights of exactly the experts touched are read, in the
         // linear layers' format.
-        Op up = linear(OpKind::moe_gate_up_proj, rows, 2 * inter, h, weights, instances, false, touched);
+        Op up = linear(OpKind::moe_gate_up_proj, rows, 2 * expert_inter, h, weights, instances, false, touched);
         up.num_seqs = touched;
         out.push_back(up);
-        out.push_back(elementwise(OpKind::silu_mul, rows, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
-        Op down = linear(OpKind::moe_down_proj, rows, h, inter, weights, instances, false, touched);
+        out.push_back(elementwise(OpKind::silu_mul, rows, expert_inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
+        Op down = linear(OpKind::moe_down_proj, rows, h, expert_inter, weights, instances, false, touched);
         down.num_seqs = touched;
         out.push_back(down);
+        if (ep > 1) {
+          a2a.kind = OpKind::ep_combine;
+          out.push_back(a2a);
+        }
+        if (m.n_shared_experts > 0) {
+          // Shared experts (DeepSeek): one dense MLP of their summed width
+          // over every token of the rank, beside the routed ones.
+          const int64_t shared = m.n_shared_experts * expert_inter;
+          out.push_back(linear(OpKind::gate_up_proj, tokens, 2 * shared, h, weights, instances));
+          out.push_back(elementwise(OpKind::silu_mul, tokens, shared, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
+          out.push_back(linear(OpKind::down_proj, tokens, h, shared, weights, instances));
+        }
         break;
       }
       case ForwardCall::final_norm: {
@@ -260,7 +312,18 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
     const ForwardCallInfo& info = call_info(call);
     if (info.part == CallPart::epilogue) continue;
     if (info.part == CallPart::prologue ? !first : layers == 0) continue;
-    const int64_t instances = info.part == CallPart::layer ? layers : 1;
+    int64_t instances = info.part == CallPart::layer ? layers : 1;
+    if (call == ForwardCall::moe_router || call == ForwardCall::moe_experts) {
+      // The dense layers of a MoE model run the dense MLP's calls instead.
+      if (call == ForwardCall::moe_router && dense_layers > 0) {
+        for (ForwardCall dense : {ForwardCall::gate_up_proj, ForwardCall::silu_mul, ForwardCall::down_proj}) {
+          price(dense, dense_layers);
+          if (call_info(dense).tp_allreduce_after) allreduces += dense_layers;
+        }
+      }
+      instances = layers - dense_layers;
+      if (instances == 0) continue;
+    }
     price(call, instances);
     if (info.tp_allreduce_after) allreduces += instances;
   }

@@ -33,7 +33,11 @@ struct BatchShape {
 //     m x k activations times k x n weights; m = tokens (lm_head: sampling seqs).
 //   moe_gate_up_proj, moe_down_proj: m = tokens * top_k rows spread evenly
 //     (balanced routing) over num_seqs = experts touched = min(experts, m);
-//     the weights of exactly those experts are read.
+//     the weights of exactly those experts are read. A DeepSeek-style model
+//     adds, per MoE layer, a gate_up_proj / silu_mul / down_proj of the
+//     shared experts' summed width over every token, and runs the dense
+//     MLP's three ops (instances = its first_k_dense_replace layers in the
+//     stage) before the router.
 //   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n
 //     (final_norm: num_seqs = the sampling seqs, whose rows it gathers).
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
@@ -44,6 +48,16 @@ struct BatchShape {
 //     activation bytes), group = tp. tp_gather: logits gathered for sampling.
 //   pp_send: comm_bytes = hidden states and residual to the next stage.
 //   sample: num_seqs sampling seqs over n = vocab.
+//   ep_dispatch, ep_combine (ep > 1): the all-to-alls that send each token's
+//     hidden state to the ranks of its experts and the expert outputs back;
+//     m = the busiest rank's routed rows, comm_bytes = what one of its GPUs
+//     receives (its rows from the other ranks: rows x (ep-1)/ep x hidden x
+//     activation bytes, over the rank's tp GPUs), group = ep.
+// Under EP (layout.ep > 1) the ops are those of the busiest rank: 1/ep of
+// the batch's tokens, sequences and attention work (rounded up) for
+// attention and the dense parts, and for the experts the routed rows
+// (tokens x top_k) times layout.busiest_share() over num_local_experts / ep
+// experts.
 enum class OpKind : int32_t {
   embed,
   rmsnorm,
@@ -64,8 +78,10 @@ enum class OpKind : int32_t {
   tp_gather,
   sample,
   pp_send,
+  ep_dispatch,
+  ep_combine,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::pp_send) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::ep_combine) + 1;
 
 // Static snake_case name ("qkv_proj"); "unknown" for out-of-range values.
 std::string_view op_name(OpKind kind);

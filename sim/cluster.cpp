@@ -17,7 +17,8 @@ std::string describe(const GroupPlan& g) {
   const std::string quant =
       g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) : std::string();
   return g.model.name + " (" + std::string(dtype_name(g.dtype)) + quant + ") on " + g.hardware.name + " with tp=" +
-         std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp);
+         std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp) +
+         (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string());
 }
 
 // Replicas of a group never straddle nodes unless one replica needs more
@@ -67,7 +68,8 @@ void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
       KvTransferModel::Endpoint e;
       e.group = static_cast<std::int32_t>(gi);
       e.first_gpu = g.replica_gpus[r].front();
-      e.gpus = static_cast<std::int32_t>(g.replica_gpus[r].size());
+      // A request's KV lives on one EP rank's GPUs: those are its lanes.
+      e.gpus = static_cast<std::int32_t>(g.replica_gpus[r].size()) / g.layout.ep;
       e.node = cluster.topology.node_of(e.first_gpu);
       e.kv_bytes_per_token = static_cast<double>(kv_bytes_per_token(g.model, g.kv_dtype));
       e.layers = static_cast<std::int32_t>(std::max<std::int64_t>(1, g.model.num_hidden_layers));
@@ -211,8 +213,12 @@ Cluster build_cluster(const ClusterConfig& config) {
         apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
         g.precision = WeightPrecision(g.dtype);
       }
-      g.layout = ParallelLayout{gc.tp, gc.pp};
+      g.layout = ParallelLayout{gc.tp, gc.pp, gc.ep, gc.expert_busiest_share};
       check_layout(g.model, g.layout);
+      if (gc.ep > 1 && (profile || !gc.replay.empty())) {
+        throw UsageError("ep=" + std::to_string(gc.ep) + ": expert parallelism is priced by the roofline only (the engine "
+                         "runs one GPU; drop --profile / --replay)");
+      }
 
       g.replica = replica_preset(config.scheduler_preset);
       // As vLLM (and `twinserve run`): requests are bounded by the model's own
@@ -256,7 +262,8 @@ Cluster build_cluster(const ClusterConfig& config) {
       mem.num_gpu_blocks_override = override_blocks;
       mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
       mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
-      mem.collective_reserve_bytes = g.layout.tp * g.layout.pp > 1 ? g.hardware.collective_reserve_bytes : 0.0;
+      mem.collective_reserve_bytes = g.layout.tp * g.layout.pp * g.layout.ep > 1 ? g.hardware.collective_reserve_bytes : 0.0;
+      mem.attention_ranks = g.layout.ep;
       // vLLM captures its CUDA graphs after the cache is sized, so the graph
       // pool lives in the (1 - utilization) headroom, not in this budget.
       mem.cuda_graph_reserve_bytes = 0;
@@ -280,7 +287,8 @@ Cluster build_cluster(const ClusterConfig& config) {
       validate(g.replica);
 
       const NodeLinks links = node_links(g.hardware);
-      const std::int32_t gpus_per_replica = gc.tp * gc.pp;
+      const std::int32_t stage_gpus = g.layout.gpus_per_stage();  // ep ranks of tp GPUs
+      const std::int32_t gpus_per_replica = stage_gpus * gc.pp;
       g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, gc.count);
       g.first_replica = next_replica;
       next_replica += gc.count;
@@ -290,10 +298,14 @@ Cluster build_cluster(const ClusterConfig& config) {
       RooflineParams params = roofline_params(g.hardware, g.precision);
       const std::vector<GpuId>& gpus = g.replica_gpus.front();
       for (int stage = 0; stage < gc.pp; ++stage) {
-        std::vector<GpuId> ring(gpus.begin() + stage * gc.tp, gpus.begin() + (stage + 1) * gc.tp);
+        const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage
+        std::vector<GpuId> ring(first_gpu, first_gpu + gc.tp);
         params.tp_rings.push_back(cluster.topology.ring(ring));
-        params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(gpus[stage * gc.tp], gpus[(stage + 1) * gc.tp])
+        params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(*first_gpu, gpus[(stage + 1) * stage_gpus])
                                                     : PathCost{});
+        std::vector<GpuId> ep_group;  // TP rank 0 of every EP rank
+        for (std::int32_t r = 0; r < gc.ep; ++r) ep_group.push_back(first_gpu[r * gc.tp]);
+        params.ep_groups.push_back(cluster.topology.all_to_all(ep_group));
       }
       params.host_link = cluster.topology.host_path(gpus.front());
       if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;

@@ -1,5 +1,6 @@
 #include "sim/cluster_config.hpp"
 
+#include <cstdio>
 #include <limits>
 #include <set>
 
@@ -114,7 +115,8 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
 ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const std::string& where) {
   check_keys(g, origin, where,
              {"model", "hardware", "dtype", "kv_dtype", "quantization", "tp", "pp", "count", "gpu_memory_utilization",
-              "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config", "role"});
+              "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config", "role", "ep",
+              "expert_busiest_share"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
@@ -135,6 +137,8 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
       core_check(origin, name, [&] { (void)parse_quant_method(out.quantization); });
     } else if (key == "tp") out.tp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "pp") out.pp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    else if (key == "ep") out.ep = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    else if (key == "expert_busiest_share") out.expert_busiest_share = get_fraction(v, origin, name);
     else if (key == "count") out.count = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1'000'000));
     else if (key == "gpu_memory_utilization") out.gpu_memory_utilization = get_fraction(v, origin, name);
     else if (key == "num_gpu_blocks_override")
@@ -216,7 +220,7 @@ std::vector<KvTierSpec> parse_kv_tiers(const Json& list, const std::string& orig
 ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) {
   check_keys(json, origin, "",
              {"groups", "scheduler", "router", "slos", "seed", "gpu_memory_utilization", "num_gpu_blocks_override",
-              "disaggregation", "kv_tiers", "kv_tier_load_overlap"});
+              "disaggregation", "kv_tiers", "kv_tier_load_overlap", "router_refresh_s"});
   ClusterConfig out;
   out.origin = origin;
   for (const auto& [key, v] : json.items()) {
@@ -237,6 +241,10 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
     } else if (key == "router") {
       out.router = get_string(v, origin, key);
       core_check(origin, key, [&] { (void)router_policy(out.router); });
+    } else if (key == "router_refresh_s") {
+      if (!v.is_number()) fail(origin, key, "expected a number of seconds");
+      out.router_refresh_s = v.get<double>();
+      core_check(origin, key, [&] { check_router_refresh(out.router_refresh_s, ""); });
     } else if (key == "slos") {
       out.slos = get_string(v, origin, key);
       core_check(origin, key, [&] { (void)parse_slos(out.slos); });
@@ -253,6 +261,16 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
     }
   }
   return out;
+}
+
+void check_router_refresh(double seconds, const std::string& what) {
+  if (seconds == 0) return;
+  if (!(seconds >= kMinRouterRefreshS && seconds <= kMaxRouterRefreshS)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", seconds);
+    throw UsageError((what.empty() ? std::string() : what + ": ") + "expected 0 (the router sees live state) or a period from 1e-06 to 86400 seconds, got " +
+                     buf);
+  }
 }
 
 bool has_pools(const ClusterConfig& config) {
@@ -283,6 +301,9 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     if (!g.quantization.empty()) j["quantization"] = g.quantization;
     j["tp"] = g.tp;
     j["pp"] = g.pp;
+    // Only an EP group echoes it: other runs' summaries stay as they were.
+    if (g.ep != 1) j["ep"] = g.ep;
+    if (g.expert_busiest_share > 0) j["expert_busiest_share"] = g.expert_busiest_share;
     j["count"] = g.count;
     if (g.gpu_memory_utilization > 0) j["gpu_memory_utilization"] = g.gpu_memory_utilization;
     if (g.num_gpu_blocks_override >= 0) j["num_gpu_blocks_override"] = g.num_gpu_blocks_override;
@@ -300,6 +321,8 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
   for (const auto& [k, v] : override_options(config.overrides)) sched[k] = v;
   out["scheduler"] = std::move(sched);
   out["router"] = config.router;
+  // Only a run with a refresh period echoes it: other runs' summaries stay as they were.
+  if (config.router_refresh_s > 0) out["router_refresh_s"] = config.router_refresh_s;
   if (has_pools(config)) {
     // Only a cluster with pools echoes it: other runs' summaries stay as they were.
     const DisaggregationConfig& d = config.disaggregation;

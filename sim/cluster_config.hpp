@@ -26,6 +26,11 @@ struct ReplicaGroupConfig {
   std::string quantization;
   std::int32_t tp = 1;
   std::int32_t pp = 1;
+  // Expert parallelism (MoE models): ep ranks of tp GPUs per stage, attention
+  // data parallel, experts split over the ranks; the busiest rank's share of
+  // the routed tokens (0: uniform). models/model_math.hpp, docs/simulate.md.
+  std::int32_t ep = 1;
+  double expert_busiest_share = 0;
   std::int32_t count = 1;
   double gpu_memory_utilization = 0;       // 0: the cluster's
   std::int32_t num_gpu_blocks_override = -1;  // -1: the cluster's; 0: none
@@ -76,6 +81,12 @@ struct ClusterConfig {
   OptionList scheduler_options;            // the file's, applied first
   ReplicaOverrides overrides;              // flags and planner candidates: then these, then a group's options
   std::string router = "round_robin";
+  // How often the router's view of the replicas is refreshed, in seconds
+  // (docs/simulate.md, "Router refresh"): 0 (default) routes on every
+  // replica's state at the arrival, exactly; > 0 on what the router saw at
+  // the last refresh, and the replicas advance apart in between (threads,
+  // MPI ranks). At most kMaxRouterRefreshS.
+  double router_refresh_s = 0;
   DisaggregationConfig disaggregation;
   std::string slos;                        // "ttft_p90<=2s,..."; empty: none
   std::uint64_t seed = 0;
@@ -90,6 +101,12 @@ struct ClusterConfig {
   // divide the heads) name it and the group. Empty for a config from flags.
   std::string origin;
 };
+
+// The router refresh period's range: 0, or from a microsecond to a day.
+inline constexpr double kMinRouterRefreshS = 1e-6;
+inline constexpr double kMaxRouterRefreshS = 86400;
+// twin::UsageError unless `seconds` is in that range; `what` (if given) names the key or flag.
+void check_router_refresh(double seconds, const std::string& what);
 
 // Throws twin::Error naming `origin` and the key for an unknown key, a wrong
 // type or an out-of-range value.

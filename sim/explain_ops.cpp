@@ -68,7 +68,7 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
                                     : std::string()) +
            ") on " +
            g.hardware.name + ", tp=" + std::to_string(g.layout.tp) + " pp=" + std::to_string(g.layout.pp) +
-           " (first stage)\n";
+           (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string()) + " (first stage)\n";
     for (const NamedShape& s : list) {
       StepPlan plan;
       StepInput in{&plan, &s.shape, g.first_replica, 0};

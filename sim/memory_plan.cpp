@@ -52,7 +52,9 @@ MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
                 ". Use more GPUs per replica (--tensor-parallel-size / --pipeline-parallel-size), a smaller dtype, "
                 "or a larger --gpu-memory-utilization");
   }
-  const double blocks = std::floor(plan.kv_bytes / plan.block_bytes);
+  if (in.attention_ranks < 1) throw UsageError("attention ranks must be >= 1");
+  plan.attention_ranks = in.attention_ranks;
+  const double blocks = std::floor(plan.kv_bytes / plan.block_bytes) * in.attention_ranks;
   if (in.num_gpu_blocks_override > 0) {
     // vLLM honours the override even beyond what fits; so do we (it is how
     // users pin a cache size to compare runs).
@@ -92,6 +94,11 @@ std::string explain_memory_plan(const MemoryPlan& p, const std::string& indent) 
   line("=", "KV cache", p.kv_bytes);
   line("/", "one block", p.block_bytes);
   char buf[160];
+  if (p.attention_ranks > 1) {
+    std::snprintf(buf, sizeof buf, "%sx %-34s %10d\n", indent.c_str(), "attention ranks (EP, each its own KV)",
+                  p.attention_ranks);
+    out += buf;
+  }
   std::snprintf(buf, sizeof buf, "%s= %-34s %10d%s\n", indent.c_str(), "KV blocks", p.num_blocks,
                 p.overridden ? " (num_gpu_blocks_override)" : "");
   out += buf;

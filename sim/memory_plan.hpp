@@ -21,6 +21,9 @@ struct MemoryPlanInput {
   double cuda_graph_reserve_bytes = 0;    // graph pool counted inside the budget
   double kv_block_bytes_per_gpu = 0;      // one block's share on the fullest GPU
   std::int32_t num_gpu_blocks_override = 0;  // > 0: use this many, as vLLM's flag
+  // Attention ranks of the replica (EP: ep; else 1): each holds the KV of
+  // its own sequences, so the replica has this many GPUs' worth of blocks.
+  std::int32_t attention_ranks = 1;
 };
 
 struct MemoryPlan {
@@ -34,7 +37,8 @@ struct MemoryPlan {
   double cuda_graph_bytes = 0;
   double kv_bytes = 0;         // left for the KV cache
   double block_bytes = 0;
-  std::int32_t num_blocks = 0;
+  std::int32_t num_blocks = 0;  // the replica's: per GPU x attention ranks
+  std::int32_t attention_ranks = 1;
   bool overridden = false;
 };
 

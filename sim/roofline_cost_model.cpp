@@ -143,6 +143,7 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Wei
   }
   params_.tp_rings.resize(layout_.pp);
   params_.pp_links.resize(layout_.pp);
+  params_.ep_groups.resize(layout_.pp);
   ops_.reserve(32);
 }
 
@@ -171,6 +172,16 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       one = params_.pp_links[stage].time(op.comm_bytes) + params_.kernel_launch_ns;
       c.curve = "link";
       break;
+    case OpKind::ep_dispatch:
+    case OpKind::ep_combine: {
+      // All-to-all over the EP group at the collectives' achieved fraction
+      // of the links (as the TP all-reduce).
+      AllToAllCost effective = params_.ep_groups[stage];
+      effective.bandwidth *= params_.allreduce_efficiency;
+      one = effective.time(op.comm_bytes) + params_.kernel_launch_ns;
+      c.curve = "link";
+      break;
+    }
     default: {
       const double compute_eff = compute_efficiency_for(op);
       const double memory_eff = memory_efficiency_for(op);

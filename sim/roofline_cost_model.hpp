@@ -80,6 +80,7 @@ struct RooflineParams {
   double step_overhead_ns = 0;
   std::vector<RingCost> tp_rings;    // per stage: the TP group as a ring
   std::vector<PathCost> pp_links;    // per stage: to the next stage (last unused)
+  std::vector<AllToAllCost> ep_groups;  // per stage: the EP ranks' all-to-all (size 1 without EP)
   PathCost host_link;                // GPU to host memory (swap)
   double kv_block_bytes_per_gpu = 0; // swap copy size per block
 };

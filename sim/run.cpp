@@ -34,7 +34,8 @@ std::string describe_cluster(const Cluster& cluster) {
         << (g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) + " " +
                                           std::string(g.precision.quant.kernel)
                                     : std::string())
-        << ", KV " << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp << ", "
+        << ", KV " << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp
+        << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string()) << ", "
         << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size << " tokens per replica"
         << (g.memory.overridden ? " (override)" : "") << ", preset " << g.replica.scheduler.preset << "\n";
   }
@@ -133,7 +134,13 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   if (outputs.progress) {
     options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
   }
-  Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers);
+  WindowOptions window;
+  check_router_refresh(config.router_refresh_s, "router_refresh_s");
+  window.router_refresh = from_seconds(config.router_refresh_s);
+  window.jobs = outputs.jobs;
+  // Each further thread prices with a cluster of its own (cost models keep scratch state).
+  window.more_specs = [&config] { return build_cluster(config).replicas; };
+  Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers, std::move(window));
   RunResult result;
   result.stats = simulator.run(source, sink);
   if (outputs.progress) outputs.progress({to_seconds(result.stats.end_time), result.stats.arrivals, ended});

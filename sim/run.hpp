@@ -34,6 +34,9 @@ struct RunOutputs {
   // draws the line, only on a terminal).
   std::function<void(const SimProgress&)> progress;
   bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
+  // Threads between router refreshes (config.router_refresh_s > 0; 1
+  // otherwise): the result files are the same bytes for any number.
+  int jobs = 1;
 };
 
 struct RunResult {

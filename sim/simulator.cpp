@@ -4,29 +4,11 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "sim/replica_pricing.hpp"
 #include "sim/virtual_clock.hpp"
+#include "sim/windowed_simulator.hpp"
 
 namespace twin {
-namespace {
-
-std::vector<VirtualClock::Pricing> pricing_of(const std::vector<SimReplicaSpec>& specs) {
-  std::vector<VirtualClock::Pricing> out;
-  out.reserve(specs.size());
-  for (const SimReplicaSpec& spec : specs) {
-    if (spec.config.scheduler.num_speculative_tokens > 0 && !spec.acceptance) {
-      throw UsageError("simulator: a replica speculates (num_speculative_tokens " +
-                       std::to_string(spec.config.scheduler.num_speculative_tokens) +
-                       ") but has no acceptance model: give acceptance_rate, acceptance_length or acceptance_from");
-    }
-    if (!spec.config.kv.tiers.empty() && !spec.tiers) {
-      throw UsageError("simulator: a replica has KV tiers below HBM but no model pricing their transfers");
-    }
-    out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers});
-  }
-  return out;
-}
-
-}  // namespace
 
 struct Simulator::State {
   SimOptions options;
@@ -47,16 +29,35 @@ struct Simulator::State {
 };
 
 Simulator::Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
-                     std::shared_ptr<KvTransferModel> transfers)
-    : state_(std::make_unique<State>(replicas, std::move(options), std::move(transfers))) {}
+                     std::shared_ptr<KvTransferModel> transfers, WindowOptions window) {
+  if (window.router_refresh < 0) throw UsageError("simulator: the router refresh period must not be negative");
+  if (window.router_refresh > 0) {
+    windowed_ = std::make_unique<WindowedSimulator>(std::move(replicas), std::move(options), window.router_refresh,
+                                                    window.jobs, window.more_specs);
+    return;
+  }
+  if (window.jobs != 1) {
+    throw UsageError("--jobs " + std::to_string(window.jobs) +
+                     " needs a router refresh period > 0 (--router-refresh-s, cluster key router_refresh_s): at 0 "
+                     "the router reads every replica at each arrival, so no replica can run ahead of another");
+  }
+  state_ = std::make_unique<State>(replicas, std::move(options), std::move(transfers));
+}
 Simulator::~Simulator() = default;
 
-std::int32_t Simulator::num_replicas() const { return static_cast<std::int32_t>(state_->replicas.size()); }
-Time Simulator::tier_load_stall() const { return state_->clock.tier_load_stall(); }
+std::int32_t Simulator::num_replicas() const {
+  return windowed_ ? windowed_->num_replicas() : static_cast<std::int32_t>(state_->replicas.size());
+}
+Time Simulator::tier_load_stall() const {
+  return windowed_ ? windowed_->tier_load_stall() : state_->clock.tier_load_stall();
+}
 
-const Replica& Simulator::replica(std::int32_t index) const { return state_->replicas.at(index); }
+const Replica& Simulator::replica(std::int32_t index) const {
+  return windowed_ ? windowed_->replica(index) : state_->replicas.at(index);
+}
 
 SimStats Simulator::run(RequestSource& source, RecordSink& sink) {
+  if (windowed_) return windowed_->run(source, sink);
   ServingLoop<VirtualClock> loop(state_->replicas, state_->clock, state_->options);
   return loop.run(source, sink);
 }

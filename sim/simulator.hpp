@@ -5,6 +5,7 @@
 // from the source one at a time and records pushed to the sink as requests
 // end, so memory grows with the requests in flight, not with the trace.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -35,12 +36,29 @@ using SimOptions = ServingOptions;
 // stopped and interrupted stay false and 0 (a virtual clock never stops).
 using SimStats = ServingStats;
 
+// How the replicas advance (docs/simulate.md, "Router refresh").
+struct WindowOptions {
+  // 0: the router reads every replica's state at each arrival, one loop
+  // serves them all. > 0: it reads them as of its last refresh, every this
+  // many ns, and the replicas advance apart in between
+  // (sim/windowed_simulator.hpp).
+  Time router_refresh = 0;
+  // Threads between refreshes (router_refresh > 0 only); the same bytes
+  // out for any number.
+  int jobs = 1;
+  // Another copy of the replicas' specs, for each thread after the first.
+  std::function<std::vector<SimReplicaSpec>()> more_specs;
+};
+
+class WindowedSimulator;
+
 class Simulator {
  public:
   // `transfers` prices KV transfers when the replicas form prefill and
-  // decode pools (their configs' roles); required then.
+  // decode pools (their configs' roles); required then. UsageError for
+  // jobs > 1 without a refresh period, or a refresh period with pools.
   Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
-            std::shared_ptr<KvTransferModel> transfers = nullptr);
+            std::shared_ptr<KvTransferModel> transfers = nullptr, WindowOptions window = {});
   ~Simulator();
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -58,6 +76,7 @@ class Simulator {
  private:
   struct State;
   std::unique_ptr<State> state_;
+  std::unique_ptr<WindowedSimulator> windowed_;  // with a refresh period; state_ is then null
 };
 
 }  // namespace twin

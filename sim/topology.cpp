@@ -174,6 +174,41 @@ RingCost ClusterTopology::ring(std::span<const GpuId> group) const {
   return r;
 }
 
+double AllToAllCost::time(double bytes) const {
+  if (size <= 1 || bytes <= 0) return 0;
+  return latency + bytes / bandwidth * 1e9;
+}
+
+AllToAllCost ClusterTopology::all_to_all(std::span<const GpuId> group) const {
+  AllToAllCost a;
+  a.size = static_cast<std::int32_t>(group.size());
+  if (group.size() <= 1) return a;
+  const GpuId self = group.front();
+  const std::int32_t node = node_of(self);
+  double local_bw = std::numeric_limits<double>::infinity(), remote_bw = local_bw;
+  double local = 0, remote = 0;  // peers on the node and off it; group GPUs on the node (self included)
+  double on_node = 0;
+  for (const GpuId g : group) on_node += node_of(g) == node ? 1 : 0;
+  for (std::size_t i = 1; i < group.size(); ++i) {
+    const PathCost p = path(self, group[i]);
+    a.latency = std::max(a.latency, p.latency);
+    if (node_of(group[i]) == node) {
+      local += 1;
+      local_bw = std::min(local_bw, p.bandwidth);
+    } else {
+      remote += 1;
+      remote_bw = std::min(remote_bw, p.bandwidth);
+    }
+  }
+  // Seconds per byte of one GPU's exchange: its share to local peers over
+  // its own link, its share off the node times the node's GPUs sharing the path.
+  const double peers = local + remote;
+  const double local_s = local > 0 ? local / peers / local_bw : 0.0;
+  const double remote_s = remote > 0 ? remote / peers * on_node / remote_bw : 0.0;
+  a.bandwidth = 1.0 / std::max(local_s, remote_s);
+  return a;
+}
+
 std::vector<std::string> ClusterTopology::path_names(GpuId from, GpuId to) const {
   const Impl& s = *impl_;
   std::vector<std::string> names;

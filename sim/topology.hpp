@@ -53,6 +53,20 @@ struct RingCost {
   double allreduce_time(double bytes) const;
 };
 
+// An all-to-all over a group (MoE expert parallelism: dispatch and
+// combine): every GPU exchanges with every other at once, so a GPU's
+// traffic to peers on its node shares its own link, and its traffic to
+// other nodes shares the node's network path with the group's other GPUs
+// there. `bandwidth` is the rate at which one GPU's whole exchange drains
+// (bytes/s), `latency` the slowest peer path's.
+struct AllToAllCost {
+  std::int32_t size = 1;
+  double bandwidth = 0;
+  double latency = 0;
+  // latency + bytes / bw, for `bytes` one GPU sends (or receives); 0 for n = 1.
+  double time(double bytes) const;
+};
+
 using GpuId = std::int32_t;
 
 class ClusterTopology {
@@ -79,6 +93,11 @@ class ClusterTopology {
   PathCost host_path(GpuId gpu) const;
   // The group in the given order as a ring.
   RingCost ring(std::span<const GpuId> group) const;
+  // The group's all-to-all, priced from its first GPU (groups are placed
+  // alike): the bytes to peers on its node over the slowest such path, the
+  // rest over the slowest path off the node shared by the group's GPUs on
+  // it, both at once.
+  AllToAllCost all_to_all(std::span<const GpuId> group) const;
 
   // Names of the vertices on the path, for tests and explanations.
   std::vector<std::string> path_names(GpuId from, GpuId to) const;

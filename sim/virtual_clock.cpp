@@ -8,11 +8,15 @@
 
 namespace twin {
 
-VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers)
-    : transfers_(std::move(transfers)) {
+VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers,
+                           std::int32_t first_replica)
+    : transfers_(std::move(transfers)), first_replica_(first_replica) {
   lanes_.reserve(replicas.size());
   for (std::size_t i = 0; i < replicas.size(); ++i) {
-    if (!replicas[i].cost) throw UsageError("simulator: replica " + std::to_string(i) + " has no cost model");
+    if (!replicas[i].cost) {
+      throw UsageError("simulator: replica " + std::to_string(first_replica + static_cast<std::int32_t>(i)) +
+                       " has no cost model");
+    }
     if (replicas[i].stages < 1) throw UsageError("simulator: pipeline stages must be at least 1");
     Lane lane;
     lane.cost = replicas[i].cost;
@@ -39,10 +43,11 @@ void VirtualClock::build_shape(const StepPlan& plan) {
 StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, const Replica&, Time now,
                                   StepResult& result) {
   Lane& lane = lanes_[static_cast<std::size_t>(index)];
+  const std::int32_t replica = first_replica_ + index;
   if (lane.acceptance) {
     // Every step (a replay's log is consumed step by step), in plan order.
     result.accepted.assign(plan.seqs.size(), 0);
-    lane.acceptance->draw(index, plan, result.accepted);
+    lane.acceptance->draw(replica, plan, result.accepted);
   }
   build_shape(plan);
   const std::int64_t copies = static_cast<std::int64_t>(plan.swap_in.size() + plan.swap_out.size());
@@ -50,7 +55,7 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
   // Prefix blocks loaded back from a tier below HBM: before the first
   // stage's compute, or beside it with load overlap.
   const Time load = lane.tiers && !plan.tier_loads.empty() ? lane.tiers->load_time(plan.tier_loads) : 0;
-  StepInput input{&plan, &shape_, index, 0};
+  StepInput input{&plan, &shape_, replica, 0};
   Time t = now;
   for (std::int32_t s = 0; s < lane.stages; ++s) {
     input.stage = s;
@@ -65,7 +70,7 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
     }
     const Time duration = std::max<Time>(1, swap + compute);
     if (duration > std::numeric_limits<Time>::max() - start)
-      throw Error("replica " + std::to_string(index) + ": simulated time runs past the clock's range (about 292 years)"
+      throw Error("replica " + std::to_string(replica) + ": simulated time runs past the clock's range (about 292 years)"
                   "; check the trace's arrival times and the cost model's step times");
     free_at = start + duration;
     t = start + duration;

@@ -33,7 +33,11 @@ class VirtualClock {
   };
   // `transfers` prices KV transfers between a disaggregated cluster's pools
   // (null: none; a transfer is then an error).
-  explicit VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers = nullptr);
+  // `first_replica`: the cluster index of the first entry (a clock for one
+  // replica of a windowed run, sim/windowed_simulator.hpp); cost and
+  // acceptance models see cluster indices.
+  explicit VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers = nullptr,
+                        std::int32_t first_replica = 0);
 
   static constexpr bool stop_requested() { return false; }
   static constexpr bool wait_until(Time) { return true; }
@@ -64,6 +68,7 @@ class VirtualClock {
 
   std::vector<Lane> lanes_;
   std::shared_ptr<KvTransferModel> transfers_;
+  std::int32_t first_replica_ = 0;
   BatchShape shape_;  // reused for every plan
   Time tier_load_stall_ = 0;
 };

@@ -34,6 +34,12 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.sliding_window = d.sliding_window;
+  if (d.n_shared_experts > 0 || d.first_k_dense_replace > 0 ||
+      (d.moe_intermediate_size > 0 && d.moe_intermediate_size != d.intermediate_size)) {
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': DeepSeek-style MoE (shared experts, dense first layers, moe_intermediate_size) is priced by the "
+                "simulator only; the engine runs Mixtral-style MoE");
+  }
   if (d.mlp_bias) throw Error("model '" + excerpt(d.name, 80) + "': mlp_bias true is not supported by the engine (MLP biases)");
   if (d.hidden_act != "silu" && d.hidden_act != "swish") {
     throw Error("model '" + excerpt(d.name, 80) + "': hidden_act '" + excerpt(d.hidden_act, 40) + "' is not supported by the engine (it runs silu)");

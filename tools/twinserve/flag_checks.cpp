@@ -70,6 +70,18 @@ CLI::Validator thread_count() {
       "INT in [0 - " + std::to_string(hi) + "]");
 }
 
+CLI::Validator core_thread_count() {
+  const std::int64_t hi = std::max(1u, std::thread::hardware_concurrency());
+  CLI::Validator range = int_range(1, hi);
+  return CLI::Validator(
+      [range, hi](std::string& text) -> std::string {
+        std::string problem = range(text);
+        if (!problem.empty()) problem += " (at most one per hardware thread, " + std::to_string(hi) + " here)";
+        return problem;
+      },
+      "INT in [1 - " + std::to_string(hi) + "]");
+}
+
 CLI::Validator non_empty() {
   return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "expected a non-empty value" : ""; },
                         "NON-EMPTY");

@@ -27,6 +27,10 @@ CLI::Validator real_range(double lo, double hi, bool lo_open = false, bool hi_op
 inline constexpr unsigned kThreadsPerCore = 4;
 std::int64_t max_threads();
 CLI::Validator thread_count();
+// Threads that meet at every step of a run (simulate --jobs: each router
+// refresh): 1 up to the hardware's threads, since one more than there are
+// cores only waits on the others.
+CLI::Validator core_thread_count();
 
 // A path or name that must not be empty (`--out ''` would silently mean
 // "write nothing" or the current folder).

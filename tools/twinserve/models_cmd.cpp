@@ -56,6 +56,10 @@ nlohmann::ordered_json model_json(const ModelDesc& m) {
   j["max_position_embeddings"] = m.max_position_embeddings;
   j["num_local_experts"] = m.num_local_experts;
   j["num_experts_per_tok"] = m.num_experts_per_tok;
+  // DeepSeek-style MoE only: other models' JSON stays as it was.
+  if (m.moe_intermediate_size > 0) j["moe_intermediate_size"] = m.moe_intermediate_size;
+  if (m.n_shared_experts > 0) j["n_shared_experts"] = m.n_shared_experts;
+  if (m.first_k_dense_replace > 0) j["first_k_dense_replace"] = m.first_k_dense_replace;
   j["attention_bias"] = m.attention_bias;
   j["tie_word_embeddings"] = m.tie_word_embeddings;
   j["rms_norm_eps"] = m.rms_norm_eps;
@@ -84,13 +88,23 @@ void show_model(const std::string& name, bool json) {
   line("active parameters", billions(active_param_count(m)) + " (" + num(active_param_count(m)) + ")");
   line("layers", num(m.num_hidden_layers));
   line("hidden size", num(m.hidden_size));
-  line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
+  if (m.is_moe() && (m.moe_intermediate_size > 0 || m.first_k_dense_replace > 0)) {
+    line("intermediate size", num(m.intermediate_size) + " (dense layers), " + num(m.expert_intermediate_size()) +
+                                  " per expert");
+  } else {
+    line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
+  }
   line("attention heads", num(m.num_attention_heads));
   line("KV heads", num(m.num_key_value_heads));
   line("head dim", num(m.head_dim));
   line("vocab size", num(m.vocab_size));
   line("max context", num(m.max_position_embeddings));
-  line("experts", m.is_moe() ? num(m.num_local_experts) + " (top " + num(m.num_experts_per_tok) + ")" : "none (dense)");
+  line("experts", m.is_moe() ? num(m.num_local_experts) + " (top " + num(m.num_experts_per_tok) + ")" +
+                                   (m.n_shared_experts > 0 ? " + " + num(m.n_shared_experts) + " shared" : "") +
+                                   (m.first_k_dense_replace > 0 ? ", first " + num(m.first_k_dense_replace) +
+                                                                      " layers dense"
+                                                                : "")
+                              : "none (dense)");
   line("QKV bias", m.attention_bias ? "yes" : "no");
   line("tied embeddings", m.tie_word_embeddings ? "yes" : "no");
   line("published dtype", std::string(dtype_name(m.torch_dtype)));

@@ -41,10 +41,16 @@ struct SimulateArgs {
   std::optional<std::string> model, hardware, dtype, kv_dtype, quantization, router, slo, replay;
   std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
+  std::optional<std::int32_t> ep;              // expert parallel ranks (MoE)
+  std::optional<double> expert_busiest_share;  // the busiest EP rank's share of the routed tokens
   // Prefill/decode disaggregation (docs/disaggregation.md).
   std::optional<std::int32_t> prefill_replicas, decode_replicas, disagg_threshold;
   std::optional<std::string> disagg_mode, kv_transfer, prefill_router, decode_router;
   std::optional<double> gpu_memory_utilization;
+  // Router refresh period, s (docs/simulate.md, "Router refresh"), and the
+  // threads that advance the replicas between refreshes.
+  std::optional<double> router_refresh_s;
+  int jobs = 1;
   // KV tiers below HBM (docs/simulate.md, "KV tiers"): GiB per replica.
   std::optional<double> kv_offload_dram_gib, kv_offload_ssd_gib;
   bool kv_offload_overlap = false;
@@ -67,6 +73,8 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.quantization) g.quantization = *a.quantization;
     if (a.tp) g.tp = *a.tp;
     if (a.pp) g.pp = *a.pp;
+    if (a.ep) g.ep = *a.ep;
+    if (a.expert_busiest_share) g.expert_busiest_share = *a.expert_busiest_share;
     if (a.replay) g.replay = *a.replay;
     if (a.profile) g.profile = *a.profile;
     if (!a.speculative_config.empty()) g.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
@@ -120,6 +128,10 @@ ClusterConfig make_config(const SimulateArgs& a) {
   }
   if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
   if (a.router) c.router = *a.router;
+  if (a.router_refresh_s) {
+    check_router_refresh(*a.router_refresh_s, "--router-refresh-s");
+    c.router_refresh_s = *a.router_refresh_s;
+  }
   if (a.slo) c.slos = *a.slo;
   if (a.seed) c.seed = *a.seed;
   if (a.gpu_memory_utilization) {
@@ -170,7 +182,8 @@ void explain_memory(const ClusterConfig& config) {
               << (g.precision.quantized() ? ", " + std::string(quant_method_name(g.precision.quant.method)) : std::string())
               << ", KV "
               << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << " (" << g.hardware.memory_reported
-              << "), tp=" << g.layout.tp << " pp=" << g.layout.pp << ", preset " << s.preset
+              << "), tp=" << g.layout.tp << " pp=" << g.layout.pp
+              << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string()) << ", preset " << s.preset
               << ", max_num_batched_tokens " << effective_token_budget(s) << ", max_num_seqs " << s.max_num_seqs
               << ", max_model_len " << s.max_model_len << ", block size " << g.replica.kv.block_size
               << "\nper GPU (the fullest stage):\n";
@@ -196,6 +209,7 @@ void run(const SimulateArgs& a) {
   RunOutputs outputs;
   outputs.out_dir = a.out.dir;
   outputs.overwrite = a.out.overwrite;
+  outputs.jobs = a.jobs;
   outputs.write_steps = !a.no_steps;
   // Requests ended of the trace's total (counted beside the run), the rate
   // and the ETA, with the virtual clock: only on a terminal.
@@ -256,6 +270,15 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
   sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
+  sub->add_option("--router-refresh-s", a.router_refresh_s,
+                  "Seconds between refreshes of the router's view of the replicas (cluster key router_refresh_s): "
+                  "0 (default) routes on every replica's state at each arrival; > 0 on the state at the last "
+                  "refresh plus the router's own count of what it sent since, as production routers do, and lets "
+                  "the replicas advance apart in between (--jobs)");
+  sub->add_option("--jobs,-j", a.jobs,
+                  "Threads advancing the replicas between router refreshes (needs --router-refresh-s > 0); the "
+                  "result files are the same bytes for any number (default 1)")
+      ->check(core_thread_count());
   sub->add_option("--prefill-replicas", a.prefill_replicas,
                   "Prefill pool size: split the (single) group into a prefill and a decode pool (docs/disaggregation.md)")
       ->check(int_range(1, 1000000));
@@ -283,6 +306,14 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
       ->check(real_range(0, 1e9));
   sub->add_flag("--kv-offload-overlap", a.kv_offload_overlap,
                 "Loads from the KV tiers overlap the step's compute (layer by layer) instead of delaying it");
+  sub->add_option("--ep,--expert-parallel-size", a.ep,
+                  "MoE expert parallelism: ep ranks of --tp GPUs per stage, attention data parallel over them, the "
+                  "experts split over them with all-to-all dispatch and combine (docs/simulate.md)")
+      ->check(int_range(1, 1024));
+  sub->add_option("--expert-busiest-share", a.expert_busiest_share,
+                  "With --ep: the share of routed tokens the busiest rank's experts get, from 1/ep (uniform, the "
+                  "default) to 1 (skewed routing)")
+      ->check(real_range(0, 1, true));
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
