@@ -16,6 +16,7 @@ enum class EventKind : std::uint8_t {
   plan_done,    // a plan left the last stage: its tokens exist
   wakeup,       // a replica asked to be polled (batch timeout, cancel time)
   transfer_done,  // a request's KV reached its decode replica (slot: the loop's transfer)
+  cancel,       // a live source's client gave up on a request (ServingLoop::run_live)
 };
 
 struct Event {

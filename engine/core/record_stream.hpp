@@ -27,6 +27,22 @@ class RecordSink {
   virtual void on_step(const StepRecord&) {}
 };
 
+// A source fed while the loop runs: a network front end's requests come when
+// its clients send them, stamped with their arrival on the loop's clock.
+// next() returning false means "none now" until closed(); the loop asks
+// again after every event and whenever its clock's wait_for_input() returns
+// (ServingLoop::run_live). A client that gives up is a cancel: the loop
+// aborts its request ("cancelled") at the next instant.
+class LiveRequestSource : public RequestSource {
+ public:
+  // True once next() will never give a request again (the front end stopped
+  // admitting and every request it took has been handed out).
+  virtual bool closed() = 0;
+  // The next request, already handed out by next(), whose client gave up;
+  // false if none.
+  virtual bool next_cancel(RequestId& id) = 0;
+};
+
 // A list of requests owned by the source (validation loads, floors, tests).
 class VectorSource final : public RequestSource {
  public:

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <span>
@@ -88,6 +89,25 @@ concept ServingClock = requires(C& clock, const C& const_clock, Request& request
   { clock.run_step(index, plan, replica, t, result) } -> std::same_as<StepTiming>;
   // A request ended (finished, aborted, rejected), before its record reaches the sink.
   { clock.on_ended(record) };
+};
+
+// What a clock adds to serve a live source (ServingLoop::run_live): a wait
+// that news from the source may end early.
+template <class C>
+concept LiveClock = requires(C& clock, Time t) {
+  // Returns true once the clock has reached t (kNoTime: never), false as
+  // soon as the live source may have news (a request, a cancel, its close)
+  // or a stop is asked for.
+  { clock.wait_for_input(t) } -> std::same_as<bool>;
+};
+
+// A clock that sees each step once it has completed (a live front end
+// streams the step's tokens then), before the records of the requests the
+// step ended reach the sink.
+template <class C>
+concept StepObserver = requires(C& clock, std::int32_t index, const StepPlan& plan, const StepResult& result,
+                                const Replica& replica) {
+  { clock.on_completed(index, plan, result, replica) };
 };
 
 // The loop's disaggregation settings (disaggregation.hpp); used only when
@@ -158,6 +178,36 @@ class ServingLoop {
     return finish();
   }
 
+  // Serves a live source (a network front end) until it is closed and every
+  // request it gave has ended, or a stop. Arrivals come at the times the
+  // source stamps them, never before the loop's present instant; a cancel
+  // aborts its request ("cancelled") at the clock's present. Call once,
+  // instead of run().
+  ServingStats run_live(LiveRequestSource& source, RecordSink& sink)
+    requires LiveClock<Clock>
+  {
+    live_ = &source;
+    begin(source, sink);
+    while (!stats_.stopped) {
+      poll_live();
+      if (clock_.stop_requested() && plans_in_flight_ == 0) {
+        interrupt();
+        break;
+      }
+      if (events_.empty()) {
+        if (source.closed()) break;
+        clock_.wait_for_input(kNoTime);
+        continue;
+      }
+      // News ends the wait early: it is taken in before the next event. A
+      // stop lets the plans in flight complete first.
+      const Time next = events_.top().time;
+      if (next > now_ && !clock_.wait_for_input(next) && !(clock_.stop_requested() && plans_in_flight_ > 0)) continue;
+      advance_through(next);
+    }
+    return finish();
+  }
+
   // The same run in windows, for a loop over replicas that advance apart
   // between router refreshes (sim/windowed_simulator.hpp): begin(), then
   // advance_through(t) for rising t, each applying every event up to and
@@ -190,6 +240,9 @@ class ServingLoop {
         case EventKind::plan_done: {
           Lane& lane = lanes_[e.replica];
           replicas_[e.replica].complete(lane.plans[e.slot], lane.results[e.slot], now_);
+          if constexpr (StepObserver<Clock>) {
+            clock_.on_completed(e.replica, lane.plans[e.slot], lane.results[e.slot], replicas_[e.replica]);
+          }
           lane.slot_used[e.slot] = 0;
           --plans_in_flight_;
           drain(e.replica);
@@ -210,6 +263,9 @@ class ServingLoop {
         }
         case EventKind::transfer_done:
           finish_transfer(e.slot);
+          break;
+        case EventKind::cancel:
+          cancel_front();
           break;
       }
       if (events_.empty() || events_.top().time != now_) schedule_dirty();
@@ -248,10 +304,40 @@ class ServingLoop {
 
   void pull_arrival() {
     if (!source_->next(next_)) return;
+    // A live request stamped while the loop was busy arrives no earlier than
+    // the loop's present (an instant already applied cannot change).
+    if (live_) next_.arrival = std::max({next_.arrival, now_, last_arrival_});
     check_arrival_order(next_, last_arrival_);
     last_arrival_ = next_.arrival;
     events_.push(next_.arrival, EventKind::arrival);
     arrival_pending_ = true;
+  }
+
+  // ---- live sources ------------------------------------------------------
+
+  // The source's news: its next request (one arrival waits in the event
+  // queue at a time) and its cancels, each an event at the clock's present.
+  void poll_live() {
+    if (!arrival_pending_) pull_arrival();
+    RequestId id = 0;
+    while (live_->next_cancel(id)) {
+      cancels_.push_back(id);
+      events_.push(std::max(now_, clock_.read(now_)), EventKind::cancel);
+    }
+  }
+
+  // Cancel events pop in the order they were pushed (their times never
+  // decrease), so the front id is this event's. An id that has ended
+  // already is a no-op.
+  void cancel_front() {
+    const RequestId id = cancels_.front();
+    cancels_.pop_front();
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      const auto index = static_cast<std::int32_t>(i);
+      replicas_[i].abort(id, now_, "cancelled");
+      drain(index);
+      mark(index);
+    }
   }
 
   void take_arrival() {
@@ -515,6 +601,8 @@ class ServingLoop {
   RecordSink* sink_ = nullptr;
   Request next_;  // the arrival in the event queue
   bool arrival_pending_ = false;  // next_ holds it
+  LiveRequestSource* live_ = nullptr;  // run_live's source
+  std::deque<RequestId> cancels_;      // one per cancel event, in event order
   Time last_arrival_ = 0;
   Time now_ = 0;
   std::int64_t in_flight_ = 0;
