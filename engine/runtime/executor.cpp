@@ -15,6 +15,14 @@ Executor::Executor(ModelRunner& runner, const ExecutorOptions& options, Proposer
   }
 }
 
+void Executor::set_request_sampling(RequestId id, const RequestSampling& sampling) {
+  if (proposer_ && sampling.temperature > 0.0f) {
+    throw UsageError("request " + std::to_string(id) + ": speculative decoding verifies proposals greedily: it needs "
+                     "temperature 0");
+  }
+  request_sampling_[id] = sampling;
+}
+
 const std::vector<TokenId>* Executor::output_tokens(RequestId id) const {
   const auto it = outputs_.find(id);
   return it == outputs_.end() ? nullptr : &it->second;
@@ -120,6 +128,12 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     s.top_k = options_.top_k;
     s.top_p = options_.top_p;
     s.seed = options_.seed;
+    if (const auto own = request_sampling_.find(q.id); own != request_sampling_.end()) {
+      s.temperature = own->second.temperature;
+      s.top_k = own->second.top_k;
+      s.top_p = own->second.top_p;
+      s.seed = own->second.seed;
+    }
     s.token_index = token_index_[j];
     batch_.seqs.push_back(s);
   }

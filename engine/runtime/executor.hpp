@@ -5,6 +5,7 @@
 // decodes and recompute after preemption feed them back in.
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,16 @@ struct ExecutorOptions {
   std::uint64_t seed = 0;    // sampling seed
   TokenId eos_token = -1;    // >= 0: report requests that sample it (the core stops them with stop_at_eos)
   bool keep_logits = false;  // copy each step's sampling logits to the host (tests)
+};
+
+// One request's own sampling, in place of ExecutorOptions' (a front end's
+// per-request temperature, top_k, top_p and seed). EOS stays the
+// executor's rule.
+struct RequestSampling {
+  float temperature = 0.0f;
+  std::int32_t top_k = 0;
+  float top_p = 1.0f;
+  std::uint64_t seed = 0;
 };
 
 class Executor {
@@ -45,11 +56,16 @@ class Executor {
   // Logits of the last step's sampling seqs, [n, vocab] in plan order (keep_logits).
   const std::vector<float>& last_logits() const { return output_.logits; }
 
+  // Samples request `id` with its own settings until forget(id). Throws
+  // UsageError for temperature > 0 under speculative decoding.
+  void set_request_sampling(RequestId id, const RequestSampling& sampling);
+
   // Tokens generated so far by a live request, or nullptr.
   const std::vector<TokenId>* output_tokens(RequestId id) const;
   // Drops a request's tokens once it has ended (finished, aborted, rejected).
   void forget(RequestId id) {
     outputs_.erase(id);
+    request_sampling_.erase(id);
     if (proposer_) proposer_->forget(id);
   }
   std::size_t num_tracked() const { return outputs_.size(); }
@@ -69,6 +85,7 @@ class Executor {
   std::vector<TokenId> proposals_;
   std::vector<std::int64_t> token_index_;  // per plan seq: its output tokens before the step
   std::map<RequestId, std::vector<TokenId>> outputs_;
+  std::unordered_map<RequestId, RequestSampling> request_sampling_;
   ForwardBatch batch_;
   ForwardOutput output_;
   Time last_duration_ = 0;
