@@ -16,7 +16,8 @@ set(parts
   "engine/runtime|base engine/core engine/backend models"
   "engine/profiler|base engine/core engine/backend engine/runtime models hwprofiles"
   "validate|base engine/core engine/backend engine/runtime models hwprofiles metrics traces sim"
-  "planner|base engine/core models hwprofiles metrics traces sim")
+  "planner|base engine/core models hwprofiles metrics traces sim"
+  "serve|base engine/core engine/backend engine/runtime models hwprofiles metrics traces sim")
 set(violations "")
 foreach(entry ${parts})
   string(REPLACE "|" ";" fields "${entry}")

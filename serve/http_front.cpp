@@ -1,0 +1,301 @@
+#include "serve/http_front.hpp"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "serve/token_stream.hpp"
+
+namespace twin {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+constexpr auto kWaitSlice = std::chrono::seconds(1);
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(api_error_json(e), "application/json");
+}
+
+ApiError error_of(int status, std::string message, std::string type, std::string code) {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.code = std::move(code);
+  return e;
+}
+
+// The error for a request the core did not serve to its end.
+ApiError unserved_error(const StreamEnd& end) {
+  if (end.outcome == Outcome::rejected) {
+    if (end.reason == "queue full" || end.reason == "queue timeout") {
+      return error_of(503, "the server is overloaded (" + end.reason + "); retry later", "server_error",
+                      end.reason == "queue full" ? "queue_full" : "queue_timeout");
+    }
+    return error_of(400, "the request cannot be served: " + end.reason, "invalid_request_error", "cannot_serve");
+  }
+  if (end.reason == "interrupted") {
+    return error_of(503, "the server is shutting down; the request was aborted", "server_error", "shutting_down");
+  }
+  return error_of(500, "the request was aborted: " + end.reason, "server_error", "aborted");
+}
+
+json usage_json(const StreamEnd& end) {
+  return {{"prompt_tokens", end.prompt_tokens},
+          {"completion_tokens", end.completion_tokens},
+          {"total_tokens", end.prompt_tokens + end.completion_tokens}};
+}
+
+// One streamed response's fixed parts.
+struct ChunkMaker {
+  bool chat = false;
+  std::string id;
+  std::int64_t created = 0;
+  std::string model;
+  bool include_usage = false;
+
+  json base() const {
+    json j = {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
+              {"model", model}};
+    return j;
+  }
+  std::string event(const json& j) const { return "data: " + dump(j) + "\n\n"; }
+  std::string piece(const std::string& text, const json& finish_reason) const {
+    json j = base();
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+    if (chat) {
+      choice["delta"] = finish_reason.is_null() || !text.empty() ? json{{"content", text}} : json::object();
+    } else {
+      choice["text"] = text;
+    }
+    j["choices"] = json::array({choice});
+    if (include_usage) j["usage"] = nullptr;
+    return event(j);
+  }
+  std::string role() const {
+    json j = base();
+    j["choices"] = json::array({{{"index", 0},
+                                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}});
+    if (include_usage) j["usage"] = nullptr;
+    return event(j);
+  }
+  std::string usage(const StreamEnd& end) const {
+    json j = base();
+    j["choices"] = json::array();
+    j["usage"] = usage_json(end);
+    return event(j);
+  }
+};
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteTokenizer& tokenizer,
+                     HttpFrontOptions options)
+    : inbox_(inbox),
+      metrics_(metrics),
+      tokenizer_(tokenizer),
+      options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()),
+      created_(unix_now()) {
+  httplib::Server& s = *server_;
+  const auto threads = static_cast<std::size_t>(options_.threads);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.set_payload_max_length(std::size_t{64} << 20);
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (inbox_.is_closed()) {
+      send_error(res, error_of(503, "the server is shutting down", "server_error", "shutting_down"));
+      return;
+    }
+    res.status = 200;
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json model = {{"id", options_.limits.model_name},     {"object", "model"},
+                        {"created", created_},                 {"owned_by", "twinserve"},
+                        {"root", options_.limits.model_name},   {"max_model_len", options_.limits.max_model_len}};
+    res.set_content(dump(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  });
+
+  const auto completion = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      CompletionParams p;
+      try {
+        p = parse_completion_request(req.body, chat, options_.limits, tokenizer_);
+      } catch (const ApiException& e) {
+        send_error(res, e.error());
+        return;
+      }
+      Request r;
+      r.prompt_len = static_cast<std::int32_t>(p.prompt.size());
+      r.output_len = p.max_tokens;
+      r.prompt_tokens = std::move(p.prompt);
+      RequestExtras x;
+      x.temperature = p.temperature;
+      x.top_k = p.top_k;
+      x.top_p = p.top_p;
+      x.seed = p.seed.value_or(0);
+      x.seed_given = p.seed.has_value();
+      x.stop = p.stop;
+      x.ignore_eos = p.ignore_eos;
+      auto stream = std::make_shared<TokenStream>();
+      x.stream = stream;
+      const RequestId id = inbox_.submit(std::move(r), std::move(x));
+      if (id < 0) {
+        send_error(res, error_of(503, "the server is shutting down", "server_error", "shutting_down"));
+        return;
+      }
+      // The verdict first: a rejection (queue full, too long) is an HTTP error, not a stream.
+      StreamNews news;
+      while (!stream->wait(0, true, Steady::now() + kWaitSlice, news)) {
+      }
+      if (news.ended && news.end.outcome == Outcome::rejected) {
+        send_error(res, unserved_error(news.end));
+        return;
+      }
+      ChunkMaker maker{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(id), unix_now(), options_.limits.model_name,
+                       p.include_usage};
+      if (!p.stream) {
+        std::string text;
+        std::size_t seen = 0;
+        while (true) {
+          for (const std::string& piece : news.pieces) text += piece;
+          seen += news.pieces.size();
+          if (news.ended) break;
+          stream->wait(seen, false, Steady::now() + kWaitSlice, news);
+        }
+        const StreamEnd& end = news.end;
+        if (end.outcome != Outcome::finished) {
+          send_error(res, unserved_error(end));
+          return;
+        }
+        text += end.tail;
+        json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason}};
+        if (chat) {
+          choice["message"] = {{"role", "assistant"}, {"content", text}};
+        } else {
+          choice["text"] = text;
+        }
+        json body = {{"id", maker.id},
+                     {"object", chat ? "chat.completion" : "text_completion"},
+                     {"created", maker.created},
+                     {"model", maker.model},
+                     {"choices", json::array({choice})},
+                     {"usage", usage_json(end)}};
+        res.set_content(dump(body), "application/json");
+        return;
+      }
+      // Streamed: one event per token as its step completes, then the end.
+      struct State {
+        std::size_t seen = 0;
+        bool role_sent = false;
+        bool done = false;
+      };
+      auto state = std::make_shared<State>();
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [stream, state, maker](std::size_t, httplib::DataSink& sink) {
+            if (maker.chat && !state->role_sent) {
+              state->role_sent = true;
+              const std::string role = maker.role();
+              if (!sink.write(role.data(), role.size())) return false;
+            }
+            StreamNews n;
+            stream->wait(state->seen, false, Steady::now() + kWaitSlice, n);
+            for (const std::string& piece : n.pieces) {
+              const std::string event = maker.piece(piece, nullptr);
+              // A failed write: the client has gone; the releaser cancels.
+              if (!sink.write(event.data(), event.size())) return false;
+              ++state->seen;
+            }
+            if (!n.ended) return true;
+            std::string tail;
+            if (n.end.outcome == Outcome::finished) {
+              tail = maker.piece(n.end.tail, n.end.finish_reason);
+            } else {
+              // vLLM's finish reason for a request ended before its length.
+              tail = maker.piece("", "abort");
+            }
+            if (maker.include_usage) tail += maker.usage(n.end);
+            tail += "data: [DONE]\n\n";
+            if (!sink.write(tail.data(), tail.size())) return false;
+            state->done = true;
+            sink.done();
+            return true;
+          },
+          [this, id, state](bool success) {
+            if (!success && !state->done) inbox_.cancel(id);
+          });
+    };
+  };
+  s.Post("/v1/completions", completion(false));
+  s.Post("/v1/chat/completions", completion(true));
+
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = req.method + " " + req.path;
+    if (res.status == 404) {
+      send_error(res, error_of(404, "no route " + what + " (routes: POST /v1/completions, POST /v1/chat/completions, "
+                                    "GET /v1/models, /health, /metrics)",
+                               "invalid_request_error", "not_found"));
+    } else {
+      send_error(res, error_of(res.status, "HTTP " + std::to_string(res.status) + " for " + what,
+                               res.status < 500 ? "invalid_request_error" : "server_error", ""));
+    }
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string message = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    send_error(res, error_of(500, message, "server_error", ""));
+  });
+}
+
+HttpFront::~HttpFront() { stop(); }
+
+int HttpFront::bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = server_->bind_to_any_port(options_.host);
+    if (port < 0) throw Error("serve: cannot bind " + options_.host + " to a free port");
+  } else if (!server_->bind_to_port(options_.host, port)) {
+    throw Error("serve: cannot bind " + options_.host + ":" + std::to_string(port) +
+                " (in use, or not an address of this machine)");
+  }
+  return port;
+}
+
+void HttpFront::start() {
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void HttpFront::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace twin

@@ -1,0 +1,55 @@
+#pragma once
+// The OpenAI-compatible HTTP front end of `twinserve serve` (cpp-httplib):
+// POST /v1/completions and /v1/chat/completions (streamed as server-sent
+// events or whole), GET /v1/models, /health and /metrics. Each connection
+// is served on one of a bounded pool of threads; a request goes into the
+// inbox and its handler waits on the request's TokenStream. Errors are
+// OpenAI's JSON shape: 400 bad input, 404 unknown model or route, 503 queue
+// full or shutting down, 500 a server fault.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "serve/byte_tokenizer.hpp"
+#include "serve/openai_request.hpp"
+#include "serve/request_inbox.hpp"
+#include "serve/serve_metrics.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace twin {
+
+struct HttpFrontOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;            // 0: any free port (bind() says which)
+  std::int32_t threads = 64;  // HTTP worker threads: each open stream holds one
+  ApiLimits limits;
+};
+
+class HttpFront {
+ public:
+  HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteTokenizer& tokenizer, HttpFrontOptions options);
+  ~HttpFront();
+  HttpFront(const HttpFront&) = delete;
+  HttpFront& operator=(const HttpFront&) = delete;
+
+  // Binds the socket; returns the port. Throws twin::Error when it cannot.
+  int bind();
+  // Serves on a thread of its own until stop().
+  void start();
+  void stop();
+
+ private:
+  RequestInbox& inbox_;
+  ServeMetrics& metrics_;
+  ByteTokenizer tokenizer_;
+  HttpFrontOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::int64_t created_ = 0;  // unix seconds at start, for /v1/models
+};
+
+}  // namespace twin
