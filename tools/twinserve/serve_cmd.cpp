@@ -1,0 +1,288 @@
+// twinserve serve: an OpenAI-compatible HTTP server (serve/, docs/serve.md)
+// over the real engine (the same flags as `run`) or, with --simulate, over
+// the simulator's cost model paced on the wall clock. Either way the one
+// serving core schedules the requests; on SIGTERM or Ctrl-C the server
+// stops admitting, lets what is in flight finish for --shutdown-timeout
+// seconds, aborts the rest ("interrupted") and writes requests.csv,
+// steps.csv and summary.json to --out.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "engine/core/replica.hpp"
+#include "engine/core/serving_loop.hpp"
+#include "engine/runtime/engine_setup.hpp"
+#include "engine/runtime/executor.hpp"
+#include "engine/runtime/serve.hpp"
+#include "metrics/collector.hpp"
+#include "metrics/output_dir.hpp"
+#include "metrics/request_csv.hpp"
+#include "metrics/result_sink.hpp"
+#include "metrics/step_csv.hpp"
+#include "metrics/summary_json.hpp"
+#include "metrics/summary_table.hpp"
+#include "serve/byte_tokenizer.hpp"
+#include "serve/http_front.hpp"
+#include "serve/request_inbox.hpp"
+#include "serve/serve_clock.hpp"
+#include "serve/serve_metrics.hpp"
+#include "serve/step_backends.hpp"
+#include "sim/cluster.hpp"
+#include "sim/cluster_config.hpp"
+#include "sim/run.hpp"
+#include "sim/virtual_clock.hpp"
+#include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
+
+namespace twin::cli {
+namespace {
+
+struct ServeArgs {
+  std::optional<std::string> model, weights, served_model_name, hardware, profile;
+  EngineFlags engine;
+  EngineMemoryFlags memory;
+  SchedulerFlags sched;
+  OutputFlags out;
+  bool simulate = false, no_steps = false;
+  std::int32_t tp = 1;
+  std::uint64_t seed = 0;
+  std::optional<std::int32_t> eos_token;
+  std::string host = "127.0.0.1";
+  std::int32_t port = 8000;
+  std::int32_t http_threads = 128;
+  double shutdown_timeout_s = 5;
+};
+
+// What serves the steps, and what summary.json says about it.
+struct Served {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Executor> executor;
+  ReplicaConfig replica;
+  std::string model_name;
+  std::int64_t vocab_size = 0;
+  std::unique_ptr<LiveStepBackend> backend;
+  nlohmann::ordered_json echo;
+  std::string description;
+};
+
+Served build_engine(const ServeArgs& a, const RequestInbox& inbox) {
+  EngineSetup setup;
+  setup.model = a.model.value_or("");
+  setup.scheduler_preset = a.sched.preset.value_or("vllm");
+  setup.overrides = scheduler_overrides(a.sched);
+  setup.overrides.max_model_len = a.memory.max_model_len;
+  setup.runner = runner_options(a.engine, &a.memory, a.seed);
+  setup.runner.weights_dir = a.weights.value_or("");
+  setup.sampling.seed = a.seed;
+  setup.sampling.eos_token = -1;  // the server's clock applies EOS per request (ignore_eos)
+  EngineSettings es = engine_settings(setup);
+  es.replica.scheduler.stop_at_eos = true;  // stop strings and EOS end a request at their token
+  Served s;
+  s.engine = std::make_unique<Engine>(es);
+  if (const std::string plan = s.engine->memory_plan_line(); !plan.empty()) std::cerr << plan << "\n";
+  s.description = "engine: " + s.engine->description();
+  s.executor = std::make_unique<Executor>(s.engine->runner(), s.engine->settings().sampling, nullptr);
+  s.replica = s.engine->replica_config();
+  s.model_name = s.engine->model().name;
+  s.vocab_size = s.engine->model().vocab_size;
+  s.backend = std::make_unique<EngineStepBackend>(*s.executor, inbox, a.seed);
+  s.echo = s.engine->config_echo();
+  return s;
+}
+
+Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, std::unique_ptr<ByteTokenizer>& keep) {
+  if (a.weights) throw UsageError("--weights is the engine's; --simulate prices steps with the cost model");
+  ClusterConfig c;
+  c.groups.emplace_back();
+  ReplicaGroupConfig& g = c.groups.front();
+  if (a.model) g.model = *a.model;
+  g.hardware = a.hardware.value_or("h100-80gb");
+  if (a.engine.dtype != "auto") g.dtype = a.engine.dtype;
+  if (a.engine.kv_cache_dtype != "auto") g.kv_dtype = a.engine.kv_cache_dtype;
+  g.tp = a.tp;
+  if (a.profile) g.profile = *a.profile;
+  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
+  c.seed = a.seed;
+  c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
+  if (a.memory.num_gpu_blocks) c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
+  c.overrides = scheduler_overrides(a.sched);
+  c.overrides.max_model_len = a.memory.max_model_len;
+  Cluster cluster = build_cluster(c);
+  Served s;
+  SimReplicaSpec& spec = cluster.replicas.at(0);
+  s.replica = spec.config;
+  s.replica.scheduler.stop_at_eos = true;
+  s.model_name = cluster.groups.front().model.name;
+  s.vocab_size = cluster.groups.front().model.vocab_size;
+  keep = std::make_unique<ByteTokenizer>(s.vocab_size);
+  tokenizer_out = keep.get();
+  std::vector<VirtualClock::Pricing> pricing{
+      VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers}};
+  s.backend = std::make_unique<PacedStepBackend>(std::make_unique<VirtualClock>(pricing), *keep, a.seed);
+  s.echo = config_echo(c, cluster);
+  s.echo["mode"] = "simulated";
+  s.description = "simulated: " + describe_cluster(cluster);
+  return s;
+}
+
+void serve(const ServeArgs& a) {
+  if (!a.simulate && !a.model && !a.weights) {
+    throw UsageError("serve needs --model NAME (or --weights DIR holding a config.json), or --simulate");
+  }
+  if (!a.simulate && (a.hardware || a.profile || a.tp != 1)) {
+    throw UsageError("--hw, --profile and --tp describe simulated hardware: they need --simulate");
+  }
+  if (!(a.shutdown_timeout_s >= 0 && a.shutdown_timeout_s <= 86400)) {
+    throw UsageError("--shutdown-timeout must be 0 to 86400 seconds");
+  }
+  std::optional<OutputDir> dir;
+  if (!a.out.dir.empty()) {
+    std::vector<std::string> files = {"requests.csv", "summary.json"};
+    if (!a.no_steps) files.push_back("steps.csv");
+    dir.emplace(a.out.dir, a.out.overwrite, files);
+  }
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
+  const InterruptGuard interrupts;
+
+  RequestInbox inbox(std::chrono::steady_clock::now());
+  std::unique_ptr<ByteTokenizer> tokenizer_keep;
+  const ByteTokenizer* tokenizer = nullptr;
+  Served s = a.simulate ? build_simulated(a, tokenizer, tokenizer_keep) : build_engine(a, inbox);
+  if (!tokenizer) {
+    tokenizer_keep = std::make_unique<ByteTokenizer>(s.vocab_size);
+    tokenizer = tokenizer_keep.get();
+  }
+  std::cerr << s.description << "\n";
+  const std::string name = a.served_model_name.value_or(s.model_name);
+
+  std::ofstream requests_file, steps_file;
+  std::unique_ptr<RequestCsvWriter> request_writer;
+  std::unique_ptr<StepCsvWriter> step_writer;
+  if (dir) {
+    requests_file = dir->open("requests.csv");
+    request_writer = std::make_unique<RequestCsvWriter>(requests_file);
+    if (!a.no_steps) {
+      steps_file = dir->open("steps.csv");
+      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+    }
+  }
+  MetricsCollector collector;
+  ResultSink sink(collector, request_writer.get(), step_writer.get(), [&](const RequestRecord&) {
+    if (request_writer) requests_file.flush();  // a reader sees each request as it ends
+  });
+
+  ServeMetrics metrics(name);
+  ServeClockOptions clock_options;
+  clock_options.eos_token = a.eos_token.value_or(-1);
+  clock_options.signalled = [] { return InterruptGuard::received() != 0; };
+  clock_options.grace = std::chrono::nanoseconds(from_seconds(a.shutdown_timeout_s));
+  ServeClock clock(inbox, *s.backend, metrics, *tokenizer, clock_options);
+
+  HttpFrontOptions front_options;
+  front_options.host = a.host;
+  front_options.port = a.port;
+  front_options.threads = a.http_threads;
+  front_options.limits.model_name = name;
+  front_options.limits.vocab_size = s.vocab_size;
+  front_options.limits.max_model_len = s.replica.scheduler.max_model_len;
+  HttpFront front(inbox, metrics, *tokenizer, front_options);
+  const int port = front.bind();
+  front.start();
+  std::cout << "twinserve serve: listening on http://" << a.host << ":" << port << " (model " << name << ", "
+            << (a.simulate ? "simulated" : "engine") << ")" << std::endl;
+
+  Replica replica(s.replica, 0);
+  ServingOptions loop_options;
+  loop_options.record_steps = true;
+  ServingLoop<ServeClock> loop(std::span<Replica>(&replica, 1), clock, loop_options);
+  const auto start = std::chrono::steady_clock::now();
+  const ServingStats stats = loop.run_live(inbox, sink);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  StreamEnd unserved;
+  unserved.outcome = Outcome::aborted;
+  unserved.reason = "interrupted";
+  for (const auto& stream : inbox.drain_unserved()) {
+    if (stream) stream->publish_end(unserved);
+  }
+  front.stop();
+
+  SummaryContext context;
+  context.num_replicas = 1;
+  context.kv_blocks_capacity = s.replica.kv.num_blocks;
+  context.simulated_time_s = to_seconds(stats.end_time);
+  context.wall_time_s = wall_s;
+  nlohmann::ordered_json& echo = context.config;
+  for (const auto& [key, value] : s.echo.items()) echo[key] = value;
+  echo["served_model_name"] = name;
+  echo["frontend"] = "openai-http";
+  echo["unserved"] = stats.unserved;
+  echo["interrupted_requests"] = stats.interrupted;
+  const Summary summary = collector.summarize(context);
+  if (dir) {
+    requests_file.flush();
+    if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
+    if (step_writer) {
+      steps_file.flush();
+      if (!steps_file) throw Error(a.out.dir + "/steps.csv: write failed");
+    }
+    std::ofstream summary_file = dir->open("summary.json");
+    write_summary_json(summary_file, summary);
+    if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
+  }
+  print_summary_table(std::cout, summary);
+  std::cout << "Served " << stats.arrivals << " requests in " << stats.steps << " steps, " << wall_s << " s wall; "
+            << stats.interrupted << " in flight at shutdown aborted (reason 'interrupted')\n";
+  if (dir) std::cout << "Wrote results to " << a.out.dir << "\n";
+}
+
+const RegisterCommand registration{"serve", [](CLI::App& root) {
+  auto args = std::make_shared<ServeArgs>();
+  auto& a = *args;
+  auto* sub = root.add_subcommand(
+      "serve", "Serve the OpenAI API (/v1/completions, /v1/chat/completions, /metrics) on the engine or, with "
+               "--simulate, on the simulator's cost model paced on the wall clock (docs/serve.md)");
+  sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
+  sub->add_option("--weights", a.weights, "Folder of *.safetensors (engine only); default: random weights from --seed");
+  sub->add_option("--served-model-name", a.served_model_name, "The model name clients send and /v1/models lists "
+                                                              "(default: the model's)");
+  sub->add_flag("--simulate", a.simulate, "No engine: each step lasts what the simulator's cost model prices it at, "
+                                          "waited on the wall clock (a mocker of hardware that may not exist)");
+  sub->add_option("--hw", a.hardware, "--simulate: hardware profile (default h100-80gb; `twinserve hw list`)");
+  sub->add_option("--profile", a.profile, "--simulate: a calibrated profile (`twinserve calibrate`) instead of the roofline");
+  sub->add_option("--tp", a.tp, "--simulate: tensor parallel GPUs")->check(int_range(1, 1024));
+  add_engine_flags(*sub, a.engine);
+  add_engine_memory_flags(*sub, a.memory);
+  add_scheduler_flags(*sub, a.sched);
+  sub->add_option("--seed", a.seed, "Seed for random weights and for requests sent without a seed")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--eos-token", a.eos_token, "A request stops when it samples this token, unless it sends "
+                                              "ignore_eos (default: none; random weights have no EOS)")
+      ->check(int_range(0, kMaxInt32));
+  sub->add_option("--host", a.host, "Address to listen on (default 127.0.0.1)");
+  sub->add_option("--port", a.port, "Port (default 8000; 0: a free one, printed on stdout)")->check(int_range(0, 65535));
+  sub->add_option("--http-threads", a.http_threads, "HTTP worker threads; each open stream holds one, further "
+                                                    "connections wait (default 128)")
+      ->check(int_range(1, 4096));
+  sub->add_option("--shutdown-timeout", a.shutdown_timeout_s, "Seconds in-flight requests may finish after SIGTERM/"
+                                                              "Ctrl-C before they are aborted (default 5; 0: at once)")
+      ->check(real_range(0, 86400));
+  add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here at shutdown", false);
+  sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
+  sub->callback([args] { serve(*args); });
+}};
+
+}  // namespace
+}  // namespace twin::cli
