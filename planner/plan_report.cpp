@@ -73,6 +73,14 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   search["hardware"] = o.space.hardware;
   search["tp"] = o.space.tp;
   search["pp"] = o.space.pp;
+  // The dimensions of #19 only where searched: other plans' files stay as they were.
+  if (o.space.ep != std::vector<std::int32_t>{1}) search["ep"] = o.space.ep;
+  if (o.space.pd != std::vector<std::pair<std::int32_t, std::int32_t>>{{0, 0}}) {
+    nlohmann::ordered_json pd = nlohmann::ordered_json::array();
+    for (const auto& [p, d] : o.space.pd) pd.push_back(p == 0 ? std::string("none") : std::to_string(p) + ":" + std::to_string(d));
+    search["pd"] = std::move(pd);
+  }
+  if (o.space.kv_dram_gib != std::vector<double>{0}) search["kv_dram_gib"] = o.space.kv_dram_gib;
   search["preset"] = o.space.presets;
   search["max_num_batched_tokens"] = o.space.max_num_batched_tokens;
   search["max_num_seqs"] = o.space.max_num_seqs;

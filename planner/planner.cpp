@@ -143,7 +143,8 @@ void check_plan_options(const PlanOptions& o) {
 CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o) {
   CandidateResult r;
   r.candidate = c;
-  r.gpus_per_replica = c.tp * c.pp;
+  // A disaggregated candidate's "replica" is a unit of its two pools.
+  r.gpus_per_replica = c.tp * c.pp * c.ep * c.replicas_per_unit();
   if (o.space.max_gpus && r.gpus_per_replica > *o.space.max_gpus) {
     r.reason = "needs " + std::to_string(r.gpus_per_replica) + " GPUs per replica, more than --max-gpus " +
                std::to_string(*o.space.max_gpus);
@@ -351,6 +352,10 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.candidate.hardware = c.at("hardware").get<std::string>();
   r.candidate.tp = c.at("tp").get<std::int32_t>();
   r.candidate.pp = c.at("pp").get<std::int32_t>();
+  r.candidate.ep = c.value("ep", 1);
+  r.candidate.prefill = c.value("prefill_replicas", 0);
+  r.candidate.decode = c.value("decode_replicas", 0);
+  r.candidate.kv_dram_gib = c.value("kv_dram_gib", 0.0);
   r.candidate.preset = c.at("preset").get<std::string>();
   r.candidate.max_num_batched_tokens = c.at("max_num_batched_tokens").is_null() ? 0 : c.at("max_num_batched_tokens").get<std::int32_t>();
   r.candidate.max_num_seqs = c.at("max_num_seqs").is_null() ? 0 : c.at("max_num_seqs").get<std::int32_t>();

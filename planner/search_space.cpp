@@ -1,6 +1,8 @@
 #include "planner/search_space.hpp"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -17,7 +19,8 @@ namespace {
 
 const std::set<std::string> kSearchKeys = {"model",        "dtype",   "hardware", "tp",       "pp",
                                            "preset",       "max_num_batched_tokens", "max_num_seqs",
-                                           "router",       "max_gpus", "budget",   "max_model_len"};
+                                           "router",       "max_gpus", "budget",   "max_model_len",
+                                           "ep",           "pd",       "kv_dram_gib"};
 
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
   throw UsageError(origin + ": " + excerpt(key, 80) + ": " + what);
@@ -78,6 +81,27 @@ std::vector<std::int32_t> ints(const nlohmann::json& v, const std::string& origi
 
 }  // namespace
 
+std::pair<std::int32_t, std::int32_t> parse_pd_split(const std::string& text, const std::string& what) {
+  if (text == "0" || text == "none") return {0, 0};
+  const std::size_t colon = text.find(':');
+  auto count = [&](const std::string& part) {
+    std::size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 1 || v > 1024) {
+      throw UsageError(what + ": expected P:D with 1 to 1024 prefill and decode replicas (or 0 / none: co-located), got '" +
+                       excerpt(text, 40) + "'");
+    }
+    return static_cast<std::int32_t>(v);
+  };
+  if (colon == std::string::npos) count("");
+  return {count(text.substr(0, colon)), count(text.substr(colon + 1))};
+}
+
 void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::string& origin) {
   if (!json.is_object()) fail(origin, "(top level)", "expected a JSON object");
   for (const auto& [key, v] : json.items()) {
@@ -100,6 +124,26 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
       s.tp = ints(v, origin, key);
     } else if (key == "pp") {
       s.pp = ints(v, origin, key);
+    } else if (key == "ep") {
+      s.ep = ints(v, origin, key);
+    } else if (key == "pd") {
+      s.pd.clear();
+      for (const std::string& split : strings(v, origin, key)) {
+        try {
+          s.pd.push_back(parse_pd_split(split, key));
+        } catch (const UsageError& e) {
+          fail(origin, key, e.what());
+        }
+      }
+    } else if (key == "kv_dram_gib") {
+      s.kv_dram_gib.clear();
+      const nlohmann::json list = v.is_array() ? v : nlohmann::json::array({v});
+      for (const auto& x : list) {
+        if (!x.is_number() || !(x.get<double>() >= 0) || !std::isfinite(x.get<double>()))
+          fail(origin, key, "expected a number of GiB >= 0 (0: no tier) or a list of them");
+        s.kv_dram_gib.push_back(x.get<double>());
+      }
+      if (s.kv_dram_gib.empty()) fail(origin, key, "expected at least one value");
     } else if (key == "max_num_batched_tokens") {
       s.max_num_batched_tokens = ints(v, origin, key);
     } else if (key == "max_num_seqs") {
@@ -136,8 +180,9 @@ void check_search_space(const SearchSpace& s) {
   for (const auto& hw : s.hardware) (void)resolve_hardware(hw);
   for (const auto& p : s.presets) (void)replica_preset(p);
   for (const auto& r : s.routers) (void)router_policy(r);
-  if (s.hardware.empty() || s.tp.empty() || s.pp.empty() || s.presets.empty() || s.routers.empty()) {
-    throw UsageError("search space: hardware, tp, pp, preset and router need at least one value each");
+  if (s.hardware.empty() || s.tp.empty() || s.pp.empty() || s.ep.empty() || s.pd.empty() || s.kv_dram_gib.empty() ||
+      s.presets.empty() || s.routers.empty()) {
+    throw UsageError("search space: hardware, tp, pp, ep, pd, kv_dram_gib, preset and router need at least one value each");
   }
 }
 
@@ -148,30 +193,44 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& s) {
   for (const auto& hw : s.hardware)
     for (auto tp : s.tp)
       for (auto pp : s.pp)
-        for (const auto& preset : s.presets)
-          for (auto m : mbt)
-            for (auto q : seqs)
-              for (const auto& router : s.routers) {
-                Candidate c;
-                c.index = static_cast<std::int32_t>(out.size());
-                c.model = s.model;
-                c.dtype = s.dtype;
-                c.hardware = hw;
-                c.tp = tp;
-                c.pp = pp;
-                c.preset = preset;
-                c.max_num_batched_tokens = m;
-                c.max_num_seqs = q;
-                c.max_model_len = s.max_model_len;
-                c.router = router;
-                out.push_back(std::move(c));
-              }
+        for (auto ep : s.ep)
+          for (const auto& [prefill, decode] : s.pd)
+            for (const double dram : s.kv_dram_gib)
+              for (const auto& preset : s.presets)
+                for (auto m : mbt)
+                  for (auto q : seqs)
+                    for (const auto& router : s.routers) {
+                      Candidate c;
+                      c.index = static_cast<std::int32_t>(out.size());
+                      c.model = s.model;
+                      c.dtype = s.dtype;
+                      c.hardware = hw;
+                      c.tp = tp;
+                      c.pp = pp;
+                      c.ep = ep;
+                      c.prefill = prefill;
+                      c.decode = decode;
+                      c.kv_dram_gib = dram;
+                      c.preset = preset;
+                      c.max_num_batched_tokens = m;
+                      c.max_num_seqs = q;
+                      c.max_model_len = s.max_model_len;
+                      c.router = router;
+                      out.push_back(std::move(c));
+                    }
   return out;
 }
 
 std::string candidate_label(const Candidate& c) {
   std::string out = c.hardware + " tp=" + std::to_string(c.tp);
   if (c.pp != 1) out += " pp=" + std::to_string(c.pp);
+  if (c.ep != 1) out += " ep=" + std::to_string(c.ep);
+  if (c.disaggregated()) out += " pd=" + std::to_string(c.prefill) + ":" + std::to_string(c.decode);
+  if (c.kv_dram_gib > 0) {
+    std::ostringstream gib;
+    gib << c.kv_dram_gib;
+    out += " dram=" + gib.str() + "GiB";
+  }
   out += " " + c.preset;
   if (c.max_num_batched_tokens > 0) out += " mbt=" + std::to_string(c.max_num_batched_tokens);
   if (c.max_num_seqs > 0) out += " seqs=" + std::to_string(c.max_num_seqs);
@@ -188,6 +247,13 @@ nlohmann::ordered_json candidate_json(const Candidate& c) {
   j["hardware"] = c.hardware;
   j["tp"] = c.tp;
   j["pp"] = c.pp;
+  // Only where searched: other plans' files stay as they were.
+  if (c.ep != 1) j["ep"] = c.ep;
+  if (c.disaggregated()) {
+    j["prefill_replicas"] = c.prefill;
+    j["decode_replicas"] = c.decode;
+  }
+  if (c.kv_dram_gib > 0) j["kv_dram_gib"] = c.kv_dram_gib;
   j["preset"] = c.preset;
   j["max_num_batched_tokens"] = c.max_num_batched_tokens > 0 ? nlohmann::ordered_json(c.max_num_batched_tokens) : nullptr;
   j["max_num_seqs"] = c.max_num_seqs > 0 ? nlohmann::ordered_json(c.max_num_seqs) : nullptr;
@@ -203,8 +269,24 @@ ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const 
   g.hardware = c.hardware;
   g.tp = c.tp;
   g.pp = c.pp;
+  g.ep = c.ep;
   g.count = replicas;
-  config.groups.push_back(std::move(g));
+  if (c.disaggregated()) {
+    ReplicaGroupConfig prefill = g, decode = g;
+    prefill.role = "prefill";
+    prefill.count = replicas * c.prefill;
+    decode.role = "decode";
+    decode.count = replicas * c.decode;
+    config.groups = {prefill, decode};
+  } else {
+    config.groups.push_back(std::move(g));
+  }
+  if (c.kv_dram_gib > 0) {
+    KvTierSpec dram;
+    dram.name = "dram";
+    dram.capacity_gib = c.kv_dram_gib;
+    config.kv_tiers.push_back(dram);
+  }
   config.scheduler_preset = c.preset;
   if (c.max_num_batched_tokens > 0) config.overrides.max_num_batched_tokens = c.max_num_batched_tokens;
   if (c.max_num_seqs > 0) config.overrides.max_num_seqs = c.max_num_seqs;

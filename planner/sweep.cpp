@@ -179,8 +179,9 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       const Cluster cluster = build_cluster(config);
       for (const auto& g : cluster.groups) {
         point.replicas += g.config.count;
-        point.gpus += g.config.count * g.layout.tp * g.layout.pp;
-        point.cost_per_hour += g.config.count * g.layout.tp * g.layout.pp * g.hardware.price_per_gpu_hour;
+        const std::int32_t gpus = g.config.count * g.layout.tp * g.layout.pp * g.layout.ep;
+        point.gpus += gpus;
+        point.cost_per_hour += gpus * g.hardware.price_per_gpu_hour;
       }
       ScaledTraceSource source(trace, options.max_requests, scale);
       RunOutputs outputs;

@@ -27,6 +27,10 @@ std::string vllm_serve_command(const Candidate& c) {
   std::ostringstream out;
   out << "vllm serve " << (g.model.hf_id.empty() ? g.model.name : g.model.hf_id);
   out << " --tensor-parallel-size " << g.layout.tp << " --pipeline-parallel-size " << g.layout.pp;
+  // vLLM's EP: data-parallel attention ranks with the experts spread over
+  // all tp x dp GPUs (ours keeps each expert TP-sharded inside a rank: the
+  // same at tp 1).
+  if (g.layout.ep > 1) out << " --data-parallel-size " << g.layout.ep << " --enable-expert-parallel";
   out << " --max-model-len " << s.max_model_len << " --max-num-batched-tokens " << effective_token_budget(s)
       << " --max-num-seqs " << s.max_num_seqs << " --block-size " << g.replica.kv.block_size;
   out << (s.enable_chunked_prefill ? " --enable-chunked-prefill" : " --no-enable-chunked-prefill");
@@ -34,11 +38,16 @@ std::string vllm_serve_command(const Candidate& c) {
   out << " --gpu-memory-utilization " << g.memory.utilization;
   if (s.order == QueueOrder::priority) out << " --scheduling-policy priority";
   out << dtype_flags(c.dtype);
+  if (c.kv_dram_gib > 0) out << " --kv-offloading-size " << c.kv_dram_gib;
   const std::string& preset = s.preset;
   if (preset == "vllm-v0") {
     out << "  # vLLM v0's scheduler (prefills ahead of decodes, none mixed): vLLM v1 always mixes them";
   } else if (preset != "vllm" && preset != "sarathi") {
     out << "  # preset " << preset << " has no vLLM switch: this is the nearest vLLM configuration";
+  }
+  if (c.disaggregated()) {
+    out << "  # per instance: " << c.prefill << " prefill and " << c.decode
+        << " decode instances per unit, each with --kv-transfer-config (kv_role kv_producer / kv_consumer)";
   }
   return out.str();
 }

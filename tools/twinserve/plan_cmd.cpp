@@ -33,6 +33,9 @@ struct PlanArgs {
   std::optional<std::string> model;
   std::vector<std::string> hardware, presets, routers;
   std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
+  std::vector<std::int32_t> ep;        // expert parallel sizes (MoE)
+  std::vector<std::string> pd;         // prefill:decode splits, "none" co-located
+  std::vector<double> kv_dram_gib;     // host DRAM KV tier sizes per replica
   std::optional<std::int32_t> max_gpus, max_model_len;
   std::optional<double> budget, target_rate;
   double tolerance = 0.02;
@@ -51,6 +54,12 @@ PlanOptions make_options(const PlanArgs& a) {
   if (!a.hardware.empty()) o.space.hardware = a.hardware;
   if (!a.tp.empty()) o.space.tp = a.tp;
   if (!a.pp.empty()) o.space.pp = a.pp;
+  if (!a.ep.empty()) o.space.ep = a.ep;
+  if (!a.pd.empty()) {
+    o.space.pd.clear();
+    for (const std::string& split : a.pd) o.space.pd.push_back(parse_pd_split(split, "--pd"));
+  }
+  if (!a.kv_dram_gib.empty()) o.space.kv_dram_gib = a.kv_dram_gib;
   if (!a.presets.empty()) o.space.presets = a.presets;
   if (!a.routers.empty()) o.space.routers = a.routers;
   if (!a.max_num_batched_tokens.empty()) o.space.max_num_batched_tokens = a.max_num_batched_tokens;
@@ -143,6 +152,17 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');
   sub->add_option("--tp", a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',')->check(int_range(1, 1024));
   sub->add_option("--pp", a.pp, "PP sizes to try (default 1)")->delimiter(',')->check(int_range(1, 1024));
+  sub->add_option("--ep,--expert-parallel-size", a.ep, "EP sizes to try, MoE models (default 1; docs/simulate.md)")
+      ->delimiter(',')
+      ->check(int_range(1, 1024));
+  sub->add_option("--pd", a.pd,
+                  "Prefill/decode splits to try, P:D replicas per unit, 'none' for co-located (default none; "
+                  "e.g. none,1:1,1:2; docs/disaggregation.md)")
+      ->delimiter(',');
+  sub->add_option("--kv-dram-gib", a.kv_dram_gib,
+                  "Host DRAM KV tier sizes to try, GiB per replica, 0 for none (default 0; docs/simulate.md, KV tiers)")
+      ->delimiter(',')
+      ->check(real_range(0, 1e9));
   sub->add_option("--scheduler", a.presets, "Scheduler presets to try (default vllm)")->delimiter(',');
   sub->add_option("--max-num-batched-tokens,--chunk-size", a.max_num_batched_tokens,
                   "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
