@@ -82,7 +82,98 @@ Spread spread_of(const std::vector<double>& values) {
 
 double rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0.0; }
 
+// A histogram in `unit_per_ms` units per millisecond, as LatencyStats.
+LatencyStats stats_of_histogram(const LogHistogram& h, double unit_per_ms) {
+  LatencyStats stats = stats_of_histogram(h);
+  if (h.count() == 0) return stats;
+  const double scale = 1e6 / unit_per_ms;  // stats_of_histogram read nanoseconds
+  stats.mean *= scale;
+  stats.std *= scale;
+  stats.p50 *= scale;
+  stats.p90 *= scale;
+  stats.p99 *= scale;
+  stats.max *= scale;
+  return stats;
+}
+
+// TPOT (a fraction of nanoseconds) as whole picoseconds in its histogram.
+std::int64_t tpot_ps(double tpot_ns) { return static_cast<std::int64_t>(std::llround(tpot_ns * 1000.0)); }
+
+// splitmix64's finaliser: a well-mixed hash of a record's values.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool in_sample(Time arrival, Time ttft, int level) {
+  if (level == 0) return true;
+  const std::uint64_t h = mix(static_cast<std::uint64_t>(arrival) ^ mix(static_cast<std::uint64_t>(ttft)));
+  return (h >> (64 - level)) == 0;
+}
+
+bool same_slos(const std::vector<Slo>& a, const std::vector<Slo>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].metric != b[i].metric || a[i].percentile != b[i].percentile || a[i].threshold_ms != b[i].threshold_ms) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+MetricsCollector::MetricsCollector(CollectorOptions options) : options_(std::move(options)) {
+  if (options_.exact_requests == 0) switch_to_histograms();
+}
+
+void MetricsCollector::sample_backlog(Time arrival, Time ttft) {
+  if (!in_sample(arrival, ttft, backlog_level_)) return;
+  backlog_sample_.emplace_back(arrival, ttft);
+  while (backlog_sample_.size() > kBacklogSample) {
+    ++backlog_level_;
+    std::erase_if(backlog_sample_, [&](const std::pair<Time, Time>& p) { return !in_sample(p.first, p.second, backlog_level_); });
+  }
+}
+
+void MetricsCollector::stream_completed(Time arrival, Time ttft, Time e2el, double tpot_ns, Time max_itl) {
+  ttft_h_.add(ttft);
+  e2el_h_.add(e2el);
+  if (tpot_ns >= 0) tpot_ps_h_.add(tpot_ps(tpot_ns));
+  bool good = true;
+  for (std::size_t k = 0; k < options_.slos.size(); ++k) {
+    double value = 0;
+    switch (options_.slos[k].metric) {
+      case Metric::ttft: value = static_cast<double>(ttft); break;
+      case Metric::tpot: value = tpot_ns; break;
+      case Metric::itl: value = static_cast<double>(max_itl); break;
+      case Metric::e2el: value = static_cast<double>(e2el); break;
+    }
+    // The same comparison summarize() makes in exact mode.
+    const bool ok = value < 0 || value <= options_.slos[k].threshold_ms * 1e6;
+    slo_met_[k] += ok ? 1 : 0;
+    good = good && ok;
+  }
+  good_ += good ? 1 : 0;
+  sample_backlog(arrival, ttft);
+}
+
+// Folds the values kept one by one into the histograms and frees them.
+void MetricsCollector::switch_to_histograms() {
+  streaming_ = true;
+  slo_met_.assign(options_.slos.size(), 0);
+  for (std::size_t i = 0; i < ttft_ns_.size(); ++i) {
+    stream_completed(arrival_ns_[i], ttft_ns_[i], e2el_ns_[i], tpot_ns_[i], max_itl_ns_[i]);
+  }
+  for (const Time v : kv_wait_ns_) kv_wait_h_.add(v);
+  for (const Time v : kv_transfer_ns_) kv_transfer_h_.add(v);
+  for (auto* v : {&ttft_ns_, &e2el_ns_, &max_itl_ns_, &arrival_ns_, &kv_wait_ns_, &kv_transfer_ns_}) {
+    std::vector<Time>().swap(*v);
+  }
+  std::vector<double>().swap(tpot_ns_);
+}
 
 void MetricsCollector::add(const RequestRecord& r) {
   if (r.arrival < 0) bad_request(r, "negative arrival time");
@@ -115,8 +206,13 @@ void MetricsCollector::add(const RequestRecord& r) {
         r.kv_arrived < r.kv_reserved) {
       bad_request(r, "KV transfer times out of order (first token, blocks reserved, KV arrived)");
     }
-    kv_wait_ns_.push_back(r.kv_reserved - r.first_token);
-    kv_transfer_ns_.push_back(r.kv_arrived - r.kv_reserved);
+    if (streaming_) {
+      kv_wait_h_.add(r.kv_reserved - r.first_token);
+      kv_transfer_h_.add(r.kv_arrived - r.kv_reserved);
+    } else {
+      kv_wait_ns_.push_back(r.kv_reserved - r.first_token);
+      kv_transfer_ns_.push_back(r.kv_arrived - r.kv_reserved);
+    }
     transfer_bytes_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.kv_transfer_bytes));
   }
   if (r.replica >= 0) {
@@ -133,14 +229,21 @@ void MetricsCollector::add(const RequestRecord& r) {
     case Outcome::finished: break;
   }
   ++completed_;
-  ttft_ns_.push_back(r.first_token - r.arrival);
-  arrival_ns_.push_back(r.arrival);
-  e2el_ns_.push_back(r.finish - r.arrival);
-  tpot_ns_.push_back(r.output_tokens >= 2
-                         ? static_cast<double>(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1)
-                         : -1.0);
+  if (!streaming_ && completed_ > options_.exact_requests) switch_to_histograms();
+  const double tpot = r.output_tokens >= 2
+                          ? static_cast<double>(r.finish - r.first_token) / static_cast<double>(r.output_tokens - 1)
+                          : -1.0;
+  const Time max_itl = r.itl.empty() ? kNoTime : *std::max_element(r.itl.begin(), r.itl.end());
+  if (streaming_) {
+    stream_completed(r.arrival, r.first_token - r.arrival, r.finish - r.arrival, tpot, max_itl);
+  } else {
+    ttft_ns_.push_back(r.first_token - r.arrival);
+    arrival_ns_.push_back(r.arrival);
+    e2el_ns_.push_back(r.finish - r.arrival);
+    tpot_ns_.push_back(tpot);
+    max_itl_ns_.push_back(max_itl);
+  }
   itl_ns_.add_all(r.itl);
-  max_itl_ns_.push_back(r.itl.empty() ? kNoTime : *std::max_element(r.itl.begin(), r.itl.end()));
   input_tokens_ += static_cast<std::uint64_t>(r.prompt_tokens);
   output_tokens_ += static_cast<std::uint64_t>(r.output_tokens);
   cached_tokens_ += static_cast<std::uint64_t>(r.cached_prompt_tokens);
@@ -168,12 +271,18 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.rejected = rejected_;
   s.aborted = aborted_;
 
+  if (streaming_ && !same_slos(context.slos, options_.slos)) {
+    throw Error("metrics collector: past " + std::to_string(options_.exact_requests) +
+                " requests goodput is counted as records arrive, so the SLOs must be given when the collector is made");
+  }
+  s.percentiles_streamed = streaming_;
+  // Exact mode: the sorted values; streaming: empty, the histograms answer.
   const std::vector<double> ttft = sorted_ms(ttft_ns_);
   const std::vector<double> tpot = sorted_ms(tpot_ns_);
   const std::vector<double> e2el = sorted_ms(e2el_ns_);
-  s.ttft_ms = stats_of_sorted(ttft);
-  s.tpot_ms = stats_of_sorted(tpot);
-  s.e2el_ms = stats_of_sorted(e2el);
+  s.ttft_ms = streaming_ ? stats_of_histogram(ttft_h_, 1e6) : stats_of_sorted(ttft);
+  s.tpot_ms = streaming_ ? stats_of_histogram(tpot_ps_h_, 1e9) : stats_of_sorted(tpot);
+  s.e2el_ms = streaming_ ? stats_of_histogram(e2el_h_, 1e6) : stats_of_sorted(e2el);
   s.itl_ms = stats_of_histogram(itl_ns_);
 
   if (first_arrival_ != kNoTime && last_finish_ != kNoTime && last_finish_ > first_arrival_) {
@@ -199,7 +308,11 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
     return 0;
   };
   std::vector<std::uint64_t> met(context.slos.size(), 0);
-  for (std::size_t i = 0; i < completed_; ++i) {
+  if (streaming_) {
+    met = slo_met_;
+    s.good_requests = good_;
+  }
+  for (std::size_t i = 0; i < ttft_ns_.size(); ++i) {
     bool good = true;
     for (std::size_t k = 0; k < context.slos.size(); ++k) {
       const double value = request_value_ns(context.slos[k].metric, i);
@@ -216,9 +329,18 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
     result.measured_ms = kNaN;
     if (result.slo.percentile > 0) {
       switch (result.slo.metric) {
-        case Metric::ttft: result.measured_ms = percentile_linear(ttft, result.slo.percentile); break;
-        case Metric::tpot: result.measured_ms = percentile_linear(tpot, result.slo.percentile); break;
-        case Metric::e2el: result.measured_ms = percentile_linear(e2el, result.slo.percentile); break;
+        case Metric::ttft:
+          result.measured_ms = streaming_ ? ttft_h_.percentile(result.slo.percentile) / 1e6
+                                          : percentile_linear(ttft, result.slo.percentile);
+          break;
+        case Metric::tpot:
+          result.measured_ms = streaming_ ? tpot_ps_h_.percentile(result.slo.percentile) / 1e9
+                                          : percentile_linear(tpot, result.slo.percentile);
+          break;
+        case Metric::e2el:
+          result.measured_ms = streaming_ ? e2el_h_.percentile(result.slo.percentile) / 1e6
+                                          : percentile_linear(e2el, result.slo.percentile);
+          break;
         case Metric::itl: result.measured_ms = itl_ns_.percentile(result.slo.percentile) / 1e6; break;
       }
       result.percentile_met = !std::isnan(result.measured_ms) && result.measured_ms <= result.slo.threshold_ms;
@@ -235,14 +357,21 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   if (s.disaggregated) {
     TransferSummary& t = s.kv_transfer;
     t.handed_off = handed_off_;
-    t.transfers = kv_transfer_ns_.size();
     t.bytes = transfer_bytes_;
-    const std::vector<double> transfer = sorted_ms(kv_transfer_ns_);
-    long double sum_ms = 0;
-    for (const double v : transfer) sum_ms += v;
-    t.transfer_s = static_cast<double>(sum_ms / 1000.0L);
-    t.wait_ms = stats_of_sorted(sorted_ms(kv_wait_ns_));
-    t.transfer_ms = stats_of_sorted(transfer);
+    if (streaming_) {
+      t.transfers = kv_transfer_h_.count();
+      t.transfer_s = kv_transfer_h_.count() > 0 ? kv_transfer_h_.mean() * static_cast<double>(kv_transfer_h_.count()) / 1e9 : 0.0;
+      t.wait_ms = stats_of_histogram(kv_wait_h_, 1e6);
+      t.transfer_ms = stats_of_histogram(kv_transfer_h_, 1e6);
+    } else {
+      t.transfers = kv_transfer_ns_.size();
+      const std::vector<double> transfer = sorted_ms(kv_transfer_ns_);
+      long double sum_ms = 0;
+      for (const double v : transfer) sum_ms += v;
+      t.transfer_s = static_cast<double>(sum_ms / 1000.0L);
+      t.wait_ms = stats_of_sorted(sorted_ms(kv_wait_ns_));
+      t.transfer_ms = stats_of_sorted(transfer);
+    }
   }
 
   auto tallies = replicas_;
@@ -271,8 +400,13 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   }
   s.max_kv_blocks_used = static_cast<double>(kv_blocks_max_);
   s.max_batch_size = static_cast<double>(batch_size_max_);
-  std::vector<std::pair<Time, Time>> arrival_ttft(completed_);
-  for (std::size_t i = 0; i < completed_; ++i) arrival_ttft[i] = {arrival_ns_[i], ttft_ns_[i]};
+  std::vector<std::pair<Time, Time>> arrival_ttft;
+  if (streaming_) {
+    arrival_ttft = backlog_sample_;
+  } else {
+    arrival_ttft.resize(ttft_ns_.size());
+    for (std::size_t i = 0; i < ttft_ns_.size(); ++i) arrival_ttft[i] = {arrival_ns_[i], ttft_ns_[i]};
+  }
   const BacklogTrend trend = backlog_trend(std::move(arrival_ttft), num_requests_, first_arrival_, last_arrival_);
   s.offered_rate = trend.offered_rate;
   if (auto warning = backlog_warning(trend, s.request_throughput)) s.warnings.push_back(std::move(*warning));

@@ -1,27 +1,56 @@
 #pragma once
-// Streams records in, summarises at the end. Memory: a few 8-byte values per
-// request (TTFT, TPOT, E2E, max ITL, ...) and fixed-size histograms; never
-// every inter-token gap. Records may come in any order; the summary depends
-// only on the multiset of records.
+// Streams records in, summarises at the end. Records may come in any order;
+// the summary depends only on the multiset of records.
+//
+// Memory: up to CollectorOptions::exact_requests completed requests, a few
+// 8-byte values each (TTFT, TPOT, E2E, max ITL, arrival), so TTFT, TPOT and
+// E2EL percentiles are exact; past it those values are folded into
+// log-bucketed histograms (metrics/log_histogram.hpp, every percentile
+// within 0.39%) and memory stays flat however many requests come. ITL is
+// always a histogram: never every inter-token gap. docs/outputs.md,
+// "Percentiles".
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "engine/core/records.hpp"
 #include "metrics/log_histogram.hpp"
+#include "metrics/slo.hpp"
 #include "metrics/summary.hpp"
 
 namespace twin {
 
+struct CollectorOptions {
+  // Completed requests kept one by one (exact percentiles); the next one
+  // switches to histograms. 0: histograms from the first request;
+  // kAlwaysExact: never.
+  static constexpr std::uint64_t kDefaultExactRequests = std::uint64_t{1} << 22;  // 4,194,304
+  static constexpr std::uint64_t kAlwaysExact = ~std::uint64_t{0};
+  std::uint64_t exact_requests = kDefaultExactRequests;
+  // The run's SLOs. Past the limit goodput and each SLO's share are counted
+  // as records arrive, so summarize() must then get these same SLOs
+  // (twin::Error otherwise); below it any SLOs may be asked for.
+  std::vector<Slo> slos;
+};
+
 class MetricsCollector {
  public:
+  MetricsCollector() = default;
+  explicit MetricsCollector(CollectorOptions options);
   // Records with impossible times (finish before arrival, negative gaps)
   // throw twin::Error naming the request or step.
   void add(const RequestRecord& record);
   void add(const StepRecord& record);
   Summary summarize(const SummaryContext& context) const;
+  // True once the per-request values went into histograms.
+  bool streaming() const { return streaming_; }
 
  private:
+  void switch_to_histograms();
+  void stream_completed(Time arrival, Time ttft, Time e2el, double tpot_ns, Time max_itl);
+  void sample_backlog(Time arrival, Time ttft);
+
   struct ReplicaTally {
     std::uint64_t requests = 0, tokens = 0;
   };
@@ -34,7 +63,23 @@ class MetricsCollector {
   std::uint64_t input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0;
   std::uint64_t preemptions_ = 0;
   std::uint64_t handed_off_ = 0, transfer_bytes_ = 0;
-  std::vector<Time> kv_wait_ns_, kv_transfer_ns_;  // per transfer
+  std::vector<Time> kv_wait_ns_, kv_transfer_ns_;  // per transfer (exact mode)
+  CollectorOptions options_;
+  bool streaming_ = false;
+  // Streaming mode: the distributions (TPOT in integer picoseconds) and,
+  // per SLO, the completed requests meeting its threshold, and those
+  // meeting all of them.
+  LogHistogram ttft_h_, e2el_h_, tpot_ps_h_, kv_wait_h_, kv_transfer_h_;
+  std::vector<std::uint64_t> slo_met_;
+  std::uint64_t good_ = 0;
+  // Streaming mode: (arrival, TTFT) of the completed requests whose pair's
+  // hash has its top `backlog_level_` bits zero (a sample the record order
+  // cannot change), halved when it outgrows kBacklogSample; the backlog
+  // warning's quarters are judged on it.
+  static constexpr std::size_t kBacklogSample = std::size_t{1} << 18;
+  std::vector<std::pair<Time, Time>> backlog_sample_;
+  int backlog_level_ = 0;
+
   std::map<std::int32_t, ReplicaTally> replicas_;
   std::uint64_t steps_ = 0;
   std::uint64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_verifications_ = 0;

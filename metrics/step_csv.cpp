@@ -48,8 +48,8 @@ void parse_lookahead_accepted(const csv::Reader& reader, std::string_view text, 
 
 }  // namespace
 
-StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<std::string> tiers)
-    : out_(out), speculative_(speculative), num_tiers_(tiers.size()) {
+StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<std::string> tiers, std::int64_t every)
+    : out_(out), speculative_(speculative), num_tiers_(tiers.size()), every_(every > 1 ? static_cast<std::uint64_t>(every) : 1) {
   std::string header;
   const std::size_t columns = speculative ? kColumns.size() : kRequiredColumns;
   for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
@@ -58,6 +58,7 @@ StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<st
 }
 
 void StepCsvWriter::write(const StepRecord& s) {
+  if (every_ > 1 && s.step_id % every_ != 0) return;
   std::string row;
   row.reserve(120);
   csv::append_int(row, static_cast<std::int64_t>(s.step_id));

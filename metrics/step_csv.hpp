@@ -2,6 +2,7 @@
 // steps.csv: one row per step record. Times are exact as in requests.csv:
 // reading back gives the same integer nanoseconds, which the replay cost
 // model relies on. Columns and units: docs/outputs.md.
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -19,14 +20,18 @@ class StepCsvWriter {
   // ("L:a" per seq that had lookahead, space-separated, in plan order).
   // With `tiers` (KV tiers below HBM, their names nearest first), two more
   // per tier, last: <name>_load_blocks and <name>_store_blocks (written
-  // only: a replay reads no tiered run's steps).
-  explicit StepCsvWriter(std::ostream& out, bool speculative = false, std::vector<std::string> tiers = {});
+  // only: a replay reads no tiered run's steps). `every` > 1 keeps one row
+  // in `every` per replica: the steps whose step_id is a multiple of it
+  // (`--steps sample:N`), so the first step of each replica is always there.
+  explicit StepCsvWriter(std::ostream& out, bool speculative = false, std::vector<std::string> tiers = {},
+                         std::int64_t every = 1);
   void write(const StepRecord& record);
 
  private:
   std::ostream& out_;
   bool speculative_ = false;
   std::size_t num_tiers_ = 0;
+  std::uint64_t every_ = 1;
 };
 
 // Errors (twin::Error) name file:line and the column. The speculative

@@ -64,6 +64,9 @@ struct KvTierSummary {
 struct Summary {
   std::uint64_t num_requests = 0, completed = 0, rejected = 0, aborted = 0;
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+  // TTFT, TPOT and E2EL (and the KV transfer times) from histograms, not
+  // every value (metrics/collector.hpp): summary.json says so.
+  bool percentiles_streamed = false;
 
   double duration_s = 0;  // first arrival to last finish
   double offered_rate = 0;  // requests / arrival span (req/s); 0 for a burst (one arrival time)

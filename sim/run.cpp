@@ -10,6 +10,7 @@
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
+#include "metrics/result_files.hpp"
 #include "metrics/result_sink.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
@@ -97,35 +98,32 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   Cluster cluster = build_cluster(config);
 
   std::optional<OutputDir> dir;
-  std::ofstream requests_file, steps_file;
-  std::unique_ptr<RequestCsvWriter> request_writer;
-  std::unique_ptr<StepCsvWriter> step_writer;
+  std::optional<ResultFiles> csv;
   if (!outputs.out_dir.empty()) {
-    std::vector<std::string> files = {"requests.csv", "summary.json"};
-    if (outputs.write_steps) files.push_back("steps.csv");
+    std::vector<std::string> files = csv_result_names(outputs.files);
+    files.push_back("summary.json");
     if (outputs.vllm_result) files.push_back("vllm_result.json");
     dir.emplace(outputs.out_dir, outputs.overwrite, files);
-    requests_file = dir->open("requests.csv");
-    request_writer = std::make_unique<RequestCsvWriter>(requests_file, cluster.disaggregated());
-    if (outputs.write_steps) {
-      steps_file = dir->open("steps.csv");
-      bool speculative = false;
-      for (const SimReplicaSpec& r : cluster.replicas) speculative = speculative || r.config.scheduler.num_speculative_tokens > 0;
-      // Tier columns only when the run has tiers (the cluster's, one list).
-      std::vector<std::string> tiers;
-      for (const GroupPlan& g : cluster.groups) {
-        if (!g.tiers || !tiers.empty()) continue;
-        for (const KvTierLink& t : g.tiers->tiers()) tiers.push_back(t.name);
-      }
-      step_writer = std::make_unique<StepCsvWriter>(steps_file, speculative, std::move(tiers));
+    ResultColumns columns;
+    columns.transfer = cluster.disaggregated();
+    for (const SimReplicaSpec& r : cluster.replicas) {
+      columns.speculative = columns.speculative || r.config.scheduler.num_speculative_tokens > 0;
     }
+    // Tier columns only when the run has tiers (the cluster's, one list).
+    for (const GroupPlan& g : cluster.groups) {
+      if (!g.tiers || !columns.tiers.empty()) continue;
+      for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
+    }
+    csv.emplace(*dir, outputs.files, columns);
   }
+  RequestCsvWriter* request_writer = csv ? csv->requests() : nullptr;
+  StepCsvWriter* step_writer = csv ? csv->steps() : nullptr;
 
-  MetricsCollector collector;
+  MetricsCollector collector(CollectorOptions{outputs.exact_percentile_requests, slos});
   std::int64_t ended = 0;  // requests ended, for the progress callback
   ResultSink::RequestListener count_ended;
   if (outputs.progress) count_ended = [&ended](const RequestRecord&) { ++ended; };
-  ResultSink sink(collector, request_writer.get(), step_writer.get(), std::move(count_ended));
+  ResultSink sink(collector, request_writer, step_writer, std::move(count_ended));
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;
@@ -159,12 +157,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   summarize_kv_tiers(result.summary, cluster, simulator);
 
   if (dir) {
-    requests_file.flush();
-    if (!requests_file) throw Error(outputs.out_dir + "/requests.csv: write failed");
-    if (step_writer) {
-      steps_file.flush();
-      if (!steps_file) throw Error(outputs.out_dir + "/steps.csv: write failed");
-    }
+    csv->close();
+    result.csv_bytes = csv->bytes_written();
     std::ofstream summary_file = dir->open("summary.json");
     write_summary_json(summary_file, result.summary);
     if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");

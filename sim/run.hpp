@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/collector.hpp"
+#include "metrics/result_files.hpp"
 #include "metrics/summary.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
@@ -25,7 +27,12 @@ struct SimProgress {
 struct RunOutputs {
   std::string out_dir;       // empty: write no files
   bool overwrite = false;    // replace result files already in out_dir
-  bool write_steps = true;   // steps.csv (with out_dir)
+  // Which steps steps.csv keeps and whether the CSVs are compressed
+  // (metrics/result_files.hpp); the summary is the same whatever they say.
+  ResultFileOptions files;
+  // Completed requests whose TTFT, TPOT and E2EL are kept one by one (exact
+  // percentiles); past it, histograms (metrics/collector.hpp).
+  std::uint64_t exact_percentile_requests = CollectorOptions::kDefaultExactRequests;
   // Step records feed the summary's batch-size and KV-usage figures; off
   // saves a little time on huge runs (those figures are then 0).
   bool step_stats = true;
@@ -43,6 +50,7 @@ struct RunResult {
   Summary summary;
   SimStats stats;
   double wall_time_s = 0;
+  std::uint64_t csv_bytes = 0;  // requests.csv + steps.csv on disk, as written (compressed or not)
 };
 
 // A one-line description per group ("4 x llama-3.1-8b (bf16) on h100-80gb, tp=1 pp=1, 30000 KV blocks of 16 tokens").

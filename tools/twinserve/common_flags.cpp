@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/error.hpp"
 #include "engine/core/scheduler_config.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/trace_format.hpp"
@@ -28,6 +29,27 @@ void add_output_flags(CLI::App& sub, OutputFlags& f, const std::string& out_help
   CLI::Option* out = sub.add_option("--out", f.dir, out_help)->check(non_empty());
   if (required) out->required();
   sub.add_flag("--overwrite", f.overwrite, "Replace result files already in --out");
+}
+
+void add_result_file_flags(CLI::App& sub, ResultFileFlags& f) {
+  sub.add_option("--steps", f.steps,
+                 "Which steps steps.csv keeps: all (default), none (no steps.csv), sample:N (the steps whose step_id "
+                 "is a multiple of N, per replica); the summary counts every step either way");
+  sub.add_flag("--no-steps", f.no_steps, "Do not write steps.csv (same as --steps none)");
+  sub.add_option("--compress", f.compress,
+                 "Compress requests.csv and steps.csv as they are written: none (default), gz (requests.csv.gz, gzip "
+                 "level 1) or zst (requests.csv.zst, zstd level 3); summary.json stays plain");
+}
+
+ResultFileOptions result_file_options(const ResultFileFlags& f) {
+  ResultFileOptions options;
+  options.steps = parse_step_selection(f.steps, "--steps");
+  if (f.no_steps) {
+    if (f.steps != "all" && f.steps != "none") throw UsageError("--no-steps and --steps " + f.steps + " disagree; give one");
+    options.steps = StepSelection{0};
+  }
+  options.compression = parse_csv_compression(f.compress, "--compress");
+  return options;
 }
 
 void add_engine_flags(CLI::App& sub, EngineFlags& f) {

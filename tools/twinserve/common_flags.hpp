@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/runtime/model_runner.hpp"
+#include "metrics/result_files.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace CLI {
@@ -33,6 +34,18 @@ struct OutputFlags {
   bool overwrite = false;
 };
 void add_output_flags(CLI::App& sub, OutputFlags& flags, const std::string& out_help, bool required);
+
+// --steps none|sample:N|all, --no-steps (= --steps none) and
+// --compress none|gz|zst: what steps.csv keeps and how the CSVs are written
+// (run, simulate; metrics/result_files.hpp).
+struct ResultFileFlags {
+  std::string steps = "all";
+  bool no_steps = false;
+  std::string compress = "none";
+};
+void add_result_file_flags(CLI::App& sub, ResultFileFlags& flags);
+// UsageError naming the flag for a selection or compression it does not know.
+ResultFileOptions result_file_options(const ResultFileFlags& flags);
 
 // The engine: --backend, --threads, --dtype, --kv-cache-dtype (run,
 // validate, calibrate). "auto" dtypes are the checkpoint's (validate: the

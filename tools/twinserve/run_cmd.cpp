@@ -25,6 +25,7 @@
 #include "metrics/collector.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
+#include "metrics/result_files.hpp"
 #include "metrics/result_sink.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
@@ -60,7 +61,8 @@ struct RunArgs {
   std::int32_t top_k = 0;
   std::optional<std::int32_t> eos_token;
   SchedulerFlags sched;
-  bool no_steps = false, quiet = false;
+  ResultFileFlags files;
+  bool quiet = false;
   std::string result_format = "twin";
   std::string speculative_config;  // vLLM's --speculative-config JSON
 };
@@ -89,14 +91,13 @@ void run(const RunArgs& a) {
   const EngineSettings es = engine_settings(setup);
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
+  const ResultFileOptions file_options = result_file_options(a.files);
   std::optional<OutputDir> dir;
-  std::ofstream requests_file, steps_file;
-  std::unique_ptr<RequestCsvWriter> request_writer;
-  std::unique_ptr<StepCsvWriter> step_writer;
+  std::optional<ResultFiles> csv;
   if (!a.out.dir.empty()) {
-    std::vector<std::string> files = {"requests.csv", "summary.json"};
+    std::vector<std::string> files = csv_result_names(file_options);
+    files.push_back("summary.json");
     if (a.result_format == "vllm") files.push_back("vllm_result.json");
-    if (!a.no_steps) files.push_back("steps.csv");
     dir.emplace(a.out.dir, a.out.overwrite, files);
   }
   Engine engine(es);  // loads the weights: after every cheap check
@@ -104,12 +105,9 @@ void run(const RunArgs& a) {
   std::cerr << "engine: " << engine.description() << "\n";
   ProgressLine progress("run", "requests ended", !a.quiet);
   if (dir) {
-    requests_file = dir->open("requests.csv");
-    request_writer = std::make_unique<RequestCsvWriter>(requests_file);
-    if (!a.no_steps) {
-      steps_file = dir->open("steps.csv");
-      step_writer = std::make_unique<StepCsvWriter>(steps_file, es.speculative.has_value());
-    }
+    ResultColumns columns;
+    columns.speculative = es.speculative.has_value();
+    csv.emplace(*dir, file_options, columns);
   }
   MetricsCollector collector;
   std::int64_t ended = 0;
@@ -117,7 +115,7 @@ void run(const RunArgs& a) {
   // for a pipe).
   const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
   std::map<std::string, std::int64_t> rejected_by_reason;  // the warning names each reason
-  ResultSink sink(collector, request_writer.get(), step_writer.get(), [&](const RequestRecord& r) {
+  ResultSink sink(collector, csv ? csv->requests() : nullptr, csv ? csv->steps() : nullptr, [&](const RequestRecord& r) {
     if (r.outcome == Outcome::rejected) ++rejected_by_reason[r.reason.empty() ? "no reason" : r.reason];
     progress.update(++ended, total.total());
   });
@@ -152,12 +150,7 @@ void run(const RunArgs& a) {
   }
   const Summary summary = collector.summarize(context);
   if (dir) {
-    requests_file.flush();
-    if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
-    if (step_writer) {
-      steps_file.flush();
-      if (!steps_file) throw Error(a.out.dir + "/steps.csv: write failed");
-    }
+    csv->close();
     std::ofstream summary_file = dir->open("summary.json");
     write_summary_json(summary_file, summary);
     if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
@@ -225,7 +218,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_engine_memory_flags(*sub, a.memory);
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   add_config_file_flag(*sub, nullptr);
-  sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
+  add_result_file_flags(*sub, a.files);
   sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
   sub->add_option("--result-format", a.result_format,
                   "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "

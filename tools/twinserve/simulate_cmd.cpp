@@ -56,7 +56,9 @@ struct SimulateArgs {
   bool kv_offload_overlap = false;
   std::optional<std::uint64_t> seed;
   SchedulerFlags sched;
-  bool no_steps = false, no_progress = false, explain_memory = false;
+  ResultFileFlags files;
+  std::string percentiles = "auto";  // --percentiles
+  bool no_progress = false, explain_memory = false;
   std::string result_format = "twin";
   std::string explain_ops;  // step shapes to price op by op, then exit
   std::string speculative_config;  // vLLM's --speculative-config JSON plus the acceptance keys
@@ -210,7 +212,10 @@ void run(const SimulateArgs& a) {
   outputs.out_dir = a.out.dir;
   outputs.overwrite = a.out.overwrite;
   outputs.jobs = a.jobs;
-  outputs.write_steps = !a.no_steps;
+  outputs.files = result_file_options(a.files);
+  outputs.exact_percentile_requests = a.percentiles == "exact"       ? CollectorOptions::kAlwaysExact
+                                      : a.percentiles == "histogram" ? 0
+                                                                     : CollectorOptions::kDefaultExactRequests;
   // Requests ended of the trace's total (counted beside the run), the rate
   // and the ETA, with the virtual clock: only on a terminal.
   ProgressLine progress("simulate", "requests", !a.no_progress);
@@ -317,7 +322,12 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
-  sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv (big runs)");
+  add_result_file_flags(*sub, a.files);
+  sub->add_option("--percentiles", a.percentiles,
+                  "TTFT/TPOT/E2EL percentiles: auto (default: exact up to 4,194,304 completed requests, then "
+                  "histograms), exact (every value kept: memory grows with the requests) or histogram (flat memory, "
+                  "each percentile within 0.39%); docs/outputs.md")
+      ->check(CLI::IsMember({"auto", "exact", "histogram"}));
   sub->add_option("--result-format", a.result_format,
                   "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
                   "`vllm bench serve --save-result` writes")
