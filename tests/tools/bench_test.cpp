@@ -3,8 +3,9 @@
 // port): streamed tokens become the client's records, the requests carry the
 // trace's token ids and lengths, a 503 is a rejection with the server's
 // reason, chunks of several tokens keep ITL out, and validate --measured
-// reads the result back. A server that is not there is an error naming the
-// URL. Nothing here is timed.
+// reads the result back; end to end against `twinserve serve --simulate`.
+// A server that is not there is an error naming the URL. Nothing here is
+// timed.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -12,12 +13,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -227,4 +230,99 @@ TEST_CASE("bench names the URL it cannot reach") {
   const auto bad = run_twinserve("bench --trace " + trace + " --base-url ftp://x --out " + (dir / "o2").string(), true);
   CHECK(bad.exit_code == 2);
   CHECK(bad.out.find("expected http://HOST") != std::string::npos);
+}
+
+namespace {
+
+// `twinserve serve` as a child process, its stdout in a file; the port is
+// the one it prints ("listening on http://127.0.0.1:PORT").
+class TwinServer {
+ public:
+  TwinServer(const fs::path& dir, const std::vector<std::string>& flags) {
+    const fs::path log = dir / "serve.stdout";
+    std::vector<std::string> args = {std::getenv("TWIN_BIN"), "serve", "--port", "0", "--shutdown-timeout", "0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::posix_spawn_file_actions_addopen(&actions, 2, (dir / "serve.stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+    ::posix_spawn_file_actions_destroy(&actions);
+    const std::string mark = "listening on http://127.0.0.1:";
+    for (int i = 0; i < 1200 && port_ == 0; ++i) {  // a readiness wait, bounded
+      std::ifstream in(log);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (const auto at = text.find(mark); at != std::string::npos) port_ = std::atoi(text.c_str() + at + mark.size());
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(port_ > 0);
+  }
+  // SIGTERM: the server finishes and writes its result files; its exit code.
+  int stop() {
+    if (pid_ == 0) return -1;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  ~TwinServer() { stop(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  pid_t pid_ = 0;
+  int port_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("end to end: bench against twinserve serve --simulate, then validate --measured on what bench saw") {
+  const fs::path dir = fresh_dir("serve");
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 24 --rate 40 --prompt uniform:8:48 --output uniform:2:16 --seed 9 " +
+                        trace).exit_code == 0);
+  TwinServer server(dir, {"--simulate", "--model", "tiny", "--hw", "cpu", "--out", (dir / "server").string()});
+  const fs::path out = dir / "bench";
+  auto r = run_twinserve("bench --trace " + trace + " --base-url " + server.url() + " --quiet --out " + out.string(), true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(server.stop() == 0);
+
+  std::ifstream summary_in(out / "summary.json");
+  const auto summary = nlohmann::json::parse(summary_in);
+  CHECK(summary["completed"] == 24);
+  CHECK(summary["config"]["model"] == "tiny");  // the first of the server's /v1/models
+  // One token per chunk: every gap is an ITL sample (output tokens - 1 per request).
+  std::ifstream vllm_in(out / "vllm_result.json");
+  const auto vllm = nlohmann::json::parse(vllm_in);
+  std::int64_t gaps = 0;
+  for (std::size_t i = 0; i < vllm["output_lens"].size(); ++i) {
+    CHECK(vllm["itls"][i].size() + 1 == vllm["output_lens"][i].get<std::size_t>());
+    gaps += vllm["output_lens"][i].get<std::int64_t>() - 1;
+  }
+  CHECK(summary["itl_ms"]["count"] == gaps);
+  // The server's records count the same tokens the client saw.
+  const auto server_rows = csv_rows(dir / "server" / "requests.csv");
+  REQUIRE(server_rows.size() == 25);
+  std::int64_t server_tokens = 0;
+  for (std::size_t i = 1; i < server_rows.size(); ++i) server_tokens += std::stoll(server_rows[i][7]);
+  CHECK(server_tokens == summary["total_output_tokens"].get<std::int64_t>());
+
+  // The simulator's prediction of the same deployment against the client's view.
+  r = run_twinserve("validate --measured " + (out / "vllm_result.json").string() + " --trace " + trace +
+                        " --model tiny --hw cpu --out " + (dir / "val").string(),
+                    true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream report_in(dir / "val" / "report.json");
+  const auto report = nlohmann::json::parse(report_in);
+  CHECK(report["measured_completed"] == 24);
+  CHECK(report["predicted_completed"] == 24);
+  CHECK(report["itl_gaps_left_out"] == 0);
+  CHECK(report["prompt_mismatches"] == 0);
+  CHECK(report["ttft_ms"]["measured"]["p50"].is_number());
+  CHECK(report["ttft_ms"]["predicted"]["p50"].is_number());
 }

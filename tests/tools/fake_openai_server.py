@@ -73,6 +73,10 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 choice = {"index": 0, "text": "x" * n, "finish_reason": None}
             self.chunk(json.dumps({"id": "cmpl-1", "object": "text_completion", "choices": [choice]}))
+        # OpenAI's closing chunk: no text, a finish_reason (not a token).
+        end = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else \
+            {"index": 0, "text": "", "finish_reason": "length"}
+        self.chunk(json.dumps({"id": "cmpl-1", "choices": [end]}))
         # An SSE comment (a keep-alive ping), split over two HTTP chunks.
         for piece in (b": keep-", b"alive\r\n\r\n"):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))

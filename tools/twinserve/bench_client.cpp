@@ -29,6 +29,25 @@ std::string reason_of(const std::string& body) {
   return excerpt(body, 200);
 }
 
+// A chunk carries a token unless every choice in it only ends the stream:
+// a finish_reason with no text (OpenAI's closing chunk, which twinserve
+// serve also sends) is the end, not a token.
+bool carries_token(const nlohmann::json& choices) {
+  for (const auto& c : choices) {
+    if (!c.is_object()) return true;
+    const auto finish = c.find("finish_reason");
+    if (finish == c.end() || finish->is_null()) return true;
+    const auto text = c.find("text");
+    if (text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) return true;
+    const auto delta = c.find("delta");
+    if (delta != c.end() && delta->is_object()) {
+      const auto content = delta->find("content");
+      if (content != delta->end() && content->is_string() && !content->get_ref<const std::string&>().empty()) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 BaseUrl parse_base_url(const std::string& url) {
@@ -97,7 +116,9 @@ StreamResult CompletionClient::stream(const std::string& body, const std::functi
       return;
     }
     const auto choices = chunk.find("choices");
-    if (choices != chunk.end() && choices->is_array() && !choices->empty()) out.token_chunks.push_back(now());
+    if (choices != chunk.end() && choices->is_array() && !choices->empty() && carries_token(*choices)) {
+      out.token_chunks.push_back(now());
+    }
     const auto usage = chunk.find("usage");
     if (usage != chunk.end() && usage->is_object()) {
       const auto count = [&](const char* key) -> std::optional<std::int32_t> {

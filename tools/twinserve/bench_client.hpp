@@ -2,7 +2,8 @@
 // One streaming completion request over one kept-alive HTTP connection to
 // an OpenAI-compatible server (cpp-httplib's client): the body is sent, the
 // server-sent events are read as they come, and the instant of each chunk
-// that carries a token (a non-empty `choices`) is kept, with the usage
+// that carries a token (a non-empty `choices`, other than a closing chunk
+// with a finish_reason and no text) is kept, with the usage
 // counts when the server gives them (`stream_options.include_usage`).
 // docs/bench.md.
 #include <cstdint>
