@@ -1,8 +1,13 @@
 #include "serve/http_front.hpp"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <memory>
 #include <string>
 #include <utility>
@@ -99,6 +104,27 @@ struct ChunkMaker {
     return event(j);
   }
 };
+
+// cpp-httplib 0.11 listens with a backlog of 5: with dozens of clients
+// reconnecting per request, the accept queue overflows and connections are
+// reset. Listening again on the same socket raises the backlog (Linux); the
+// library does not expose its socket, so it is found among ours by port.
+void raise_backlog(int port) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) bound = ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
 
 std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -286,6 +312,7 @@ int HttpFront::bind() {
     throw Error("serve: cannot bind " + options_.host + ":" + std::to_string(port) +
                 " (in use, or not an address of this machine)");
   }
+  raise_backlog(port);
   return port;
 }
 
