@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "models/dtype.hpp"
 #include "models/json_fields.hpp"
+#include "models/quantization.hpp"
 
 namespace twin {
 namespace {
@@ -185,6 +186,7 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   meta["model"] = m.model;
   meta["dtype"] = m.dtype;
   meta["kv_dtype"] = m.kv_dtype;
+  if (!m.quantization.empty()) meta["quantization"] = m.quantization;
   meta["backend"] = m.backend;
   meta["device"] = m.device;
   if (!m.hardware.empty()) meta["hardware"] = m.hardware;
@@ -315,10 +317,10 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   CalibratedProfile p;
   const Json& meta = json.at("metadata");
   r.check_keys(meta, "metadata",
-               {"model", "dtype", "kv_dtype", "backend", "device", "hardware", "cpu_model", "hostname", "date",
-                "git_commit", "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats", "rounds",
-                "quick", "seconds"},
-               {"rounds", "hardware"});
+               {"model", "dtype", "kv_dtype", "quantization", "backend", "device", "hardware", "cpu_model", "hostname",
+                "date", "git_commit", "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats",
+                "rounds", "quick", "seconds"},
+               {"rounds", "hardware", "quantization"});
   ProfileMetadata& m = p.metadata;
   m.model = r.string(meta, "metadata", "model");
   m.dtype = r.string(meta, "metadata", "dtype");
@@ -330,6 +332,14 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
       (void)parse_dtype(*value);
     } catch (const Error& e) {
       r.fail(key, e.what());
+    }
+  }
+  if (meta.contains("quantization")) {
+    m.quantization = r.string(meta, "metadata", "quantization");
+    try {
+      if (parse_quant_method(m.quantization) == QuantMethod::none) m.quantization.clear();
+    } catch (const Error& e) {
+      r.fail("metadata.quantization", e.what());
     }
   }
   m.backend = r.string(meta, "metadata", "backend");

@@ -140,6 +140,9 @@ struct ProfileMetadata {
   std::string model;         // models/ name
   std::string dtype;         // weights, models/ dtype name (fp32, bf16)
   std::string kv_dtype;      // KV cache (fp32 on the CPU engine)
+  // The engine's weight quantization (models/quantization names: int8 is
+  // weight-only int8); empty: none. Absent from the file when empty.
+  std::string quantization;
   std::string backend;       // cpu or cuda
   std::string device;        // DeviceInfo name
   // The bundled hardware profile of that device (hardware_for_device:

@@ -204,14 +204,20 @@ Cluster build_cluster(const ClusterConfig& config) {
       std::shared_ptr<const CalibratedTables> profile;
       if (!gc.profile.empty()) {
         if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
-        if (g.precision.quantized()) {
-          throw UsageError("a calibrated profile is measured unquantised; quantization " +
-                           std::string(quant_method_name(g.precision.quant.method)) +
-                           " is priced by the roofline only (drop --profile)");
-        }
         profile = load_calibrated_tables(gc.profile);
         apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
-        g.precision = WeightPrecision(g.dtype);
+        // The profile timed the engine's own GEMMs, quantized or not: a
+        // group takes its quantization, and one that asks for another is
+        // refused (its tables would price other kernels).
+        const std::string& measured = profile->profile().metadata.quantization;
+        const QuantMethod profiled = parse_quant_method(measured);
+        if (!gc.quantization.empty() && method != profiled) {
+          throw UsageError(profile->origin() + ": the profile was measured with " +
+                           (measured.empty() ? std::string("no quantization") : "quantization " + measured) +
+                           ", the group asks for " + gc.quantization + " (leave it unset to use the profile's)");
+        }
+        g.precision = WeightPrecision(g.dtype, quant_scheme(profiled, supports(g.hardware, Dtype::fp8),
+                                                            supports(g.hardware, Dtype::int8)));
       }
       g.layout = ParallelLayout{gc.tp, gc.pp, gc.ep, gc.expert_busiest_share};
       check_layout(g.model, g.layout);

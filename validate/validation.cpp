@@ -127,6 +127,14 @@ ValidationResult run_validation(const ValidateOptions& o) {
   EngineSetup setup = o.engine;
   setup.runner.weight_dtype = engine_dtype(o.engine.runner.weight_dtype, profile_meta.dtype, "--dtype");
   setup.runner.kv_cache_dtype = engine_dtype(o.engine.runner.kv_cache_dtype, profile_meta.kv_dtype, "--kv-cache-dtype");
+  // Quantized weights likewise: the engine runs the GEMMs the profile timed.
+  if (const std::string& given = o.engine.runner.quantization;
+      !given.empty() && (given == "none" ? std::string() : given) != profile_meta.quantization) {
+    const std::string measured = profile_meta.quantization.empty() ? "no quantization" : profile_meta.quantization;
+    throw UsageError("--quantization " + given + " contradicts the profile " + o.profile + ", measured with " +
+                     measured + "; leave it unset or calibrate with it");
+  }
+  setup.runner.quantization = profile_meta.quantization;
   setup.sampling.seed = o.engine.runner.seed;
   const EngineSettings settings = engine_settings(setup);
   Engine engine(settings);
@@ -152,6 +160,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
   roofline.groups.front().hardware = result.roofline_hardware;
   roofline.groups.front().dtype = profile_meta.dtype;
   roofline.groups.front().kv_dtype = profile_meta.kv_dtype;
+  roofline.groups.front().quantization = profile_meta.quantization;
   // The simulators serve the engine's replica: its scheduler flags and
   // context, and the blocks it allocated.
   roofline.scheduler_preset = o.engine.scheduler_preset;

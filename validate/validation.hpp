@@ -36,6 +36,8 @@ struct ValidateOptions {
   // backend, threads, seed (weights, prompts, sampling), KV memory
   // (num_blocks 0: the memory plan). Dtypes "auto" or empty: the profile's;
   // another is a UsageError: the prediction would be for another engine.
+  // Likewise runner.quantization: empty takes the profile's; "none" or
+  // "int8" must match it.
   EngineSetup engine;
   std::filesystem::path out_dir;
   bool overwrite = false;

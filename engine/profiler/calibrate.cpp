@@ -141,6 +141,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   meta.model = model.name;
   meta.dtype = bench->weight_dtype_name() == "bf16" ? "bf16" : "fp32";
   meta.kv_dtype = bench->kv_dtype_name() == "bf16" ? "bf16" : "fp32";
+  meta.quantization = options.engine.quantization == "none" ? "" : options.engine.quantization;
   meta.backend = bench->backend_name();
   meta.device = dev.name;
   try {

@@ -211,6 +211,7 @@ OpBench::OpBench(const ModelConfig& config, const OpBenchOptions& options) : imp
   w.dir = options.engine.weights_dir;
   w.seed = options.engine.seed;
   w.dtype = options.engine.weight_dtype;
+  w.quantization = options.engine.quantization;  // the GEMMs timed are the ones the engine runs
   m.weights = load_model_weights(*m.backend, config, w);
   m.kv_dtype = resolve_kv_cache_dtype(options.engine.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
   m.carve();

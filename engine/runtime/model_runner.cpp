@@ -280,10 +280,6 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   w.seed = options.seed;
   w.dtype = options.weight_dtype;
   w.quantization = options.quantization;
-  if (!w.quantization.empty() && w.quantization != "none" && m.backend->name() != "cpu") {
-    throw UsageError("--quantization " + w.quantization + " runs on the cpu backend only (the CUDA backend's fp8 "
-                     "GEMMs are not built yet)");
-  }
   m.weights = load_model_weights(*m.backend, config, w);
   m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
   m.options.kv_cache_dtype = m.kv_dtype;

@@ -227,6 +227,10 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
   }
 
   bool int8 = false;
+  if (!options.quantization.empty() && options.quantization != "none" && backend.name() != "cpu") {
+    throw UsageError("--quantization " + options.quantization + " runs on the cpu backend only (the CUDA backend's "
+                     "fp8 GEMMs are not built yet)");
+  }
   if (options.quantization == "int8") {
     if (config.is_moe()) {
       throw UsageError("--quantization int8: the engine quantises dense models only (the MoE experts' kernel "

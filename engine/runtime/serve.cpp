@@ -103,7 +103,9 @@ Engine::~Engine() = default;
 
 std::string Engine::description() const {
   const RunnerOptions& ro = settings_.runner;
-  return model_.name + " (" + runner_->weight_dtype_name() + " weights, " + runner_->kv_dtype_name() + " KV, " +
+  const bool quantized = !ro.quantization.empty() && ro.quantization != "none";
+  return model_.name + " (" + runner_->weight_dtype_name() + " weights, " +
+         (quantized ? ro.quantization + " weight-only projections, " : std::string()) + runner_->kv_dtype_name() + " KV, " +
          (ro.weights_dir.empty() ? "random weights, seed " + std::to_string(ro.seed) : ro.weights_dir) + ") on " +
          runner_->device_name() + ", " + std::to_string(settings_.replica.kv.num_blocks) + " KV blocks of " +
          std::to_string(settings_.replica.kv.block_size) + " tokens, preset " + settings_.replica.scheduler.preset;

@@ -166,6 +166,38 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   fs::remove_all(dir);
 }
 
+TEST_CASE("calibrate and validate carry the engine's quantization through the profile") {
+  const fs::path dir = fresh_dir("int8");
+  const std::string trace = make_trace(dir);
+  const std::string profile = (dir / "int8-profile.json").string();
+  const auto cal = run_twinserve("calibrate --model tiny --quick --threads 1 --quantization int8 --out " + profile, true);
+  INFO(cal.out);
+  REQUIRE(cal.exit_code == 0);
+  {
+    std::ifstream in(profile);
+    CHECK(nlohmann::json::parse(in)["metadata"]["quantization"] == "int8");
+  }
+  // Unset: the engine runs the profile's int8 GEMMs, and the replay still
+  // matches it exactly.
+  const fs::path out = dir / "out";
+  const auto r = validate_tiny(trace, profile, out, "0.5");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(out / "report.json");
+  const auto report = nlohmann::json::parse(in);
+  CHECK(report["engine"].get<std::string>().find("int8 weight-only projections") != std::string::npos);
+  CHECK(report["replay_parity_exact"] == true);
+  // A quantization the profile was not measured with is refused by name.
+  const auto none = validate_tiny(trace, profile, dir / "out2", "0.5", "--quantization none");
+  CHECK(none.exit_code == 2);
+  CHECK(none.out.find("--quantization none contradicts the profile") != std::string::npos);
+  const std::string plain = make_profile(dir);
+  const auto int8 = validate_tiny(trace, plain, dir / "out3", "0.5", "--quantization int8");
+  CHECK(int8.exit_code == 2);
+  CHECK(int8.out.find("measured with no quantization") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("validate: bad input exits non-zero with a message") {
   const fs::path dir = fresh_dir("bad");
   const std::string trace = (dir / "t.jsonl").string();

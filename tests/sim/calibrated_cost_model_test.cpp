@@ -10,6 +10,7 @@
 #include "hwprofiles/calibrated_lookup.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "models/model_desc.hpp"
+#include "models/quantization.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
@@ -347,6 +348,37 @@ TEST_CASE("a profile for another model or dtype is an error naming both") {
   c = one_group("tiny", "cpu");
   c.groups[0].profile = f.path + ".missing";
   CHECK_THROWS_WITH(build_cluster(c), Catch::Contains(f.path + ".missing"));
+}
+
+TEST_CASE("a group with a profile takes its quantization, and another one is an error naming both") {
+  TempFile plain("plain.json"), int8("int8.json");
+  write_calibrated_profile(plain.path, tiny_profile());
+  CalibratedProfile q = tiny_profile();
+  q.metadata.quantization = "int8";
+  write_calibrated_profile(int8.path, q);
+  CHECK(load_calibrated_profile(int8.path).metadata.quantization == "int8");
+  CHECK(load_calibrated_profile(plain.path).metadata.quantization.empty());
+  auto group = [](const std::string& profile, const std::string& quantization) {
+    ClusterConfig c = one_group("tiny", "cpu");
+    c.groups[0].profile = profile;
+    c.groups[0].quantization = quantization;
+    c.groups[0].num_gpu_blocks_override = 256;
+    return c;
+  };
+  // Unset: the profile's, int8 weight-only (its weights in the memory plan
+  // are int8); the same given is accepted.
+  CHECK(build_cluster(group(int8.path, "")).groups.front().precision.quant.method == QuantMethod::int8);
+  CHECK(build_cluster(group(int8.path, "int8")).groups.front().precision.quantized());
+  CHECK_FALSE(build_cluster(group(plain.path, "")).groups.front().precision.quantized());
+  CHECK_THROWS_WITH(build_cluster(group(int8.path, "fp8")),
+                    Catch::Contains(int8.path) && Catch::Contains("measured with quantization int8") &&
+                        Catch::Contains("asks for fp8"));
+  CHECK_THROWS_WITH(build_cluster(group(plain.path, "int8")),
+                    Catch::Contains("measured with no quantization") && Catch::Contains("asks for int8"));
+  // A name the simulator does not know is refused where the profile is read.
+  nlohmann::json bad = nlohmann::json::parse(calibrated_profile_text(q));
+  bad["metadata"]["quantization"] = "int3";
+  CHECK_THAT(error_of(bad), Catch::Contains("metadata.quantization") && Catch::Contains("int3"));
 }
 
 TEST_CASE("a profile without a table the step needs names the op") {

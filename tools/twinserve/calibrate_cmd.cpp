@@ -67,8 +67,10 @@ void run(const CalibrateArgs& a) {
   const CalibratedProfile profile = calibrate(model, o);
   write_calibrated_profile(a.out, profile);
   const StepOverhead& fit = profile.overhead;
+  const std::string& quantization = profile.metadata.quantization;
   std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << " weights, "
-            << profile.metadata.kv_dtype << " KV) on " << profile.metadata.device << " in "
+            << (quantization.empty() ? "" : quantization + " weight-only projections, ") << profile.metadata.kv_dtype
+            << " KV) on " << profile.metadata.device << " in "
             << profile.metadata.seconds << " s; a step is its ops, each kind scaled to its in-situ time, + "
             << fit.base_ns / 1e3 << " us + " << fit.per_seq_ns / 1e3 << " us per seq, + up to " << fit.idle_ns / 1e3
             << " us after idling\n";

@@ -61,6 +61,10 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
                  "(also float32, float, bfloat16)");
   sub.add_option("--kv-cache-dtype", f.kv_cache_dtype,
                  "KV cache storage: auto (the weights' dtype; validate: the profile's), f32 or bf16 (same spellings)");
+  sub.add_option("--quantization", f.quantization,
+                 "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
+                 "cpu backend, dense models; validate: the profile's; docs/quantization.md)")
+      ->check(CLI::IsMember({"int8", "none"}));
 }
 
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
@@ -84,6 +88,7 @@ RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags*
   o.threads = engine.threads;
   o.weight_dtype = engine.dtype;
   o.kv_cache_dtype = engine.kv_cache_dtype;
+  o.quantization = engine.quantization;  // "none" kept: validate tells it from unset
   o.seed = seed;
   if (memory) {
     o.num_blocks = memory->num_gpu_blocks.value_or(0);

@@ -47,13 +47,15 @@ void add_result_file_flags(CLI::App& sub, ResultFileFlags& flags);
 // UsageError naming the flag for a selection or compression it does not know.
 ResultFileOptions result_file_options(const ResultFileFlags& flags);
 
-// The engine: --backend, --threads, --dtype, --kv-cache-dtype (run,
-// validate, calibrate). "auto" dtypes are the checkpoint's (validate: the
-// profile's, which a given one must match).
+// The engine: --backend, --threads, --dtype, --kv-cache-dtype,
+// --quantization (run, validate, calibrate, serve). "auto" dtypes are the
+// checkpoint's (validate: the profile's, which a given one must match);
+// so is an unset quantization under validate.
 struct EngineFlags {
   std::string backend = "cpu";
   std::int32_t threads = 0;  // 0: one per hardware thread
   std::string dtype = "auto", kv_cache_dtype = "auto";
+  std::string quantization;  // "", none or int8 (weight-only, quantised at load)
 };
 void add_engine_flags(CLI::App& sub, EngineFlags& flags);
 

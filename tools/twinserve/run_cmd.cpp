@@ -51,7 +51,6 @@ struct RunArgs {
   TraceInputFlags in;
   OutputFlags out;
   EngineFlags engine;
-  std::string quantization;  // --quantization: "" or int8 (weight-only, quantised at load)
   EngineMemoryFlags memory;
   std::optional<std::string> model, weights, slo;
   double time_scale = 1.0;
@@ -78,7 +77,6 @@ void run(const RunArgs& a) {
   setup.overrides = scheduler_overrides(a.sched);
   setup.overrides.max_model_len = a.memory.max_model_len;
   setup.runner = runner_options(a.engine, &a.memory, a.seed);
-  setup.runner.quantization = a.quantization;
   setup.runner.weights_dir = a.weights.value_or("");
   setup.sampling.temperature = a.temperature;
   setup.sampling.top_k = a.top_k;
@@ -202,10 +200,6 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
   add_engine_flags(*sub, a.engine);
-  sub->add_option("--quantization", a.quantization,
-                  "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
-                  "cpu backend, dense models; docs/quantization.md)")
-      ->check(CLI::IsMember({"int8", "none"}));
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));
   sub->add_flag("--asap", a.asap, "Submit every request at t=0 (throughput run)");
   sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
