@@ -5,6 +5,11 @@
 //                           steps.csv and summary.json there (overwriting), to
 //                           check that a speed change left every byte alone
 //   TWIN_BENCH_SIM_ONLY=1   runs only the cluster run with step records
+//   TWIN_BENCH_SIM_PD=1     also runs the same requests through 16 prefill and
+//                           16 decode replicas (prefill/decode disaggregation,
+//                           KV transfers priced), at the same offered rate,
+//                           and prints its CPU time against the 32 co-located
+//                           (target <= 1.5x)
 // Workload: Azure-2023-conversation-like lengths (log-normal fits of its
 // prompt p50 1020 / mean 1155 and output p50 129 / mean 211), Poisson
 // arrivals at 80% of the cluster's measured saturated request rate.
@@ -34,13 +39,22 @@ long peak_rss_kb() {
   return -1;
 }
 
-ClusterConfig cluster(int replicas) {
+// `replicas` co-located replicas, or (pools) half prefill, half decode.
+ClusterConfig cluster(int replicas, bool pools = false) {
   ClusterConfig c;
   ReplicaGroupConfig g;
   g.model = "llama-3.1-8b";
   g.hardware = "h100-80gb";
   g.count = replicas;
-  c.groups.push_back(g);
+  if (pools) {
+    ReplicaGroupConfig decode = g;
+    g.role = "prefill";
+    g.count = replicas / 2;
+    decode.role = "decode";
+    decode.count = replicas - g.count;
+    c.groups.push_back(decode);
+  }
+  c.groups.insert(c.groups.begin(), g);
   c.scheduler_preset = "vllm";
   c.router = "least_outstanding";
   return c;
@@ -59,8 +73,9 @@ double saturated_rate() {
   return r.summary.request_throughput;
 }
 
-void run(const char* label, int replicas, std::int64_t requests, double rate, bool step_stats = true,
-         const char* out_dir = nullptr) {
+// The run's CPU seconds.
+double run(const char* label, int replicas, std::int64_t requests, double rate, bool step_stats = true,
+           const char* out_dir = nullptr, bool pools = false) {
   GeneratorOptions gen;
   gen.max_requests = requests;
   gen.rate = rate;
@@ -76,7 +91,7 @@ void run(const char* label, int replicas, std::int64_t requests, double rate, bo
     outputs.out_dir = out_dir;
     outputs.overwrite = true;
   }
-  const RunResult r = run_simulation(cluster(replicas), src, outputs);
+  const RunResult r = run_simulation(cluster(replicas, pools), src, outputs);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   double busy = 0;
@@ -93,7 +108,12 @@ void run(const char* label, int replicas, std::int64_t requests, double rate, bo
               static_cast<long long>(r.stats.max_in_flight));
   std::printf("  mean replica busy    %.0f%%;  TTFT p50 %.1f ms, TPOT p50 %.1f ms, completed %llu\n", busy * 100,
               r.summary.ttft_ms.p50, r.summary.tpot_ms.p50, static_cast<unsigned long long>(r.summary.completed));
+  if (pools) {
+    std::printf("  KV transfers         %llu, %.1f GB moved\n", static_cast<unsigned long long>(r.summary.kv_transfer.transfers),
+                static_cast<double>(r.summary.kv_transfer.bytes) / 1e9);
+  }
   std::printf("  peak RSS so far      %.1f MB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
+  return cpu;
 }
 
 }  // namespace
@@ -107,7 +127,13 @@ int main(int argc, char** argv) {
   const double per_replica = saturated_rate();
   std::printf("one Llama-3.1-8B H100 replica saturates at %.2f req/s on this workload\n", per_replica);
   if (!only_cluster) run("single replica (target < 0.5 s)", 1, 10'000, 0.8 * per_replica);
-  run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32, true, out_dir);
+  const double colocated =
+      run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32, true, out_dir);
   if (!only_cluster) run("cluster, no step records", 32, requests, 0.8 * per_replica * 32, false);
+  if (std::getenv("TWIN_BENCH_SIM_PD")) {
+    const double pd = run("16 prefill + 16 decode replicas, same requests and rate", 32, requests,
+                          0.8 * per_replica * 32, true, nullptr, true);
+    std::printf("disaggregated / co-located CPU time: %.2fx (target <= 1.5x)\n", pd / colocated);
+  }
   return 0;
 }
