@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <string>
+
+#include "base/error.hpp"
 
 #ifdef TWIN_HAVE_MPI
 #include <mpi.h>
@@ -74,8 +78,33 @@ std::vector<std::pair<std::size_t, std::string>> MpiSession::gather(
   }
   return out;
 }
+std::vector<std::string> MpiSession::all_gather(const std::string& mine) const {
+  if (!active_ || size_ == 1) return {mine};
+  if (mine.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw Error("MPI: a rank's message of " + std::to_string(mine.size()) + " bytes is over MPI's 2 GiB count limit");
+  }
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_));
+  MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int> offsets(lengths.size());
+  long long total = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += lengths[r];
+    if (total > std::numeric_limits<int>::max()) {
+      throw Error("MPI: one exchange of " + std::to_string(total) + " bytes is over MPI's 2 GiB count limit");
+    }
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, MPI_COMM_WORLD);
+  std::vector<std::string> out;
+  out.reserve(lengths.size());
+  for (std::size_t r = 0; r < lengths.size(); ++r) out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+  return out;
+}
 #else
 bool mpi_compiled_in() { return false; }
+std::vector<std::string> MpiSession::all_gather(const std::string& mine) const { return {mine}; }
 MpiSession::MpiSession() {}
 MpiSession::~MpiSession() {}
 void MpiSession::abort(int code) const { std::exit(code); }

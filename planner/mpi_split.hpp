@@ -19,6 +19,9 @@ class MpiSession {
   // Gathers every rank's (index, text) items on rank 0, which gets all of
   // them (its own included); other ranks get an empty list.
   std::vector<std::pair<std::size_t, std::string>> gather(const std::vector<std::pair<std::size_t, std::string>>& items) const;
+  // Every rank passes its bytes and gets every rank's, in rank order (one
+  // rank, or no launcher: just its own).
+  std::vector<std::string> all_gather(const std::string& mine) const;
   // Ends every rank (after an error on one of them).
   [[noreturn]] void abort(int code) const;
 

@@ -136,6 +136,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   check_router_refresh(config.router_refresh_s, "router_refresh_s");
   window.router_refresh = from_seconds(config.router_refresh_s);
   window.jobs = outputs.jobs;
+  window.ranks = outputs.ranks;
   // Each further thread prices with a cluster of its own (cost models keep scratch state).
   window.more_specs = [&config] { return build_cluster(config).replicas; };
   Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers, std::move(window));

@@ -44,6 +44,9 @@ struct RunOutputs {
   // Threads between router refreshes (config.router_refresh_s > 0; 1
   // otherwise): the result files are the same bytes for any number.
   int jobs = 1;
+  // MPI ranks sharing the replicas (docs/simulate.md, "Router refresh"); null:
+  // this process runs them all. Give out_dir on rank 0 only: it alone gets records.
+  RankGroup* ranks = nullptr;
 };
 
 struct RunResult {

@@ -33,8 +33,13 @@ Simulator::Simulator(std::vector<SimReplicaSpec> replicas, SimOptions options,
   if (window.router_refresh < 0) throw UsageError("simulator: the router refresh period must not be negative");
   if (window.router_refresh > 0) {
     windowed_ = std::make_unique<WindowedSimulator>(std::move(replicas), std::move(options), window.router_refresh,
-                                                    window.jobs, window.more_specs);
+                                                    window.jobs, window.more_specs, window.ranks);
     return;
+  }
+  if (window.ranks && window.ranks->size() > 1) {
+    throw UsageError(std::to_string(window.ranks->size()) +
+                     " MPI ranks need a router refresh period > 0 (--router-refresh-s, cluster key "
+                     "router_refresh_s): at 0 the router reads every replica at each arrival");
   }
   if (window.jobs != 1) {
     throw UsageError("--jobs " + std::to_string(window.jobs) +

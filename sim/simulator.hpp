@@ -16,6 +16,7 @@
 #include "sim/cost_model.hpp"
 #include "sim/kv_transfer.hpp"
 #include "sim/kv_tier_model.hpp"
+#include "sim/rank_group.hpp"
 
 namespace twin {
 
@@ -48,6 +49,9 @@ struct WindowOptions {
   int jobs = 1;
   // Another copy of the replicas' specs, for each thread after the first.
   std::function<std::vector<SimReplicaSpec>()> more_specs;
+  // MPI ranks sharing the replicas (router_refresh > 0; null: this process
+  // runs them all). Only rank 0's sink gets records.
+  RankGroup* ranks = nullptr;
 };
 
 class WindowedSimulator;

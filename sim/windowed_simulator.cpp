@@ -11,6 +11,8 @@
 #include "engine/core/router.hpp"
 #include "engine/core/router_snapshot.hpp"
 #include "engine/core/serving_loop.hpp"
+#include "sim/rank_group.hpp"
+#include "sim/record_wire.hpp"
 #include "sim/replica_pricing.hpp"
 #include "sim/thread_team.hpp"
 #include "sim/virtual_clock.hpp"
@@ -95,7 +97,12 @@ void merge_into(std::vector<std::unique_ptr<Unit>>& units, Member member, std::v
 struct WindowedSimulator::State {
   SimOptions options;
   Time refresh;
+  std::int32_t num_replicas = 0;
+  RankGroup* ranks = nullptr;  // null or one rank: every replica is here
+  int rank = 0, num_ranks = 1;
+  // This rank's replicas (replica i is on rank i mod num_ranks), in order.
   std::vector<std::unique_ptr<Unit>> units;
+  std::vector<std::int32_t> local_of;  // per replica: its index in units, or -1
   std::unique_ptr<ThreadTeam> team;
   // Per team member: the lowest replica whose loop threw, and what it threw.
   std::vector<std::pair<std::int32_t, std::exception_ptr>> errors;
@@ -106,6 +113,12 @@ struct WindowedSimulator::State {
   // what the lowest failing replica threw, so the error does not depend on
   // the thread count either.
   void on_every_replica(const std::function<void(Unit&)>& fn) {
+    const std::pair<std::int32_t, std::exception_ptr> first = try_every_replica(fn);
+    if (first.second) std::rethrow_exception(first.second);
+  }
+
+  // The same, returning the lowest failing replica's error (-1, null: none).
+  std::pair<std::int32_t, std::exception_ptr> try_every_replica(const std::function<void(Unit&)>& fn) {
     const int members = team->size();
     for (auto& e : errors) e = {-1, nullptr};
     team->run([&](int w) {
@@ -113,16 +126,16 @@ struct WindowedSimulator::State {
         try {
           fn(*units[i]);
         } catch (...) {
-          errors[static_cast<std::size_t>(w)] = {static_cast<std::int32_t>(i), std::current_exception()};
+          errors[static_cast<std::size_t>(w)] = {units[i]->replica.index(), std::current_exception()};
           return;
         }
       }
     });
-    const std::pair<std::int32_t, std::exception_ptr>* first = nullptr;
+    std::pair<std::int32_t, std::exception_ptr> first{-1, nullptr};
     for (const auto& e : errors) {
-      if (e.second && (!first || e.first < first->first)) first = &e;
+      if (e.second && (!first.second || e.first < first.first)) first = e;
     }
-    if (first) std::rethrow_exception(first->second);
+    return first;
   }
 
   void flush(RecordSink& sink) {
@@ -135,7 +148,7 @@ struct WindowedSimulator::State {
 };
 
 WindowedSimulator::WindowedSimulator(std::vector<SimReplicaSpec> replicas, SimOptions options, Time refresh, int jobs,
-                                     const std::function<std::vector<SimReplicaSpec>()>& more_specs)
+                                     const std::function<std::vector<SimReplicaSpec>()>& more_specs, RankGroup* ranks)
     : state_(std::make_unique<State>()) {
   if (replicas.empty()) throw UsageError("simulator: the cluster has no replicas");
   if (refresh <= 0) throw UsageError("windowed simulator: the router refresh period must be positive");
@@ -152,7 +165,24 @@ WindowedSimulator::WindowedSimulator(std::vector<SimReplicaSpec> replicas, SimOp
   State& s = *state_;
   s.options = std::move(options);
   s.refresh = refresh;
-  const int members = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), replicas.size()));
+  s.num_replicas = static_cast<std::int32_t>(replicas.size());
+  if (ranks && ranks->size() > 1) {
+    s.ranks = ranks;
+    s.rank = ranks->rank();
+    s.num_ranks = ranks->size();
+    if (s.num_ranks > s.num_replicas) {
+      throw UsageError("simulator: " + std::to_string(s.num_ranks) + " MPI ranks for " +
+                       std::to_string(s.num_replicas) + " replicas: give at most one rank per replica");
+    }
+    for (const SimReplicaSpec& spec : replicas) {
+      if (!spec.config.kv.tiers.empty()) {
+        throw UsageError("simulator: KV tiers are not reported across MPI ranks yet; run them in one process");
+      }
+    }
+  }
+  std::vector<std::int32_t> mine;  // this rank's replicas
+  for (std::int32_t i = s.rank; i < s.num_replicas; i += s.num_ranks) mine.push_back(i);
+  const int members = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), mine.size()));
   std::vector<std::vector<SimReplicaSpec>> copies(static_cast<std::size_t>(members));
   copies[0] = std::move(replicas);
   for (int w = 1; w < members; ++w) {
@@ -164,10 +194,13 @@ WindowedSimulator::WindowedSimulator(std::vector<SimReplicaSpec> replicas, SimOp
                   std::to_string(copies[0].size()));
     }
   }
-  s.units.reserve(copies[0].size());
-  for (std::size_t i = 0; i < copies[0].size(); ++i) {
-    const SimReplicaSpec& spec = copies[i % static_cast<std::size_t>(members)][i];
-    s.units.push_back(std::make_unique<Unit>(spec, static_cast<std::int32_t>(i), s.options));
+  s.local_of.assign(static_cast<std::size_t>(s.num_replicas), -1);
+  s.units.reserve(mine.size());
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    const auto i = static_cast<std::size_t>(mine[k]);
+    const SimReplicaSpec& spec = copies[k % static_cast<std::size_t>(members)][i];
+    s.local_of[i] = static_cast<std::int32_t>(k);
+    s.units.push_back(std::make_unique<Unit>(spec, mine[k], s.options));
   }
   s.team = std::make_unique<ThreadTeam>(members);
   s.errors.resize(static_cast<std::size_t>(members));
@@ -175,9 +208,13 @@ WindowedSimulator::WindowedSimulator(std::vector<SimReplicaSpec> replicas, SimOp
 
 WindowedSimulator::~WindowedSimulator() = default;
 
-std::int32_t WindowedSimulator::num_replicas() const { return static_cast<std::int32_t>(state_->units.size()); }
+std::int32_t WindowedSimulator::num_replicas() const { return state_->num_replicas; }
 const Replica& WindowedSimulator::replica(std::int32_t index) const {
-  return state_->units.at(static_cast<std::size_t>(index))->replica;
+  const std::int32_t local = state_->local_of.at(static_cast<std::size_t>(index));
+  if (local < 0) {
+    throw Error("simulator: replica " + std::to_string(index) + " runs on another MPI rank");
+  }
+  return state_->units[static_cast<std::size_t>(local)]->replica;
 }
 
 Time WindowedSimulator::tier_load_stall() const {
@@ -186,15 +223,108 @@ Time WindowedSimulator::tier_load_stall() const {
   return total;
 }
 
+namespace {
+
+// One rank's part of a refresh's exchange, read back on every rank.
+struct RankPart {
+  std::int32_t error_replica = -1;
+  std::string error;
+};
+
+void put_error(WireWriter& w, const std::pair<std::int32_t, std::exception_ptr>& failed) {
+  w.put<std::int32_t>(failed.second ? failed.first : -1);
+  if (!failed.second) return;
+  try {
+    std::rethrow_exception(failed.second);
+  } catch (const std::exception& e) {
+    w.put_string(e.what());
+  } catch (...) {
+    w.put_string("unknown error");
+  }
+}
+
+template <class Record>
+void put_timed(WireWriter& w, const std::vector<Timed<Record>>& records) {
+  w.put<std::uint64_t>(records.size());
+  for (const Timed<Record>& t : records) {
+    w.put(t.at);
+    w.put_record(t.record);
+  }
+}
+
+template <class Record>
+void get_timed(WireReader& r, std::vector<Timed<Record>>& out) {
+  const auto n = r.get<std::uint64_t>();
+  out.resize(static_cast<std::size_t>(n));
+  for (Timed<Record>& t : out) {
+    t.at = r.get<Time>();
+    r.get_record(t.record);
+  }
+}
+
+}  // namespace
+
 SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   State& s = *state_;
-  const auto n = static_cast<std::int32_t>(s.units.size());
+  const std::int32_t n = s.num_replicas;
+  const bool spread = s.ranks != nullptr;
   Router router(s.options.router, s.options.seed);
   RouterSnapshot snapshot;
   std::vector<ReplicaLoad> loads(static_cast<std::size_t>(n));
   std::vector<std::int32_t> hits(static_cast<std::size_t>(n));
   const bool wants_prefix = router.policy() == RouterPolicy::prefix_affinity;
   SimStats stats;
+
+  // Across ranks: each replica's records of the period, by replica.
+  std::vector<std::vector<Timed<RequestRecord>>> remote_requests(spread ? static_cast<std::size_t>(n) : 0);
+  std::vector<std::vector<Timed<StepRecord>>> remote_steps(spread ? static_cast<std::size_t>(n) : 0);
+  std::vector<Request> window;           // across ranks: the period's arrivals
+  std::vector<std::int32_t> window_hits;  // per arrival, per replica
+
+  // Puts this rank's records of the period (and its error) into w.
+  auto put_local = [&](WireWriter& w, const std::pair<std::int32_t, std::exception_ptr>& failed) {
+    put_error(w, failed);
+    for (auto& unit : s.units) {
+      put_timed(w, unit->buffer.requests);
+      put_timed(w, unit->buffer.steps);
+      unit->buffer.requests.clear();
+      unit->buffer.steps.clear();
+    }
+  };
+  // Reads rank r's records; throws the lowest replica's error once all are read.
+  RankPart worst;
+  auto get_records = [&](WireReader& r, int from) {
+    const auto failed = r.get<std::int32_t>();
+    if (failed >= 0) {
+      std::string what = r.get_string();
+      if (worst.error_replica < 0 || failed < worst.error_replica) worst = {failed, std::move(what)};
+    }
+    for (std::int32_t i = from; i < n; i += s.num_ranks) {
+      get_timed(r, remote_requests[static_cast<std::size_t>(i)]);
+      get_timed(r, remote_steps[static_cast<std::size_t>(i)]);
+    }
+  };
+  auto throw_worst = [&] {
+    if (worst.error_replica >= 0) throw Error(worst.error);
+  };
+  // Rank 0 hands every replica's records to the sink, in the order one
+  // process would: replica order, then a stable sort by time.
+  auto flush_remote = [&] {
+    if (s.rank != 0) return;
+    std::vector<const Timed<RequestRecord>*> requests;
+    std::vector<const Timed<StepRecord>*> steps;
+    for (std::int32_t i = 0; i < n; ++i) {
+      for (const auto& t : remote_requests[static_cast<std::size_t>(i)]) requests.push_back(&t);
+      for (const auto& t : remote_steps[static_cast<std::size_t>(i)]) steps.push_back(&t);
+    }
+    auto by_time = [](const auto* a, const auto* b) { return a->at < b->at; };
+    std::stable_sort(requests.begin(), requests.end(), by_time);
+    std::stable_sort(steps.begin(), steps.end(), by_time);
+    for (const auto* t : requests) sink.on_request(t->record);
+    if (s.options.record_steps) {
+      for (const auto* t : steps) sink.on_step(t->record);
+    }
+  };
 
   Request next;
   bool have_next = source.next(next);
@@ -206,54 +336,148 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     // The refresh the next arrival is routed at; every replica catches up to it.
     const Time period = next.arrival / s.refresh;
     const Time at = period * s.refresh;
-    s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
-    s.flush(sink);
-    std::int64_t in_flight = 0;
-    for (std::int32_t i = 0; i < n; ++i) {
-      const Unit& u = *s.units[static_cast<std::size_t>(i)];
-      loads[static_cast<std::size_t>(i)] = load_of(u.replica);
-      in_flight += u.loop.in_flight();
-    }
-    stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
-    snapshot.refresh(loads);
-    // Route every arrival before the next refresh from what was seen at this one.
-    while (have_next && next.arrival / s.refresh == period) {
-      if (wants_prefix) {
-        for (std::int32_t i = 0; i < n; ++i) {
-          hits[static_cast<std::size_t>(i)] = s.units[static_cast<std::size_t>(i)]->replica.cached_prefix_tokens(next);
+    if (!spread) {
+      s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
+      s.flush(sink);
+      std::int64_t in_flight = 0;
+      for (std::int32_t i = 0; i < n; ++i) {
+        const Unit& u = *s.units[static_cast<std::size_t>(i)];
+        loads[static_cast<std::size_t>(i)] = load_of(u.replica);
+        in_flight += u.loop.in_flight();
+      }
+      stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+      snapshot.refresh(loads);
+      // Route every arrival before the next refresh from what was seen at this one.
+      while (have_next && next.arrival / s.refresh == period) {
+        if (wants_prefix) {
+          for (std::int32_t i = 0; i < n; ++i) {
+            hits[static_cast<std::size_t>(i)] = s.units[static_cast<std::size_t>(i)]->replica.cached_prefix_tokens(next);
+          }
+          snapshot.set_prefix_hits(hits);
         }
-        snapshot.set_prefix_hits(hits);
+        const std::int32_t target = router.pick_from(next, snapshot);
+        if (target < 0 || target >= n) {
+          throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
+        }
+        snapshot.sent(target, next);
+        ++stats.arrivals;
+        last_arrival = next.arrival;
+        s.units[static_cast<std::size_t>(target)]->routed.push(std::move(next));
+        next = Request{};
+        have_next = source.next(next);
+        if (have_next) check_arrival_order(next, last_arrival);
       }
-      const std::int32_t target = router.pick_from(next, snapshot);
-      if (target < 0 || target >= n) {
-        throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
+    } else {
+      const auto failed = s.try_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
+      // Every rank reads the same trace: the period's arrivals.
+      window.clear();
+      while (have_next && next.arrival / s.refresh == period) {
+        last_arrival = next.arrival;
+        window.push_back(std::move(next));
+        next = Request{};
+        have_next = source.next(next);
+        if (have_next) check_arrival_order(next, last_arrival);
       }
-      snapshot.sent(target, next);
-      ++stats.arrivals;
-      last_arrival = next.arrival;
-      s.units[static_cast<std::size_t>(target)]->routed.push(std::move(next));
-      next = Request{};
-      have_next = source.next(next);
-      if (have_next) check_arrival_order(next, last_arrival);
+      WireWriter w;
+      for (const auto& unit : s.units) {
+        const ReplicaLoad l = load_of(unit->replica);
+        w.put(l);
+        w.put<std::int64_t>(unit->loop.in_flight());
+      }
+      if (wants_prefix) {
+        for (const Request& r : window) {
+          for (const auto& unit : s.units) w.put<std::int32_t>(unit->replica.cached_prefix_tokens(r));
+        }
+      }
+      put_local(w, failed);
+      const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
+      std::int64_t in_flight = 0;
+      window_hits.assign(wants_prefix ? window.size() * static_cast<std::size_t>(n) : 0, 0);
+      for (int from = 0; from < s.num_ranks; ++from) {
+        WireReader r(parts.at(static_cast<std::size_t>(from)));
+        for (std::int32_t i = from; i < n; i += s.num_ranks) {
+          loads[static_cast<std::size_t>(i)] = r.get<ReplicaLoad>();
+          in_flight += r.get<std::int64_t>();
+        }
+        if (wants_prefix) {
+          for (std::size_t k = 0; k < window.size(); ++k) {
+            for (std::int32_t i = from; i < n; i += s.num_ranks) {
+              window_hits[k * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] = r.get<std::int32_t>();
+            }
+          }
+        }
+        get_records(r, from);
+        if (!r.done()) throw Error("rank exchange: rank " + std::to_string(from) + "'s message is longer than expected");
+      }
+      throw_worst();
+      flush_remote();
+      stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+      snapshot.refresh(loads);
+      for (std::size_t k = 0; k < window.size(); ++k) {
+        Request& request = window[k];
+        if (wants_prefix) {
+          snapshot.set_prefix_hits(std::span<const std::int32_t>(window_hits).subspan(k * static_cast<std::size_t>(n),
+                                                                                       static_cast<std::size_t>(n)));
+        }
+        const std::int32_t target = router.pick_from(request, snapshot);
+        if (target < 0 || target >= n) {
+          throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
+        }
+        snapshot.sent(target, request);
+        ++stats.arrivals;
+        const std::int32_t local = s.local_of[static_cast<std::size_t>(target)];
+        if (local >= 0) s.units[static_cast<std::size_t>(local)]->routed.push(std::move(request));
+      }
     }
     if (s.options.progress && (++refreshes % kProgressEvery) == 0) s.options.progress(at, stats.arrivals);
   }
   // No more arrivals: every replica runs to its end.
-  s.on_every_replica([](Unit& u) {
+  auto to_end = [](Unit& u) {
     u.loop.advance_through(std::numeric_limits<Time>::max());
     u.stats = u.loop.finish();
-  });
-  s.flush(sink);
-
-  for (const auto& unit : s.units) {
-    stats.end_time = std::max(stats.end_time, unit->stats.end_time);
-    stats.steps += unit->stats.steps;
-    stats.events += unit->stats.events;
-    stats.unserved += unit->stats.unserved;
+  };
+  // Per replica: end time, steps, events, unserved, busy time.
+  struct End {
+    Time end_time = 0;
+    std::int64_t steps = 0, events = 0, unserved = 0;
+    Time busy = 0;
+  };
+  std::vector<End> ends(static_cast<std::size_t>(n));
+  if (!spread) {
+    s.on_every_replica(to_end);
+    s.flush(sink);
+    for (std::int32_t i = 0; i < n; ++i) {
+      const Unit& u = *s.units[static_cast<std::size_t>(i)];
+      ends[static_cast<std::size_t>(i)] = {u.stats.end_time, u.stats.steps, u.stats.events, u.stats.unserved,
+                                           u.loop.busy_ns(0)};
+    }
+  } else {
+    const auto failed = s.try_every_replica(to_end);
+    WireWriter w;
+    for (const auto& unit : s.units) {
+      const End e{unit->stats.end_time, unit->stats.steps, unit->stats.events, unit->stats.unserved,
+                  unit->loop.busy_ns(0)};
+      w.put(e);
+    }
+    put_local(w, failed);
+    const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
+    for (int from = 0; from < s.num_ranks; ++from) {
+      WireReader r(parts.at(static_cast<std::size_t>(from)));
+      for (std::int32_t i = from; i < n; i += s.num_ranks) ends[static_cast<std::size_t>(i)] = r.get<End>();
+      get_records(r, from);
+    }
+    throw_worst();
+    flush_remote();
   }
-  for (const auto& unit : s.units) {
-    const Time end = stats.end_time;
-    stats.busy_fraction.push_back(end > 0 ? static_cast<double>(unit->loop.busy_ns(0)) / static_cast<double>(end) : 0.0);
+  for (const End& e : ends) {
+    stats.end_time = std::max(stats.end_time, e.end_time);
+    stats.steps += e.steps;
+    stats.events += e.events;
+    stats.unserved += e.unserved;
+  }
+  for (const End& e : ends) {
+    stats.busy_fraction.push_back(stats.end_time > 0 ? static_cast<double>(e.busy) / static_cast<double>(stats.end_time)
+                                                     : 0.0);
   }
   if (s.options.progress) s.options.progress(stats.end_time, stats.arrivals);
   return stats;

@@ -29,21 +29,28 @@
 
 namespace twin {
 
+class RankGroup;
+
 class WindowedSimulator {
  public:
   // `refresh` > 0; `jobs` threads (at most one per replica is used).
   // Thread w > 0 prices its replicas with the specs of more_specs() (cost
   // models keep per-step scratch state, so threads do not share them);
   // more_specs must give the same cluster as `replicas`.
+  // `ranks` (null: one process): replica i runs on rank i mod K; every
+  // rank reads the whole source and routes alike, the ranks swap the
+  // replicas' figures, prefix hits and records at each refresh, and only
+  // rank 0's sink gets records (all of them, in the one-process order).
   WindowedSimulator(std::vector<SimReplicaSpec> replicas, SimOptions options, Time refresh, int jobs,
-                    const std::function<std::vector<SimReplicaSpec>()>& more_specs);
+                    const std::function<std::vector<SimReplicaSpec>()>& more_specs, RankGroup* ranks = nullptr);
   ~WindowedSimulator();
   WindowedSimulator(const WindowedSimulator&) = delete;
   WindowedSimulator& operator=(const WindowedSimulator&) = delete;
 
-  std::int32_t num_replicas() const;
+  std::int32_t num_replicas() const;  // all ranks'
+  // Error for a replica on another rank.
   const Replica& replica(std::int32_t index) const;
-  Time tier_load_stall() const;
+  Time tier_load_stall() const;  // this rank's replicas
 
   // Runs until every request has ended. Call once. max_in_flight in the
   // stats is sampled at the refreshes.

@@ -3,6 +3,7 @@
 // is deterministic, and gives the same bytes on any number of threads.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -186,6 +187,41 @@ TEST_CASE("simulate --jobs and --router-refresh-s on the command line") {
   const auto help = test::run_twinserve("simulate --help", true);
   CHECK_THAT(help.out, Catch::Contains("--router-refresh-s"));
   CHECK_THAT(help.out, Catch::Contains("--jobs"));
+}
+
+TEST_CASE("simulate under mpirun -n 2 writes the one-process bytes") {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun not found: MPI comparison skipped");
+    return;
+  }
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);
+  const fs::path root = fs::temp_directory_path() / "twin_router_refresh_mpi";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string trace = (root / "chat.jsonl").string();
+  REQUIRE(test::run_twinserve("trace generate --requests 1500 --rate 60 --prompt lognormal:median=700:sigma=0.8 "
+                              "--output lognormal:median=120:sigma=0.8 --shared-prefix 6:512:0.6 --seed 2 '" + trace + "'")
+              .exit_code == 0);
+  for (const char* router : {"least_outstanding", "prefix_affinity"}) {
+    INFO(router);
+    const std::string args = "simulate --trace '" + trace + "' --replicas 5 --router " + router +
+                             " --router-refresh-s 0.1 --quiet --overwrite --out '";
+    const fs::path one = root / (std::string(router) + "_k1"), two = root / (std::string(router) + "_k2");
+    REQUIRE(test::run_twinserve(args + one.string() + "'").exit_code == 0);
+    // Open MPI's own allocations are never freed at exit: leak checks are
+    // off for the ranks (make test-asan), as in the plan test.
+    const fs::path log = root / "mpi.log";
+    const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe -x ASAN_OPTIONS -n 2 '" +
+                            std::string(bin) + "' " + args + two.string() + "' --jobs 1 > '" + log.string() + "' 2>&1";
+    const int status = std::system(cmd.c_str());
+    INFO(read(log));
+    REQUIRE(status == 0);
+    CHECK(read(one / "requests.csv") == read(two / "requests.csv"));
+    CHECK(read(one / "steps.csv") == read(two / "steps.csv"));
+    CHECK(summary_without_wall(one) == summary_without_wall(two));
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace twin
