@@ -22,7 +22,7 @@ class StepCsvWriter {
   // per tier, last: <name>_load_blocks and <name>_store_blocks (written
   // only: a replay reads no tiered run's steps). `every` > 1 keeps one row
   // in `every` per replica: the steps whose step_id is a multiple of it
-  // (`--steps sample:N`), so the first step of each replica is always there.
+  // (`--steps sample:N`; step ids start at 1, so steps N, 2N, ...).
   explicit StepCsvWriter(std::ostream& out, bool speculative = false, std::vector<std::string> tiers = {},
                          std::int64_t every = 1);
   void write(const StepRecord& record);
