@@ -1,0 +1,120 @@
+// The pure pieces of serve/: the byte-level tokenizer, the request parser's
+// errors, and the Prometheus text.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "base/error.hpp"
+#include "serve/byte_tokenizer.hpp"
+#include "serve/openai_request.hpp"
+#include "serve/serve_metrics.hpp"
+
+namespace twin {
+namespace {
+
+std::string detokenize(const ByteTokenizer& tok, const std::vector<TokenId>& ids) {
+  Detokenizer d(tok);
+  std::string out;
+  for (const TokenId t : ids) out += d.push(t);
+  return out + d.flush();
+}
+
+TEST_CASE("byte tokenizer: bytes at offset 3 from a vocabulary of 259, 0 below, refused under 256") {
+  CHECK(ByteTokenizer(32000).offset() == 3);
+  CHECK(ByteTokenizer(256).offset() == 0);
+  CHECK_THROWS_AS(ByteTokenizer(255), UsageError);
+  const ByteTokenizer tok(32000);
+  const std::string text = "h\xC3\xA9llo \xE2\x82\xAC";  // héllo €
+  const std::vector<TokenId> ids = tok.encode(text);
+  REQUIRE(ids.size() == text.size());
+  CHECK(ids[0] == 3 + 'h');
+  CHECK(detokenize(tok, ids) == text);
+}
+
+TEST_CASE("detokenizer: a character comes out whole, broken and foreign bytes read U+FFFD, other ids one ASCII char") {
+  const ByteTokenizer tok(256);
+  Detokenizer d(tok);
+  CHECK(d.push(0xE2).empty());
+  CHECK(d.push(0x82).empty());
+  CHECK(d.push(0xAC) == "\xE2\x82\xAC");
+  CHECK(d.push(0xC3).empty());
+  CHECK(d.push('a') == "\xEF\xBF\xBD" "a");  // the open character broke off
+  CHECK(d.push(0xFF) == "\xEF\xBF\xBD");
+  CHECK(d.push(0xE0).empty());
+  CHECK(d.push(0x80) == "\xEF\xBF\xBD\xEF\xBF\xBD");  // an overlong form never passes
+  const ByteTokenizer big(32000);
+  Detokenizer e(big);
+  CHECK(e.push(1000) == std::string(1, static_cast<char>(' ' + 1000 % 95)));
+}
+
+ApiError parse_error(const std::string& body, bool chat = false) {
+  const ByteTokenizer tok(256);
+  ApiLimits limits{"tiny", 256, 100};
+  try {
+    parse_completion_request(body, chat, limits, tok);
+  } catch (const ApiException& e) {
+    return e.error();
+  }
+  return ApiError{0, "no error", "", "", ""};
+}
+
+TEST_CASE("request parser: bad input is a 400 naming the field, another model a 404") {
+  CHECK(parse_error("{").status == 400);
+  CHECK(parse_error(R"({"prompt": "x", "n": 3})").param == "n");
+  CHECK(parse_error(R"({"prompt": [1, 256]})").param == "prompt");
+  CHECK(parse_error(R"({"prompt": "x", "max_tokens": 100})").code == "context_length_exceeded");
+  CHECK(parse_error(R"({"prompt": "x", "top_p": 0})").param == "top_p");
+  CHECK(parse_error(R"({"prompt": ["a", "b"]})").param == "prompt");
+  CHECK(parse_error(R"({"prompt": "x", "logprobs": 2})").param == "logprobs");
+  CHECK(parse_error(R"({"messages": []})", true).param == "messages");
+  const ApiError model = parse_error(R"({"prompt": "x", "model": "other"})");
+  CHECK(model.status == 404);
+  CHECK(model.code == "model_not_found");
+  CHECK(api_error_json(model).find(R"("param":"model")") != std::string::npos);
+}
+
+TEST_CASE("request parser: defaults, token ids, stop strings, chat template") {
+  const ByteTokenizer tok(256);
+  const ApiLimits limits{"tiny", 256, 100};
+  const CompletionParams p = parse_completion_request(
+      R"({"prompt": [[5, 6, 7]], "stop": ["ab", "c"], "stream": true, "stream_options": {"include_usage": true}, "top_k": -1})",
+      false, limits, tok);
+  CHECK(p.prompt == std::vector<TokenId>{5, 6, 7});
+  CHECK(p.max_tokens == 16);
+  CHECK(p.temperature == 1.0f);
+  CHECK(p.top_k == 0);
+  CHECK(p.stop.size() == 2);
+  CHECK(p.include_usage);
+  const CompletionParams c = parse_completion_request(R"({"messages": [{"role": "user", "content": "hi"}]})", true,
+                                                      limits, tok);
+  const std::string text = chat_prompt_text({{"user", "hi"}});
+  CHECK(text == "<|user|>\nhi\n<|assistant|>\n");
+  CHECK(c.prompt.size() == text.size());
+  CHECK(c.max_tokens == 100 - static_cast<std::int32_t>(text.size()));  // chat: the context left
+}
+
+TEST_CASE("metrics: Prometheus text with vLLM's names, cumulative buckets and the model label") {
+  ServeMetrics m("tiny");
+  RequestRecord r;
+  r.outcome = Outcome::finished;
+  r.arrival = 0;
+  r.first_token = 30'000'000;  // 30 ms
+  r.finish = 130'000'000;
+  r.prompt_tokens = 7;
+  r.output_tokens = 3;
+  r.itl = {50'000'000, 50'000'000};
+  m.on_request_end(r, "length");
+  m.add_generation_tokens(3);
+  const std::string text = m.render();
+  CHECK(text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.02\"} 0") != std::string::npos);
+  CHECK(text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"0.04\"} 1") != std::string::npos);
+  CHECK(text.find("vllm:time_to_first_token_seconds_bucket{model_name=\"tiny\",le=\"+Inf\"} 1") != std::string::npos);
+  CHECK(text.find("vllm:inter_token_latency_seconds_count{model_name=\"tiny\"} 2") != std::string::npos);
+  CHECK(text.find("vllm:prompt_tokens_total{model_name=\"tiny\"} 7") != std::string::npos);
+  CHECK(text.find("vllm:generation_tokens_total{model_name=\"tiny\"} 3") != std::string::npos);
+  CHECK(text.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"length\"} 1") != std::string::npos);
+  CHECK(text.find("# TYPE vllm:e2e_request_latency_seconds histogram") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace twin
