@@ -2,7 +2,8 @@
 // an Azure-conversation-shaped trace on R = 32, 128, 512 replicas, each run
 // in a child process so its CPU time and peak RSS (getrusage) are its own.
 //   bench_sim_scale [--requests N] [--replicas 32,128,512] [--rate RPS]
-//                   [--steps all|none|sample:N] [--compress none|gz|zst] [--full]
+//                   [--steps all|none|sample:N] [--compress none|gz|zst]
+//                   [--percentiles auto|exact|histogram] [--full]
 // --full: 1,000,000 requests (the 27.3M-request week: --requests 27300000).
 // Workload (docs/simulate.md, "Scale benchmark"): arrivals at the week's
 // mean rate, 27.3M requests / 604,800 s = 45.1 req/s, gamma gaps with the
@@ -37,7 +38,7 @@ struct Args {
   std::int64_t requests = 20'000;
   std::vector<int> replicas = {32, 128, 512};
   double rate = kWeekRate;
-  std::string steps = "all", compress = "none";
+  std::string steps = "all", compress = "none", percentiles = "auto";
 };
 
 double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
@@ -67,6 +68,8 @@ void run_one(const Args& a, int replicas) {
   out.overwrite = true;
   out.files.steps = parse_step_selection(a.steps, "--steps");
   out.files.compression = parse_csv_compression(a.compress, "--compress");
+  if (a.percentiles == "exact") out.exact_percentile_requests = CollectorOptions::kAlwaysExact;
+  if (a.percentiles == "histogram") out.exact_percentile_requests = 0;
   const auto start = std::chrono::steady_clock::now();
   const RunResult r = run_simulation(c, src, out);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -118,20 +121,27 @@ int main(int argc, char** argv) {
       a.steps = argv[++i];
     } else if (flag == "--compress" && has_value) {
       a.compress = argv[++i];
+    } else if (flag == "--percentiles" && has_value) {
+      a.percentiles = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: bench_sim_scale [--requests N] [--replicas 32,128,512] [--rate RPS] "
-                   "[--steps all|none|sample:N] [--compress none|gz|zst] [--full]\n");
+                   "[--steps all|none|sample:N] [--compress none|gz|zst] [--percentiles auto|exact|histogram] "
+                   "[--full]\n");
       return 2;
     }
+  }
+  if (a.percentiles != "auto" && a.percentiles != "exact" && a.percentiles != "histogram") {
+    std::fprintf(stderr, "bench_sim_scale: --percentiles is auto, exact or histogram\n");
+    return 2;
   }
   if (a.requests < 1 || !(a.rate > 0)) {
     std::fprintf(stderr, "bench_sim_scale: --requests and --rate must be positive\n");
     return 2;
   }
   std::printf("Azure-conversation-shaped trace at %.1f req/s (gamma cv 1.09), Llama-3.1-8B on H100, one thread;\n"
-              "steps %s, compress %s; CPU time and peak RSS per run (each in its own process)\n",
-              a.rate, a.steps.c_str(), a.compress.c_str());
+              "steps %s, compress %s, percentiles %s; CPU time and peak RSS per run (each in its own process)\n",
+              a.rate, a.steps.c_str(), a.compress.c_str(), a.percentiles.c_str());
   std::printf("%8s %10s %9s %9s %11s %10s %11s %9s %13s %10s\n", "replicas", "requests", "wall_s", "cpu_s", "requests/s",
               "steps", "steps/s", "rss_mb", "output_bytes", "virtual_s");
   for (const int replicas : a.replicas) {
