@@ -65,7 +65,7 @@ Time ServeClock::read(Time now) const { return std::max(now, inbox_.now()); }
 void ServeClock::admit(Request& request, const Replica& replica) {
   Live live{inbox_.take_extras(request.id), Detokenizer(tokenizer_), {}, 0, 0, 0, 0, {}, false};
   for (const std::string& s : live.extras.stop) live.hold = std::max(live.hold, s.size() - 1);
-  if (!replica.rejection_reason(request)) {
+  if (!replica.admission_reason(request)) {
     backend_.admit(request.id, live.extras);
     if (live.extras.stream) live.extras.stream->publish_admitted();
   }

@@ -109,6 +109,7 @@ std::int32_t Replica::index() const { return impl_->index(); }
 const ReplicaConfig& Replica::config() const { return impl_->config(); }
 void Replica::add(Request request, Time now) { impl_->add(std::move(request), now); }
 std::optional<std::string> Replica::rejection_reason(const Request& req) const { return impl_->rejection_reason(req); }
+std::optional<std::string> Replica::admission_reason(const Request& req) const { return impl_->admission_reason(req); }
 void Replica::abort(RequestId id, Time now, const std::string& reason) { impl_->abort(id, now, reason); }
 std::int64_t Replica::abort_all(Time now, const std::string& reason) { return impl_->abort_all(now, reason); }
 void Replica::take_handoffs(std::vector<Handoff>& out) { impl_->take_handoffs(out); }

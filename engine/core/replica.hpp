@@ -71,6 +71,9 @@ class Replica {
   // a caller can skip building per-token state for a request that will be
   // rejected anyway: add() then records the same rejection.
   std::optional<std::string> rejection_reason(const Request& req) const;
+  // add()'s verdict if called now: rejection_reason, or "queue full" when
+  // max_queued_requests are waiting (a front end answers before add()).
+  std::optional<std::string> admission_reason(const Request& req) const;
   // Ends a request wherever it is (queued, running, swapped), recording
   // `reason` (e.g. "interrupted" when the engine was stopped).
   void abort(RequestId id, Time now, const std::string& reason = "aborted");

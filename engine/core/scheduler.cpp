@@ -69,14 +69,19 @@ std::optional<std::string> Scheduler::rejection_reason(const Request& req) const
   return std::nullopt;
 }
 
+std::optional<std::string> Scheduler::admission_reason(const Request& req) const {
+  std::optional<std::string> reason = rejection_reason(req);
+  const std::int32_t max_queued = config_.scheduler.max_queued_requests;
+  if (!reason && max_queued > 0 && queue_.size() >= static_cast<std::size_t>(max_queued)) reason = "queue full";
+  return reason;
+}
+
 void Scheduler::add(Request request, Time now) {
   if (id_to_slot_.count(request.id)) {
     throw Error("replica " + std::to_string(index_) + ": request id " + std::to_string(request.id) +
                 " is already in flight");
   }
-  std::optional<std::string> reason = rejection_reason(request);
-  const std::int32_t max_queued = config_.scheduler.max_queued_requests;
-  if (!reason && max_queued > 0 && queue_.size() >= static_cast<std::size_t>(max_queued)) reason = "queue full";
+  std::optional<std::string> reason = admission_reason(request);
   if (reason) {
     RequestRecord r;
     r.id = request.id;

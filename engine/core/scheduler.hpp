@@ -35,6 +35,8 @@ class Scheduler {
   // Why add() would reject `req` at once, from its numbers alone; nullopt if
   // it would queue it.
   std::optional<std::string> rejection_reason(const Request& req) const;
+  // The same, and "queue full" when max_queued_requests wait: add()'s verdict now.
+  std::optional<std::string> admission_reason(const Request& req) const;
   void abort(RequestId id, Time now, const std::string& reason = "aborted");
   // Replica::abort_all: requests held for a hand-off are released, not
   // ended (the decode side owns their record).
