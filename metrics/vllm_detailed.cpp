@@ -11,6 +11,9 @@ namespace {
 
 using Json = nlohmann::json;
 
+constexpr double kMaxSeconds = 1e8;       // a gap or latency: about three years
+constexpr double kMaxStartSeconds = 4e9;  // a clock reading (perf_counter, or time.time() since 1970)
+
 struct Reader {
   const std::string file;
 
@@ -38,7 +41,8 @@ struct Reader {
   double seconds(const Json& v, const std::string& key, std::size_t i) const {
     if (!v.is_number()) fail_at(key, i, "expected seconds (a number), found " + std::string(v.type_name()));
     const double s = v.get<double>();
-    if (!std::isfinite(s) || s < 0) fail_at(key, i, "expected a finite number of seconds >= 0");
+    // Bounded so every time, in integer nanoseconds, stays far from overflow.
+    if (!std::isfinite(s) || s < 0 || s > kMaxSeconds) fail_at(key, i, "expected seconds in [0, 1e8]");
     return s;
   }
 
@@ -63,7 +67,7 @@ VllmDetailedResult read_vllm_detailed(const std::filesystem::path& path) {
   try {
     root = Json::parse(in);
   } catch (const Json::exception& e) {
-    throw Error(r.file + ": not JSON: " + e.what());
+    throw Error(r.file + ": not JSON: " + excerpt(e.what(), 300));
   }
   if (!root.is_object()) throw Error(r.file + ": expected a JSON object (vllm bench serve --save-result)");
 
@@ -102,8 +106,8 @@ VllmDetailedResult read_vllm_detailed(const std::filesystem::path& path) {
     e.itl_s.reserve(itls[i].size());
     for (const Json& gap : itls[i]) e.itl_s.push_back(r.seconds(gap, "itls", i));
     if (out.has_start_times) {
-      if (!start_times[i].is_number() || !std::isfinite(start_times[i].get<double>())) {
-        r.fail_at("start_times", i, "expected the send time in seconds (a number)");
+      if (!start_times[i].is_number() || !(std::abs(start_times[i].get<double>()) <= kMaxStartSeconds)) {
+        r.fail_at("start_times", i, "expected the send time in seconds (a number of magnitude at most 4e9)");
       }
       e.start_time_s = start_times[i].get<double>();
     }

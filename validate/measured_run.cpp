@@ -11,6 +11,8 @@
 namespace twin {
 namespace {
 
+constexpr Time kMaxRunTime = 100'000'000 * kNsPerSec;  // 1e8 s: far below Time's range
+
 std::string lower_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -100,6 +102,9 @@ MeasuredRun from_vllm_json(const std::filesystem::path& path, const std::vector<
       for (const double gap : e.itl_s) {
         rec.itl.push_back(from_seconds(gap));
         t += rec.itl.back();
+        if (t > kMaxRunTime) {
+          throw Error(path.string() + ": key \"itls\": entry " + std::to_string(i) + ": the gaps add up to over 1e8 s");
+        }
       }
       rec.finish = t;  // the last token chunk: vLLM's latency, exact in the gaps kept
     } else {

@@ -1,6 +1,7 @@
 // Fuzz targets over the binary and tabular files the program reads besides
-// traces: safetensors checkpoints (`run --weights`) and an engine run's
-// steps.csv (`simulate --replay`).
+// traces: safetensors checkpoints (`run --weights`), an engine run's
+// steps.csv (`simulate --replay`) and a vLLM benchmark result
+// (`validate --measured`).
 #include <cstdint>
 #include <numeric>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "engine/core/records.hpp"
 #include "engine/runtime/safetensors.hpp"
 #include "metrics/step_csv.hpp"
+#include "metrics/vllm_detailed.hpp"
 #include "sim/replay_cost_model.hpp"
 #include "tools/fuzz/fuzz_target.hpp"
 
@@ -91,6 +93,25 @@ bool names_steps(const std::string& message, const Scratch& scratch) {
   return message.find(scratch.path("steps.csv")) != std::string::npos;
 }
 
+// --- vllm bench serve --save-detailed result ---
+
+std::vector<std::string> vllm_result_seeds() {
+  return {R"({"duration": 2.0, "completed": 2, "failed": 1, "input_lens": [8, 9, 8], "output_lens": [3, 3, 0],)"
+          R"( "ttfts": [0.1, 0.2, 0.0], "itls": [[0.01, 0.02], [0.03], []], "start_times": [100.0, 100.5, 101.25],)"
+          R"( "latencies": [0.13, 0.23, 0.0], "generated_texts": ["abc", "def", ""], "errors": ["", "", "boom"]})"};
+}
+
+void run_vllm_result(const std::string& input, const Scratch& scratch) {
+  const VllmDetailedResult r = read_vllm_detailed(scratch.write("vllm.json", input));
+  unsigned gaps = 0;
+  for (const VllmRequestEntry& e : r.requests) gaps += static_cast<unsigned>(e.itl_s.size());
+  checksum = gaps;
+}
+
+bool names_vllm_result(const std::string& message, const Scratch& scratch) {
+  return message.find(scratch.path("vllm.json")) != std::string::npos;
+}
+
 }  // namespace
 
 std::vector<FuzzTarget> binary_targets() {
@@ -107,7 +128,13 @@ std::vector<FuzzTarget> binary_targets() {
   steps.seeds = steps_seeds;
   steps.run = run_steps;
   steps.names_origin = names_steps;
-  return {st, steps};
+  FuzzTarget vllm;
+  vllm.name = "vllm-result";
+  vllm.summary = "a vllm bench serve --save-detailed result JSON (read_vllm_detailed, validate --measured)";
+  vllm.seeds = vllm_result_seeds;
+  vllm.run = run_vllm_result;
+  vllm.names_origin = names_vllm_result;
+  return {st, steps, vllm};
 }
 
 }  // namespace twin::fuzz
