@@ -3,7 +3,10 @@
 // in a child process so its CPU time and peak RSS (getrusage) are its own.
 //   bench_sim_scale [--requests N] [--replicas 32,128,512] [--rate RPS]
 //                   [--steps all|none|sample:N] [--compress none|gz|zst]
-//                   [--percentiles auto|exact|histogram] [--full]
+//                   [--percentiles auto|exact|histogram]
+//                   [--router-refresh-s S] [--jobs N] [--full]
+// --jobs N > 1 needs a router refresh period > 0 (docs/simulate.md, "Router
+// refresh and parallel runs"); CPU time then sums the threads.
 // --full: 1,000,000 requests (the 27.3M-request week: --requests 27300000).
 // Workload (docs/simulate.md, "Scale benchmark"): arrivals at the week's
 // mean rate, 27.3M requests / 604,800 s = 45.1 req/s, gamma gaps with the
@@ -39,6 +42,8 @@ struct Args {
   std::vector<int> replicas = {32, 128, 512};
   double rate = kWeekRate;
   std::string steps = "all", compress = "none", percentiles = "auto";
+  double router_refresh_s = 0;
+  int jobs = 1;
 };
 
 double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; }
@@ -53,6 +58,7 @@ void run_one(const Args& a, int replicas) {
   c.groups.push_back(g);
   c.scheduler_preset = "vllm";
   c.router = "least_outstanding";
+  c.router_refresh_s = a.router_refresh_s;
   GeneratorOptions gen;
   gen.max_requests = a.requests;
   gen.rate = a.rate;
@@ -68,6 +74,7 @@ void run_one(const Args& a, int replicas) {
   out.overwrite = true;
   out.files.steps = parse_step_selection(a.steps, "--steps");
   out.files.compression = parse_csv_compression(a.compress, "--compress");
+  out.jobs = a.jobs;
   if (a.percentiles == "exact") out.exact_percentile_requests = CollectorOptions::kAlwaysExact;
   if (a.percentiles == "histogram") out.exact_percentile_requests = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -121,13 +128,17 @@ int main(int argc, char** argv) {
       a.steps = argv[++i];
     } else if (flag == "--compress" && has_value) {
       a.compress = argv[++i];
+    } else if (flag == "--router-refresh-s" && has_value) {
+      a.router_refresh_s = std::atof(argv[++i]);
+    } else if (flag == "--jobs" && has_value) {
+      a.jobs = std::atoi(argv[++i]);
     } else if (flag == "--percentiles" && has_value) {
       a.percentiles = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: bench_sim_scale [--requests N] [--replicas 32,128,512] [--rate RPS] "
                    "[--steps all|none|sample:N] [--compress none|gz|zst] [--percentiles auto|exact|histogram] "
-                   "[--full]\n");
+                   "[--router-refresh-s S] [--jobs N] [--full]\n");
       return 2;
     }
   }
@@ -135,13 +146,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_sim_scale: --percentiles is auto, exact or histogram\n");
     return 2;
   }
+  if (a.jobs < 1 || a.jobs > 64 || !(a.router_refresh_s >= 0)) {
+    std::fprintf(stderr, "bench_sim_scale: --jobs is 1 to 64 and --router-refresh-s at least 0\n");
+    return 2;
+  }
   if (a.requests < 1 || !(a.rate > 0)) {
     std::fprintf(stderr, "bench_sim_scale: --requests and --rate must be positive\n");
     return 2;
   }
-  std::printf("Azure-conversation-shaped trace at %.1f req/s (gamma cv 1.09), Llama-3.1-8B on H100, one thread;\n"
-              "steps %s, compress %s, percentiles %s; CPU time and peak RSS per run (each in its own process)\n",
-              a.rate, a.steps.c_str(), a.compress.c_str(), a.percentiles.c_str());
+  std::printf("Azure-conversation-shaped trace at %.1f req/s (gamma cv 1.09), Llama-3.1-8B on H100, %d thread(s), "
+              "router refresh %g s;\nsteps %s, compress %s, percentiles %s; CPU time and peak RSS per run "
+              "(each in its own process)\n",
+              a.rate, a.jobs, a.router_refresh_s, a.steps.c_str(), a.compress.c_str(), a.percentiles.c_str());
   std::printf("%8s %10s %9s %9s %11s %10s %11s %9s %13s %10s\n", "replicas", "requests", "wall_s", "cpu_s", "requests/s",
               "steps", "steps/s", "rss_mb", "output_bytes", "virtual_s");
   for (const int replicas : a.replicas) {
