@@ -138,11 +138,10 @@ class Backend {
   virtual void moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
                         const TensorView& topk_ids, const TensorView& topk_weights) = 0;
   // out[t] = sum_j topk_weights[t,j] * down[e] · silu_and_mul(gate_up[e] · x[t]),
-  // e = topk_ids[t,j]. gate_up[e] is [2I, H] ([w1 | w3] stacked by rows),
-  // down[e] is [H, I]; f32 or bf16. x, out: [T, H] f32; out is overwritten.
-  virtual void moe_experts(const TensorView& x, const TensorView& topk_ids,
-                           const TensorView& topk_weights, std::span<const TensorView> gate_up,
-                           std::span<const TensorView> down, const TensorView& out) = 0;
+  // e = topk_ids[t,j] (ExpertWeights: shapes, dtypes, int8 scales).
+  // x, out: [T, H] f32; out is overwritten.
+  virtual void moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
+                           const ExpertWeights& experts, const TensorView& out) = 0;
 
   // ---- sampling -----------------------------------------------------------
   // One token per row of logits [S, V] f32, with params[i] for row i. Waits for

@@ -10,6 +10,15 @@
 
 namespace twin {
 
+// The routed experts of one MoE layer: gate_up[e] [2I, H] ([w1 | w3] stacked
+// by rows) and down[e] [H, I], f32 or bf16, or i8 (weight-only int8) with
+// gate_up_scales[e] [1, 2I] and down_scales[e] [1, H] f32 per-channel scales;
+// the scale spans are empty for float experts.
+struct ExpertWeights {
+  std::span<const TensorView> gate_up, down;
+  std::span<const TensorView> gate_up_scales, down_scales;
+};
+
 struct GemmOptions {
   const TensorView* bias = nullptr;  // [1, n] fp32/bf16, added to every row of C
   bool accumulate = false;           // C += A·W^T (bias, if any, added too)

@@ -311,7 +311,8 @@ void check_moe_topk(const TensorView& router_logits, std::int32_t top_k, const T
 }
 
 void check_moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
-                       std::span<const TensorView> gate_up, std::span<const TensorView> down, const TensorView& out) {
+                       const ExpertWeights& experts, const TensorView& out) {
+  const std::span<const TensorView> gate_up = experts.gate_up, down = experts.down;
   constexpr std::string_view op = "moe_experts";
   check_dtype(op, "x", x, {ElemType::f32});
   check_dtype(op, "out", out, {ElemType::f32});
@@ -324,12 +325,29 @@ void check_moe_experts(const TensorView& x, const TensorView& topk_ids, const Te
     fail(op, std::to_string(gate_up.size()) + " gate_up and " + std::to_string(down.size()) +
                  " down weights; expected the same non-zero count");
   }
+  const bool scaled = !experts.gate_up_scales.empty() || !experts.down_scales.empty();
+  if (scaled && (experts.gate_up_scales.size() != gate_up.size() || experts.down_scales.size() != down.size())) {
+    fail(op, std::to_string(experts.gate_up_scales.size()) + " gate_up and " +
+                 std::to_string(experts.down_scales.size()) + " down scales for " + std::to_string(gate_up.size()) +
+                 " experts; expected one each or none");
+  }
   const std::int64_t inter = gate_up[0].rows / 2;
   for (std::size_t e = 0; e < gate_up.size(); ++e) {
-    check_dtype(op, "gate_up", gate_up[e], {ElemType::f32, ElemType::bf16});
-    check_dtype(op, "down", down[e], {ElemType::f32, ElemType::bf16});
-    check_shape(op, "gate_up[" + std::to_string(e) + "]", gate_up[e], 2 * inter, x.cols);
-    check_shape(op, "down[" + std::to_string(e) + "]", down[e], x.cols, inter);
+    // Built by appending (GCC 12 reports a false -Wrestrict for "name" + string).
+    auto at = [e](const char* what) { return std::string(what) + "[" + std::to_string(e) + "]"; };
+    if (scaled) {
+      check_dtype(op, at("gate_up"), gate_up[e], {ElemType::i8});
+      check_dtype(op, at("down"), down[e], {ElemType::i8});
+      check_dtype(op, at("gate_up_scales"), experts.gate_up_scales[e], {ElemType::f32});
+      check_dtype(op, at("down_scales"), experts.down_scales[e], {ElemType::f32});
+      check_shape(op, at("gate_up_scales"), experts.gate_up_scales[e], 1, 2 * inter);
+      check_shape(op, at("down_scales"), experts.down_scales[e], 1, x.cols);
+    } else {
+      check_dtype(op, at("gate_up"), gate_up[e], {ElemType::f32, ElemType::bf16});
+      check_dtype(op, at("down"), down[e], {ElemType::f32, ElemType::bf16});
+    }
+    check_shape(op, at("gate_up"), gate_up[e], 2 * inter, x.cols);
+    check_shape(op, at("down"), down[e], x.cols, inter);
   }
   check_disjoint(op, "out", out, "x", x);
 }

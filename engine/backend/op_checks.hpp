@@ -77,9 +77,10 @@ void check_copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span
 // logits f32; top_k in [1, logits.cols]; ids i32 and weights f32 [logits.rows, top_k].
 void check_moe_topk(const TensorView& router_logits, std::int32_t top_k, const TensorView& topk_ids,
                     const TensorView& topk_weights);
-// x, out f32 [T, H]; ids i32 and weights f32 [T, top_k]; as many gate_up [2I, H] as down [H, I], f32 or bf16.
+// x, out f32 [T, H]; ids i32 and weights f32 [T, top_k]; as many gate_up [2I, H] as down [H, I], f32 or
+// bf16, or i8 with a [1, rows] f32 scale each (the scale spans empty or as long as the weights').
 void check_moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
-                       std::span<const TensorView> gate_up, std::span<const TensorView> down, const TensorView& out);
+                       const ExpertWeights& experts, const TensorView& out);
 // moe_experts' ids once in host memory (a device backend downloads them first): each below experts.
 void check_moe_expert_ids(const TensorView& host_ids, std::size_t experts);
 

@@ -135,8 +135,11 @@ struct OpBench::Impl {
       const LayerWeights& L = weights.layers[l];
       for (std::size_t e = 0; e < split.size(); ++e) {
         if (split[e] == 0) continue;
+        GemmOptions options;
+        const std::vector<TensorView>& scales = up ? L.expert_gate_up_scales : L.expert_down_scales;
+        if (!scales.empty()) options.w_scales = &scales[e];  // int8 experts
         backend->gemm(a.slice_rows(0, split[e]), up ? L.expert_gate_up[e] : L.expert_down[e],
-                      c.slice_rows(0, split[e]), GemmOptions{});
+                      c.slice_rows(0, split[e]), options);
       }
     };
   }

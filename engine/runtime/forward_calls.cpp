@@ -115,7 +115,8 @@ void run_call(ForwardCall call, const ForwardArgs& a, std::size_t layer) {
                  rows(s.topk_ids), rows(s.topk_weights));
       return;
     case ForwardCall::moe_experts:
-      b.moe_experts(rows(s.h), rows(s.topk_ids), rows(s.topk_weights), L.expert_gate_up, L.expert_down,
+      b.moe_experts(rows(s.h), rows(s.topk_ids), rows(s.topk_weights),
+                    ExpertWeights{L.expert_gate_up, L.expert_down, L.expert_gate_up_scales, L.expert_down_scales},
                     rows(s.delta));
       return;
     case ForwardCall::final_norm:

@@ -132,12 +132,17 @@ std::vector<Target> plan_targets(const ModelConfig& c, ModelWeights& w) {
       t.push_back({&L.router, c.num_experts, H, false, {mat(m + "gate.weight", c.num_experts, H, in_h)}});
       L.expert_gate_up.resize(static_cast<std::size_t>(c.num_experts));
       L.expert_down.resize(static_cast<std::size_t>(c.num_experts));
+      // Sized now so the targets can point at them; emptied again below
+      // when the experts stay float.
+      L.expert_gate_up_scales.resize(static_cast<std::size_t>(c.num_experts));
+      L.expert_down_scales.resize(static_cast<std::size_t>(c.num_experts));
       for (std::int64_t e = 0; e < c.num_experts; ++e) {
         const std::string x = m + "experts." + std::to_string(e) + ".";
         const auto ei = static_cast<std::size_t>(e);
         t.push_back({&L.expert_gate_up[ei], 2 * I, H, false,
-                     {mat(x + "w1.weight", I, H, in_h), mat(x + "w3.weight", I, H, in_h)}});
-        t.push_back({&L.expert_down[ei], H, I, false, {mat(x + "w2.weight", H, I, in_i)}});
+                     {mat(x + "w1.weight", I, H, in_h), mat(x + "w3.weight", I, H, in_h)},
+                     &L.expert_gate_up_scales[ei]});
+        t.push_back({&L.expert_down[ei], H, I, false, {mat(x + "w2.weight", H, I, in_i)}, &L.expert_down_scales[ei]});
       }
     }
   }
@@ -232,10 +237,6 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
                      "fp8 GEMMs are not built yet)");
   }
   if (options.quantization == "int8") {
-    if (config.is_moe()) {
-      throw UsageError("--quantization int8: the engine quantises dense models only (the MoE experts' kernel "
-                       "takes f32 or bf16 weights)");
-    }
     int8 = true;
   } else if (!options.quantization.empty() && options.quantization != "none") {
     throw UsageError("--quantization " + options.quantization +
@@ -292,6 +293,12 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
     w.bytes += static_cast<std::int64_t>(at);
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed;
+  if (!int8) {
+    for (LayerWeights& L : w.layers) {  // float experts: no scales (moe_experts reads empty spans)
+      L.expert_gate_up_scales.clear();
+      L.expert_down_scales.clear();
+    }
+  }
   backend.synchronize();
   return w;
 }

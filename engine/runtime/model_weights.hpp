@@ -27,6 +27,9 @@ struct LayerWeights {
   TensorView router;         // MoE: [E, H]
   std::vector<TensorView> expert_gate_up;  // MoE: E x [2I, H]
   std::vector<TensorView> expert_down;     // MoE: E x [H, I]
+  // Weight-only int8: the experts' [1, rows] f32 per-channel scales (E
+  // each); empty otherwise.
+  std::vector<TensorView> expert_gate_up_scales, expert_down_scales;
 };
 
 struct ModelWeights {

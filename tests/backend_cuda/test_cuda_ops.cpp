@@ -466,7 +466,7 @@ TEST_CASE("moe_topk and moe_experts match the cpu (f32 and bf16 experts)") {
         dnv.push_back(dn.back().view);
       }
       DeviceTensor xv = to_device(b, x, T, H), out = zeros(b, T, H);
-      b.moe_experts(xv.view, ids.view, wts.view, guv, dnv, out.view);
+      b.moe_experts(xv.view, ids.view, wts.view, ExpertWeights{guv, dnv, {}, {}}, out.view);
       const auto id_host = to_host<std::int32_t>(b, ids.view);
       Result r(id_host.begin(), id_host.end());
       const Result w = to_host(b, wts.view), o = to_host(b, out.view);

@@ -63,7 +63,7 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
                  "KV cache storage: auto (the weights' dtype; validate: the profile's), f32 or bf16 (same spellings)");
   sub.add_option("--quantization", f.quantization,
                  "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
-                 "cpu backend, dense models; validate: the profile's; docs/quantization.md)")
+                 "cpu backend, dense and MoE models: the experts too; validate: the profile's; docs/quantization.md)")
       ->check(CLI::IsMember({"int8", "none"}));
 }
 

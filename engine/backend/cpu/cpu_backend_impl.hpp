@@ -50,8 +50,7 @@ class CpuBackend final : public Backend {
   void moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize, const TensorView& topk_ids,
                 const TensorView& topk_weights) override;
   void moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
-                   std::span<const TensorView> gate_up, std::span<const TensorView> down,
-                   const TensorView& out) override;
+                   const ExpertWeights& experts, const TensorView& out) override;
 
   void sample(const TensorView& logits, std::span<const SamplingParams> params,
               std::span<TokenId> out_tokens) override;

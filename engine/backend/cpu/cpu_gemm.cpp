@@ -290,9 +290,10 @@ void CpuBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, b
 }
 
 void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
-                             std::span<const TensorView> gate_up, std::span<const TensorView> down,
-                             const TensorView& out) {
-  check_moe_experts(x, topk_ids, topk_weights, gate_up, down, out);
+                             const ExpertWeights& experts, const TensorView& out) {
+  check_moe_experts(x, topk_ids, topk_weights, experts, out);
+  const std::span<const TensorView> gate_up = experts.gate_up, down = experts.down;
+  const bool scaled = !experts.gate_up_scales.empty();
   const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
   const std::int64_t inter = gate_up[0].rows / 2;
   check_moe_expert_ids(topk_ids, gate_up.size());
@@ -319,9 +320,15 @@ void CpuBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, co
     const TensorView hv = make_view(h.data(), ElemType::f32, rows, inter);
     std::vector<float> yo(static_cast<std::size_t>(rows * hidden));
     const TensorView yv = make_view(yo.data(), ElemType::f32, rows, hidden);
-    gemm_unchecked(xv, gate_up[expert], h2v, {});
+    const auto e = static_cast<std::size_t>(expert);
+    GemmOptions up_options, down_options;
+    if (scaled) {
+      up_options.w_scales = &experts.gate_up_scales[e];
+      down_options.w_scales = &experts.down_scales[e];
+    }
+    gemm_unchecked(xv, gate_up[e], h2v, up_options);
     silu_and_mul(h2v, hv);
-    gemm_unchecked(hv, down[expert], yv, {});
+    gemm_unchecked(hv, down[e], yv, down_options);
     for (std::int64_t r = 0; r < rows; ++r) {
       std::memcpy(pair_out.data() + pairs[r] * hidden, yo.data() + r * hidden,
                   static_cast<std::size_t>(hidden) * sizeof(float));

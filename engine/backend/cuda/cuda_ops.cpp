@@ -292,10 +292,13 @@ void CudaBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, 
 // GEMM -> SiLU-and-mul -> GEMM -> scatter into its pairs' rows; every token
 // then sums its rows in slot order, as the CPU backend does.
 void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
-                              std::span<const TensorView> gate_up, std::span<const TensorView> down,
-                              const TensorView& out) {
+                              const ExpertWeights& experts, const TensorView& out) {
   constexpr const char* op = "moe_experts";
-  check_moe_experts(x, topk_ids, topk_weights, gate_up, down, out);
+  check_moe_experts(x, topk_ids, topk_weights, experts, out);
+  if (!experts.gate_up_scales.empty()) {
+    throw Error("cuda backend: moe_experts: int8 experts run on the cpu backend only");
+  }
+  const std::span<const TensorView> gate_up = experts.gate_up, down = experts.down;
   const std::int64_t tokens = x.rows, hidden = x.cols, top_k = topk_ids.cols;
   const std::int64_t inter = gate_up[0].rows / 2;
   if (tokens == 0) return;
