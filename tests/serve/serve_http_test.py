@@ -232,10 +232,19 @@ def check_records(out_dir):
             check(r["outcome"] == "finished", "request %d finished (%s)" % (id_, r["outcome"]))
             check(int(r["output_tokens"]) == tokens,
                   "request %d: %s tokens recorded, the client saw %d" % (id_, r["output_tokens"], tokens))
+    # On the simulated engine tokens come paced by the cost model (2000
+    # tokens take many seconds), so the close always lands mid-stream. The
+    # tiny CPU engine makes 2000 tokens in under a second: a client held off
+    # the CPU that long on a loaded machine closes after the end, so there a
+    # finished request is accepted and said (no test may depend on timing).
+    paced = "--simulate" in sys.argv
     for id_ in CANCELLED:
         r = rows.get(id_)
         check(r is not None, "cancelled request %d in requests.csv" % id_)
-        if r:
+        if r and not paced and r["outcome"] == "finished" and int(r["output_tokens"]) == 2000:
+            print("note: request %d finished before its client closed (the cancel is checked on the simulated "
+                  "engine)" % id_)
+        elif r:
             check(r["outcome"] == "aborted" and r["reason"] in ("cancelled", "interrupted"),
                   "request %d aborted as cancelled (%s, %s)" % (id_, r["outcome"], r["reason"]))
             check(3 <= int(r["output_tokens"]) < 2000, "the cancelled request stopped early")
