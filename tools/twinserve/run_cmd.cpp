@@ -107,7 +107,7 @@ void run(const RunArgs& a) {
     columns.speculative = es.speculative.has_value();
     csv.emplace(*dir, file_options, columns);
   }
-  MetricsCollector collector;
+  MetricsCollector collector(CollectorOptions{CollectorOptions::kDefaultExactRequests, slos});
   std::int64_t ended = 0;
   // The progress line's total, counted beside the run (0 until known, and
   // for a pipe).
