@@ -47,7 +47,9 @@ class RunRecorder final : public RecordSink {
   std::ofstream requests_file_, steps_file_;
   std::unique_ptr<RequestCsvWriter> request_writer_;
   std::unique_ptr<StepCsvWriter> step_writer_;
-  MetricsCollector collector_;
+  // Exact whatever the size: the records are kept in memory anyway, and the
+  // SLOs only come with finish().
+  MetricsCollector collector_{CollectorOptions{CollectorOptions::kAlwaysExact, {}}};
   RunRecords records_;
   std::optional<ResultSink> sink_;  // over the writers above (null without a folder)
 };
