@@ -17,10 +17,12 @@
 #include "engine/core/disaggregation.hpp"
 #include "engine/core/router.hpp"
 #include "metrics/summary_table.hpp"
+#include "planner/mpi_split.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
 #include "sim/explain_ops.hpp"
+#include "sim/rank_group.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
@@ -195,7 +197,19 @@ void explain_memory(const ClusterConfig& config) {
   }
 }
 
-void run(const SimulateArgs& a) {
+// The MPI ranks of `mpirun -n K twinserve simulate ...` as the simulator sees them.
+class MpiRanks final : public RankGroup {
+ public:
+  explicit MpiRanks(const MpiSession& mpi) : mpi_(mpi) {}
+  int rank() const override { return mpi_.rank(); }
+  int size() const override { return mpi_.size(); }
+  std::vector<std::string> all_gather(const std::string& mine) override { return mpi_.all_gather(mine); }
+
+ private:
+  const MpiSession& mpi_;
+};
+
+void run(const SimulateArgs& a, const MpiSession& mpi) {
   const ResultFileOptions files = result_file_options(a.files);  // a usage error before any work
   const ClusterConfig config = make_config(a);
   if (a.explain_memory) {
@@ -209,8 +223,13 @@ void run(const SimulateArgs& a) {
   }
   if (a.in.path.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
+  // Under mpirun every rank simulates its share of the replicas; rank 0
+  // gets every record and alone writes and prints.
+  const bool root = mpi.rank() == 0;
+  MpiRanks ranks(mpi);
   RunOutputs outputs;
-  outputs.out_dir = a.out.dir;
+  if (mpi.active() && mpi.size() > 1) outputs.ranks = &ranks;
+  outputs.out_dir = root ? a.out.dir : std::string();
   outputs.overwrite = a.out.overwrite;
   outputs.jobs = a.jobs;
   outputs.files = files;
@@ -219,7 +238,7 @@ void run(const SimulateArgs& a) {
                                                                      : CollectorOptions::kDefaultExactRequests;
   // Requests ended of the trace's total (counted beside the run), the rate
   // and the ETA, with the virtual clock: only on a terminal.
-  ProgressLine progress("simulate", "requests", !a.no_progress);
+  ProgressLine progress("simulate", "requests", !a.no_progress && root);
   const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
   char note[48];
   if (progress.shown()) {
@@ -235,6 +254,7 @@ void run(const SimulateArgs& a) {
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   const RunResult result = run_simulation(config, source, outputs, extra);
   progress.finish();
+  if (!root) return;
   if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
     std::cerr << "calibrated cost model: " << outside << " op lookups beyond the profile's tables (extrapolated along the roofline)\n";
   }
@@ -280,7 +300,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Seconds between refreshes of the router's view of the replicas (cluster key router_refresh_s): "
                   "0 (default) routes on every replica's state at each arrival; > 0 on the state at the last "
                   "refresh plus the router's own count of what it sent since, as production routers do, and lets "
-                  "the replicas advance apart in between (--jobs)");
+                  "the replicas advance apart in between (--jobs; mpirun -n K twinserve simulate spreads them over ranks)");
   sub->add_option("--jobs,-j", a.jobs,
                   "Threads advancing the replicas between router refreshes (needs --router-refresh-s > 0); the "
                   "result files are the same bytes for any number (default 1)")
@@ -339,7 +359,26 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
                   "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
                   "docs/speculative.md");
-  sub->callback([args] { run(*args); });
+  sub->callback([args] {
+    MpiSession mpi;
+    if (!mpi.active() || mpi.size() == 1) {
+      run(*args, mpi);
+      return;
+    }
+    // Ranks fail alike on bad input and exchanged errors; rank 0 says so.
+    // Any other failure ends every rank rather than leave them waiting.
+    int code = 0;
+    try {
+      run(*args, mpi);
+    } catch (const UsageError& e) {
+      if (mpi.rank() == 0) std::cerr << "twinserve: error: " << e.what() << "\n";
+      code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "twinserve: error (rank " << mpi.rank() << "): " << e.what() << "\n";
+      code = 1;
+    }
+    if (code != 0) mpi.abort(code);
+  });
 }};
 
 }  // namespace
