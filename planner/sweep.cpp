@@ -23,7 +23,8 @@ namespace twin {
 namespace {
 
 const std::set<std::string> kTopKeys = {"router", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"};
-const std::set<std::string> kGroupKeys = {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "replicas"};
+const std::set<std::string> kGroupKeys = {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "replicas",
+                                          "ep", "expert_busiest_share"};
 
 enum class KeyKind { top, group, preset, scheduler, rate_scale };
 

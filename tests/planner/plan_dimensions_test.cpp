@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "planner/planner.hpp"
 #include "planner/search_space.hpp"
+#include "planner/sweep.hpp"
 #include "planner/vllm_command.hpp"
 #include "tests/planner/planner_test_util.hpp"
 #include "tests/support/run_cli.hpp"
@@ -194,6 +195,34 @@ TEST_CASE("plan --pd, --ep, --kv-dram-gib: a plan over them writes the keys, bad
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains(named));
   }
+}
+
+}  // namespace twin
+
+namespace twin {
+
+TEST_CASE("sweep varies ep and the expert imbalance: more skew, slower decodes, GPUs counted with ep") {
+  ClusterConfig base;
+  ReplicaGroupConfig g;
+  g.model = "mixtral-8x7b";
+  g.hardware = "h100-80gb";
+  g.ep = 4;
+  base.groups.push_back(g);
+  base.slos = "ttft_p90<=2s";
+  const std::vector<VaryAxis> axes = {parse_vary("expert_busiest_share=0.25,0.5,1")};
+  check_vary_axes(base, axes);
+  SweepOptions o;
+  o.jobs = 1;
+  const auto points = run_sweep(base, axes, test::chat_trace(60, 4.0), o);
+  REQUIRE(points.size() == 3);
+  for (const auto& p : points) {
+    CHECK(p.error.empty());
+    CHECK(p.gpus == 4);
+  }
+  CHECK(points[0].result.tpot_ms.p50 < points[1].result.tpot_ms.p50);
+  CHECK(points[1].result.tpot_ms.p50 < points[2].result.tpot_ms.p50);
+  CHECK_THROWS_WITH(check_vary_axes(base, {parse_vary("expert_busiest_share=2")}),
+                    Catch::Contains("expert_busiest_share"));
 }
 
 }  // namespace twin
