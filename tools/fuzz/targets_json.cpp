@@ -93,8 +93,14 @@ void run_model(const std::string& input, const Scratch& scratch) {
     step_ops(m, sample_batch(), layout, Dtype::bf16, Dtype::bf16, 0, ops);
     (void)step_totals(ops);
   }
-  // What the engine checks before it allocates weights.
-  check_model_config(model_config_from(m));
+  // What the engine checks before it allocates weights. A model the
+  // simulator prices and the engine does not run (DeepSeek-style MoE) is
+  // refused there by name; the file itself was read.
+  try {
+    check_model_config(model_config_from(m));
+  } catch (const Error& e) {
+    if (!names_model(e.what(), scratch)) throw;
+  }
 }
 
 // --- hardware profiles ---
