@@ -270,7 +270,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   const bool spread = s.ranks != nullptr;
   Router router(s.options.router, s.options.seed);
   RouterSnapshot snapshot;
-  std::vector<ReplicaLoad> loads(static_cast<std::size_t>(n));
+  std::vector<ReplicaFigures> loads(static_cast<std::size_t>(n));
   std::vector<std::int32_t> hits(static_cast<std::size_t>(n));
   const bool wants_prefix = router.policy() == RouterPolicy::prefix_affinity;
   SimStats stats;
@@ -380,7 +380,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
       }
       WireWriter w;
       for (const auto& unit : s.units) {
-        const ReplicaLoad l = load_of(unit->replica);
+        const ReplicaFigures l = load_of(unit->replica);
         w.put(l);
         w.put<std::int64_t>(unit->loop.in_flight());
       }
@@ -396,7 +396,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
       for (int from = 0; from < s.num_ranks; ++from) {
         WireReader r(parts.at(static_cast<std::size_t>(from)));
         for (std::int32_t i = from; i < n; i += s.num_ranks) {
-          loads[static_cast<std::size_t>(i)] = r.get<ReplicaLoad>();
+          loads[static_cast<std::size_t>(i)] = r.get<ReplicaFigures>();
           in_flight += r.get<std::int64_t>();
         }
         if (wants_prefix) {

@@ -8,8 +8,8 @@
 
 namespace twin {
 
-ReplicaLoad load_of(const Replica& replica) {
-  ReplicaLoad load;
+ReplicaFigures load_of(const Replica& replica) {
+  ReplicaFigures load;
   load.outstanding = replica.num_outstanding();
   load.kv_usage = replica.kv_usage();
   load.kv_blocks = replica.config().kv.num_blocks;
@@ -17,7 +17,7 @@ ReplicaLoad load_of(const Replica& replica) {
   return load;
 }
 
-void RouterSnapshot::refresh(std::vector<ReplicaLoad> loads) {
+void RouterSnapshot::refresh(std::vector<ReplicaFigures> loads) {
   loads_ = std::move(loads);
   sent_.assign(loads_.size(), 0);
   sent_blocks_.assign(loads_.size(), 0);

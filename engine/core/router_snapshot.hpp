@@ -26,19 +26,19 @@
 namespace twin {
 
 // One replica's figures at a refresh.
-struct ReplicaLoad {
+struct ReplicaFigures {
   std::int64_t outstanding = 0;   // admitted, not yet ended
   double kv_usage = 0;            // share of its KV blocks in use
   std::int64_t kv_blocks = 1;     // its KV blocks
   std::int32_t block_size = 16;   // tokens per block
 };
 
-ReplicaLoad load_of(const Replica& replica);
+ReplicaFigures load_of(const Replica& replica);
 
 class RouterSnapshot {
  public:
   // Takes the figures of a refresh and forgets what was sent before it.
-  void refresh(std::vector<ReplicaLoad> loads);
+  void refresh(std::vector<ReplicaFigures> loads);
   // The router sent `request` to replica i.
   void sent(std::int32_t i, const Request& request);
   // The cached prefix of the request about to be routed, per replica, as of
@@ -54,7 +54,7 @@ class RouterSnapshot {
   std::int32_t cached_prefix_tokens(std::int32_t i, const Request& request) const;
 
  private:
-  std::vector<ReplicaLoad> loads_;
+  std::vector<ReplicaFigures> loads_;
   std::vector<std::int64_t> sent_;         // requests sent since the refresh
   std::vector<std::int64_t> sent_blocks_;  // their prompt blocks
   std::span<const std::int32_t> hits_;
