@@ -9,20 +9,10 @@
 #include "validate/report.hpp"
 #include "validate/report_numbers.hpp"
 #include "validate/sim_serve.hpp"
+#include "validate/trace_requests.hpp"
 
 namespace twin {
 namespace {
-
-std::vector<Request> read_trace(const MeasuredValidateOptions& o) {
-  TraceReader reader(o.trace, o.read);
-  std::vector<Request> out;
-  Request r;
-  while ((o.max_requests <= 0 || static_cast<std::int64_t>(out.size()) < o.max_requests) && reader.next(r)) {
-    out.push_back(r);
-  }
-  if (out.empty()) throw Error(o.trace + ": the trace has no requests to validate with");
-  return out;
-}
 
 // The requests the simulator serves: the trace's, each arriving when the
 // measured client sent it, and a finished one generating the tokens it
@@ -58,7 +48,7 @@ MeasuredValidation run_measured_validation(const MeasuredValidateOptions& o) {
   v.model = o.cluster.groups.front().model;
   v.hardware = o.cluster.groups.front().hardware;
   v.cost_model = o.cluster.groups.front().profile.empty() ? "roofline" : "calibrated";
-  const std::vector<Request> trace = read_trace(o);
+  const std::vector<Request> trace = read_trace_requests(o.trace, o.read, o.max_requests);
   v.run = read_measured_run(o.measured, trace);
 
   // The measured side in our schema, through the same collector, so both

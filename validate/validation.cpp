@@ -20,22 +20,12 @@
 #include "validate/engine_serve.hpp"
 #include "validate/load_scaling.hpp"
 #include "validate/sim_serve.hpp"
+#include "validate/trace_requests.hpp"
 
 namespace fs = std::filesystem;
 
 namespace twin {
 namespace {
-
-std::vector<Request> read_trace(const ValidateOptions& o) {
-  TraceReader reader(o.trace, o.read);
-  std::vector<Request> out;
-  Request r;
-  while ((o.max_requests <= 0 || static_cast<std::int64_t>(out.size()) < o.max_requests) && reader.next(r)) {
-    out.push_back(r);
-  }
-  if (out.empty()) throw Error(o.trace + ": the trace has no requests to validate with");
-  return out;
-}
 
 // The calibrated cost model is a cluster group's `profile` key.
 void use_profile(ReplicaGroupConfig& group, const std::string& profile) { group.profile = profile; }
@@ -107,7 +97,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
   result.model = o.engine.model;
   result.profile = o.profile;
   result.trace = o.trace;
-  const std::vector<Request> trace = read_trace(o);
+  const std::vector<Request> trace = read_trace_requests(o.trace, o.read, o.max_requests);
   result.requests = static_cast<std::int64_t>(trace.size());
   result.trace_rate_rps = trace_rate(trace);
 
