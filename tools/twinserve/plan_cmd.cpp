@@ -21,6 +21,7 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/mpi_command.hpp"
 #include "tools/twinserve/progress_line.hpp"
 
 namespace twin::cli {
@@ -184,24 +185,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
   sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
   sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
-  sub->callback([args] {
-    MpiSession mpi;
-    if (!mpi.active() || mpi.size() == 1) {
-      run_plan_command(*args, mpi);
-      return;
-    }
-    int code = 0;
-    try {
-      run_plan_command(*args, mpi);
-    } catch (const UsageError& e) {
-      if (mpi.rank() == 0) std::cerr << "twinserve: error: " << e.what() << "\n";
-      code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "twinserve: error (rank " << mpi.rank() << "): " << e.what() << "\n";
-      code = 1;
-    }
-    if (code != 0) mpi.abort(code);
-  });
+  sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run_plan_command(*args, mpi); }); });
 }};
 
 }  // namespace

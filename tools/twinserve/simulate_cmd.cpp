@@ -29,6 +29,7 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/mpi_command.hpp"
 #include "tools/twinserve/progress_line.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "tools/twinserve/trace_count.hpp"
@@ -359,26 +360,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
                   "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
                   "docs/speculative.md");
-  sub->callback([args] {
-    MpiSession mpi;
-    if (!mpi.active() || mpi.size() == 1) {
-      run(*args, mpi);
-      return;
-    }
-    // Ranks fail alike on bad input and exchanged errors; rank 0 says so.
-    // Any other failure ends every rank rather than leave them waiting.
-    int code = 0;
-    try {
-      run(*args, mpi);
-    } catch (const UsageError& e) {
-      if (mpi.rank() == 0) std::cerr << "twinserve: error: " << e.what() << "\n";
-      code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "twinserve: error (rank " << mpi.rank() << "): " << e.what() << "\n";
-      code = 1;
-    }
-    if (code != 0) mpi.abort(code);
-  });
+  sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run(*args, mpi); }); });
 }};
 
 }  // namespace
