@@ -28,6 +28,7 @@
 
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
+#include "tools/bench/sim_workload.hpp"
 
 using namespace twin;
 
@@ -50,14 +51,7 @@ double seconds(const timeval& t) { return static_cast<double>(t.tv_sec) + static
 
 // One run; prints one row. In a child process.
 void run_one(const Args& a, int replicas) {
-  ClusterConfig c;
-  ReplicaGroupConfig g;
-  g.model = "llama-3.1-8b";
-  g.hardware = "h100-80gb";
-  g.count = replicas;
-  c.groups.push_back(g);
-  c.scheduler_preset = "vllm";
-  c.router = "least_outstanding";
+  ClusterConfig c = bench::sim_cluster(replicas);  // the bench_sim cluster, R replicas
   c.router_refresh_s = a.router_refresh_s;
   GeneratorOptions gen;
   gen.max_requests = a.requests;
