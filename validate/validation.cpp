@@ -107,8 +107,9 @@ ValidationResult run_validation(const ValidateOptions& o) {
   // block count, so all four sides serve one replica of one size.
   const ProfileMetadata profile_meta = load_calibrated_profile(o.profile).metadata;
   auto engine_dtype = [&](const std::string& given, const std::string& measured, const char* flag) {
-    const std::string want = measured == "fp32" ? "f32" : measured;  // models/ names -> the engine's
-    if (!given.empty() && resolve_kv_cache_dtype(given, want) != want) {
+    // models/ names -> the engine's
+    const std::string want = measured == "fp32" ? "f32" : measured == "fp8" ? "fp8_e4m3" : measured;
+    if (!given.empty() && given != "auto" && resolve_kv_cache_dtype(given, "f32") != want) {
       throw UsageError(std::string(flag) + " " + given + " contradicts the profile " + o.profile + ", measured with " +
                        measured + "; leave it unset or calibrate with it");
     }

@@ -12,7 +12,8 @@ ElemType parse_elem_type(std::string_view name) {
   if (name == "bf16" || name == "bfloat16") return ElemType::bf16;
   if (name == "f16" || name == "float16" || name == "fp16") return ElemType::f16;
   if (name == "i32" || name == "int32") return ElemType::i32;
-  throw UsageError("unknown dtype '" + excerpt(name) + "' (known: f32, bf16, f16, i32)");
+  if (name == "fp8_e4m3" || name == "fp8" || name == "f8e4m3") return ElemType::f8e4m3;
+  throw UsageError("unknown dtype '" + excerpt(name) + "' (known: f32, bf16, f16, i32, fp8_e4m3)");
 }
 
 float f16_to_f32(std::uint16_t h) {
@@ -74,6 +75,11 @@ void convert_to_f32(const void* src, ElemType src_dtype, float* dst, std::size_t
       for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
       return;
     }
+    case ElemType::f8e4m3: {  // unscaled: the KV cache's reader applies its scale
+      const auto* s = static_cast<const std::uint8_t*>(src);
+      for (std::size_t i = 0; i < n; ++i) dst[i] = fp8e4m3_to_f32(s[i]);
+      return;
+    }
     case ElemType::i32:
     case ElemType::i8: break;  // i8 needs its scales: the GEMM dequantises
   }
@@ -91,6 +97,11 @@ void convert_from_f32(const float* src, void* dst, ElemType dst_dtype, std::size
     case ElemType::f16: {
       auto* d = static_cast<std::uint16_t*>(dst);
       for (std::size_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+      return;
+    }
+    case ElemType::f8e4m3: {  // unscaled: the KV cache's writer divides by its scale first
+      auto* d = static_cast<std::uint8_t*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] = f32_to_fp8e4m3(src[i]);
       return;
     }
     case ElemType::i32:

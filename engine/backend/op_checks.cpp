@@ -219,6 +219,14 @@ void check_kv_cache(std::string_view op, const KvCacheView& cache) {
                  ", block size " + std::to_string(cache.block_size) + ", kv heads " +
                  std::to_string(cache.kv_heads) + ", head dim " + std::to_string(cache.head_dim) + ")");
   }
+  if (!(cache.k_scale > 0.0f) || !(cache.v_scale > 0.0f) || !std::isfinite(cache.k_scale) ||
+      !std::isfinite(cache.v_scale)) {
+    fail(op, "KV cache scales must be finite and positive (k_scale " + std::to_string(cache.k_scale) + ", v_scale " +
+                 std::to_string(cache.v_scale) + ")");
+  }
+  if (cache.dtype != ElemType::f8e4m3 && (cache.k_scale != 1.0f || cache.v_scale != 1.0f)) {
+    fail(op, "KV cache scales other than 1 are for an fp8_e4m3 cache, not " + std::string(elem_type_name(cache.dtype)));
+  }
 }
 
 void check_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
@@ -286,8 +294,8 @@ void check_copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span
   check_kv_cache("copy_blocks", src);
   check_kv_cache("copy_blocks", dst);
   if (src.dtype != dst.dtype || src.block_size != dst.block_size || src.kv_heads != dst.kv_heads ||
-      src.head_dim != dst.head_dim) {
-    fail("copy_blocks", "source and destination caches differ in dtype or block geometry");
+      src.head_dim != dst.head_dim || src.k_scale != dst.k_scale || src.v_scale != dst.v_scale) {
+    fail("copy_blocks", "source and destination caches differ in dtype, block geometry or scales");
   }
   for (const BlockCopy& p : pairs) {
     if (p.src < 0 || p.src >= src.num_blocks || p.dst < 0 || p.dst >= dst.num_blocks) {

@@ -48,6 +48,11 @@ struct KvCacheView {
   std::int32_t block_size = 0;
   std::int32_t kv_heads = 0;
   std::int32_t head_dim = 0;
+  // Per-tensor scales of an fp8 cache: a K element is stored as k / k_scale
+  // and read back as stored x k_scale (V likewise). Wider dtypes store values
+  // as they are and keep 1.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 
   std::int64_t slot_elems() const { return static_cast<std::int64_t>(kv_heads) * head_dim; }
   std::int64_t block_elems() const { return slot_elems() * block_size; }

@@ -140,7 +140,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   const DeviceInfo dev = bench->device_info();
   meta.model = model.name;
   meta.dtype = bench->weight_dtype_name() == "bf16" ? "bf16" : "fp32";
-  meta.kv_dtype = bench->kv_dtype_name() == "bf16" ? "bf16" : "fp32";
+  meta.kv_dtype = bench->kv_dtype_name() == "bf16" ? "bf16" : bench->kv_dtype_name() == "fp8_e4m3" ? "fp8" : "fp32";
   meta.quantization = options.engine.quantization == "none" ? "" : options.engine.quantization;
   meta.backend = bench->backend_name();
   meta.device = dev.name;

@@ -26,7 +26,7 @@ struct OpBench::Impl {
   ForwardScratch scratch;
   Buffer kv;
   KvCacheView cache;
-  std::string kv_dtype;  // resolved: f32 or bf16
+  std::string kv_dtype;  // resolved: f32, bf16 or fp8_e4m3
   std::vector<TokenId> ids, sampled;
   std::vector<std::int32_t> positions, rows;
   std::vector<std::int64_t> slots;
@@ -70,7 +70,7 @@ struct OpBench::Impl {
     if (kv && cache.num_blocks >= blocks) return;
     kv = Buffer();
     cache = KvCacheView{};
-    cache.dtype = kv_dtype == "bf16" ? ElemType::bf16 : ElemType::f32;
+    cache.dtype = kv_elem_type(kv_dtype);
     cache.num_blocks = std::max<std::int64_t>(blocks, 1);
     cache.block_size = options.block_size;
     cache.kv_heads = static_cast<std::int32_t>(config.num_kv_heads);

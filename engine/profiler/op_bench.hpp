@@ -46,7 +46,7 @@ class OpBench {
   DeviceInfo device_info() const;
   std::string backend_name() const;
   std::string weight_dtype_name() const;  // f32 or bf16
-  std::string kv_dtype_name() const;      // f32 or bf16
+  std::string kv_dtype_name() const;      // f32, bf16 or fp8_e4m3
 
  private:
   struct Impl;

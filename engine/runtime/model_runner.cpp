@@ -28,11 +28,21 @@ std::int64_t backend_workspace_bytes(const ModelConfig& m, std::int64_t T, std::
 
 constexpr std::int64_t kCpuKvBytes = std::int64_t{1} << 30;  // the CPU has no memory plan: 1 GiB of KV
 
-ElemType kv_elem_type(const std::string& resolved) { return resolved == "bf16" ? ElemType::bf16 : ElemType::f32; }
-
 }  // namespace
 
+ElemType kv_elem_type(const std::string& resolved) {
+  if (resolved == "bf16") return ElemType::bf16;
+  if (resolved == "fp8_e4m3") return ElemType::f8e4m3;
+  return ElemType::f32;
+}
+
 std::string resolve_kv_cache_dtype(const std::string& requested, const std::string& weight_dtype) {
+  // fp8 is a KV format only (per-tensor scales, engine/backend/dtype.hpp):
+  // vLLM's "fp8" and "fp8_e4m3" are E4M3; E5M2 is not stored.
+  if (requested == "fp8" || requested == "fp8_e4m3") return "fp8_e4m3";
+  if (requested == "fp8_e5m2") {
+    throw UsageError("--kv-cache-dtype fp8_e5m2: the engine stores an fp8 KV cache as E4M3 only (use fp8 or fp8_e4m3)");
+  }
   const std::string d = engine_storage_dtype(requested, "--kv-cache-dtype");
   if (d == "auto") return engine_storage_dtype(weight_dtype, "--dtype") == "bf16" ? "bf16" : "f32";
   return d;
@@ -49,7 +59,7 @@ struct ModelRunner::Impl {
   std::unique_ptr<Backend> backend;
   ModelWeights weights;
   Buffer kv_device, kv_host;
-  std::string kv_dtype;  // resolved: f32 or bf16
+  std::string kv_dtype;  // resolved: f32, bf16 or fp8_e4m3
   std::vector<KvCacheView> device_layers, host_layers;
   ForwardScratch scratch;
   std::optional<KvMemoryPlan> plan;  // where the device's memory sized the KV cache

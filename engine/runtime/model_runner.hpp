@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/backend/cuda/memory_plan.hpp"
+#include "engine/backend/dtype.hpp"
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 
@@ -59,7 +60,7 @@ class ModelRunner {
   std::int64_t weight_bytes() const;      // parameter bytes as stored
   std::int64_t kv_block_bytes() const;    // K and V of one block over all layers
   std::string weight_dtype_name() const;  // f32 or bf16
-  std::string kv_dtype_name() const;      // f32 or bf16
+  std::string kv_dtype_name() const;      // f32, bf16 or fp8_e4m3
   std::int64_t scratch_bytes() const;     // the activation scratch held now
   // The KV cache as allocated: device and host blocks, and the device memory
   // plan that sized it (none where the blocks were given or on the CPU).
@@ -89,14 +90,18 @@ class ModelRunner {
   std::unique_ptr<Impl> impl_;
 };
 
-// The KV cache element type RunnerOptions::kv_cache_dtype names: "f32" or
-// "bf16"; auto is the weights' dtype as loaded (f32 or bf16), vLLM's rule and
-// the simulator's. Throws UsageError naming --kv-cache-dtype for an unknown
-// or unimplemented value (fp8).
+// The KV cache element type RunnerOptions::kv_cache_dtype names: "f32",
+// "bf16" or "fp8_e4m3" (from fp8 or fp8_e4m3; per-tensor scales of 1, as
+// vLLM without calibrated scales); auto is the weights' dtype as loaded (f32
+// or bf16), vLLM's rule and the simulator's. Throws UsageError naming
+// --kv-cache-dtype for an unknown or unimplemented value (fp16, fp8_e5m2).
 std::string resolve_kv_cache_dtype(const std::string& requested, const std::string& weight_dtype);
 
-// KV bytes per block (all layers, K and V) at a resolved KV dtype ("f32" or
-// "bf16"), for sizing the cache.
+// The backend's element type of a resolved KV dtype.
+ElemType kv_elem_type(const std::string& resolved);
+
+// KV bytes per block (all layers, K and V) at a resolved KV dtype, for
+// sizing the cache.
 std::int64_t kv_block_bytes(const ModelConfig& config, std::int32_t block_size, const std::string& kv_dtype);
 
 }  // namespace twin

@@ -34,6 +34,15 @@ inline std::vector<float> bf16_round(const std::vector<float>& v) {
   return out;
 }
 
+// What an fp8 KV cache with this scale reads back: stored as x x (1 / scale)
+// rounded to E4M3, read as the stored value x scale (as the backends do).
+inline std::vector<float> fp8_round(const std::vector<float>& v, float scale) {
+  const float inv = 1.0f / scale;
+  std::vector<float> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = fp8e4m3_to_f32(f32_to_fp8e4m3(v[i] * inv)) * scale;
+  return out;
+}
+
 // A tensor on the backend: owns its buffer, exposes the view.
 struct DeviceTensor {
   Buffer buffer;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "engine/backend/cpu/cpu_backend.hpp"
@@ -251,10 +252,63 @@ TEST_CASE("a bf16 KV cache gives exactly the f32 cache's results over bf16-round
   }
 }
 
+TEST_CASE("an fp8 KV cache with per-tensor scales gives exactly the f32 cache's results over fp8-rounded K and V") {
+  auto be = make_cpu_backend(2);
+  // Scales that are not powers of two, so the division really rounds; V
+  // below fp8's normal range at scale 1 (|v| < 2^-6 would be subnormal).
+  const float k_scale = 1.37f, v_scale = 0.00213f;
+  for (Geometry g : {Geometry{4, 2, 16, 1}, Geometry{6, 2, 32, 5}, Geometry{8, 8, 8, 16}}) {
+    for (std::int32_t window : {0, 6}) {
+      CAPTURE(g.heads, g.kv_heads, g.head_dim, g.block_size, window);
+      PagedSetup eight(*be, g, 200, 5, ElemType::f8e4m3), full(*be, g, 200, 5);
+      eight.view.k_scale = k_scale;
+      eight.view.v_scale = v_scale;
+      std::vector<SeqData> seqs{eight.make_seq(23, 23, 10), eight.make_seq(40, 9, 20), eight.make_seq(31, 1, 30)};
+      for (SeqData& s : seqs) {
+        for (float& x : s.v) x *= 0.01f;
+      }
+      std::vector<SeqData> rounded = seqs;
+      for (SeqData& s : rounded) {
+        s.k = fp8_round(s.k, k_scale);
+        s.v = fp8_round(s.v, v_scale);
+      }
+      for (const auto& s : seqs) REQUIRE(full.make_seq(s.ctx, s.num_query, 0).table == s.table);
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        eight.write(*be, seqs[i], 0, seqs[i].ctx);
+        full.write(*be, rounded[i], 0, rounded[i].ctx);
+      }
+      const auto got = run_batch(*be, eight, seqs, window);
+      const auto want = run_batch(*be, full, rounded, window);
+      for (std::size_t i = 0; i < seqs.size(); ++i) CHECK(got[i] == want[i]);
+      // fp8 keeps 3 mantissa bits (relative error up to 1/16) and the
+      // scales keep V's values normal: within 1/16 of |v| <= 0.01 plus the
+      // scores' own rounding, of attention over the exact values.
+      for (std::size_t i = 0; i < seqs.size(); ++i) {
+        CAPTURE(max_abs_diff(got[i], dense_attention(seqs[i], g, window)));
+        CHECK(max_abs_diff(got[i], dense_attention(seqs[i], g, window)) < 1e-3f);
+      }
+    }
+  }
+}
+
+TEST_CASE("KV cache scales: positive and finite, and only for an fp8 cache") {
+  auto be = make_cpu_backend(1);
+  const Geometry g{2, 1, 8, 4};
+  PagedSetup ps(*be, g, 8, 1, ElemType::bf16);
+  const SeqData s = ps.make_seq(4, 4, 1);
+  ps.view.k_scale = 2.0f;
+  CHECK_THROWS_WITH(ps.write(*be, s, 0, 4), Catch::Contains("scales other than 1") && Catch::Contains("bf16"));
+  PagedSetup f8(*be, g, 8, 1, ElemType::f8e4m3);
+  f8.view.v_scale = 0.0f;
+  CHECK_THROWS_WITH(f8.write(*be, s, 0, 4), Catch::Contains("finite and positive"));
+  f8.view.v_scale = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(f8.write(*be, s, 0, 4), Catch::Contains("finite and positive"));
+}
+
 TEST_CASE("the cpu backend refuses a KV cache dtype it does not store") {
   auto be = make_cpu_backend(1);
   const Geometry g{2, 1, 8, 4};
   PagedSetup ps(*be, g, 8, 1, ElemType::f16);
   const SeqData s = ps.make_seq(4, 4, 1);
-  CHECK_THROWS_WITH(ps.write(*be, s, 0, 4), Catch::Contains("f32 or bf16") && Catch::Contains("f16"));
+  CHECK_THROWS_WITH(ps.write(*be, s, 0, 4), Catch::Contains("f32, bf16 or fp8_e4m3") && Catch::Contains("f16"));
 }

@@ -173,6 +173,10 @@ struct AttnCase {
 
 // Writes every sequence's whole context with kv_write (scattered blocks),
 // then runs one paged_attention over all of them.
+// An fp8 cache takes scales that are not powers of two, so the division
+// before rounding is exercised (both backends quantise the same way).
+constexpr float kFp8KScale = 1.37f, kFp8VScale = 0.71f;
+
 Result run_attention(Backend& b, const AttnCase& c, ElemType cache_dtype, bool round_kv) {
   const std::int32_t width = c.kv_heads * c.head_dim;
   std::int32_t total_q = 0, blocks = 0;
@@ -194,6 +198,10 @@ Result run_attention(Backend& b, const AttnCase& c, ElemType cache_dtype, bool r
   cache.block_size = c.block_size;
   cache.kv_heads = c.kv_heads;
   cache.head_dim = c.head_dim;
+  if (cache_dtype == ElemType::f8e4m3) {
+    cache.k_scale = kFp8KScale;
+    cache.v_scale = kFp8VScale;
+  }
   Buffer kb = b.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
   Buffer vb = b.allocate(static_cast<std::size_t>(cache.bytes_per_tensor()));
   cache.k = kb.data();
@@ -279,6 +287,11 @@ TEST_CASE("paged_attention matches the cpu: decodes (split-K past 256 keys), pre
     const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
     const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
     CHECK(max_abs_diff(gpu_bf, cpu_r) < 2e-5);
+    // An fp8 cache with scales: the same bytes on both (kv_write's
+    // quantisation), the same f32 arithmetic after dequantising.
+    const Result cpu8 = run_attention(*be.cpu, cases[i], ElemType::f8e4m3, false);
+    const Result gpu8 = run_attention(*be.gpu, cases[i], ElemType::f8e4m3, false);
+    CHECK(max_abs_diff(gpu8, cpu8) < 2e-5);
   }
 }
 
@@ -321,6 +334,11 @@ TEST_CASE("paged_attention on tensor cores matches the cpu and the f32 tiled ker
     const Result tiled_bf = run_attention(*ref, cases[i], ElemType::bf16, false);
     CHECK(max_abs_diff(gpu_bf, cpu_r) < 1.5e-2);
     CHECK(max_abs_diff(gpu_bf, tiled_bf) < 1.5e-2);
+    // fp8 cache: dequantised (times its scale) and rounded to bf16 in the kernel.
+    const Result cpu8 = run_attention(*be.cpu, cases[i], ElemType::f8e4m3, false);
+    const Result gpu8 = run_attention(*be.gpu, cases[i], ElemType::f8e4m3, false);
+    CHECK(max_abs_diff(gpu8, cpu8) < 1.5e-2);
+    CHECK(std::all_of(gpu8.begin(), gpu8.end(), [](float x) { return std::isfinite(x); }));
     CHECK(std::all_of(gpu.begin(), gpu.end(), [](float x) { return std::isfinite(x); }));
     CHECK(std::all_of(gpu_bf.begin(), gpu_bf.end(), [](float x) { return std::isfinite(x); }));
   }
@@ -354,6 +372,9 @@ TEST_CASE("paged_attention decode kernel matches the cpu: GQA 1/4/8/MQA, head si
     const Result cpu_r = run_attention(*be.cpu, cases[i], ElemType::f32, true);
     const Result gpu_bf = run_attention(*be.gpu, cases[i], ElemType::bf16, false);
     CHECK(max_abs_diff(gpu_bf, cpu_r) < 2e-5);
+    const Result cpu8 = run_attention(*be.cpu, cases[i], ElemType::f8e4m3, false);  // 8-byte lane loads
+    const Result gpu8 = run_attention(*be.gpu, cases[i], ElemType::f8e4m3, false);
+    CHECK(max_abs_diff(gpu8, cpu8) < 2e-5);
   }
 }
 
@@ -440,6 +461,45 @@ TEST_CASE("kv_write skips negative slots, and copy_blocks swaps out to pinned ho
     return r;
   });
   CHECK(cpu == gpu);
+}
+
+// fp8 kv_write: the bytes themselves, for values across E4M3's range (its
+// subnormals, a scale's division, saturation past 448, both vector widths).
+TEST_CASE("kv_write into an fp8 cache stores the cpu's bytes: scales, subnormals, saturation") {
+  BackendPair be;
+  for (std::int32_t head_dim : {8, 5}) {  // width 16: the 4-wide vector kernel; width 10: the scalar one
+    INFO("head_dim " << head_dim);
+    auto [cpu, gpu] = both(be, [&](Backend& b) {
+      KvCacheView c;
+      c.dtype = ElemType::f8e4m3;
+      c.num_blocks = 4;
+      c.block_size = 4;
+      c.kv_heads = 2;
+      c.head_dim = head_dim;
+      c.k_scale = kFp8KScale;
+      c.v_scale = 0.003f;
+      Buffer kb = b.allocate(static_cast<std::size_t>(c.bytes_per_tensor()));
+      Buffer vb = b.allocate(static_cast<std::size_t>(c.bytes_per_tensor()));
+      c.k = kb.data();
+      c.v = vb.data();
+      const std::vector<std::uint8_t> zero(static_cast<std::size_t>(c.bytes_per_tensor()), 0);
+      b.upload(c.k, zero.data(), zero.size());
+      b.upload(c.v, zero.data(), zero.size());
+      const std::int64_t width = c.slot_elems(), rows = 9;
+      std::vector<float> k = random_floats(static_cast<std::size_t>(rows * width), 60, 900.0f);  // past 448 x 1.37
+      std::vector<float> v = random_floats(static_cast<std::size_t>(rows * width), 61, 0.01f);   // subnormal at scale 1
+      k[0] = 0.0f, k[1] = -0.0f, k[2] = 1e-30f;
+      DeviceTensor kt = to_device(b, k, rows, width), vt = to_device(b, v, rows, width);
+      b.kv_write(kt.view, vt.view, c, std::vector<std::int64_t>{0, 1, 2, -1, 5, 7, 15, 12, 9});
+      Result r(zero.size() * 2);
+      std::vector<std::uint8_t> bytes(zero.size() * 2);
+      b.download(bytes.data(), c.k, zero.size());
+      b.download(bytes.data() + zero.size(), c.v, zero.size());
+      for (std::size_t i = 0; i < bytes.size(); ++i) r[i] = bytes[i];
+      return r;
+    });
+    CHECK(cpu == gpu);
+  }
 }
 
 TEST_CASE("moe_topk and moe_experts match the cpu (f32 and bf16 experts)") {

@@ -53,7 +53,10 @@ TEST_CASE("the KV cache dtype: auto is the weights' dtype, vLLM's names are take
   CHECK(resolve_kv_cache_dtype("auto", "bf16") == "bf16");
   CHECK(resolve_kv_cache_dtype("bfloat16", "f32") == "bf16");
   CHECK(resolve_kv_cache_dtype("fp32", "bf16") == "f32");
-  CHECK_THROWS_WITH(resolve_kv_cache_dtype("fp8_e4m3", "bf16"), Catch::Contains("--kv-cache-dtype fp8_e4m3"));
+  CHECK(resolve_kv_cache_dtype("fp8_e4m3", "bf16") == "fp8_e4m3");
+  CHECK(resolve_kv_cache_dtype("fp8", "f32") == "fp8_e4m3");
+  CHECK_THROWS_WITH(resolve_kv_cache_dtype("fp8_e5m2", "bf16"), Catch::Contains("--kv-cache-dtype fp8_e5m2") &&
+                                                                    Catch::Contains("E4M3 only"));
   CHECK_THROWS_WITH(resolve_kv_cache_dtype("int4", "bf16"),
                     Catch::Contains("--kv-cache-dtype") && Catch::Contains("unknown dtype 'int4'"));
   CHECK(resolve_kv_cache_dtype("float", "bf16") == "f32");
@@ -66,6 +69,7 @@ TEST_CASE("the KV cache dtype: auto is the weights' dtype, vLLM's names are take
   CHECK_THROWS_WITH(engine_storage_dtype("q4", "--dtype"), Catch::Contains("--dtype") && Catch::Contains("'q4'"));
   const ModelConfig m = model_config_from(resolve_model("tiny"));
   CHECK(kv_block_bytes(m, 16, "bf16") * 2 == kv_block_bytes(m, 16, "f32"));
+  CHECK(kv_block_bytes(m, 16, "fp8") * 4 == kv_block_bytes(m, 16, "f32"));
 }
 
 TEST_CASE("the engine sizes its KV cache from the real KV dtype and the replica takes the runner's block count") {
@@ -84,6 +88,15 @@ TEST_CASE("the engine sizes its KV cache from the real KV dtype and the replica 
   CHECK(b.runner().kv_block_bytes() * 2 == f32_block);
   CHECK(b.replica_config().kv.num_blocks == 128);  // the same bytes hold twice the blocks
   CHECK(b.description().find("bf16 KV") != std::string::npos);
+
+  EngineSettings eight = tiny_settings();
+  eight.runner.kv_cache_dtype = "fp8";
+  eight.runner.kv_cache_memory_bytes = 64 * f32_block;
+  const Engine e8(eight);
+  CHECK(e8.runner().kv_block_bytes() * 4 == f32_block);
+  CHECK(e8.replica_config().kv.num_blocks == 256);  // a quarter of the bytes per block
+  CHECK(e8.description().find("fp8_e4m3 KV") != std::string::npos);
+  CHECK(e8.config_echo()["kv_cache_dtype"] == "fp8_e4m3");
 
   EngineSettings fixed = tiny_settings();
   fixed.replica.kv.num_blocks = 40;
@@ -149,8 +162,8 @@ TEST_CASE("a runner's scratch grows only in the dimension a step needs (more sam
   CHECK(runner->scratch_bytes() <= bound);
 }
 
-TEST_CASE("the engine serves the same trace twice from the same state, and a bf16 KV cache serves it too") {
-  for (const char* kv : {"f32", "bf16"}) {
+TEST_CASE("the engine serves the same trace twice from the same state, and bf16 and fp8 KV caches serve it too") {
+  for (const char* kv : {"f32", "bf16", "fp8"}) {
     CAPTURE(kv);
     EngineSettings s = tiny_settings();
     s.runner.kv_cache_dtype = kv;

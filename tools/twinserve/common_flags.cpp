@@ -60,7 +60,8 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
                  "Weight storage: auto (the checkpoint's f32/bf16; validate: the profile's), f32 or bf16 "
                  "(also float32, float, bfloat16)");
   sub.add_option("--kv-cache-dtype", f.kv_cache_dtype,
-                 "KV cache storage: auto (the weights' dtype; validate: the profile's), f32 or bf16 (same spellings)");
+                 "KV cache storage: auto (the weights' dtype; validate: the profile's), f32, bf16 (same spellings) or "
+                 "fp8 (fp8_e4m3: 8-bit KV, per-tensor scales of 1; docs/quantization.md)");
   sub.add_option("--quantization", f.quantization,
                  "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
                  "cpu backend, dense and MoE models: the experts too; validate: the profile's; docs/quantization.md)")

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "engine/backend/cpu/cpu_backend_impl.hpp"
@@ -20,6 +21,13 @@ namespace twin {
 namespace {
 
 constexpr std::int32_t kQueryChunk = 16;
+
+void check_cpu_kv_dtype(const char* op, const KvCacheView& cache) {
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f8e4m3) {
+    throw Error(std::string(op) + ": the cpu backend keeps the KV cache in f32, bf16 or fp8_e4m3, got " +
+                std::string(elem_type_name(cache.dtype)));
+  }
+}
 
 // Inlined into attend_items, which has an AVX2 clone picked at run time where
 // the CPU has it: same lanes and order in both, so identical bits.
@@ -62,7 +70,8 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
   const std::int32_t group = job.group, hd = shape.head_dim;
   const float scale = job.scale;
   const std::int64_t slot_width = cache.slot_elems();
-  const bool widen = cache.dtype != ElemType::f32;  // a 16-bit cache: the item's rows widened to f32 first
+  const bool widen = cache.dtype != ElemType::f32;  // a 16- or 8-bit cache: the item's rows widened to f32 first
+  const bool scaled = cache.k_scale != 1.0f || cache.v_scale != 1.0f;
   std::vector<float> k_rows, v_rows;      // widened: [position, item's kv heads, head_dim]
   std::vector<float> scores;              // [query heads of the item, keys]
   std::vector<std::int64_t> key_offsets;  // element offset of each position's K/V row for this kv head
@@ -95,6 +104,12 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
                        static_cast<std::size_t>(width));
         convert_to_f32(static_cast<const char*>(cache.v) + from, cache.dtype, v_rows.data() + x * width,
                        static_cast<std::size_t>(width));
+        if (scaled) {  // an fp8 cache's values are stored / scale
+          for (std::int64_t d = 0; d < width; ++d) {
+            k_rows[x * width + d] *= cache.k_scale;
+            v_rows[x * width + d] *= cache.v_scale;
+          }
+        }
         key_offsets[x] = x * width;
       }
       kc = k_rows.data();
@@ -142,20 +157,30 @@ __attribute__((target_clones("avx2", "default"))) void attend_items(const Attent
 void CpuBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                           std::span<const std::int64_t> slots) {
   check_kv_write(k, v, cache, slots);
-  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16) {
-    throw Error("kv_write: the cpu backend keeps the KV cache in f32 or bf16, got " +
-                std::string(elem_type_name(cache.dtype)));
-  }
+  check_cpu_kv_dtype("kv_write", cache);
   const std::int64_t width = cache.slot_elems();
   const std::size_t row_bytes = static_cast<std::size_t>(width) * elem_bytes(cache.dtype);
   auto* kc = static_cast<char*>(cache.k);
   auto* vc = static_cast<char*>(cache.v);
+  const bool scaled = cache.k_scale != 1.0f || cache.v_scale != 1.0f;
+  std::vector<float> row_k, row_v;  // a row divided by its scale (an fp8 cache with scales)
   for (std::size_t t = 0; t < slots.size(); ++t) {
     const std::int64_t s = slots[t];
     if (s < 0) continue;
     const auto row = static_cast<std::int64_t>(t);
-    convert_from_f32(static_cast<const float*>(k.at(row)), kc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
-    convert_from_f32(static_cast<const float*>(v.at(row)), vc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
+    const float* kr = static_cast<const float*>(k.at(row));
+    const float* vr = static_cast<const float*>(v.at(row));
+    if (scaled) {
+      row_k.assign(kr, kr + width);
+      row_v.assign(vr, vr + width);
+      const float k_inv = 1.0f / cache.k_scale, v_inv = 1.0f / cache.v_scale;
+      for (auto& x : row_k) x *= k_inv;
+      for (auto& x : row_v) x *= v_inv;
+      kr = row_k.data();
+      vr = row_v.data();
+    }
+    convert_from_f32(kr, kc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
+    convert_from_f32(vr, vc + s * row_bytes, cache.dtype, static_cast<std::size_t>(width));
   }
 }
 
@@ -173,10 +198,7 @@ void CpuBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std
 void CpuBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
                                  const AttentionShape& shape, const TensorView& out) {
   check_attention(q, cache, seqs, shape, out);
-  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16) {
-    throw Error("paged_attention: the cpu backend reads an f32 or bf16 KV cache, got " +
-                std::string(elem_type_name(cache.dtype)));
-  }
+  check_cpu_kv_dtype("paged_attention", cache);
   const std::int32_t hd = shape.head_dim;
   const std::int32_t group = shape.num_heads / shape.num_kv_heads;
   const float scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(hd));

@@ -46,7 +46,7 @@ __global__ void attention_partition_kernel(AttnParams p) {
     const std::int64_t slot = paged::slot_of(table, p.block_size, keys.begin + j);
     const std::int64_t base = paged::kv_offset(slot, p.kv_heads, hd, kv_head);
     float dot = 0.0f;
-    for (int d = lane; d < hd; d += 32) dot += q_s[d] * load_elem(p.k_cache, p.cache_dtype, base + d);
+    for (int d = lane; d < hd; d += 32) dot += q_s[d] * (load_elem(p.k_cache, p.cache_dtype, base + d) * p.k_scale);
     dot = warp_sum(dot);
     if (lane == 0) scores[j] = dot * p.scale;
   }
@@ -68,7 +68,7 @@ __global__ void attention_partition_kernel(AttnParams p) {
     float acc = 0.0f;
     for (int j = 0; j < n; ++j) {
       const std::int64_t slot = paged::slot_of(table, p.block_size, keys.begin + j);
-      acc += scores[j] * load_elem(p.v_cache, p.cache_dtype, paged::kv_offset(slot, p.kv_heads, hd, kv_head) + d);
+      acc += scores[j] * (load_elem(p.v_cache, p.cache_dtype, paged::kv_offset(slot, p.kv_heads, hd, kv_head) + d) * p.v_scale);
     }
     if (p.max_partitions == 1) {
       p.out[static_cast<std::int64_t>(r.row) * p.out_stride + static_cast<std::int64_t>(head) * hd + d] = acc / l;

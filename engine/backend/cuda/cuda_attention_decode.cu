@@ -31,7 +31,8 @@ namespace {
 using decode::kElemsPerLane;
 using decode::kWarps;
 
-// 16-byte words holding a lane's 8 elements: two for f32, one for bf16/f16.
+// 16-byte words holding a lane's 8 elements: two for f32, one for bf16/f16;
+// fp8's 8 bytes take the first half of one (an 8-byte load).
 template <int Dtype>
 constexpr int kWords = Dtype == kF32 ? 2 : 1;
 
@@ -40,15 +41,26 @@ constexpr int kUnroll = decode::keys_per_batch(Dtype == kF32 ? 4 : 2);
 
 template <int Dtype>
 __device__ __forceinline__ void load_lane(const void* cache, std::int64_t elem, uint4 (&w)[kWords<Dtype>]) {
-  constexpr int bytes = Dtype == kF32 ? 4 : 2;
-  const uint4* src = reinterpret_cast<const uint4*>(static_cast<const char*>(cache) + elem * bytes);
+  if constexpr (Dtype == kF8E4M3) {
+    const uint2 x = __ldg(reinterpret_cast<const uint2*>(static_cast<const char*>(cache) + elem));
+    w[0] = make_uint4(x.x, x.y, 0u, 0u);
+  } else {
+    constexpr int bytes = Dtype == kF32 ? 4 : 2;
+    const uint4* src = reinterpret_cast<const uint4*>(static_cast<const char*>(cache) + elem * bytes);
 #pragma unroll
-  for (int i = 0; i < kWords<Dtype>; ++i) w[i] = __ldg(src + i);
+    for (int i = 0; i < kWords<Dtype>; ++i) w[i] = __ldg(src + i);
+  }
 }
 
+// The lane's elements as f32; an fp8 cache's times its scale.
 template <int Dtype>
-__device__ __forceinline__ void to_float(const uint4 (&w)[kWords<Dtype>], float (&f)[kElemsPerLane]) {
-  if constexpr (Dtype == kF32) {
+__device__ __forceinline__ void to_float(const uint4 (&w)[kWords<Dtype>], float (&f)[kElemsPerLane], float scale) {
+  (void)scale;  // read by the fp8 branch only
+  if constexpr (Dtype == kF8E4M3) {
+    const std::uint32_t u[2] = {w[0].x, w[0].y};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = fp8_to_f32(static_cast<std::uint8_t>(u[i / 4] >> (8 * (i % 4)))) * scale;
+  } else if constexpr (Dtype == kF32) {
     f[0] = __uint_as_float(w[0].x), f[1] = __uint_as_float(w[0].y), f[2] = __uint_as_float(w[0].z),
     f[3] = __uint_as_float(w[0].w);
     f[4] = __uint_as_float(w[1].x), f[5] = __uint_as_float(w[1].y), f[6] = __uint_as_float(w[1].z),
@@ -124,7 +136,7 @@ __global__ void __launch_bounds__(decode::kThreads, Heads <= 4 ? 4 : 2) attentio
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       float kf[kElemsPerLane];
-      to_float<Dtype>(kw[u], kf);
+      to_float<Dtype>(kw[u], kf, p.k_scale);
 #pragma unroll
       for (int h = 0; h < Heads; ++h) s[u][h] = decode::dot_lane(q[h], kf);
     }
@@ -139,7 +151,7 @@ __global__ void __launch_bounds__(decode::kThreads, Heads <= 4 ? 4 : 2) attentio
     float v[U][kElemsPerLane];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      to_float<Dtype>(vw[u], v[u]);
+      to_float<Dtype>(vw[u], v[u], p.v_scale);
 #pragma unroll
       for (int h = 0; h < Heads; ++h) s[u][h] = has[u] ? s[u][h] : -INFINITY;
     }
@@ -250,6 +262,8 @@ void launch_paged_attention_decode(const AttnParams& p, cudaStream_t stream) {
   const std::size_t smem = sizeof(float) * static_cast<std::size_t>(kWarps * heads * (p.head_dim + 2));
   if (p.cache_dtype == kBf16) {
     launch_decode_heads<kBf16>(p, heads, grid, smem, lanes_log2, head_blocks, stream);
+  } else if (p.cache_dtype == kF8E4M3) {
+    launch_decode_heads<kF8E4M3>(p, heads, grid, smem, lanes_log2, head_blocks, stream);
   } else if (p.cache_dtype == kF16) {
     launch_decode_heads<kF16>(p, heads, grid, smem, lanes_log2, head_blocks, stream);
   } else {

@@ -127,6 +127,41 @@ __device__ __forceinline__ void load_kv_tile(const AttnParams& p, std::uint16_t*
         *reinterpret_cast<uint4*>(v_s + row * L::kStride + col) = vr[i];
       }
     }
+  } else if (p.cache_dtype == kF8E4M3) {  // fp8, times its scale and rounded to bf16 on the way
+    constexpr int kChunks = kDim / 8;         // 8-byte chunks (8 elements) per row
+    constexpr int kPer = kKeys * kChunks / kThreads;
+    constexpr int kBatch = 4;  // uint2s of K and of V in flight per thread
+    static_assert(kPer % kBatch == 0, "whole batches");
+    const auto* kc = static_cast<const std::uint8_t*>(p.k_cache);
+    const auto* vc = static_cast<const std::uint8_t*>(p.v_cache);
+    const auto widen = [](uint2 x, float scale) {
+      std::uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::uint32_t word = i < 2 ? x.x : x.y;
+        const int shift = 16 * (i % 2);
+        w[i] = pack_bf16(fp8_to_f32(static_cast<std::uint8_t>(word >> shift)) * scale,
+                         fp8_to_f32(static_cast<std::uint8_t>(word >> (shift + 8))) * scale);
+      }
+      return make_uint4(w[0], w[1], w[2], w[3]);
+    };
+#pragma unroll 1
+    for (int b = 0; b < kPer; b += kBatch) {
+      uint2 kr[kBatch], vr[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int c = threadIdx.x + (b + i) * kThreads, row = c / kChunks, col = (c % kChunks) * 8;
+        const std::int64_t base = base_s[row];
+        kr[i] = base >= 0 ? __ldg(reinterpret_cast<const uint2*>(kc + base + col)) : make_uint2(0, 0);
+        vr[i] = base >= 0 ? __ldg(reinterpret_cast<const uint2*>(vc + base + col)) : make_uint2(0, 0);
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const int c = threadIdx.x + (b + i) * kThreads, row = c / kChunks, col = (c % kChunks) * 8;
+        *reinterpret_cast<uint4*>(k_s + row * L::kStride + col) = widen(kr[i], p.k_scale);
+        *reinterpret_cast<uint4*>(v_s + row * L::kStride + col) = widen(vr[i], p.v_scale);
+      }
+    }
   } else {  // f32, converted on the way
     constexpr int kChunks = kDim / 4;
     constexpr int kPer = kKeys * kChunks / kThreads;
@@ -355,7 +390,7 @@ void launch_mma(const AttnParams& p, const AttnMmaTile* tiles, int num_tiles, in
 
 bool attention_mma_supported(int head_dim, int cache_dtype) {
   if (head_dim != 64 && head_dim != 128) return false;
-  if (cache_dtype != kF32 && cache_dtype != kBf16) return false;
+  if (cache_dtype != kF32 && cache_dtype != kBf16 && cache_dtype != kF8E4M3) return false;
   int device = 0, major = 0, optin = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;

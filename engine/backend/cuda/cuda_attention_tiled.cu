@@ -75,8 +75,8 @@ __global__ void __launch_bounds__(kTileThreads)
       if (j < kn) {
         const std::int64_t base =
             paged::kv_offset(paged::slot_of(table, p.block_size, kb + j), p.kv_heads, hd, kv_head) + d;
-        kv_k = load_elem(p.k_cache, p.cache_dtype, base);
-        kv_v = load_elem(p.v_cache, p.cache_dtype, base);
+        kv_k = load_elem(p.k_cache, p.cache_dtype, base) * p.k_scale;
+        kv_v = load_elem(p.v_cache, p.cache_dtype, base) * p.v_scale;
       }
       k_s[j * (hd + 1) + d] = kv_k;
       v_s[j * hd + d] = kv_v;

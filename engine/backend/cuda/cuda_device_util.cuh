@@ -3,6 +3,7 @@
 // code (bf16 rounding bit-identical to twin::f32_to_bf16), block reductions
 // and the launch geometry of element-wise kernels.
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -11,9 +12,21 @@
 
 namespace twin::cuda {
 
+// FP8 E4M3 through CUDA's own conversions: round to nearest even,
+// saturating at +-448 (__NV_SATFINITE), as twin::f32_to_fp8e4m3 on the host.
+__device__ __forceinline__ float fp8_to_f32(std::uint8_t b) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(b), __NV_E4M3)));
+}
+
+__device__ __forceinline__ std::uint8_t f32_to_fp8(float f) {
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(f, __NV_SATFINITE, __NV_E4M3));
+}
+
+// An element as stored (an fp8 KV element unscaled: the kernels apply the scale).
 __device__ __forceinline__ float load_elem(const void* p, int dtype, std::int64_t i) {
   if (dtype == kBf16) return __uint_as_float(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(p)[i]) << 16);
   if (dtype == kF16) return __half2float(static_cast<const __half*>(p)[i]);
+  if (dtype == kF8E4M3) return fp8_to_f32(static_cast<const std::uint8_t*>(p)[i]);
   return static_cast<const float*>(p)[i];
 }
 
@@ -29,6 +42,8 @@ __device__ __forceinline__ void store_elem(void* p, int dtype, std::int64_t i, f
     static_cast<std::uint16_t*>(p)[i] = f32_to_bf16_bits(v);
   } else if (dtype == kF16) {
     static_cast<__half*>(p)[i] = __float2half_rn(v);
+  } else if (dtype == kF8E4M3) {
+    static_cast<std::uint8_t*>(p)[i] = f32_to_fp8(v);
   } else {
     static_cast<float*>(p)[i] = v;
   }

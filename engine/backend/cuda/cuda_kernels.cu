@@ -183,13 +183,13 @@ __global__ void silu_and_mul_kernel(const float* gu, std::int64_t gs, float* out
 
 __global__ void kv_write_kernel(const float* k, std::int64_t ks, const float* v, std::int64_t vs,
                                 const std::int64_t* slots, std::int64_t tokens, void* kc, void* vc, int cd,
-                                std::int64_t width) {
+                                std::int64_t width, float k_inv, float v_inv) {
   TWIN_GRID_STRIDE(i, tokens * width) {
     const std::int64_t t = i / width, e = i % width;
     const std::int64_t slot = slots[t];
     if (slot < 0) continue;
-    store_elem(kc, cd, slot * width + e, k[t * ks + e]);
-    store_elem(vc, cd, slot * width + e, v[t * vs + e]);
+    store_elem(kc, cd, slot * width + e, k[t * ks + e] * k_inv);
+    store_elem(vc, cd, slot * width + e, v[t * vs + e] * v_inv);
   }
 }
 
@@ -218,6 +218,12 @@ __device__ __forceinline__ void store4(void* cache, int cd, std::int64_t i, floa
     *reinterpret_cast<float4*>(static_cast<float*>(cache) + i) = v;
     return;
   }
+  if (cd == kF8E4M3) {  // four bytes, one 4-byte store
+    *reinterpret_cast<std::uint32_t*>(static_cast<std::uint8_t*>(cache) + i) =
+        f32_to_fp8(v.x) | (static_cast<std::uint32_t>(f32_to_fp8(v.y)) << 8) |
+        (static_cast<std::uint32_t>(f32_to_fp8(v.z)) << 16) | (static_cast<std::uint32_t>(f32_to_fp8(v.w)) << 24);
+    return;
+  }
   std::uint16_t b[4];
   const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -230,14 +236,15 @@ __device__ __forceinline__ void store4(void* cache, int cd, std::int64_t i, floa
 
 __global__ void kv_write_vec_kernel(const float* k, std::int64_t ks, const float* v, std::int64_t vs,
                                     const std::int64_t* slots, std::int64_t tokens, void* kc, void* vc, int cd,
-                                    std::int64_t width) {
+                                    std::int64_t width, float k_inv, float v_inv) {
   const std::int64_t w4 = width / 4;
+  const auto scaled = [](float4 x, float s) { return make_float4(x.x * s, x.y * s, x.z * s, x.w * s); };
   TWIN_GRID_STRIDE(i, tokens * w4) {
     const std::int64_t t = i / w4, e = (i % w4) * 4;
     const std::int64_t slot = slots[t];
     if (slot < 0) continue;
-    store4(kc, cd, slot * width + e, *reinterpret_cast<const float4*>(k + t * ks + e));
-    store4(vc, cd, slot * width + e, *reinterpret_cast<const float4*>(v + t * vs + e));
+    store4(kc, cd, slot * width + e, scaled(*reinterpret_cast<const float4*>(k + t * ks + e), k_inv));
+    store4(vc, cd, slot * width + e, scaled(*reinterpret_cast<const float4*>(v + t * vs + e), v_inv));
   }
 }
 
@@ -447,17 +454,19 @@ void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, floa
 
 void launch_kv_write(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,
                      const std::int64_t* slots, std::int64_t tokens, void* k_cache, void* v_cache, int cache_dtype,
-                     std::int64_t width, cudaStream_t stream) {
+                     std::int64_t width, float k_inv_scale, float v_inv_scale, cudaStream_t stream) {
   if (tokens * width == 0) return;
   const std::uintptr_t align = reinterpret_cast<std::uintptr_t>(k) | reinterpret_cast<std::uintptr_t>(v) |
                                reinterpret_cast<std::uintptr_t>(k_cache) | reinterpret_cast<std::uintptr_t>(v_cache);
   if (width % 4 == 0 && k_stride % 4 == 0 && v_stride % 4 == 0 && align % 16 == 0) {
     kv_write_vec_kernel<<<grid_for(tokens * width / 4), kThreads, 0, stream>>>(k, k_stride, v, v_stride, slots, tokens,
-                                                                                k_cache, v_cache, cache_dtype, width);
+                                                                                k_cache, v_cache, cache_dtype, width,
+                                                                                k_inv_scale, v_inv_scale);
     return;
   }
   kv_write_kernel<<<grid_for(tokens * width), kThreads, 0, stream>>>(k, k_stride, v, v_stride, slots, tokens, k_cache,
-                                                                      v_cache, cache_dtype, width);
+                                                                      v_cache, cache_dtype, width, k_inv_scale,
+                                                                      v_inv_scale);
 }
 
 std::size_t argmax_rows_workspace(std::int64_t vocab, std::int64_t n) {

@@ -14,7 +14,8 @@
 
 namespace twin::cuda {
 
-constexpr int kF32 = 0, kBf16 = 1, kF16 = 2;
+// Dtype codes: twin::ElemType's values (f32, bf16, f16, i32, i8, f8e4m3).
+constexpr int kF32 = 0, kBf16 = 1, kF16 = 2, kF8E4M3 = 5;
 
 // dst[r, c] = convert(src[r, c]) between f32/bf16/f16 (strides in elements).
 void launch_convert_2d(const void* src, int src_dtype, std::int64_t src_stride, void* dst, int dst_dtype,
@@ -46,10 +47,11 @@ void launch_rotary(float* q, std::int64_t q_stride, std::int64_t q_heads, float*
                    int rotary_dim, const double* inv_freq, cudaStream_t stream);
 void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, float* out, std::int64_t out_stride,
                          std::int64_t rows, std::int64_t cols, cudaStream_t stream);
-// k/v rows [tokens, width] -> cache slot slots[t] (negative: skipped).
+// k/v rows [tokens, width] -> cache slot slots[t] (negative: skipped), each
+// element times k_inv_scale / v_inv_scale first (1 / an fp8 cache's scales).
 void launch_kv_write(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,
                      const std::int64_t* slots, std::int64_t tokens, void* k_cache, void* v_cache, int cache_dtype,
-                     std::int64_t width, cudaStream_t stream);
+                     std::int64_t width, float k_inv_scale, float v_inv_scale, cudaStream_t stream);
 void launch_moe_topk(const float* logits, std::int64_t logits_stride, std::int64_t tokens, int experts, int top_k,
                      bool renormalize, std::int32_t* ids, std::int64_t ids_stride, float* weights,
                      std::int64_t weights_stride, cudaStream_t stream);
@@ -108,6 +110,7 @@ struct AttnParams {
   int head_dim;
   int num_heads;
   float scale;
+  float k_scale, v_scale;  // an fp8 cache's per-tensor scales (1 otherwise): read = stored x scale
   const AttnRow* rows;
   int num_rows;
   const std::int32_t* tables;

@@ -22,6 +22,16 @@ namespace twin {
 namespace {
 
 int code(ElemType t) { return static_cast<int>(t); }
+static_assert(static_cast<int>(ElemType::f8e4m3) == cuda::kF8E4M3 && static_cast<int>(ElemType::bf16) == cuda::kBf16 &&
+              static_cast<int>(ElemType::f16) == cuda::kF16 && static_cast<int>(ElemType::f32) == cuda::kF32);
+
+void check_cuda_kv_dtype(const char* op, const KvCacheView& cache) {
+  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16 &&
+      cache.dtype != ElemType::f8e4m3) {
+    throw Error(std::string(op) + ": the cuda backend keeps the KV cache in f32, bf16, f16 or fp8_e4m3, got " +
+                std::string(elem_type_name(cache.dtype)));
+  }
+}
 
 // Split-K partials of one attention launch at most; more rows take more launches.
 constexpr std::size_t kAttnWorkspaceBytes = std::size_t{256} << 20;
@@ -81,27 +91,21 @@ void CudaBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const
 void CudaBackend::kv_write(const TensorView& k, const TensorView& v, const KvCacheView& cache,
                            std::span<const std::int64_t> slots) {
   check_kv_write(k, v, cache, slots);
-  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16) {
-    throw Error("kv_write: the cuda backend keeps the KV cache in f32, bf16 or f16, got " +
-                std::string(elem_type_name(cache.dtype)));
-  }
+  check_cuda_kv_dtype("kv_write", cache);
   const std::int64_t width = cache.slot_elems();
   if (slots.empty()) return;
   stage_reserve(staged_size(slots.size_bytes()));
   const std::int64_t* d_slots = stage(slots);
   cuda::launch_kv_write(static_cast<const float*>(k.data), k.row_stride, static_cast<const float*>(v.data),
                         v.row_stride, d_slots, static_cast<std::int64_t>(slots.size()), cache.k, cache.v,
-                        code(cache.dtype), width, stream_);
+                        code(cache.dtype), width, 1.0f / cache.k_scale, 1.0f / cache.v_scale, stream_);
   after_launch("kv_write");
 }
 
 void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache, std::span<const SeqAttention> seqs,
                                   const AttentionShape& shape, const TensorView& out) {
   check_attention(q, cache, seqs, shape, out);
-  if (cache.dtype != ElemType::f32 && cache.dtype != ElemType::bf16 && cache.dtype != ElemType::f16) {
-    throw Error("paged_attention: the cuda backend reads an f32, bf16 or f16 KV cache, got " +
-                std::string(elem_type_name(cache.dtype)));
-  }
+  check_cuda_kv_dtype("paged_attention", cache);
   // Resolve the work on the host. Prefill chunks go in tiles of consecutive
   // rows that share each K/V read; decodes and short chunks go as single
   // rows to the split-K kernel, which spreads a long context over blocks.
@@ -163,6 +167,8 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   p.head_dim = shape.head_dim;
   p.num_heads = shape.num_heads;
   p.scale = shape.scale > 0.0f ? shape.scale : 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  p.k_scale = cache.k_scale;
+  p.v_scale = cache.v_scale;
   // Rows take the GQA decode kernel (one K/V read per KV head, partitions
   // sized to fill the SMs) where it handles the shape, else the per-head
   // fallback with its fixed partitions.
