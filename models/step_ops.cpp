@@ -26,19 +26,16 @@ constexpr double kRotaryFlopsPerElem = 3;  // two multiplies and an add per rota
 constexpr double kSiluFlopsPerElem = 5;    // exp, add, divide, two multiplies
 constexpr double kSampleFlopsPerElem = 5;  // max, exp, sum, scale, compare
 
-// Attention work of the seqs of one kind, summed. The sums are integers and
-// kept as such (this loop runs per scheduled seq per simulated step); they are
-// far below 2^53, so as doubles they are exact whatever the order of the seqs.
-struct AttnSums {
-  int64_t seqs = 0, tokens = 0, context = 0;
-  int64_t score_pairs = 0;  // (query, key) pairs with causal masking
-  double kv_tokens() const { return static_cast<double>(context + tokens); }  // KV rows read
-};
+// Attention work of the seqs of one kind, summed (AttentionSums). The sums
+// are integers and kept as such (this loop runs per scheduled seq per
+// simulated step); they are far below 2^53, so as doubles they are exact
+// whatever the order of the seqs.
+double kv_tokens(const AttentionSums& s) { return static_cast<double>(s.context + s.tokens); }  // KV rows read
 
 // n new tokens after c cached ones. Query i sees c + i + 1 keys, or
 // `window` once that is more; the chunk reads its keys from the first
 // query's window start, so the context it reads is min(c, window - 1).
-void add_seq(AttnSums& s, int64_t n, int64_t c, int64_t window) {
+void add_seq(AttentionSums& s, int64_t n, int64_t c, int64_t window) {
   s.seqs += 1;
   s.tokens += n;
   if (window <= 0) {
@@ -92,7 +89,7 @@ Op elementwise(OpKind kind, int64_t tokens, int64_t width, double flops_per_elem
   return op;
 }
 
-Op attention(OpKind kind, const AttnSums& s, int64_t q_heads, int64_t head_dim, double q_dim,
+Op attention(OpKind kind, const AttentionSums& s, int64_t q_heads, int64_t head_dim, double q_dim,
              double kv_dim, double act, double kvb, int64_t repeat) {
   Op op;
   op.kind = kind;
@@ -104,7 +101,7 @@ Op attention(OpKind kind, const AttnSums& s, int64_t q_heads, int64_t head_dim, 
   // QK^T and PV: 2 flops per multiply-add, 2 matmuls, per head and dim.
   op.flops = 4.0 * static_cast<double>(s.score_pairs) * static_cast<double>(head_dim) * static_cast<double>(q_heads);
   const double new_tokens = static_cast<double>(s.tokens);
-  op.bytes = s.kv_tokens() * 2.0 * kv_dim * kvb    // K and V read, context and new
+  op.bytes = kv_tokens(s) * 2.0 * kv_dim * kvb    // K and V read, context and new
              + new_tokens * 2.0 * kv_dim * kvb     // new K and V written to the cache
              + new_tokens * 2.0 * q_dim * act;     // Q read, O written
   op.repeat = static_cast<int32_t>(repeat);
@@ -123,6 +120,31 @@ Op collective(OpKind kind, int64_t tokens, int64_t width, double act, int group,
   return op;
 }
 
+// Under expert parallelism the busiest rank's share of the batch's
+// sequences, tokens and attention work (rounded up).
+int64_t ep_share(int64_t x, int ep) { return (x + ep - 1) / ep; }
+AttentionSums ep_share(const AttentionSums& a, int ep) {
+  if (ep <= 1) return a;
+  return AttentionSums{ep_share(a.seqs, ep), ep_share(a.tokens, ep), ep_share(a.context, ep),
+                       ep_share(a.score_pairs, ep)};
+}
+
+// The attention call's ops: one for the prefill seqs, one for the decodes
+// (each only when it has seqs), already EP-shared sums.
+void append_attention(const ModelDesc& m, const AttentionSums& prefill, const AttentionSums& decode,
+                      const ParallelLayout& layout, const WeightPrecision& weights, Dtype kv, int64_t instances,
+                      std::vector<Op>& out) {
+  const int64_t q_heads = q_heads_per_gpu(m, layout.tp);
+  const double q_dim = static_cast<double>(q_heads * m.head_dim);
+  const double kv_dim = static_cast<double>(kv_heads_per_gpu(m, layout.tp) * m.head_dim);
+  const double act = weights.activation();
+  const double kvb = static_cast<double>(dtype_bytes(kv));
+  if (prefill.seqs > 0)
+    out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim, q_dim, kv_dim, act, kvb, instances));
+  if (decode.seqs > 0)
+    out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim, q_dim, kv_dim, act, kvb, instances));
+}
+
 }  // namespace
 
 std::string_view op_name(OpKind kind) {
@@ -138,41 +160,54 @@ OpKind parse_op_kind(std::string_view name) {
   throw UsageError("unknown op '" + excerpt(name, 40) + "'; known ops: " + known);
 }
 
-void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
-              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
-  AttnSums prefill, decode;
-  int64_t sampling = 0;
+StepSums step_sums(const ModelDesc& m, const BatchShape& batch) {
+  StepSums sums;
   for (const SeqShape& s : batch.seqs) {
     if (s.new_tokens <= 0) continue;
     const int64_t ctx = std::max<int64_t>(s.context_tokens, 0);
     if (s.new_tokens == 1 && ctx > 0)
-      add_seq(decode, 1, ctx, m.sliding_window);
+      add_seq(sums.decode, 1, ctx, m.sliding_window);
     else
-      add_seq(prefill, s.new_tokens, ctx, m.sliding_window);
-    sampling += s.samples ? 1 + std::max<int64_t>(s.lookahead, 0) : 0;
+      add_seq(sums.prefill, s.new_tokens, ctx, m.sliding_window);
+    sums.sampling += s.samples ? 1 + std::max<int64_t>(s.lookahead, 0) : 0;
   }
-  int64_t tokens = prefill.tokens + decode.tokens;
+  return sums;
+}
+
+void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+  step_ops(m, step_sums(m, batch), layout, weights, kv, pp_stage, out);
+}
+
+void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+                   const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+  // The attention call is a layer call of every forward program: its
+  // instances are the stage's layers.
+  const int64_t layers = stage_layers(m, layout.pp, pp_stage);
+  if (sums.tokens() == 0 || layers == 0) return;
+  append_attention(m, ep_share(sums.prefill, layout.ep), ep_share(sums.decode, layout.ep), layout, weights, kv, layers,
+                   out);
+}
+
+void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+  int64_t tokens = sums.tokens();
   if (tokens == 0) return;
+  int64_t sampling = sums.sampling;
   // Expert parallelism: the busiest rank's work. Attention and the dense
   // parts see 1/ep of the batch (its sequences are spread over the ranks);
   // the experts see the routed rows the busiest rank's experts receive.
   const int ep = layout.ep;
+  const AttentionSums prefill = ep_share(sums.prefill, ep), decode = ep_share(sums.decode, ep);
   const int64_t routed = tokens * m.num_experts_per_tok;
   int64_t expert_rows = routed;
   if (ep > 1) {
-    auto share = [ep](int64_t x) { return (x + ep - 1) / ep; };
-    for (AttnSums* a : {&prefill, &decode}) {
-      a->seqs = share(a->seqs);
-      a->tokens = share(a->tokens);
-      a->context = share(a->context);
-      a->score_pairs = share(a->score_pairs);
-    }
-    tokens = share(tokens);
-    sampling = share(sampling);
+    tokens = ep_share(tokens, ep);
+    sampling = ep_share(sampling, ep);
     expert_rows = layout.expert_busiest_share > 0
                       ? std::min<int64_t>(routed, static_cast<int64_t>(std::ceil(layout.expert_busiest_share *
                                                                                  static_cast<double>(routed) - 1e-9)))
-                      : share(routed);
+                      : ep_share(routed, ep);
   }
 
   const int tp = layout.tp;
@@ -189,7 +224,6 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
   const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
   const double wb = weights.dense_bytes();
   const double act = weights.activation();
-  const double kvb = static_cast<double>(dtype_bytes(kv));
   const double dh = static_cast<double>(h);
 
   const bool moe = m.is_moe();
@@ -219,12 +253,7 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
                                   static_cast<double>(tokens * m.head_dim) * act, instances));
         break;
       case ForwardCall::attention:
-        if (prefill.seqs > 0)
-          out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim, static_cast<double>(q_dim),
-                                  static_cast<double>(kv_dim), act, kvb, instances));
-        if (decode.seqs > 0)
-          out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim, static_cast<double>(q_dim),
-                                  static_cast<double>(kv_dim), act, kvb, instances));
+        append_attention(m, prefill, decode, layout, weights, kv, instances, out);
         break;
       case ForwardCall::o_proj:
         out.push_back(linear(OpKind::o_proj, tokens, h, q_dim, weights, instances));

@@ -116,6 +116,29 @@ struct Op {
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
 
+// The batch as its ops see it, summed once per step (step_ops(batch) is
+// step_ops(step_sums(batch))): the attention work of the prefill seqs and of
+// the decodes, and the rows that need logits. Only the attention ops depend
+// on more than tokens() and sampling, so a cost model may price the others
+// once per (tokens, sampling, stage) and the attention ops (attention_ops)
+// every step.
+struct AttentionSums {
+  int64_t seqs = 0, tokens = 0, context = 0;  // context: inside the sliding window
+  int64_t score_pairs = 0;                    // (query, key) pairs with causal masking
+};
+struct StepSums {
+  AttentionSums prefill, decode;
+  int64_t sampling = 0;  // rows of logits: sampling seqs and their lookahead
+  int64_t tokens() const { return prefill.tokens + decode.tokens; }
+};
+StepSums step_sums(const ModelDesc& m, const BatchShape& batch);
+void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
+// Appends only the attention ops (attn_prefill, attn_decode) step_ops
+// appends for these sums, equal to them field by field.
+void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+                   const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
+
 // The GEMMs of the linear layers a quantization method quantises (attention
 // and MLP projections, MoE experts; not the embedding, LM head or router).
 constexpr bool is_quantized_linear(OpKind kind) {

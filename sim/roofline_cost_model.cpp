@@ -274,16 +274,56 @@ double RooflineCostModel::memory_efficiency_for(const Op& op) const {
   return named_curve_at(index, op);
 }
 
-Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
+double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown,
+                                     StepPrice* slot) {
   ops_.clear();
-  step_ops(model_, *step.shape, layout_, weights_, kv_, step.stage, ops_);
+  step_ops(model_, sums, layout_, weights_, kv_, stage, ops_);
   if (ops_.empty()) return 0;
   double total = params_.step_overhead_ns;
+  std::size_t tail = 0;
+  bool after_attention = false;
+  bool fits = slot != nullptr;
+  if (fits) slot->head_ns = total;
   for (const Op& op : ops_) {
-    const OpCost c = price(op, step.stage);
+    const OpCost c = price(op, stage);
     total += c.time_ns;
     if (breakdown) breakdown->push_back(c);
+    if (op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode) {
+      after_attention = true;
+    } else if (after_attention) {
+      if (tail == kMaxTailOps) fits = false;
+      if (fits) slot->tail_ns[tail++] = c.time_ns;
+    } else if (fits) {
+      slot->head_ns = total;
+    }
   }
+  if (fits && after_attention) {
+    slot->tokens = sums.tokens();
+    slot->sampling = sums.sampling;
+    slot->stage = stage;
+    slot->tail_count = static_cast<std::int32_t>(tail);
+  }
+  return total;
+}
+
+Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
+  const StepSums sums = step_sums(model_, *step.shape);
+  if (sums.tokens() == 0) return 0;
+  if (breakdown) return priced_ns(price_all(sums, step.stage, breakdown, nullptr), "roofline cost model: a step");
+  const std::uint64_t key = (static_cast<std::uint64_t>(sums.tokens()) * 0x9E3779B97F4A7C15ULL) ^
+                            (static_cast<std::uint64_t>(sums.sampling) * 0xC2B2AE3D27D4EB4FULL) ^
+                            static_cast<std::uint64_t>(step.stage);
+  StepPrice& slot = prices_[(key * 0xFF51AFD7ED558CCDULL >> 40) & (kPriceSlots - 1)];
+  if (slot.tokens != sums.tokens() || slot.sampling != sums.sampling || slot.stage != step.stage) {
+    slot.tokens = -1;  // refilled below when the step has attention and its ops fit
+    return priced_ns(price_all(sums, step.stage, nullptr, &slot), "roofline cost model: a step");
+  }
+  // Same order as price_all: the head, this step's attention, the tail.
+  ops_.clear();
+  attention_ops(model_, sums, layout_, weights_, kv_, step.stage, ops_);
+  double total = slot.head_ns;
+  for (const Op& op : ops_) total += price(op, step.stage).time_ns;
+  for (std::int32_t i = 0; i < slot.tail_count; ++i) total += slot.tail_ns[static_cast<std::size_t>(i)];
   return priced_ns(total, "roofline cost model: a step");
 }
 

@@ -113,6 +113,24 @@ class RooflineCostModel final : public CostModel {
   Dtype kv_;
   RooflineParams params_;
   std::vector<Op> ops_;  // reused every step
+  // Step prices by (tokens, sampling, stage), direct-mapped: every op but
+  // attention depends only on those (models/step_ops.hpp, StepSums), and
+  // they repeat across steps and replicas. An entry keeps the sum of the
+  // overhead and the ops before attention, then each later op's price, so
+  // a step is summed in the same order as op by op: the same double.
+  static constexpr std::size_t kMaxTailOps = 30;
+  struct StepPrice {
+    std::int64_t tokens = -1, sampling = -1;
+    std::int32_t stage = -1;
+    std::int32_t tail_count = 0;  // ops after attention
+    double head_ns = 0;           // overhead + the ops before attention, in order
+    std::array<double, kMaxTailOps> tail_ns{};
+  };
+  static constexpr std::size_t kPriceSlots = 2048;
+  std::vector<StepPrice> prices_ = std::vector<StepPrice>(kPriceSlots);
+  // Prices the step op by op (appending each op to `breakdown` when given);
+  // fills `slot` when its ops fit one.
+  double price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown, StepPrice* slot);
   // Direct-mapped memo of curve lookups by (curve, x): op sizes depend
   // only on the batch's token counts, which repeat across steps and replicas.
   struct EfficiencyMemo {

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
@@ -252,4 +256,70 @@ TEST_CASE("step_ops reuses the caller's vector without growing it") {
       CHECK(out.size() <= 24);
       CHECK(out.data() == data);
     }
+}
+
+TEST_CASE("attention_ops are step_ops' attention ops, and the other ops depend only on tokens and sampling") {
+  // The roofline caches a step's non-attention prices by (tokens, sampling,
+  // stage) and prices attention_ops every step (sim/roofline_cost_model).
+  auto window = resolve_model("llama-3.1-8b");
+  window.sliding_window = 48;
+  struct Case {
+    ModelDesc m;
+    ParallelLayout layout;
+  };
+  const std::vector<Case> cases = {
+      {resolve_model("llama-3.1-8b"), {1, 1}},
+      {window, {2, 1}},
+      {resolve_model("llama-3.1-70b"), {2, 2}},
+      {resolve_model("mixtral-8x7b"), {2, 1, 2}},
+      {resolve_model("deepseek-v3"), {8, 2, 2, 0.5}},
+  };
+  const auto same = [](const Op& a, const Op& b) {
+    return a.kind == b.kind && a.m == b.m && a.n == b.n && a.k == b.k && a.num_seqs == b.num_seqs &&
+           a.tokens == b.tokens && a.context == b.context && a.flops == b.flops && a.bytes == b.bytes &&
+           a.repeat == b.repeat && a.comm_bytes == b.comm_bytes && a.group == b.group;
+  };
+  const auto is_attention = [](const Op& op) { return op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode; };
+  std::uint64_t state = 7;
+  const auto next = [&state](int n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((state >> 33) % static_cast<std::uint64_t>(n));
+  };
+  for (const Case& c : cases) {
+    for (int stage = 0; stage < c.layout.pp; ++stage) {
+      // The non-attention ops of the first batch seen with each (tokens, sampling).
+      std::map<std::pair<int64_t, int64_t>, std::vector<Op>> rest_by_key;
+      for (int trial = 0; trial < 300; ++trial) {
+        BatchShape b;
+        const int seqs = 1 + next(5);
+        for (int i = 0; i < seqs; ++i) {
+          const int64_t n = next(3) == 0 ? 1 + next(4) : 1;
+          b.seqs.push_back({n, next(4) == 0 ? 0 : next(200), next(3) != 0, next(5) == 0 ? next(3) : 0});
+        }
+        const StepSums sums = step_sums(c.m, b);
+        std::vector<Op> all, attention, rest, from_sums;
+        step_ops(c.m, b, c.layout, Dtype::bf16, Dtype::fp16, stage, all);
+        step_ops(c.m, sums, c.layout, Dtype::bf16, Dtype::fp16, stage, from_sums);
+        attention_ops(c.m, sums, c.layout, Dtype::bf16, Dtype::fp16, stage, attention);
+        REQUIRE(from_sums.size() == all.size());
+        std::size_t a = 0;
+        for (std::size_t i = 0; i < all.size(); ++i) {
+          CHECK(same(all[i], from_sums[i]));
+          if (!is_attention(all[i])) {
+            rest.push_back(all[i]);
+            continue;
+          }
+          REQUIRE(a < attention.size());
+          CHECK(same(all[i], attention[a++]));
+        }
+        CHECK(a == attention.size());
+        auto [it, fresh] = rest_by_key.try_emplace({sums.tokens(), sums.sampling}, rest);
+        if (!fresh) {
+          REQUIRE(it->second.size() == rest.size());
+          for (std::size_t i = 0; i < rest.size(); ++i) CHECK(same(it->second[i], rest[i]));
+        }
+      }
+      CHECK(rest_by_key.size() < 200);  // the keys repeated
+    }
+  }
 }

@@ -138,3 +138,37 @@ TEST_CASE("TP all-reduce, logits gather and PP sends are priced from the interco
     CHECK(op_each(ops, OpKind::tp_allreduce) == Approx(ring + 4000));
   }
 }
+
+TEST_CASE("a step priced from the roofline's cache of repeated shapes is the op-by-op price to the ns") {
+  // stage_time without a breakdown reuses the prices of the ops that depend
+  // only on (tokens, sampling, stage); with one it prices every op.
+  ClusterConfig moe = one_group("mixtral-8x7b", "h100-80gb", 2);
+  moe.groups[0].ep = 2;
+  for (const ClusterConfig& config : {one_group("llama-3.1-8b", "h100-80gb"), one_group("llama-3.1-70b", "h100-80gb", 2, 2), moe}) {
+    Cluster c = build_cluster(config);
+    CostModel& model = *c.replicas[0].cost_model;
+    const int stages = config.groups[0].pp;
+    std::uint64_t state = 11;
+    const auto next = [&state](int n) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<int>((state >> 33) % static_cast<std::uint64_t>(n));
+    };
+    int checked = 0;
+    for (int trial = 0; trial < 600; ++trial) {
+      BatchShape b;
+      const int seqs = 1 + next(6);
+      for (int i = 0; i < seqs; ++i) {
+        const std::int64_t n = next(3) == 0 ? 1 + next(300) : 1;
+        b.seqs.push_back({n, next(4) == 0 ? 0 : next(4000), next(4) != 0});
+      }
+      for (int stage = 0; stage < stages; ++stage) {
+        std::vector<OpCost> ops;
+        const Time op_by_op = price(model, b, &ops, stage);
+        CHECK(price(model, b, nullptr, stage) == op_by_op);
+        CHECK(price(model, b, nullptr, stage) == op_by_op);
+        ++checked;
+      }
+    }
+    CHECK(checked >= 600);
+  }
+}
