@@ -1,11 +1,13 @@
 // Weight-only int8 GEMM (i8 W with per-channel f32 scales) against the loop
 // reference on the dequantised weights, on the direct (decode) kernel and
 // the panel (SGEMM) path; and against the float weights it quantised, within
-// the quantisation's error bound.
+// the quantisation's error bound. The AVX2 decode kernel against the
+// portable one, bit for bit.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "engine/backend/cpu/cpu_backend.hpp"
 #include "tests/backend/backend_test_util.hpp"
@@ -99,4 +101,46 @@ TEST_CASE("int8 gemm needs its scales, and scales need int8 weights", "[int8]") 
   o.w_scales = &ds.view;
   CHECK_THROWS_WITH(be->gemm(da.view, dwf.view, dc.view, o), Catch::Contains("float W"));
   be->gemm(da.view, dw.view, dc.view, o);
+}
+
+TEST_CASE("the AVX2 int8 decode kernel gives the portable kernel's bits", "[int8]") {
+  // Both widen the same integers exactly and sum in the same order, so the
+  // results are equal bit for bit; the backend's gemm runs the best one.
+  if (cpu_best_kernel_isa() != CpuKernelIsa::avx2) {
+    WARN("this CPU has no AVX2: only the portable kernel runs");
+    return;
+  }
+  auto be = make_cpu_backend(2);
+  // Rows 1-8 cover every register block (1x8, 2x4, 1x4, 4x1, 1x1); k = 67
+  // and 775 leave tails, k = 768 is the `small` model's hidden size.
+  for (auto [m, n, k] : {std::tuple{1, 45, 67}, {1, 130, 768}, {2, 9, 64}, {3, 7, 775}, {5, 130, 67}, {8, 37, 128}}) {
+    CAPTURE(m, n, k);
+    const auto a = random_floats(m * k, 21), w = random_floats(n * k, 22, 0.1f);
+    const Quantized qw = quantize(w, n, k);
+    auto da = to_device(*be, a, m, k);
+    auto dw = to_device(*be, qw.q, ElemType::i8, n, k);
+    auto ds = to_device(*be, qw.scales, 1, n);
+    auto portable = zeros(*be, m, n), avx2 = zeros(*be, m, n), backend = zeros(*be, m, n);
+    cpu_direct_gemm_i8(CpuKernelIsa::portable, da.view, dw.view, ds.view, portable.view);
+    cpu_direct_gemm_i8(CpuKernelIsa::avx2, da.view, dw.view, ds.view, avx2.view);
+    GemmOptions o;
+    o.w_scales = &ds.view;
+    be->gemm(da.view, dw.view, backend.view, o);
+    const std::vector<float> p = to_host(*be, portable.view), v = to_host(*be, avx2.view), b = to_host(*be, backend.view);
+    CHECK(std::memcmp(p.data(), v.data(), p.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(p.data(), b.data(), p.size() * sizeof(float)) == 0);
+    const std::vector<double> ref = reference(a, qw.dequantized, m, n, k);
+    for (std::size_t i = 0; i < ref.size(); ++i) CHECK(std::fabs(v[i] - ref[i]) < 1e-4);
+  }
+}
+
+TEST_CASE("the direct int8 kernel refuses too many rows", "[int8]") {
+  auto be = make_cpu_backend(1);
+  const std::int64_t m = kGemmDirectMaxRows + 1;
+  auto da = to_device(*be, random_floats(m * 4, 1), m, 4);
+  auto dw = to_device(*be, std::vector<std::int8_t>(8, 1), ElemType::i8, 2, 4);
+  auto ds = to_device(*be, std::vector<float>{1.0f, 2.0f}, 1, 2);
+  auto dc = zeros(*be, m, 2);
+  CHECK_THROWS_WITH(cpu_direct_gemm_i8(CpuKernelIsa::portable, da.view, dw.view, ds.view, dc.view),
+                    Catch::Contains("at most 8"));
 }

@@ -16,6 +16,20 @@ namespace twin {
 // its speed on so few rows). Above it: SGEMM, bf16 W converted panel by panel.
 inline constexpr std::int64_t kGemmDirectMaxRows = 8;
 
+// The instruction sets the int8 decode kernel is built for, chosen at run
+// time so that one binary runs on any x86-64: AVX2 where the CPU has it,
+// else portable code. Both give the same bits.
+enum class CpuKernelIsa { portable, avx2 };
+CpuKernelIsa cpu_best_kernel_isa();
+
+// C = A · (W x scales)^T on the direct int8 kernel for `isa` (A f32 with at
+// most kGemmDirectMaxRows rows, W int8, one f32 scale per row of W), on the
+// calling thread. The backend's gemm runs it through cpu_best_kernel_isa();
+// this entry lets a test run each kernel on the same inputs. Throws for an
+// `isa` this CPU lacks or too many rows.
+void cpu_direct_gemm_i8(CpuKernelIsa isa, const TensorView& a, const TensorView& w, const TensorView& scales,
+                        const TensorView& c);
+
 // threads <= 0: one per hardware thread.
 std::unique_ptr<Backend> make_cpu_backend(std::int32_t threads = 0);
 
