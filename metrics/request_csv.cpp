@@ -11,11 +11,15 @@ namespace {
 
 enum Column {
   kId, kReplica, kOutcome, kArrival, kFirstToken, kFinish, kPromptTokens, kOutputTokens,
-  kCachedPromptTokens, kPreemptions, kTtft, kTpot, kE2el, kReason
+  kCachedPromptTokens, kPreemptions, kTtft, kTpot, kE2el, kReason,
+  // Optional: only a run with prefill/decode pools writes them.
+  kPrefillReplica, kKvReserved, kKvArrived, kKvWait, kKvTransferMs, kKvTransferBytes
 };
+constexpr std::size_t kRequiredColumns = kPrefillReplica;
 const std::vector<std::string> kColumns = {
     "id", "replica", "outcome", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "output_tokens",
-    "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason"};
+    "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason",
+    "prefill_replica", "kv_reserved_s", "kv_arrived_s", "kv_wait_ms", "kv_transfer_ms", "kv_transfer_bytes"};
 
 std::string_view outcome_name(Outcome outcome) {
   switch (outcome) {
@@ -31,8 +35,8 @@ std::string_view outcome_name(Outcome outcome) {
 RequestCsvWriter::RequestCsvWriter(std::ostream& out, bool transfer_columns)
     : out_(out), transfer_columns_(transfer_columns) {
   std::string header;
-  for (const auto& name : kColumns) header += (header.empty() ? "" : ",") + name;
-  if (transfer_columns_) header += ",prefill_replica,kv_reserved_s,kv_arrived_s,kv_wait_ms,kv_transfer_ms,kv_transfer_bytes";
+  const std::size_t columns = transfer_columns_ ? kColumns.size() : kRequiredColumns;
+  for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
   out_ << header << '\n';
 }
 
@@ -89,7 +93,7 @@ void RequestCsvWriter::write(const RequestRecord& r) {
 
 void for_each_request_record(const std::filesystem::path& path,
                              const std::function<void(const RequestRecord&)>& fn) {
-  csv::Reader reader(path, kColumns);
+  csv::Reader reader(path, kColumns, kRequiredColumns);
   while (reader.next()) {
     RequestRecord r;
     r.id = reader.integer(kId);
@@ -112,6 +116,12 @@ void for_each_request_record(const std::filesystem::path& path,
     r.cached_prompt_tokens = reader.int32(kCachedPromptTokens);
     r.preemptions = reader.int32(kPreemptions);
     r.reason = std::string(reader.text(kReason));
+    if (reader.has(kPrefillReplica) && !reader.text(kPrefillReplica).empty()) r.prefill_replica = reader.int32(kPrefillReplica);
+    if (reader.has(kKvReserved)) r.kv_reserved = reader.seconds(kKvReserved, true);
+    if (reader.has(kKvArrived)) r.kv_arrived = reader.seconds(kKvArrived, true);
+    if (reader.has(kKvTransferBytes) && !reader.text(kKvTransferBytes).empty()) {
+      r.kv_transfer_bytes = reader.integer(kKvTransferBytes);
+    }
     if (r.outcome == Outcome::finished && (r.first_token == kNoTime || r.finish == kNoTime)) {
       reader.fail(r.first_token == kNoTime ? kFirstToken : kFinish, "empty for a finished request");
     }

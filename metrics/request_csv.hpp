@@ -25,7 +25,9 @@ class RequestCsvWriter {
   bool transfer_columns_;
 };
 
-// Errors (twin::Error) name file:line and the column.
+// Errors (twin::Error) name file:line and the column. The disaggregation
+// columns are read where the file has them (prefill_replica, kv_reserved_s,
+// kv_arrived_s, kv_transfer_bytes; the derived ms columns are not).
 void for_each_request_record(const std::filesystem::path& path,
                              const std::function<void(const RequestRecord&)>& fn);
 std::vector<RequestRecord> read_request_records(const std::filesystem::path& path);

@@ -51,10 +51,7 @@ std::vector<std::vector<GpuId>> place_replicas(ClusterTopology& topology, const 
 // cluster graph.
 void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
   const DisaggregationConfig& d = config.disaggregation;
-  cluster.disagg.mode = disagg_mode(d.mode);
-  cluster.disagg.conditional_threshold = d.conditional_threshold;
-  cluster.disagg.prefill_router = d.prefill_router.empty() ? cluster.router : router_policy(d.prefill_router);
-  cluster.disagg.decode_router = d.decode_router.empty() ? cluster.router : router_policy(d.decode_router);
+  cluster.disagg = disagg_options(d, cluster.router);
   std::vector<KvTransferModel::Endpoint> endpoints;
   std::vector<std::int32_t> senders, receivers;
   for (std::size_t gi = 0; gi < cluster.groups.size(); ++gi) {
@@ -85,9 +82,21 @@ void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
   }
   cluster.transfers = std::make_shared<KvTransferModel>(kv_transfer_mode(d.kv_transfer), std::move(endpoints),
                                                         cluster.topology, senders, receivers);
+  if (!d.replay.empty()) {
+    cluster.transfers->replay(std::make_shared<const ReplayTransfers>(ReplayTransfers::from_file(d.replay)));
+  }
 }
 
 }  // namespace
+
+DisaggOptions disagg_options(const DisaggregationConfig& d, RouterPolicy router) {
+  DisaggOptions o;
+  o.mode = disagg_mode(d.mode);
+  o.conditional_threshold = d.conditional_threshold;
+  o.prefill_router = d.prefill_router.empty() ? router : router_policy(d.prefill_router);
+  o.decode_router = d.decode_router.empty() ? router : router_policy(d.decode_router);
+  return o;
+}
 
 std::int64_t Cluster::total_kv_blocks() const {
   std::int64_t n = 0;

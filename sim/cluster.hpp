@@ -62,6 +62,11 @@ double activation_reserve_bytes(const ModelDesc& model, const ParallelLayout& la
 // rings are filled per replica from the graph).
 NodeLinks node_links(const HardwareDesc& hw);
 
+// The serving loop's disaggregation options from a config's keys; a pool
+// without its own router takes the cluster's `router`. The simulator's
+// cluster and the engine's pools (`run --prefill-replicas`) both use it.
+DisaggOptions disagg_options(const DisaggregationConfig& config, RouterPolicy router);
+
 // Throws UsageError for unknown names, bad layouts or options (naming them),
 // Error when a model does not fit (with the numbers).
 Cluster build_cluster(const ClusterConfig& config);

@@ -157,7 +157,7 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
 
 DisaggregationConfig parse_disaggregation(const Json& d, const std::string& origin) {
   const std::string where = "disaggregation";
-  check_keys(d, origin, where, {"mode", "conditional_threshold", "kv_transfer", "prefill_router", "decode_router"});
+  check_keys(d, origin, where, {"mode", "conditional_threshold", "kv_transfer", "prefill_router", "decode_router", "replay"});
   DisaggregationConfig out;
   for (const auto& [key, v] : d.items()) {
     const std::string name = where + "." + key;
@@ -171,6 +171,8 @@ DisaggregationConfig parse_disaggregation(const Json& d, const std::string& orig
       if (out.kv_transfer != "whole" && out.kv_transfer != "layerwise") {
         fail(origin, name, "unknown KV transfer mode '" + excerpt(out.kv_transfer) + "': known ones are whole, layerwise");
       }
+    } else if (key == "replay") {
+      out.replay = get_string(v, origin, name);
     } else {
       std::string& router = key == "prefill_router" ? out.prefill_router : out.decode_router;
       router = get_string(v, origin, name);
@@ -332,6 +334,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     j["kv_transfer"] = d.kv_transfer;
     j["prefill_router"] = d.prefill_router.empty() ? config.router : d.prefill_router;
     j["decode_router"] = d.decode_router.empty() ? config.router : d.decode_router;
+    if (!d.replay.empty()) j["replay"] = d.replay;
     out["disaggregation"] = std::move(j);
   }
   out["slos"] = config.slos;

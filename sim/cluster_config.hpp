@@ -58,6 +58,9 @@ struct DisaggregationConfig {
   std::string kv_transfer = "whole";       // whole, layerwise
   std::string prefill_router;              // empty: the cluster's router
   std::string decode_router;               // empty: the cluster's router
+  // An engine run's requests.csv: each transfer lasts what the engine
+  // measured for it (replay parity with the groups' `replay` step logs).
+  std::string replay;
 };
 
 // One tier below HBM for evicted prefix blocks (engine/core/kv_tiers.hpp),

@@ -62,6 +62,7 @@ TransferTiming KvTransferModel::price(const InboundTransfer& t) {
     throw Error("KV transfer: replica " + std::to_string(t.from_replica) + " to " + std::to_string(t.to_replica) +
                 " is outside the cluster");
   }
+  if (replay_) return replay_->price(t);
   const Endpoint& a = endpoints_[static_cast<std::size_t>(t.from_replica)];
   const Endpoint& b = endpoints_[static_cast<std::size_t>(t.to_replica)];
   const PathCost path = lane_path(t.from_replica, t.to_replica);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "engine/core/disaggregation.hpp"
+#include "sim/replay_transfers.hpp"
 #include "sim/topology.hpp"
 
 namespace twin {
@@ -59,6 +60,9 @@ class KvTransferModel {
   KvTransferMode mode() const { return mode_; }
   // When a transfer starting no earlier than t.start ends, and its bytes.
   TransferTiming price(const InboundTransfer& t);
+  // Replays an engine run's transfers instead of pricing them (each lasts
+  // what it measured; the engine moves one at a time, so no link queueing).
+  void replay(std::shared_ptr<const ReplayTransfers> recorded) { replay_ = std::move(recorded); }
   // The link cost between two replicas: bottleneck bandwidth per lane
   // (bytes/s) and latency (ns); for tests and explanations.
   PathCost lane_path(std::int32_t from, std::int32_t to) const;
@@ -71,6 +75,7 @@ class KvTransferModel {
   std::vector<Endpoint> endpoints_;
   std::map<Key, PathCost> paths_;  // per lane, NIC sharing applied
   std::vector<Time> send_free_at_, receive_free_at_;
+  std::shared_ptr<const ReplayTransfers> replay_;
 };
 
 }  // namespace twin

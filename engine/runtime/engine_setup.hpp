@@ -7,6 +7,7 @@
 // decided: the cause of validate serving another engine than run's.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/core/replica_overrides.hpp"
 #include "engine/runtime/serve.hpp"
@@ -28,6 +29,9 @@ struct EngineSetup {
   ExecutorOptions sampling;
   std::optional<SpeculativeConfig> speculative;
   bool time_ops = false;
+  // Prefill and decode replicas in the process (EngineSettings::roles).
+  std::vector<ReplicaRole> roles;
+  DisaggOptions disagg;
 };
 
 // Resolves the model, checks the setup against it and against itself

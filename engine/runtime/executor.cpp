@@ -28,6 +28,19 @@ const std::vector<TokenId>* Executor::output_tokens(RequestId id) const {
   return it == outputs_.end() ? nullptr : &it->second;
 }
 
+void Executor::hand_over(RequestId id, Executor& to) {
+  if (&to == this) return;
+  if (const auto it = outputs_.find(id); it != outputs_.end()) {
+    to.outputs_[id] = std::move(it->second);
+    outputs_.erase(it);
+  }
+  if (const auto it = request_sampling_.find(id); it != request_sampling_.end()) {
+    to.request_sampling_[id] = it->second;
+    request_sampling_.erase(it);
+  }
+  if (proposer_) proposer_->forget(id);
+}
+
 std::int32_t Executor::accept(RequestId id, std::span<const TokenId> proposals, std::span<const TokenId> target,
                               StepResult& result) {
   // target[i] is the target's token after the known token and proposals

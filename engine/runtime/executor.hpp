@@ -69,6 +69,9 @@ class Executor {
     if (proposer_) proposer_->forget(id);
   }
   std::size_t num_tracked() const { return outputs_.size(); }
+  // Prefill/decode disaggregation: request `id`'s tokens so far (and its own
+  // sampling) move to `to`, the executor of the replica its KV moved to.
+  void hand_over(RequestId id, Executor& to);
 
   ModelRunner& runner() { return runner_; }
 

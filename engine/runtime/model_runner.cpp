@@ -56,8 +56,10 @@ std::int64_t kv_block_bytes(const ModelConfig& c, std::int32_t block_size, const
 struct ModelRunner::Impl {
   ModelConfig config;
   RunnerOptions options;
-  std::unique_ptr<Backend> backend;
-  ModelWeights weights;
+  // Shared with sibling runners (make_sibling): declared first, so a
+  // runner's buffers are released before the last owner drops the backend.
+  std::shared_ptr<Backend> backend;
+  std::shared_ptr<const ModelWeights> weights;
   Buffer kv_device, kv_host;
   std::string kv_dtype;  // resolved: f32, bf16 or fp8_e4m3
   std::vector<KvCacheView> device_layers, host_layers;
@@ -152,7 +154,7 @@ struct ModelRunner::Impl {
     // Mark 0, then one per call of the program (the layer's once per layer).
     std::size_t marks = 1;
     for (ForwardCall call : forward_program(config.is_moe()))
-      marks += call_info(call).part == CallPart::layer ? weights.layers.size() : 1;
+      marks += call_info(call).part == CallPart::layer ? weights->layers.size() : 1;
     backend->begin_op_timing(marks);
     mark_ops.clear();
     mark_ops.push_back(TimedOp::embed);  // mark 0 ends no op
@@ -213,7 +215,7 @@ struct ModelRunner::Impl {
     ForwardArgs args;
     args.backend = backend.get();
     args.config = &config;
-    args.weights = &weights;
+    args.weights = weights.get();
     args.scratch = &scratch;
     args.tokens = T;
     args.samples = S;
@@ -240,7 +242,7 @@ struct ModelRunner::Impl {
     };
     for (ForwardCall call : program)
       if (call_info(call).part == CallPart::prologue) run(call, 0);
-    for (std::size_t l = 0; l < weights.layers.size(); ++l)
+    for (std::size_t l = 0; l < weights->layers.size(); ++l)
       for (ForwardCall call : program)
         if (call_info(call).part == CallPart::layer) run(call, l);
     for (ForwardCall call : program) {
@@ -275,6 +277,7 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   if (options.kv_cache_memory_bytes < 0) throw UsageError("--kv-cache-memory-bytes must be >= 0");
   if (options.swap_space_bytes < 0) throw UsageError("--swap-space must be >= 0 GiB");
   if (options.block_size < 1) throw UsageError("block size must be at least 1");
+  if (options.kv_cache_shares < 1) throw UsageError("the runner's kv_cache_shares must be >= 1");
   if (options.max_num_batched_tokens < 0 || options.max_num_seqs < 0) {
     throw UsageError("the runner's max_num_batched_tokens and max_num_seqs must be >= 0");
   }
@@ -290,8 +293,8 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   w.seed = options.seed;
   w.dtype = options.weight_dtype;
   w.quantization = options.quantization;
-  m.weights = load_model_weights(*m.backend, config, w);
-  m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights.embed.dtype)));
+  m.weights = std::make_shared<const ModelWeights>(load_model_weights(*m.backend, config, w));
+  m.kv_dtype = resolve_kv_cache_dtype(options.kv_cache_dtype, std::string(elem_type_name(m.weights->embed.dtype)));
   m.options.kv_cache_dtype = m.kv_dtype;
   const std::int64_t T = options.max_num_batched_tokens, S = options.max_num_seqs;
   if (T > 0 || S > 0) {
@@ -315,12 +318,19 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
     // estimated.
     const DeviceInfo now = m.backend->device_info();
     const std::int64_t held = std::max<std::int64_t>(0, before.free_bytes - now.free_bytes);
-    m.plan = plan_kv_memory(now.total_bytes, before.free_bytes, options.gpu_memory_utilization, m.weights.bytes,
-                            std::max<std::int64_t>(0, held - m.weights.bytes) +
+    m.plan = plan_kv_memory(now.total_bytes, before.free_bytes, options.gpu_memory_utilization, m.weights->bytes,
+                            std::max<std::int64_t>(0, held - m.weights->bytes) +
                                 backend_workspace_bytes(config, std::max<std::int64_t>(T, 8192),
                                                         std::max<std::int64_t>(S, 256)),
                             block_bytes);
-    m.options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(m.plan->num_blocks, 1 << 30));
+    // Replicas in one process split the planned KV evenly (their siblings
+    // allocate as many blocks, from the memory this one leaves).
+    m.options.num_blocks =
+        static_cast<std::int32_t>(std::min<std::int64_t>(m.plan->num_blocks / options.kv_cache_shares, 1 << 30));
+    if (m.options.num_blocks < 1) {
+      throw Error("KV memory plan: " + std::to_string(m.plan->num_blocks) + " blocks do not split over " +
+                  std::to_string(options.kv_cache_shares) + " replicas");
+    }
   }
   if (m.options.num_host_blocks <= 0 && options.swap_space_bytes > 0) {
     m.options.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.swap_space_bytes / block_bytes, 1 << 30));
@@ -335,17 +345,56 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   m.rope = rope_config(config);
 }
 
+ModelRunner::ModelRunner(ModelRunner& shared) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  const Impl& o = *shared.impl_;
+  m.config = o.config;
+  m.options = o.options;
+  m.backend = o.backend;
+  m.weights = o.weights;
+  m.kv_dtype = o.kv_dtype;
+  m.attention = o.attention;
+  m.rope = o.rope;
+  m.time_ops = o.time_ops;
+  const std::int64_t T = m.options.max_num_batched_tokens, S = m.options.max_num_seqs;
+  if (T > 0 || S > 0) {
+    carve_scratch(*m.backend, m.config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), 1, m.scratch);
+  }
+  m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "a sibling replica's KV cache",
+                                 "--kv-cache-memory-bytes or --num-gpu-blocks-override");
+  m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host,
+                               "a sibling replica's host swap space", "--swap-space");
+}
+
+std::unique_ptr<ModelRunner> ModelRunner::make_sibling() { return std::unique_ptr<ModelRunner>(new ModelRunner(*this)); }
+
+void ModelRunner::copy_kv_from(const ModelRunner& source, std::span<const BlockCopy> pairs) {
+  Impl& m = *impl_;
+  const Impl& src = *source.impl_;
+  if (src.backend != m.backend || src.device_layers.size() != m.device_layers.size()) {
+    throw Error("KV copy between runners: they must be siblings (one backend, one model)");
+  }
+  if (pairs.empty()) return;
+  for (const BlockCopy& p : pairs) {
+    if (p.src < 0 || p.src >= src.options.num_blocks || p.dst < 0 || p.dst >= m.options.num_blocks) {
+      throw Error("KV copy " + std::to_string(p.src) + " -> " + std::to_string(p.dst) + " outside the caches");
+    }
+  }
+  for (std::size_t l = 0; l < m.device_layers.size(); ++l) m.backend->copy_blocks(src.device_layers[l], m.device_layers[l], pairs);
+  m.backend->synchronize();  // the KV is there when this returns: the caller times it
+}
+
 ModelRunner::~ModelRunner() = default;
 
 const ModelConfig& ModelRunner::config() const { return impl_->config; }
 const RunnerOptions& ModelRunner::options() const { return impl_->options; }
 std::string ModelRunner::device_name() const { return impl_->backend->device_info().name; }
 std::string ModelRunner::backend_name() const { return impl_->backend->name(); }
-std::int64_t ModelRunner::weight_bytes() const { return impl_->weights.bytes; }
+std::int64_t ModelRunner::weight_bytes() const { return impl_->weights->bytes; }
 std::int64_t ModelRunner::kv_block_bytes() const {
   return twin::kv_block_bytes(impl_->config, impl_->options.block_size, impl_->kv_dtype);
 }
-std::string ModelRunner::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights.embed.dtype)); }
+std::string ModelRunner::weight_dtype_name() const { return std::string(elem_type_name(impl_->weights->embed.dtype)); }
 std::string ModelRunner::kv_dtype_name() const { return impl_->kv_dtype; }
 std::int64_t ModelRunner::scratch_bytes() const { return static_cast<std::int64_t>(impl_->scratch.storage.bytes()); }
 std::int32_t ModelRunner::num_blocks() const { return impl_->options.num_blocks; }

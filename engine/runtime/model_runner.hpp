@@ -42,6 +42,11 @@ struct RunnerOptions {
   // serving, and a step never reallocates). 0: grown on demand.
   std::int32_t max_num_batched_tokens = 0;
   std::int32_t max_num_seqs = 0;
+  // Replicas of one process that split a device's memory plan: this runner
+  // takes 1/kv_cache_shares of the planned KV blocks, leaving the rest to
+  // its siblings (make_sibling). No effect where the blocks are given or on
+  // the CPU.
+  std::int32_t kv_cache_shares = 1;
 };
 
 class ModelRunner {
@@ -85,7 +90,20 @@ class ModelRunner {
   void swap_out(std::span<const BlockCopy> moves);
   void swap_in(std::span<const BlockCopy> moves);
 
+  // A second replica of this model in the same process (prefill/decode
+  // disaggregation): the same backend and weights (shared, not copied), its
+  // own KV cache of as many device and host blocks, and its own scratch.
+  // Its steps must not overlap this runner's (one thread drives both).
+  std::unique_ptr<ModelRunner> make_sibling();
+  // Copies device KV blocks (all layers, K and V) of `source`, a sibling,
+  // into this runner's cache: pairs are source block -> this block. Through
+  // the backend (a memcpy per layer and block on the CPU, device-to-device
+  // cudaMemcpyAsync on a GPU); returns when the copies are done. Throws
+  // twin::Error for a runner that is not a sibling or a block out of range.
+  void copy_kv_from(const ModelRunner& source, std::span<const BlockCopy> pairs);
+
  private:
+  explicit ModelRunner(ModelRunner& shared);  // make_sibling
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "engine/runtime/draft_proposer.hpp"
+#include "engine/runtime/model_weights.hpp"
 #include "engine/runtime/ngram_proposer.hpp"
 #include "models/model_desc.hpp"
 
@@ -32,7 +33,24 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   model_ = engine_model_config(settings_);
   ReplicaConfig& rc = settings_.replica;
   validate(rc.scheduler);  // a bad scheduler setting fails before the weights load
+  roles_ = settings_.roles.empty() ? std::vector<ReplicaRole>{ReplicaRole::mixed} : settings_.roles;
+  if (disaggregated()) {
+    // The loop checks the pools again; here they fail before the weights load.
+    std::int32_t prefill = 0, decode = 0;
+    for (const ReplicaRole r : roles_) {
+      if (r == ReplicaRole::mixed) throw UsageError("engine: a disaggregated engine has prefill and decode replicas only");
+      (r == ReplicaRole::prefill ? prefill : decode) += 1;
+    }
+    if (decode == 0) throw UsageError("engine: prefill replicas need a decode replica");
+    if (prefill == 0 && settings_.disagg.mode != DisaggMode::never) {
+      throw UsageError("engine: decode replicas need a prefill replica (or disaggregation mode 'never')");
+    }
+    // A draft model's KV mirrors one runner's blocks; moving it too is not built.
+    if (settings_.speculative) throw UsageError("--speculative-config: not with prefill and decode replicas in the engine");
+    if (settings_.time_ops) throw UsageError("engine: op timing runs one replica, not prefill and decode pools");
+  }
   RunnerOptions& ro = settings_.runner;
+  ro.kv_cache_shares = num_replicas();
   ro.block_size = rc.kv.block_size;
   if (rc.kv.num_blocks > 0) ro.num_blocks = rc.kv.num_blocks;
   if (rc.kv.num_host_blocks > 0) ro.num_host_blocks = rc.kv.num_host_blocks;
@@ -66,6 +84,7 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   rc.kv.num_host_blocks = runner_->num_host_blocks();
   validate(rc);
   runner_->set_time_ops(settings_.time_ops);
+  for (std::int32_t i = 1; i < num_replicas(); ++i) siblings_.push_back(runner_->make_sibling());
   if (spec && spec->method == SpeculativeMethod::draft_model) {
     const ModelConfig draft = model_config_from(resolve_model(spec->model));
     if (draft.vocab_size != model_.vocab_size) {
@@ -105,10 +124,19 @@ std::string Engine::description() const {
   const RunnerOptions& ro = settings_.runner;
   const bool quantized = !ro.quantization.empty() && ro.quantization != "none";
   return model_.name + " (" + runner_->weight_dtype_name() + " weights, " +
-         (quantized ? ro.quantization + " weight-only projections, " : std::string()) + runner_->kv_dtype_name() + " KV, " +
+         (quantized ? quantization_label(ro.quantization) + ", " : std::string()) + runner_->kv_dtype_name() + " KV, " +
          (ro.weights_dir.empty() ? "random weights, seed " + std::to_string(ro.seed) : ro.weights_dir) + ") on " +
          runner_->device_name() + ", " + std::to_string(settings_.replica.kv.num_blocks) + " KV blocks of " +
-         std::to_string(settings_.replica.kv.block_size) + " tokens, preset " + settings_.replica.scheduler.preset;
+         std::to_string(settings_.replica.kv.block_size) + " tokens" + (disaggregated() ? " per replica" : "") +
+         ", preset " + settings_.replica.scheduler.preset + (disaggregated() ? ", " + pools_line() : "");
+}
+
+std::string Engine::pools_line() const {
+  std::int32_t prefill = 0, decode = 0;
+  for (const ReplicaRole r : roles_) (r == ReplicaRole::prefill ? prefill : decode) += 1;
+  return std::to_string(prefill) + " prefill + " + std::to_string(decode) +
+         " decode replicas (weights shared, one KV pool each, disaggregation " +
+         std::string(disagg_mode_name(settings_.disagg.mode)) + ")";
 }
 
 std::string Engine::memory_plan_line() const {
@@ -119,7 +147,11 @@ std::string Engine::memory_plan_line() const {
   return "memory plan on " + runner_->device_name() + ": " + util + " x device = " + gib(p->budget_bytes) + " - " +
          gib(p->in_use_bytes) + " in use - " + gib(p->weight_bytes) + " weights - " + gib(p->workspace_bytes) +
          " scratch and workspace = " + gib(p->kv_bytes) + " of KV (" + std::to_string(p->num_blocks) + " blocks of " +
-         std::to_string(runner_->kv_block_bytes()) + " bytes)";
+         std::to_string(runner_->kv_block_bytes()) + " bytes" +
+         (num_replicas() > 1 ? ", " + std::to_string(settings_.replica.kv.num_blocks) + " for each of " +
+                                   std::to_string(num_replicas()) + " replicas"
+                             : std::string()) +
+         ")";
 }
 
 nlohmann::ordered_json Engine::config_echo() const {
@@ -148,15 +180,40 @@ nlohmann::ordered_json Engine::config_echo() const {
   if (runner_->memory_plan()) echo["gpu_memory_utilization"] = ro.gpu_memory_utilization;
   echo["temperature"] = settings_.sampling.temperature;
   if (settings_.speculative) echo["speculative_config"] = speculative_config_json(*settings_.speculative);
+  if (disaggregated()) {
+    // The simulator's keys (docs/disaggregation.md): the roles in replica order.
+    nlohmann::ordered_json roles = nlohmann::ordered_json::array();
+    for (const ReplicaRole r : roles_) roles.push_back(std::string(replica_role_name(r)));
+    echo["replica_roles"] = std::move(roles);
+    nlohmann::ordered_json d;
+    d["mode"] = std::string(disagg_mode_name(settings_.disagg.mode));
+    d["conditional_threshold"] = settings_.disagg.conditional_threshold;
+    d["kv_transfer"] = "whole";
+    d["prefill_router"] = std::string(router_name(settings_.disagg.prefill_router));
+    d["decode_router"] = std::string(router_name(settings_.disagg.decode_router));
+    echo["disaggregation"] = std::move(d);
+  }
   return echo;
 }
 
 DriveStats Engine::serve(RequestSource& source, RecordSink& sink, const DriveOptions& options) {
   const std::unique_ptr<Proposer> proposer = make_proposer();
-  Executor executor(*runner_, settings_.sampling, proposer.get());
-  Replica replica(settings_.replica, 0);
-  const DriveStats stats = drive_wall_clock(replica, executor, source, sink, options);
-  step_op_ns_ = executor.step_op_times();
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<Executor*> executor_ptrs;
+  std::vector<Replica> replicas;
+  replicas.reserve(roles_.size());
+  for (std::size_t i = 0; i < roles_.size(); ++i) {
+    ModelRunner& runner = i == 0 ? *runner_ : *siblings_[i - 1];
+    executors.push_back(std::make_unique<Executor>(runner, settings_.sampling, proposer.get()));
+    executor_ptrs.push_back(executors.back().get());
+    ReplicaConfig rc = settings_.replica;
+    rc.role = roles_[i];
+    replicas.emplace_back(rc, static_cast<std::int32_t>(i));
+  }
+  DriveOptions o = options;
+  o.disagg = settings_.disagg;
+  const DriveStats stats = drive_wall_clock(replicas, executor_ptrs, source, sink, o);
+  step_op_ns_ = executors.front()->step_op_times();
   return stats;
 }
 

@@ -48,6 +48,15 @@ struct EngineSettings {
   // num_speculative_tokens and the proposer (n-gram lookup or a draft model
   // beside the target). Greedy verification only: temperature must be 0.
   std::optional<SpeculativeConfig> speculative;
+  // The replicas of this process, one role each (engine/core/
+  // disaggregation.hpp; docs/disaggregation.md). Empty: one mixed replica.
+  // Prefill and decode roles make a disaggregated cluster on one device:
+  // replica i serves with role roles[i] on its own runner, the first one's
+  // siblings (ModelRunner::make_sibling: one backend, the weights shared,
+  // each its own KV pool of the replica's block count), and the KV moves
+  // between them by block copies (WallClock::kv_transfer).
+  std::vector<ReplicaRole> roles;
+  DisaggOptions disagg;  // with pool roles: the mode and the pools' routers
 };
 
 // The model the settings name: model_config where set, else `model` (or
@@ -64,8 +73,13 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const ModelConfig& model() const { return model_; }
-  // The replica as served: the settings' with the KV block counts allocated.
+  // The replica as served: the settings' with the KV block counts allocated
+  // (every replica's; each takes its role from roles()).
   const ReplicaConfig& replica_config() const { return settings_.replica; }
+  // One role per replica (a single mixed one without pools).
+  const std::vector<ReplicaRole>& roles() const { return roles_; }
+  std::int32_t num_replicas() const { return static_cast<std::int32_t>(roles_.size()); }
+  bool disaggregated() const { return roles_.size() > 1 || roles_.front() != ReplicaRole::mixed; }
   const EngineSettings& settings() const { return settings_; }
   ModelRunner& runner() { return *runner_; }
   // A fresh proposer for one serve (null without speculation). The draft
@@ -82,7 +96,7 @@ class Engine {
   // same keys for run and validate).
   nlohmann::ordered_json config_echo() const;
 
-  // Serves the source's requests on a fresh replica against the wall clock;
+  // Serves the source's requests on fresh replicas against the wall clock;
   // records go to the sink. The weights and KV memory are reused, so a
   // second call serves a second run from the same state (prefix cache
   // emptied, as on a fresh replica).
@@ -93,9 +107,13 @@ class Engine {
  private:
   EngineSettings settings_;
   ModelConfig model_;
-  std::unique_ptr<ModelRunner> runner_;
+  std::vector<ReplicaRole> roles_;
+  std::unique_ptr<ModelRunner> runner_;                  // replica 0's
+  std::vector<std::unique_ptr<ModelRunner>> siblings_;  // replicas 1..n-1: runner_'s siblings
   std::unique_ptr<ModelRunner> draft_runner_;  // draft_model: built once, handed to each serve's proposer
   std::vector<std::pair<std::uint64_t, OpTimes>> step_op_ns_;
+
+  std::string pools_line() const;  // "1 prefill + 1 decode replicas (...)"
 };
 
 }  // namespace twin

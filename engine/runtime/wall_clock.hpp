@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "engine/core/disaggregation.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/request.hpp"
@@ -20,9 +21,14 @@ namespace twin {
 
 class WallClock {
  public:
-  // Starts the clock. `stop`, if set, is asked between steps and every 50 ms
-  // while idle; once it returns true the run stops.
-  WallClock(Executor& executor, std::uint64_t token_seed, std::function<bool()> stop);
+  // A request's generated tokens as it ends (before they are forgotten).
+  using OutputObserver = std::function<void(const RequestRecord&, const std::vector<TokenId>&)>;
+
+  // Starts the clock. executors[i] runs replica i's steps (replicas[i]);
+  // they all serve one model. `stop`, if set, is asked between steps and
+  // every 50 ms while idle; once it returns true the run stops.
+  WallClock(std::span<Executor* const> executors, std::span<const Replica> replicas, std::uint64_t token_seed,
+            std::function<bool()> stop, OutputObserver on_output = nullptr);
 
   bool stop_requested();
   bool wait_until(Time t);
@@ -35,21 +41,36 @@ class WallClock {
   // Strictly after the plan's instant, as a simulated step lasts >= 1 ns.
   StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now, StepResult& result);
   void on_ended(const RequestRecord& record);
+  // Copies the transfer's blocks (those the decode side does not cache) from
+  // the prefill replica's runner to the decode replica's, hands the tokens
+  // over, and reports the measured end and the bytes copied.
+  TransferTiming kv_transfer(const InboundTransfer& transfer);
 
   Time elapsed() const;             // ns since the start
   Time last_end() const { return last_end_; }  // when the last request ended
+  // KV transfers: blocks copied and the time the copies took (a transfer's
+  // own time, kv_reserved to kv_arrived, also counts the loop's lag behind
+  // the wall clock when the replicas' steps queue on the one thread).
+  std::int64_t copied_blocks() const { return copied_blocks_; }
+  Time copy_ns() const { return copy_ns_; }
 
  private:
   using Steady = std::chrono::steady_clock;
-  Executor& executor_;
+  std::vector<Executor*> executors_;
+  std::span<const Replica> replicas_;
   std::int64_t vocab_;
   std::uint64_t token_seed_;
   std::function<bool()> stop_;
+  OutputObserver on_output_;
+  std::vector<BlockCopy> copies_;  // reused per transfer
   bool stopped_ = false;
   Steady::time_point t0_;
   Time last_end_ = 0;
+  std::int64_t copied_blocks_ = 0;
+  Time copy_ns_ = 0;
 };
 
 static_assert(ServingClock<WallClock>);
+static_assert(TransferClock<WallClock>);
 
 }  // namespace twin

@@ -10,18 +10,19 @@
 
 namespace twin {
 
-DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource& source, RecordSink& sink,
-                            const DriveOptions& options) {
+DriveStats drive_wall_clock(std::span<Replica> replicas, std::span<Executor* const> executors, RequestSource& source,
+                            RecordSink& sink, const DriveOptions& options) {
   if (!(options.time_scale > 0)) throw UsageError("time scale must be positive");
   const auto start = std::chrono::steady_clock::now();
   // The client's timeline: a request is due when the client sends it, its
   // arrival (and its patience) replayed time_scale times faster, or at once.
   ReplayedSource timeline(source, options.asap ? ReplayedSource::Mode::at_once : ReplayedSource::Mode::faster,
                           options.time_scale);
-  WallClock clock(executor, options.token_seed, options.stop);
+  WallClock clock(executors, replicas, options.token_seed, options.stop, options.on_output);
   ServingOptions loop_options;
   loop_options.record_steps = true;
-  ServingLoop<WallClock> loop(std::span<Replica>(&replica, 1), clock, loop_options);
+  loop_options.disagg = options.disagg;
+  ServingLoop<WallClock> loop(replicas, clock, loop_options);
   const ServingStats served = loop.run(timeline, sink);
 
   DriveStats stats;
@@ -30,9 +31,19 @@ DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource&
   stats.unserved = served.unserved;
   stats.stopped = served.stopped;
   stats.interrupted = served.interrupted;
+  stats.handoffs = served.handoffs;
+  stats.transfers = served.transfers;
+  stats.kv_copied_blocks = clock.copied_blocks();
+  stats.kv_copy_time = clock.copy_ns();
   stats.end_time = clock.last_end();
   stats.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
+}
+
+DriveStats drive_wall_clock(Replica& replica, Executor& executor, RequestSource& source, RecordSink& sink,
+                            const DriveOptions& options) {
+  Executor* const executors[] = {&executor};
+  return drive_wall_clock(std::span<Replica>(&replica, 1), executors, source, sink, options);
 }
 
 }  // namespace twin

@@ -33,10 +33,12 @@
 #include "metrics/summary_table.hpp"
 #include "metrics/vllm_result.hpp"
 #include "models/model_desc.hpp"
+#include "sim/cluster.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
+#include "tools/twinserve/disagg_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/progress_line.hpp"
@@ -64,7 +66,25 @@ struct RunArgs {
   bool quiet = false;
   std::string result_format = "twin";
   std::string speculative_config;  // vLLM's --speculative-config JSON
+  DisaggFlags disagg;              // prefill and decode replicas in the process (docs/disaggregation.md)
 };
+
+// The pools the disaggregation flags ask for, parsed as `simulate` parses
+// them: the roles in replica order (prefill first) and the loop's options.
+void set_pools(const DisaggFlags& flags, EngineSetup& setup) {
+  ClusterConfig c;
+  c.groups.emplace_back();
+  apply_disagg_flags(flags, c, false);
+  if (!has_pools(c)) return;
+  if (c.disaggregation.kv_transfer != "whole") {
+    throw UsageError("--kv-transfer " + c.disaggregation.kv_transfer +
+                     ": the engine moves a request's KV whole, after its prefill (layerwise is the simulator's)");
+  }
+  for (const ReplicaGroupConfig& g : c.groups) {
+    setup.roles.insert(setup.roles.end(), static_cast<std::size_t>(g.count), replica_role(g.role));
+  }
+  setup.disagg = disagg_options(c.disaggregation, RouterPolicy::round_robin);
+}
 
 void run(const RunArgs& a) {
   if (!a.model && !a.weights) throw UsageError("run needs --model NAME (or --weights DIR holding a config.json)");
@@ -86,6 +106,7 @@ void run(const RunArgs& a) {
   if (!a.speculative_config.empty()) {
     setup.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
   }
+  set_pools(a.disagg, setup);
   const EngineSettings es = engine_settings(setup);
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
 
@@ -105,6 +126,7 @@ void run(const RunArgs& a) {
   if (dir) {
     ResultColumns columns;
     columns.speculative = es.speculative.has_value();
+    columns.transfer = engine.disaggregated();
     csv.emplace(*dir, file_options, columns);
   }
   MetricsCollector collector(CollectorOptions{CollectorOptions::kDefaultExactRequests, slos});
@@ -130,8 +152,9 @@ void run(const RunArgs& a) {
   const ReplicaConfig& rc = engine.replica_config();
   SummaryContext context;
   context.slos = slos;
-  context.num_replicas = 1;
-  context.kv_blocks_capacity = rc.kv.num_blocks;
+  context.num_replicas = engine.num_replicas();
+  context.kv_blocks_capacity = static_cast<std::int64_t>(rc.kv.num_blocks) * engine.num_replicas();
+  context.disaggregated = engine.disaggregated();
   context.simulated_time_s = to_seconds(stats.end_time);
   context.wall_time_s = stats.wall_time_s;
   nlohmann::ordered_json& echo = context.config;
@@ -184,6 +207,16 @@ void run(const RunArgs& a) {
   print_summary_table(std::cout, summary);
   print_summary_warnings(std::cerr, summary);
   std::cout << "Ran " << stats.steps << " steps in " << stats.wall_time_s << " s wall\n";
+  if (engine.disaggregated()) {
+    std::cout << "KV transfers: " << stats.transfers << " of " << stats.handoffs << " hand-offs, "
+              << stats.kv_copied_blocks << " blocks of " << engine.runner().kv_block_bytes() << " bytes copied in "
+              << to_seconds(stats.kv_copy_time) * 1e3 << " ms";
+    if (stats.kv_copied_blocks > 0) {
+      std::cout << " (" << to_seconds(stats.kv_copy_time) * 1e6 / static_cast<double>(stats.kv_copied_blocks)
+                << " us per block)";
+    }
+    std::cout << "\n";
+  }
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
   if (stats.stopped) {
     throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": " +
@@ -211,6 +244,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
+  add_disagg_flags(*sub, a.disagg);
   add_config_file_flag(*sub, nullptr);
   add_result_file_flags(*sub, a.files);
   sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");

@@ -28,6 +28,7 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
+#include "tools/twinserve/disagg_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/mpi_command.hpp"
 #include "tools/twinserve/progress_line.hpp"
@@ -46,9 +47,8 @@ struct SimulateArgs {
   std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
   std::optional<std::int32_t> ep;              // expert parallel ranks (MoE)
   std::optional<double> expert_busiest_share;  // the busiest EP rank's share of the routed tokens
-  // Prefill/decode disaggregation (docs/disaggregation.md).
-  std::optional<std::int32_t> prefill_replicas, decode_replicas, disagg_threshold;
-  std::optional<std::string> disagg_mode, kv_transfer, prefill_router, decode_router;
+  DisaggFlags disagg;  // prefill/decode disaggregation (docs/disaggregation.md)
+  std::optional<std::string> replay_transfers;  // an engine run's requests.csv
   std::optional<double> gpu_memory_utilization;
   // Router refresh period, s (docs/simulate.md, "Router refresh"), and the
   // threads that advance the replicas between refreshes.
@@ -88,48 +88,10 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (c.groups.size() != 1) throw UsageError("--replicas applies to a single-group cluster; set count per group in the cluster config");
     c.groups.front().count = *a.replicas;
   }
-  if (a.prefill_replicas || a.decode_replicas) {
-    if (!a.prefill_replicas || !a.decode_replicas) {
-      throw UsageError("--prefill-replicas and --decode-replicas go together (each pool needs its size)");
-    }
-    if (a.replicas) throw UsageError("--replicas and --prefill-replicas/--decode-replicas exclude each other");
-    if (c.groups.size() != 1 || c.groups.front().role != "mixed") {
-      throw UsageError("--prefill-replicas/--decode-replicas split a single-group cluster; give pools as groups with a role in the cluster config");
-    }
-    ReplicaGroupConfig prefill = c.groups.front(), decode = c.groups.front();
-    prefill.role = "prefill";
-    prefill.count = *a.prefill_replicas;
-    decode.role = "decode";
-    decode.count = *a.decode_replicas;
-    c.groups = {prefill, decode};
-  }
-  const bool pools = has_pools(c);
-  auto pool_flag = [&](const char* flag) {
-    if (!pools) throw UsageError(std::string(flag) + " needs prefill and decode pools (--prefill-replicas/--decode-replicas, or groups with a role)");
-  };
-  if (a.disagg_mode) {
-    pool_flag("--disagg-mode");
-    c.disaggregation.mode = *a.disagg_mode;
-    (void)disagg_mode(*a.disagg_mode);
-  }
-  if (a.disagg_threshold) {
-    pool_flag("--disagg-threshold");
-    c.disaggregation.conditional_threshold = *a.disagg_threshold;
-  }
-  if (a.kv_transfer) {
-    pool_flag("--kv-transfer");
-    c.disaggregation.kv_transfer = *a.kv_transfer;
-    (void)kv_transfer_mode(*a.kv_transfer);
-  }
-  if (a.prefill_router) {
-    pool_flag("--prefill-router");
-    c.disaggregation.prefill_router = *a.prefill_router;
-    (void)router_policy(*a.prefill_router);
-  }
-  if (a.decode_router) {
-    pool_flag("--decode-router");
-    c.disaggregation.decode_router = *a.decode_router;
-    (void)router_policy(*a.decode_router);
+  apply_disagg_flags(a.disagg, c, a.replicas.has_value());
+  if (a.replay_transfers) {
+    if (!has_pools(c)) throw UsageError("--replay-transfers needs prefill and decode pools (--prefill-replicas/--decode-replicas, or groups with a role)");
+    c.disaggregation.replay = *a.replay_transfers;
   }
   if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
   if (a.router) c.router = *a.router;
@@ -306,18 +268,10 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Threads advancing the replicas between router refreshes (needs --router-refresh-s > 0); the "
                   "result files are the same bytes for any number (default 1)")
       ->check(core_thread_count());
-  sub->add_option("--prefill-replicas", a.prefill_replicas,
-                  "Prefill pool size: split the (single) group into a prefill and a decode pool (docs/disaggregation.md)")
-      ->check(int_range(1, 1000000));
-  sub->add_option("--decode-replicas", a.decode_replicas, "Decode pool size (with --prefill-replicas)")->check(int_range(1, 1000000));
-  sub->add_option("--disagg-mode", a.disagg_mode,
-                  "Which requests go through the prefill pool: always (default), never, conditional");
-  sub->add_option("--disagg-threshold", a.disagg_threshold,
-                  "conditional: disaggregate a prompt with more than this many tokens not cached on its decode replica")
-      ->check(int_range(0, kMaxInt32));
-  sub->add_option("--kv-transfer", a.kv_transfer, "How KV moves: whole (after the prefill, default) or layerwise (overlapped with it)");
-  sub->add_option("--prefill-router", a.prefill_router, "Router of the prefill pool (default: --router)");
-  sub->add_option("--decode-router", a.decode_router, "Router of the decode pool (default: --router)");
+  add_disagg_flags(*sub, a.disagg);
+  sub->add_option("--replay-transfers", a.replay_transfers,
+                  "With --replay and pools: an engine run's requests.csv; each KV transfer lasts what it measured "
+                  "(docs/disaggregation.md)");
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
