@@ -91,4 +91,45 @@ TEST_CASE("simulate --replay stops with an error when the log does not match the
   fs::remove_all(dir);
 }
 
+TEST_CASE("run with a prefill and a decode replica, then simulate --replay --replay-transfers, gives the same requests.csv") {
+  const fs::path dir = fresh_dir("pools");
+  const std::string trace = (dir / "trace.jsonl").string();
+  {
+    std::vector<Request> requests = bursty_trace(30, 25.0, 60, 10);
+    add_shared_prefixes(requests, 16, 2);
+    TraceWriter writer(trace);
+    for (const Request& r : requests) writer.write(r);
+    writer.close();
+  }
+  const std::string policy =
+      " --model tiny --scheduler vllm --block-size 16 --max-num-batched-tokens 48 --max-model-len 256"
+      " --num-gpu-blocks-override 24 --prefill-replicas 1 --decode-replicas 1";
+  const fs::path engine = dir / "engine", sim = dir / "sim";
+  const auto run = run_twinserve("run --trace " + trace + policy + " --threads 1 --seed 3 --out " + engine.string(), true);
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out.find("KV transfers: ") != std::string::npos);
+  const auto replay = run_twinserve("simulate --trace " + trace + policy + " --hw cpu --no-progress --replay " +
+                                        (engine / "steps.csv").string() + " --replay-transfers " +
+                                        (engine / "requests.csv").string() + " --out " + sim.string(),
+                                    true);
+  INFO(replay.out);
+  REQUIRE(replay.exit_code == 0);
+  const std::string measured = slurp(engine / "requests.csv");
+  CHECK(measured.find(",kv_transfer_bytes\n") != std::string::npos);
+  CHECK(measured == slurp(sim / "requests.csv"));
+  std::int64_t moved = 0;
+  for (const RequestRecord& r : read_request_records(engine / "requests.csv")) moved += r.kv_arrived != kNoTime;
+  CHECK(moved > 0);
+
+  // The engine moves the KV whole; a pool flag needs pools.
+  const auto layerwise = run_twinserve("run --trace " + trace + policy + " --kv-transfer layerwise", true);
+  CHECK(layerwise.exit_code == 2);
+  CHECK(layerwise.out.find("--kv-transfer layerwise") != std::string::npos);
+  const auto no_pools = run_twinserve("run --trace " + trace + " --model tiny --disagg-mode conditional", true);
+  CHECK(no_pools.exit_code == 2);
+  CHECK(no_pools.out.find("--disagg-mode needs prefill and decode pools") != std::string::npos);
+  fs::remove_all(dir);
+}
+
 }  // namespace twin::test
