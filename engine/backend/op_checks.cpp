@@ -108,9 +108,12 @@ void check_fill(const TensorView& dst) { check_dtype("fill", "dst", dst, {ElemTy
 
 void check_gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
   check_dtype("gemm", "A", a, {ElemType::f32});
-  check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16, ElemType::i8});
-  if ((w.dtype == ElemType::i8) != (options.w_scales != nullptr))
-    fail("gemm", w.dtype == ElemType::i8 ? "W is i8 but no w_scales are given" : "w_scales are given for a float W");
+  check_dtype("gemm", "W", w, {ElemType::f32, ElemType::bf16, ElemType::i8, ElemType::f8e4m3});
+  const bool scaled = w.dtype == ElemType::i8 || w.dtype == ElemType::f8e4m3;
+  if (scaled != (options.w_scales != nullptr)) {
+    fail("gemm", scaled ? "W is " + std::string(elem_type_name(w.dtype)) + " but no w_scales are given"
+                        : "w_scales are given for a float W");
+  }
   if (options.w_scales != nullptr) {
     check_dtype("gemm", "w_scales", *options.w_scales, {ElemType::f32});
     check_shape("gemm", "w_scales", *options.w_scales, 1, w.rows);

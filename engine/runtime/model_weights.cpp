@@ -8,6 +8,7 @@
 #include <span>
 
 #include "base/error.hpp"
+#include "engine/backend/fp8_rows.hpp"
 #include "engine/backend/sampling.hpp"
 #include "engine/runtime/safetensors.hpp"
 #include "models/dtype.hpp"
@@ -193,6 +194,10 @@ void quantize_rows(const std::vector<float>& values, std::int64_t rows, std::int
 
 }  // namespace
 
+std::string quantization_label(const std::string& quantization) {
+  return quantization + (quantization == "fp8" ? " W8A8 projections" : " weight-only projections");
+}
+
 std::string engine_storage_dtype(const std::string& text, const std::string& flag) {
   std::optional<Dtype> d;
   try {
@@ -231,23 +236,29 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
     }
   }
 
-  bool int8 = false;
-  if (!options.quantization.empty() && options.quantization != "none" && backend.name() != "cpu") {
-    throw UsageError("--quantization " + options.quantization + " runs on the cpu backend only (the CUDA backend's "
-                     "fp8 GEMMs are not built yet)");
-  }
+  bool int8 = false, fp8 = false;
   if (options.quantization == "int8") {
+    if (backend.name() != "cpu") {
+      throw UsageError("--quantization int8 runs on the cpu backend only (on CUDA: --quantization fp8)");
+    }
     int8 = true;
+  } else if (options.quantization == "fp8") {
+    if (config.num_experts > 0) {
+      throw UsageError("--quantization fp8: dense models only (the experts' fp8 GEMMs are not built; int8 "
+                       "quantises MoE experts on the cpu backend)");
+    }
+    fp8 = true;
   } else if (!options.quantization.empty() && options.quantization != "none") {
     throw UsageError("--quantization " + options.quantization +
-                     ": the engine runs int8 (weight-only, per-channel scales); fp8, awq, gptq and int8_w8a8 "
-                     "are priced by the simulator only");
+                     ": the engine runs int8 (weight-only, cpu) and fp8 (W8A8, per-channel weight and per-token "
+                     "activation scales); awq, gptq and int8_w8a8 are priced by the simulator only");
   }
+  const ElemType quantized_dtype = int8 ? ElemType::i8 : ElemType::f8e4m3;
 
   ModelWeights w;
   std::vector<Target> targets = plan_targets(config, w);
   auto target_dtype = [&](const Target& t) {
-    return t.keep_f32 ? ElemType::f32 : (int8 && t.scales ? ElemType::i8 : matrix_dtype);
+    return t.keep_f32 ? ElemType::f32 : ((int8 || fp8) && t.scales ? quantized_dtype : matrix_dtype);
   };
   std::vector<std::size_t> offsets, scale_offsets;
   std::size_t total = 0;
@@ -258,25 +269,36 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
     total += static_cast<std::size_t>(t.rows * t.cols) * elem_bytes(d);
     total = (total + 63) / 64 * 64;
     scale_offsets.push_back(total);
-    if (d == ElemType::i8) total += static_cast<std::size_t>(t.rows) * sizeof(float);
+    if (d == quantized_dtype) total += static_cast<std::size_t>(t.rows) * sizeof(float);
   }
   w.storage = backend.allocate(std::max<std::size_t>(total, 64));
   std::vector<float> values, scales;
   std::vector<std::byte> staged;
   std::vector<std::int8_t> quantized;
+  std::vector<std::uint8_t> quantized_fp8;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
     const ElemType d = target_dtype(t);
     *t.view = w.storage.view(d, t.rows, t.cols, offsets[i]);
     std::size_t at = 0;  // bytes into the target
     std::int64_t row = 0;  // rows into the target (parts stack by rows)
-    if (d == ElemType::i8) scales.assign(static_cast<std::size_t>(t.rows), 0.0f);
+    if (d == quantized_dtype) scales.assign(static_cast<std::size_t>(t.rows), 0.0f);
     for (const Part& part : t.parts) {
       part_values(part, ckpt.get(), options.seed, values);
       if (d == ElemType::i8) {
         quantize_rows(values, part.rows, part.cols, quantized, scales.data() + row);
         backend.upload(static_cast<char*>(t.view->data) + at, quantized.data(), quantized.size());
         at += quantized.size();
+      } else if (d == ElemType::f8e4m3) {  // one scale per output channel: max |w| / 448
+        quantized_fp8.resize(values.size());
+        for (std::int64_t r = 0; r < part.rows; ++r) {
+          const float* src = values.data() + r * part.cols;
+          scales[static_cast<std::size_t>(row + r)] = fp8_row_scale(src, part.cols);
+          quantize_row_fp8(src, part.cols, scales[static_cast<std::size_t>(row + r)],
+                           quantized_fp8.data() + r * part.cols);
+        }
+        backend.upload(static_cast<char*>(t.view->data) + at, quantized_fp8.data(), quantized_fp8.size());
+        at += quantized_fp8.size();
       } else {
         staged.resize(values.size() * elem_bytes(d));
         convert_from_f32(values.data(), staged.data(), d, values.size());
@@ -285,7 +307,7 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
       }
       row += part.rows;
     }
-    if (d == ElemType::i8) {
+    if (d == quantized_dtype) {
       *t.scales = w.storage.view(ElemType::f32, 1, t.rows, scale_offsets[i]);
       backend.upload(t.scales->data, scales.data(), scales.size() * sizeof(float));
       at += scales.size() * sizeof(float);

@@ -20,9 +20,9 @@ struct LayerWeights {
   TensorView post_norm;      // [1, H]
   TensorView gate_up;        // dense: [2I, H]
   TensorView down;           // dense: [H, I]
-  // Weight-only int8 (WeightOptions::quantization): the four projections
-  // above are i8 and these their [1, rows] f32 per-channel scales; empty
-  // (data == nullptr) otherwise.
+  // Quantised (WeightOptions::quantization): the four projections above are
+  // i8 (int8) or f8e4m3 (fp8) and these their [1, rows] f32 per-channel
+  // scales; empty (data == nullptr) otherwise.
   TensorView qkv_scales, o_scales, gate_up_scales, down_scales;
   TensorView router;         // MoE: [E, H]
   std::vector<TensorView> expert_gate_up;  // MoE: E x [2I, H]
@@ -48,12 +48,18 @@ struct WeightOptions {
   // random weights are f32), or f32 / bf16 in any spelling of
   // models/dtype.hpp (float32, float, bfloat16, ...) to convert.
   std::string dtype = "auto";
-  // vLLM's --quantization: "" (none) or "int8": the projections (qkv, o,
-  // gate_up, down) quantised at load to int8 with one f32 scale per output
-  // channel (symmetric: scale = max |w| / 127), whatever the source; the
-  // embedding, LM head and norms keep `dtype`. Dense models only.
+  // vLLM's --quantization: "" (none), "int8" or "fp8": the projections (qkv,
+  // o, gate_up, down) quantised at load with one f32 scale per output
+  // channel, whatever the source: int8 symmetric (scale = max |w| / 127,
+  // weight-only, the cpu backend; MoE experts too), or fp8 E4M3 (scale =
+  // max |w| / 448; W8A8: activations scaled per token at each GEMM; dense
+  // models). The embedding, LM head and norms keep `dtype`.
   std::string quantization;
 };
+
+// How a --quantization value is described in the engine's one-line
+// summaries: "int8 weight-only projections", "fp8 W8A8 projections".
+std::string quantization_label(const std::string& quantization);
 
 // The engine's storage type for a --dtype or --kv-cache-dtype value in the
 // one dtype vocabulary (models/dtype.hpp): "auto", "f32" or "bf16". Types

@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "engine/profiler/calibrate.hpp"
+#include "engine/runtime/model_weights.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
@@ -69,7 +70,7 @@ void run(const CalibrateArgs& a) {
   const StepOverhead& fit = profile.overhead;
   const std::string& quantization = profile.metadata.quantization;
   std::cout << "Calibrated " << profile.metadata.model << " (" << profile.metadata.dtype << " weights, "
-            << (quantization.empty() ? "" : quantization + " weight-only projections, ") << profile.metadata.kv_dtype
+            << (quantization.empty() ? "" : quantization_label(quantization) + ", ") << profile.metadata.kv_dtype
             << " KV) on " << profile.metadata.device << " in "
             << profile.metadata.seconds << " s; a step is its ops, each kind scaled to its in-situ time, + "
             << fit.base_ns / 1e3 << " us + " << fit.per_seq_ns / 1e3 << " us per seq, + up to " << fit.idle_ns / 1e3

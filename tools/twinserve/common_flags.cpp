@@ -64,8 +64,10 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
                  "fp8 (fp8_e4m3: 8-bit KV, per-tensor scales of 1; docs/quantization.md)");
   sub.add_option("--quantization", f.quantization,
                  "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
-                 "cpu backend, dense and MoE models: the experts too; validate: the profile's; docs/quantization.md)")
-      ->check(CLI::IsMember({"int8", "none"}));
+                 "cpu backend, dense and MoE models: the experts too); fp8: to fp8 E4M3 with per-channel scales, "
+                 "activations per token (W8A8; cuda on compute capability 8.9+, or the cpu's reference; dense "
+                 "models); validate: the profile's; docs/quantization.md")
+      ->check(CLI::IsMember({"int8", "fp8", "none"}));
 }
 
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {

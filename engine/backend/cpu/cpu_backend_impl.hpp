@@ -60,6 +60,8 @@ class CpuBackend final : public Backend {
 
  private:
   void gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
+  // W8A8 fp8 (W in f8e4m3 with per-channel scales; cpu_gemm_fp8.cpp).
+  void gemm_fp8(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
 
   ThreadPool pool_;
   int threads_;

@@ -96,6 +96,7 @@ CudaBackend::~CudaBackend() {
   if (staging_host_ != nullptr) cudaFreeHost(staging_host_);
   if (staging_device_ != nullptr) cudaFree(staging_device_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cublas_lt_ != nullptr) cublasLtDestroy(cublas_lt_);
   for (cudaEvent_t e : timing_events_) cudaEventDestroy(e);
   cudaEventDestroy(ops_done_);
   cudaEventDestroy(copies_done_);

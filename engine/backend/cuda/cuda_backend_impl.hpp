@@ -1,13 +1,16 @@
 #pragma once
 // The CUDA backend's class, shared by its host source files
 // (cuda_backend.cpp: memory, staging, element-wise ops; cuda_ops.cpp: GEMM,
-// attention, KV, MoE, sampling). One in-order stream for the ops, a second
+// attention, KV, MoE, sampling; cuda_gemm_fp8.cpp: fp8 GEMMs). One in-order stream for the ops, a second
 // one for block copies (swap), ordered with events.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -97,6 +100,8 @@ class CudaBackend final : public Backend {
   static std::size_t staged_size(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
   void gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
+  // W8A8 fp8 through cuBLASLt (cuda_gemm_fp8.cpp): W f8e4m3 with per-channel scales.
+  void gemm_fp8(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
   void after_launch(const char* op);  // checks the launch error
 
   int device_;
@@ -117,6 +122,18 @@ class CudaBackend final : public Backend {
   std::size_t staging_offset_ = 0;
 
   DeviceScratch gemm_a_;      // A converted to bf16
+  // fp8 GEMMs: made on the first one. The algorithm cuBLASLt's heuristic
+  // picked is kept per shape (a step has a handful).
+  struct Fp8GemmShape {
+    std::int64_t m, n, k, ldw;
+    auto operator<=>(const Fp8GemmShape&) const = default;
+  };
+  cublasLtHandle_t cublas_lt_ = nullptr;
+  int fp8_capability_ = -1;  // compute capability x 10, read on the first fp8 GEMM
+  std::map<Fp8GemmShape, cublasLtMatmulAlgo_t> fp8_algos_;
+  DeviceScratch fp8_a_;        // A in E4M3 and its row scales
+  DeviceScratch fp8_product_;  // the unscaled f32 product
+  DeviceScratch lt_workspace_;
   DeviceScratch attention_;   // split-K partials
   // Prefill chunks on the tensor-core kernel (bf16 mma); false with
   // TWIN_CUDA_ATTENTION=reference: the f32 tiled kernel (docs/cuda.md).

@@ -47,6 +47,14 @@ void launch_rotary(float* q, std::int64_t q_stride, std::int64_t q_heads, float*
                    int rotary_dim, const double* inv_freq, cudaStream_t stream);
 void launch_silu_and_mul(const float* gate_up, std::int64_t gate_up_stride, float* out, std::int64_t out_stride,
                          std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// W8A8 fp8 GEMM (cuda_fp8_gemm.cu): rows of A [m, k] (stride lda) into E4M3
+// q [m, k] (contiguous), one scale per row (max |row| / 448, 1 for a zero
+// row); then c[r, j] (+)= product[r, j] (contiguous [m, n]) x row_scale[r] x
+// col_scale[j].
+void launch_quantize_rows_fp8(const float* a, std::int64_t lda, std::int64_t m, std::int64_t k, std::uint8_t* q,
+                              float* scales, cudaStream_t stream);
+void launch_fp8_scale_out(const float* product, std::int64_t m, std::int64_t n, const float* row_scale,
+                          const float* col_scale, float* c, std::int64_t ldc, bool accumulate, cudaStream_t stream);
 // k/v rows [tokens, width] -> cache slot slots[t] (negative: skipped), each
 // element times k_inv_scale / v_inv_scale first (1 / an fp8 cache's scales).
 void launch_kv_write(const float* k, std::int64_t k_stride, const float* v, std::int64_t v_stride,

@@ -77,6 +77,8 @@ void CudaBackend::gemm_unchecked(const TensorView& a, const TensorView& w, const
       cublas_check(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, bm, bn, bk, &alpha, w.data, CUDA_R_16BF, ldw, abf,
                                 CUDA_R_16BF, bk, &beta, c.data, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                    "gemm (bf16 W, cublasGemmEx)");
+    } else if (w.dtype == ElemType::f8e4m3) {
+      gemm_fp8(a, w, c, options);  // C (+)= A · (W x scales)^T; the bias below
     } else {
       throw Error("gemm: W dtype " + std::string(elem_type_name(w.dtype)) + " is not supported by the cuda backend");
     }
