@@ -37,6 +37,7 @@
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/disagg_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
@@ -91,12 +92,7 @@ void run(const RunArgs& a) {
   if (!(a.time_scale > 0)) throw UsageError("--time-scale must be positive");
   const std::vector<Slo> slos = parse_slos(a.slo.value_or(""));
 
-  EngineSetup setup;
-  setup.model = a.model.value_or("");
-  setup.scheduler_preset = a.sched.preset.value_or("vllm");
-  setup.overrides = scheduler_overrides(a.sched);
-  setup.overrides.max_model_len = a.memory.max_model_len;
-  setup.runner = runner_options(a.engine, &a.memory, a.seed);
+  EngineSetup setup = engine_setup_from_flags(a.model.value_or(""), a.sched, a.engine, a.memory, a.seed);
   setup.runner.weights_dir = a.weights.value_or("");
   setup.sampling.temperature = a.temperature;
   setup.sampling.top_k = a.top_k;

@@ -43,6 +43,7 @@
 #include "sim/virtual_clock.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
@@ -79,12 +80,7 @@ struct Served {
 };
 
 Served build_engine(const ServeArgs& a, const RequestInbox& inbox) {
-  EngineSetup setup;
-  setup.model = a.model.value_or("");
-  setup.scheduler_preset = a.sched.preset.value_or("vllm");
-  setup.overrides = scheduler_overrides(a.sched);
-  setup.overrides.max_model_len = a.memory.max_model_len;
-  setup.runner = runner_options(a.engine, &a.memory, a.seed);
+  EngineSetup setup = engine_setup_from_flags(a.model.value_or(""), a.sched, a.engine, a.memory, a.seed);
   setup.runner.weights_dir = a.weights.value_or("");
   setup.sampling.seed = a.seed;
   setup.sampling.eos_token = -1;  // the server's clock applies EOS per request (ignore_eos)

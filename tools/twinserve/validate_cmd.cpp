@@ -12,6 +12,7 @@
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
@@ -119,11 +120,7 @@ void run(const ValidateArgs& a, const CLI::App& sub) {
   o.max_requests = a.in.max_requests;
   // The engine from the same flag groups as `run`'s, settled by the same
   // rule (engine_settings).
-  o.engine.model = a.model;
-  o.engine.scheduler_preset = a.sched.preset.value_or("vllm");
-  o.engine.overrides = scheduler_overrides(a.sched);
-  o.engine.overrides.max_model_len = a.memory.max_model_len;
-  o.engine.runner = runner_options(a.engine, &a.memory, a.seed);
+  o.engine = engine_setup_from_flags(a.model, a.sched, a.engine, a.memory, a.seed);
   o.roofline_hardware = a.hw;
   o.out_dir = a.out.dir;
   o.overwrite = a.out.overwrite;
