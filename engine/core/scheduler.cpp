@@ -98,6 +98,7 @@ void Scheduler::add(Request request, Time now) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   s.req = std::move(request);
   s.id = s.req.id;
+  s.cancel_time = s.req.cancel_time;
   s.prompt_len = s.req.prompt_len;
   s.output_len = s.req.output_len;
   kv_.init_seq(s.req, s.kv);
@@ -611,7 +612,7 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       release_slot(slot);
       continue;
     }
-    if (s.req.cancel_time != kNoTime && s.req.cancel_time <= now) {
+    if (s.cancel_time != kNoTime && s.cancel_time <= now) {
       // Its cancel time fell inside this step: the step's work for it is
       // dropped (no token counted, nothing published) and it ends here.
       end_request(slot, Outcome::aborted, "cancelled", now, false);
@@ -758,6 +759,7 @@ void Scheduler::accept_handoff(Handoff h, Time now) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   s.req = std::move(h.request);
   s.id = s.req.id;
+  s.cancel_time = s.req.cancel_time;
   s.prompt_len = s.req.prompt_len;
   s.output_len = s.req.output_len;
   s.num_output = 1;

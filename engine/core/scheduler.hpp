@@ -113,6 +113,7 @@ class Scheduler {
     bool in_flight = false;      // in an outstanding plan
     bool scheduled = false;      // in the plan being built
     std::int32_t run_gaps = 0;   // gaps of completions (last_sample - run_gaps, last_sample] not yet in itl
+    Time cancel_time = kNoTime;  // req's, set at add(): complete() reads it for every seq of every step
     SeqKv kv;
     std::vector<Time> itl;
     bool admitted_once = false;
