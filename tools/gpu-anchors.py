@@ -63,6 +63,25 @@ for name, n, k in [("qkv", 6144, H), ("o", H, H), ("gate_up", 2 * I, H), ("down"
 say("gemm_layer_4096_tflops", flops / total_ms / 1e9, "TFLOP/s")
 del x
 
+# The same GEMMs in fp8 (E4M3 x E4M3 -> bf16 on the fp8 tensor cores,
+# torch._scaled_mm with per-tensor scales), beside bench_cuda's fp8 W8A8
+# table; where this PyTorch or GPU has no fp8 matmul it says so.
+try:
+    flops = 0.0
+    total_ms = 0.0
+    one = torch.ones((), device=dev, dtype=torch.float32)
+    for name, n, k in [("qkv", 6144, H), ("o", H, H), ("gate_up", 2 * I, H), ("down", H, I)]:
+        a8 = bf16(4096, k).to(torch.float8_e4m3fn)
+        w8 = bf16(n, k).to(torch.float8_e4m3fn)
+        t = ms(lambda: torch._scaled_mm(a8, w8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+        say(f"gemm_fp8_{name}_4096_tflops", 2 * 4096 * n * k / t / 1e9, "TFLOP/s")
+        flops += 2 * 4096 * n * k
+        total_ms += t
+        del a8, w8
+    say("gemm_fp8_layer_4096_tflops", flops / total_ms / 1e9, "TFLOP/s")
+except Exception as e:
+    print(f"anchors: no fp8 matmul here ({e})")
+
 # A decode step's weight reads: every layer's GEMVs and the LM head, batch 1
 # and 64 (GEMMs only: the weights / HBM roofline's part).
 layers = [(bf16(6144, H), bf16(H, H), bf16(2 * I, H), bf16(H, I)) for _ in range(L)]

@@ -1,9 +1,10 @@
 // CUDA backend speed on the device it finds (prints "no CUDA device:
 // skipped" where there is none): bf16 GEMM TFLOP/s at 4096 tokens for
-// Llama-3.1-8B's projections against the dense bf16 peak; decode step time
+// Llama-3.1-8B's projections against the dense bf16 peak, and fp8 W8A8
+// against the fp8 peak; decode step time
 // at batch 1 for Llama-3.1-8B with random bf16 weights against the
-// weights / HBM-bandwidth roofline; paged attention decode bandwidth and
-// prefill TFLOP/s; add_rmsnorm and greedy argmax times.
+// weights / HBM-bandwidth roofline; paged attention decode bandwidth (f32,
+// bf16 and fp8 KV) and prefill TFLOP/s; add_rmsnorm and greedy argmax times.
 // Peaks come from a hardware profile (argument 1, default
 // hwprofiles/profiles/h200.json). Prints figures; asserts nothing.
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -110,6 +112,47 @@ void bench_gemm(Backend& be, RandomFill& rf, double peak_tflops) {
   std::printf("%-10s %7s %7s %9.3f %9.1f %7.1f%%   (one layer's GEMMs; peak %.1f TFLOP/s)\n", "layer", "", "",
               total_s * 1e3, total_flops / total_s / 1e12, 100.0 * total_flops / total_s / 1e12 / peak_tflops,
               peak_tflops);
+}
+
+// The same GEMMs with --quantization fp8 (W8A8, cuda_gemm_fp8.cpp): E4M3
+// weights with per-channel scales; A (f32) scaled into E4M3 per row, the
+// cuBLASLt product and the scales all timed. Against the fp8 dense peak.
+void bench_gemm_fp8(Backend& be, double fp8_peak_tflops) {
+  std::printf("\nfp8 W8A8 GEMM at 4096 tokens (A f32 -> E4M3 per row and the scales included), Llama-3.1-8B shapes\n");
+  std::printf("%-10s %7s %7s %9s %9s %8s\n", "gemm", "n", "k", "ms", "TFLOP/s", "of peak");
+  const std::int64_t m = 4096;
+  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> shapes[] = {
+      {"qkv", {(kHeads + 2 * kKvHeads) * kHeadDim, kHidden}},
+      {"o", {kHidden, kHeads * kHeadDim}},
+      {"gate_up", {2 * kInter, kHidden}},
+      {"down", {kHidden, kInter}}};
+  double total_flops = 0, total_s = 0;
+  for (const auto& [name, nk] : shapes) {
+    const auto [n, k] = nk;
+    std::vector<std::uint8_t> host(static_cast<std::size_t>(n * k));
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<std::uint8_t>(0x20 + i % 24);  // finite E4M3
+    Buffer w = be.allocate(host.size()), s = be.allocate(static_cast<std::size_t>(n) * 4);
+    be.upload(w.data(), host.data(), host.size());
+    const TensorView wv = w.view(ElemType::f8e4m3, n, k), sv = s.view(ElemType::f32, 1, n);
+    be.fill(sv, 0.01f);
+    Buffer a = be.allocate(static_cast<std::size_t>(m * k) * 4), c = be.allocate(static_cast<std::size_t>(m * n) * 4);
+    const TensorView av = a.view(ElemType::f32, m, k), cv = c.view(ElemType::f32, m, n);
+    be.fill(av, 0.01f);
+    GemmOptions o;
+    o.w_scales = &sv;
+    const double sec = seconds_per_call([&] {
+      be.gemm(av, wv, cv, o);
+      be.synchronize();
+    });
+    const double flops = 2.0 * m * n * k;
+    total_flops += flops;
+    total_s += sec;
+    std::printf("%-10s %7lld %7lld %9.3f %9.1f %7.1f%%\n", name, static_cast<long long>(n), static_cast<long long>(k),
+                sec * 1e3, flops / sec / 1e12, 100.0 * flops / sec / 1e12 / fp8_peak_tflops);
+  }
+  std::printf("%-10s %7s %7s %9.3f %9.1f %7.1f%%   (one layer's GEMMs; fp8 peak %.1f TFLOP/s)\n", "layer", "", "",
+              total_s * 1e3, total_flops / total_s / 1e12, 100.0 * total_flops / total_s / 1e12 / fp8_peak_tflops,
+              fp8_peak_tflops);
 }
 
 // The Llama-3.1-8B bf16 weights one decode step reads.
@@ -280,7 +323,7 @@ struct PagedAttentionCase {
 void bench_attention(Backend& be, double hbm_gbps) {
   std::printf("\npaged attention decode, Llama-3.1-8B heads (32 q, 8 kv, dim 128), block 16\n");
   std::printf("%-6s %6s %8s %9s %9s %8s\n", "cache", "seqs", "context", "ms", "GB/s", "of HBM");
-  for (ElemType dt : {ElemType::f32, ElemType::bf16}) {
+  for (ElemType dt : {ElemType::f32, ElemType::bf16, ElemType::f8e4m3}) {  // fp8: --kv-cache-dtype fp8
     for (auto [seqs_n, context] : {std::pair{32, 4096}, std::pair{1, 32768}, std::pair{256, 1024}}) {
       PagedAttentionCase c(be, dt, seqs_n, 1, context);
       const double sec = c.seconds(be);
@@ -375,11 +418,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string profile = argc > 1 ? argv[1] : "hwprofiles/profiles/h200.json";
-  double peak = 989.4, hbm = 4800;
+  double peak = 989.4, hbm = 4800, fp8_peak = 1978.9;
   std::ifstream in(profile);
   if (in) {
     const auto j = nlohmann::json::parse(in);
     peak = j.at("peak_tflops").at("bf16").get<double>();
+    fp8_peak = j.at("peak_tflops").value("fp8", 0.0);
     hbm = j.at("memory_bandwidth_gbps").get<double>();
   } else {
     std::printf("(no profile at %s: using H200 figures)\n", profile.c_str());
@@ -390,6 +434,13 @@ int main(int argc, char** argv) {
   try {
     RandomFill rf(*be);
     bench_gemm(*be, rf, peak);
+    if (fp8_peak > 0) {
+      try {
+        bench_gemm_fp8(*be, fp8_peak);
+      } catch (const Error& e) {  // no fp8 tensor cores (an A100): said, and the rest still runs
+        std::printf("fp8 GEMMs skipped: %s\n", e.what());
+      }
+    }
     {
       const DecodeModel model(*be, rf);
       bench_decode(*be, model, hbm, 1, 512, 1.2);
