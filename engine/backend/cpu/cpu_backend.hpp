@@ -17,9 +17,10 @@ namespace twin {
 inline constexpr std::int64_t kGemmDirectMaxRows = 8;
 
 // The instruction sets the int8 decode kernel is built for, chosen at run
-// time so that one binary runs on any x86-64: AVX2 where the CPU has it,
-// else portable code. Both give the same bits.
-enum class CpuKernelIsa { portable, avx2 };
+// time so that one binary runs on any x86-64: AVX2 with FMA where the CPU
+// has both, else portable code. The FMA rounds each multiply-add once, so
+// the two differ in the last bits; each is deterministic and batch-invariant.
+enum class CpuKernelIsa { portable, avx2_fma };
 CpuKernelIsa cpu_best_kernel_isa();
 
 // C = A · (W x scales)^T on the direct int8 kernel for `isa` (A f32 with at

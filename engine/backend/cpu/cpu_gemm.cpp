@@ -63,28 +63,44 @@ inline __attribute__((always_inline)) void load_lanes(const std::int8_t* p, Lane
   v = __builtin_convertvector(__builtin_convertvector(__builtin_convertvector(q, LanesI16), LanesI32), Lanes);
 }
 
-// How dot_block widens a vector of 8 weights to f32 lanes: load_lanes above,
-// the same code for every target (target_clones compiles it per target).
-struct PortableWiden {
+// What dot_block does per vector of 8 weights: widen them to f32 lanes
+// (load_lanes above) and add their products to the accumulators, in the
+// same code for every target (target_clones compiles it per target).
+struct PortableOps {
   template <typename WT>
   static inline __attribute__((always_inline)) void lanes(const WT* p, Lanes& v) {
     load_lanes(p, v);
   }
+  static inline __attribute__((always_inline)) void madd(Lanes& acc, const Lanes& x, const Lanes& y) {
+    acc += x * y;
+  }
 };
 
-// int8 weights on AVX2: one vpmovsxbd from memory and one vcvtdq2ps per 8
-// weights. GCC lowers load_lanes' vector-extension conversions to about 12
-// shuffles per 8 weights, all on the one shuffle port, and that, not the
-// memory, bounded the decode (2.4 GB/s of int8 per core). The same exact
-// integer -> f32 values, so the dot products keep their bits. Not
-// always_inline: GCC inlines that into its caller (dot_block, no target)
-// before dot_block reaches an AVX2 function, and refuses the mismatch; the
-// AVX2 entry below is `flatten`, which inlines it there instead.
-struct Avx2WidenI8 {
-  static inline __attribute__((target("avx2"))) void lanes(const std::int8_t* p, Lanes& v) {
+// int8 weights on AVX2 with FMA: one vpmovsxbd from memory, one vcvtdq2ps
+// and one fused multiply-add per 8 weights. GCC lowers load_lanes'
+// vector-extension conversions to about 12 shuffles per 8 weights, all on
+// the one shuffle port, and that, not the memory, bounded the decode (2.4
+// GB/s of int8 per core); the separate multiply and add then cost a third
+// of the rest (in cache, 13 -> 21 GB/s per core with the FMA). The FMA
+// rounds once where PortableOps rounds twice, so this kernel's sums differ
+// from the portable one's in the last bits (a test bounds them); every
+// block still sums each element the same way, so batch invariance holds.
+// Not always_inline: GCC inlines that into its caller (dot_block, no
+// target) before dot_block reaches an AVX2 function, and refuses the
+// mismatch; the AVX2 entry below is `flatten`, which inlines these there.
+struct Avx2FmaI8Ops {
+  static inline __attribute__((target("avx2,fma"))) void lanes(const std::int8_t* p, Lanes& v) {
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
     const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
     std::memcpy(&v, &f, sizeof v);
+  }
+  static inline __attribute__((target("avx2,fma"))) void madd(Lanes& acc, const Lanes& x, const Lanes& y) {
+    __m256 sum, xs, ys;
+    std::memcpy(&sum, &acc, sizeof sum);
+    std::memcpy(&xs, &x, sizeof xs);
+    std::memcpy(&ys, &y, sizeof ys);
+    sum = _mm256_fmadd_ps(xs, ys, sum);
+    std::memcpy(&acc, &sum, sizeof acc);
   }
 };
 
@@ -94,12 +110,13 @@ struct Avx2WidenI8 {
 // in order of k, the same reduction tree, then the tail. So a row's result
 // does not depend on which other rows share its batch, and the AVX2 clone
 // of the callers (same lanes, no FMA contraction in ISO C++ mode) gives the
-// same bits as the baseline one. The loops are unrolled by pragma: left as
-// loops, GCC keeps the accumulators in memory and runs 4x slower.
+// same bits as the baseline one (int8's Avx2FmaI8Ops fuses them: not so).
+// The loops are unrolled by pragma: left as loops, GCC keeps the
+// accumulators in memory and runs 4x slower.
 //
 // `ahead` (up to two W rows, each may be null) is touched along the way so
 // that it is in cache by the time a later block needs it: see direct_tile.
-template <int R, int J, typename WT, typename Widen>
+template <int R, int J, typename WT, typename Ops>
 inline __attribute__((always_inline)) void dot_block(const float* const* a, const WT* const* w, std::int64_t k,
                                                      float (&out)[R][J], const WT* const (&ahead)[2]) {
   Lanes acc[R][J] = {};
@@ -117,20 +134,20 @@ inline __attribute__((always_inline)) void dot_block(const float* const* a, cons
       #pragma GCC unroll 8
       for (int j = 0; j < J; ++j) {
         Lanes wv;
-        Widen::lanes(w[j] + i, wv);
-        acc[0][j] += av * wv;
+        Ops::lanes(w[j] + i, wv);
+        Ops::madd(acc[0][j], av, wv);
       }
       continue;
     }
     Lanes wv[J];
     #pragma GCC unroll 8
-    for (int j = 0; j < J; ++j) Widen::lanes(w[j] + i, wv[j]);
+    for (int j = 0; j < J; ++j) Ops::lanes(w[j] + i, wv[j]);
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       Lanes av;
       load_lanes(a[r] + i, av);
       #pragma GCC unroll 8
-      for (int j = 0; j < J; ++j) acc[r][j] += av * wv[j];
+      for (int j = 0; j < J; ++j) Ops::madd(acc[r][j], av, wv[j]);
     }
   }
   #pragma GCC unroll 8
@@ -147,7 +164,7 @@ inline __attribute__((always_inline)) void dot_block(const float* const* a, cons
 
 // C[rows, j:j+J] (+)= A[rows] · W[j:j+J]^T for R rows starting at row r0;
 // `scales` (int8 W) multiplies each output column by its channel's scale.
-template <int R, int J, typename WT, typename Widen>
+template <int R, int J, typename WT, typename Ops>
 inline __attribute__((always_inline)) void direct_block(const TensorView& a, const TensorView& w, const TensorView& c,
                                                         std::int64_t r0, std::int64_t j, bool accumulate,
                                                         const float* scales,
@@ -157,7 +174,7 @@ inline __attribute__((always_inline)) void direct_block(const TensorView& a, con
   for (int r = 0; r < R; ++r) ap[r] = static_cast<const float*>(a.at(r0 + r));
   for (int q = 0; q < J; ++q) wp[q] = static_cast<const WT*>(w.at(j + q));
   float out[R][J];
-  dot_block<R, J, WT, Widen>(ap, wp, a.cols, out, ahead);
+  dot_block<R, J, WT, Ops>(ap, wp, a.cols, out, ahead);
   if (scales != nullptr)
     for (int r = 0; r < R; ++r)
       for (int q = 0; q < J; ++q) out[r][q] *= scales[j + q];
@@ -174,14 +191,14 @@ inline __attribute__((always_inline)) void direct_block(const TensorView& a, con
 // of A each), which read it from L1 while the memory would sit idle; so the
 // passes prefetch the next group, one or two of its rows each (measured on
 // the LM head at 8 rows: +45%; gate_up at 8 rows: 2x).
-template <typename WT, typename Widen = PortableWiden>
+template <typename WT, typename Ops = PortableOps>
 inline __attribute__((always_inline)) void direct_tile(const TensorView& a, const TensorView& w, const TensorView& c,
                                                        std::int64_t j0, std::int64_t j1, bool accumulate,
                                                        const float* scales) {
   const std::int64_t m = a.rows;
   std::int64_t j = j0;
   if (m == 1)
-    for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT, Widen>(a, w, c, 0, j, accumulate, scales);
+    for (; j + 8 <= j1; j += 8) direct_block<1, 8, WT, Ops>(a, w, c, 0, j, accumulate, scales);
   for (; j + 4 <= j1; j += 4) {
     std::int64_t r = 0;
     const std::int64_t passes = m / 2;
@@ -194,14 +211,14 @@ inline __attribute__((always_inline)) void direct_tile(const TensorView& a, cons
           if (p * per_pass + q < 4 && row < w.rows) ahead[q] = static_cast<const WT*>(w.at(row));
         }
       }
-      direct_block<2, 4, WT, Widen>(a, w, c, r, j, accumulate, scales, ahead);
+      direct_block<2, 4, WT, Ops>(a, w, c, r, j, accumulate, scales, ahead);
     }
-    for (; r < m; ++r) direct_block<1, 4, WT, Widen>(a, w, c, r, j, accumulate, scales);
+    for (; r < m; ++r) direct_block<1, 4, WT, Ops>(a, w, c, r, j, accumulate, scales);
   }
   for (; j < j1; ++j) {
     std::int64_t r = 0;
-    for (; r + 4 <= m; r += 4) direct_block<4, 1, WT, Widen>(a, w, c, r, j, accumulate, scales);
-    for (; r < m; ++r) direct_block<1, 1, WT, Widen>(a, w, c, r, j, accumulate, scales);
+    for (; r + 4 <= m; r += 4) direct_block<4, 1, WT, Ops>(a, w, c, r, j, accumulate, scales);
+    for (; r < m; ++r) direct_block<1, 1, WT, Ops>(a, w, c, r, j, accumulate, scales);
   }
 }
 
@@ -218,23 +235,25 @@ __attribute__((target_clones("avx2", "default"))) void direct_tile_bf16(const Te
 }
 
 // The int8 decode kernel: portable code (the baseline x86-64 target), and
-// AVX2 with its own widening, chosen at run time (direct_tile_i8_for).
+// AVX2 + FMA with its own widening and multiply-add, chosen at run time
+// (direct_tile_i8_for).
 void direct_tile_i8_portable(const TensorView& a, const TensorView& w, const TensorView& c, std::int64_t j0,
                              std::int64_t j1, bool accumulate, const float* scales) {
   direct_tile<std::int8_t>(a, w, c, j0, j1, accumulate, scales);
 }
 
-__attribute__((target("avx2"), flatten)) void direct_tile_i8_avx2(const TensorView& a, const TensorView& w,
-                                                         const TensorView& c, std::int64_t j0, std::int64_t j1,
-                                                         bool accumulate, const float* scales) {
-  direct_tile<std::int8_t, Avx2WidenI8>(a, w, c, j0, j1, accumulate, scales);
+__attribute__((target("avx2,fma"), flatten)) void direct_tile_i8_avx2_fma(const TensorView& a, const TensorView& w,
+                                                                          const TensorView& c, std::int64_t j0,
+                                                                          std::int64_t j1, bool accumulate,
+                                                                          const float* scales) {
+  direct_tile<std::int8_t, Avx2FmaI8Ops>(a, w, c, j0, j1, accumulate, scales);
 }
 
 using DirectTileI8 = void (*)(const TensorView&, const TensorView&, const TensorView&, std::int64_t, std::int64_t,
                               bool, const float*);
 
 DirectTileI8 direct_tile_i8_for(CpuKernelIsa isa) {
-  return isa == CpuKernelIsa::avx2 ? direct_tile_i8_avx2 : direct_tile_i8_portable;
+  return isa == CpuKernelIsa::avx2_fma ? direct_tile_i8_avx2_fma : direct_tile_i8_portable;
 }
 
 void add_bias(const TensorView& c, const TensorView& bias) {
@@ -249,7 +268,9 @@ void add_bias(const TensorView& c, const TensorView& bias) {
 }  // namespace
 
 CpuKernelIsa cpu_best_kernel_isa() {
-  static const CpuKernelIsa best = __builtin_cpu_supports("avx2") ? CpuKernelIsa::avx2 : CpuKernelIsa::portable;
+  static const CpuKernelIsa best = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                       ? CpuKernelIsa::avx2_fma
+                                       : CpuKernelIsa::portable;
   return best;
 }
 
@@ -261,8 +282,8 @@ void cpu_direct_gemm_i8(CpuKernelIsa isa, const TensorView& a, const TensorView&
   if (a.rows > kGemmDirectMaxRows) throw Error("cpu_direct_gemm_i8: " + std::to_string(a.rows) +
                                                " rows of A, the direct kernel takes at most " +
                                                std::to_string(kGemmDirectMaxRows));
-  if (isa == CpuKernelIsa::avx2 && cpu_best_kernel_isa() != CpuKernelIsa::avx2)
-    throw Error("cpu_direct_gemm_i8: this CPU has no AVX2");
+  if (isa == CpuKernelIsa::avx2_fma && cpu_best_kernel_isa() != CpuKernelIsa::avx2_fma)
+    throw Error("cpu_direct_gemm_i8: this CPU has no AVX2 and FMA");
   direct_tile_i8_for(isa)(a, w, c, 0, w.rows, false, static_cast<const float*>(scales.data));
 }
 
