@@ -1,7 +1,8 @@
 // bench_runtime: the engine's forward pass on the CPU backend against what the
 // machine can do, measured in the same run:
 // - decode of the `small` model at batch 1 vs weight bytes / streaming read
-//   bandwidth (a decode step must read every weight once);
+//   bandwidth over as many bytes (a decode step must read every weight once),
+//   in f32 and with int8 weights;
 // - prefill of 512 tokens vs raw cblas_sgemm on the same GEMM shapes;
 // - tokens/s for prefill and decode at batch 1, 8 and 32.
 // Prints figures; asserts nothing.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -39,27 +41,32 @@ twin::ModelConfig small_model() {
   return c;
 }
 
-// Best-of-3 multi-threaded sum over a buffer much larger than the caches.
-double stream_read_gbps(unsigned threads) {
-  const std::size_t n = (std::size_t{768} << 20) / sizeof(float);
+// Multi-threaded sum over `bytes` of floats, the size of the weights a
+// decode step reads: one pass to touch the pages, then the best of 5. Sized
+// as the weights, not larger than the caches, because a decode rereads the
+// same bytes every step, and a last-level cache larger than the weights (a
+// server's L3 can hold 300 MB) keeps part of them, for the decode and this
+// read alike. 32 partial sums per thread keep the adds off the critical path.
+double stream_read_gbps(unsigned threads, std::size_t bytes) {
+  const std::size_t n = bytes / sizeof(float);
   std::vector<float> data(n, 1.0f);
   double best = 0;
   std::vector<double> sums(threads);
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = Clock::now();
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
         const std::size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        float acc[8] = {};
-        for (std::size_t i = lo; i + 8 <= hi; i += 8) {
-          for (int k = 0; k < 8; ++k) acc[k] += data[i + static_cast<std::size_t>(k)];
+        float acc[32] = {};
+        for (std::size_t i = lo; i + 32 <= hi; i += 32) {
+          for (int k = 0; k < 32; ++k) acc[k] += data[i + static_cast<std::size_t>(k)];
         }
-        sums[t] = std::accumulate(acc, acc + 8, 0.0);
+        sums[t] = std::accumulate(acc, acc + 32, 0.0);
       });
     }
     for (auto& th : pool) th.join();
-    best = std::max(best, static_cast<double>(n * sizeof(float)) / seconds(t0, Clock::now()) / 1e9);
+    if (rep > 0) best = std::max(best, static_cast<double>(n * sizeof(float)) / seconds(t0, Clock::now()) / 1e9);
   }
   if (std::accumulate(sums.begin(), sums.end(), 0.0) < 0) std::puts("");  // keep the reads
   return best;
@@ -147,28 +154,45 @@ int main() {
   std::printf("bench_runtime: model small (%.1f M params as stored %.1f MB f32) on %s\n",
               double(runner.weight_bytes()) / 4e6, double(runner.weight_bytes()) / 1e6, runner.device_name().c_str());
 
-  const double gbps = stream_read_gbps(threads);
+  const double dram_gbps = stream_read_gbps(threads, std::size_t{768} << 20);
+  std::printf("streaming read of 768 MB (%u threads, beyond most caches): %.2f GB/s\n", threads, dram_gbps);
+  const double gbps = stream_read_gbps(threads, static_cast<std::size_t>(runner.weight_bytes()));
   run_batch(runner, 1, 16, 2);  // warm up: pages, thread pool
   const auto [p1, d1] = run_batch(runner, 1, 128, 32);
   const double bound_s = double(runner.weight_bytes()) / (gbps * 1e9);
-  std::printf("streaming read (%u threads): %.2f GB/s; weight bytes / bandwidth = %.2f ms\n", threads, gbps, bound_s * 1e3);
+  std::printf("streaming read of the f32 weights' %.0f MB: %.2f GB/s; weight bytes / bandwidth = %.2f ms\n",
+              double(runner.weight_bytes()) / 1e6, gbps, bound_s * 1e3);
   std::printf("decode batch 1 at context ~128: %.2f ms/token = %.2f x the bandwidth bound (target <= 2x)\n", d1 * 1e3,
               d1 / bound_s);
 
   // Weight-only int8 (run --quantization int8): the same model with its
   // projections in int8 and per-channel scales; the bound is its stored bytes
-  // over the same measured bandwidth (issue 20's target: within 1.3x).
+  // over the streaming bandwidth (issue 20's target: within 1.3x). On a
+  // shared machine the bandwidth a run gets swings 3x within minutes, so
+  // each of 3 rounds measures the bandwidth, the int8 decode and the f32
+  // decode back to back, and the round with the lowest ratio is printed
+  // (each figure's best would pair moments apart).
   {
     twin::RunnerOptions q = options;
     q.quantization = "int8";
     twin::ModelRunner int8(model, q);
     run_batch(int8, 1, 16, 2);
-    const auto [unused_prefill, d8] = run_batch(int8, 1, 128, 32);
-    (void)unused_prefill;
-    const double bound8 = double(int8.weight_bytes()) / (gbps * 1e9);
+    double best_ratio = 1e30, best_gbps = 0, best_d8 = 0, best_d32 = 0;
+    std::string rounds;  // every round's ratio, printed beside the best
+    for (int round = 0; round < 3; ++round) {
+      const double round_gbps = stream_read_gbps(threads, static_cast<std::size_t>(int8.weight_bytes()));
+      const double d8 = run_batch(int8, 1, 128, 32).second;
+      const double d32 = run_batch(runner, 1, 128, 32).second;
+      const double ratio = d8 / (double(int8.weight_bytes()) / (round_gbps * 1e9));
+      if (ratio < best_ratio) best_ratio = ratio, best_gbps = round_gbps, best_d8 = d8, best_d32 = d32;
+      rounds += (round > 0 ? ", " : "") + std::to_string(ratio).substr(0, 4);
+    }
+    const double bound8 = double(int8.weight_bytes()) / (best_gbps * 1e9);
     std::printf("int8 weight-only: %.1f MB stored; decode batch 1 at context ~128: %.2f ms/token = %.2f x its "
-                "bandwidth bound %.2f ms (target <= 1.3x), %.2fx faster than f32\n",
-                double(int8.weight_bytes()) / 1e6, d8 * 1e3, d8 / bound8, bound8 * 1e3, d1 / d8);
+                "bandwidth bound %.2f ms at %.2f GB/s (its %.0f MB streamed; target <= 1.3x; best of 3 rounds: %s), "
+                "%.2fx faster than f32 in the same round (%.2f ms/token)\n",
+                double(int8.weight_bytes()) / 1e6, best_d8 * 1e3, best_ratio, bound8 * 1e3, best_gbps,
+                double(int8.weight_bytes()) / 1e6, rounds.c_str(), best_d32 / best_d8, best_d32 * 1e3);
   }
 
   const auto [p512, unused] = run_batch(runner, 1, 512, 0);
