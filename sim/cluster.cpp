@@ -332,7 +332,7 @@ Cluster build_cluster(const ClusterConfig& config) {
         g.tiers = std::make_shared<KvTierModel>(
             resolve_kv_tiers(config.kv_tiers, block_bytes, params.host_link.bandwidth,
                              static_cast<Time>(params.host_link.latency)),
-            block_bytes, config.kv_tier_load_overlap);
+            block_bytes, config.kv_tier_load_overlap, /*measured=*/!gc.replay.empty());
         g.replica.kv.tiers = g.tiers->core_tiers();
         validate(g.replica);
       }

@@ -17,8 +17,8 @@ constexpr Time kSsdLatency = 100 * kNsPerUs;
 
 }  // namespace
 
-KvTierModel::KvTierModel(std::vector<KvTierLink> tiers, double block_bytes, bool load_overlap)
-    : tiers_(std::move(tiers)), block_bytes_(block_bytes), load_overlap_(load_overlap) {}
+KvTierModel::KvTierModel(std::vector<KvTierLink> tiers, double block_bytes, bool load_overlap, bool measured)
+    : tiers_(std::move(tiers)), block_bytes_(block_bytes), load_overlap_(load_overlap), measured_(measured) {}
 
 std::vector<KvTierConfig> KvTierModel::core_tiers() const {
   std::vector<KvTierConfig> out;
@@ -27,6 +27,7 @@ std::vector<KvTierConfig> KvTierModel::core_tiers() const {
 }
 
 Time KvTierModel::load_time(std::span<const std::int32_t> loads) const {
+  if (measured_) return 0;
   double ns = 0;
   for (std::size_t i = 0; i < loads.size() && i < tiers_.size(); ++i) {
     if (loads[i] <= 0) continue;

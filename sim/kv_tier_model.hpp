@@ -32,7 +32,10 @@ struct KvTierLink {
 
 class KvTierModel {
  public:
-  KvTierModel(std::vector<KvTierLink> tiers, double block_bytes, bool load_overlap);
+  // measured: the step times already hold the loads (a replayed engine
+  // step log: the engine's tier copies ran inside its steps), so loads add
+  // no time; the books and the bytes are kept as ever.
+  KvTierModel(std::vector<KvTierLink> tiers, double block_bytes, bool load_overlap, bool measured = false);
 
   const std::vector<KvTierLink>& tiers() const { return tiers_; }
   double block_bytes() const { return block_bytes_; }
@@ -48,6 +51,7 @@ class KvTierModel {
   std::vector<KvTierLink> tiers_;
   double block_bytes_ = 0;
   bool load_overlap_ = false;
+  bool measured_ = false;
 };
 
 // Resolves the config's tiers for a group whose KV block is `block_bytes`

@@ -45,6 +45,7 @@ KvCache::KvCache(const KvCacheConfig& config)
       contiguous_blocks_(config.contiguous ? (config.max_model_len + config.block_size - 1) / config.block_size : 0),
       prefix_caching_(config.enable_prefix_caching && !config.contiguous),
       tiers_(config.tiers) {
+  tiers_.record_copies(config.record_tier_copies && !config.tiers.empty());
   // Nothing here is sized by the block counts: a pool of millions of blocks
   // costs what its used blocks cost (see BlockPool), and so does the host
   // tier (next_host_block_).
@@ -71,7 +72,7 @@ BlockId KvCache::take_free_block() {
   if (evicted) {
     ++stats_.evictions;
     // Spilled down instead of lost (the hash is still the block's stored one).
-    if (!tiers_.empty()) tiers_.spill(pool_.stored_hash(b));
+    if (!tiers_.empty()) tiers_.spill(pool_.stored_hash(b), b);
   }
   return b;
 }
@@ -169,10 +170,25 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
     for (const BlockId b : hit_scratch_) {
       if (b >= 0) pool_.acquire(b);
     }
+    // With recorded copies a hit's KV goes to a staging block (its number
+    // kept in place of the -1) and from there into its fresh block, after
+    // that block's own eviction has been recorded.
     for (std::int32_t k = 0; k < hits; ++k) {
-      if (hit_scratch_[static_cast<std::size_t>(k)] < 0) tiers_.hit(seq.hashes[static_cast<std::size_t>(k)]);
+      BlockId& slot = hit_scratch_[static_cast<std::size_t>(k)];
+      if (slot < 0) {
+        const std::int32_t stage = tiers_.hit(seq.hashes[static_cast<std::size_t>(k)]);
+        if (stage >= 0) slot = -2 - stage;
+      }
     }
-    for (const BlockId b : hit_scratch_) seq.blocks.push_back(b >= 0 ? b : take_free_block());
+    for (const BlockId b : hit_scratch_) {
+      if (b >= 0) {
+        seq.blocks.push_back(b);
+        continue;
+      }
+      const BlockId fresh = take_free_block();
+      if (b <= -2) tiers_.add_copy({TierCopy::Kind::stage_to_device, -1, -1, -2 - b, fresh});
+      seq.blocks.push_back(fresh);
+    }
   }
   // Growth relies on push_back's geometric capacity: one decode block at a
   // time must not reallocate the table each call.

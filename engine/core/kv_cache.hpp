@@ -28,6 +28,9 @@ struct KvCacheConfig {
   // below HBM; empty: none (an evicted block's hash is gone). Needs prefix
   // caching; not a set_replica_option key (the simulator sets it).
   std::vector<KvTierConfig> tiers;
+  // Record each tier move as a TierCopy (take_tier_copies) for an engine
+  // that keeps the tiers' KV itself; the simulator leaves it off.
+  bool record_tier_copies = false;
 };
 
 // Prefix stats are counted when a fresh sequence is allocated (the moment a
@@ -127,6 +130,9 @@ class KvCache {
     tiers_.take_moves(loads, stores);
     return true;
   }
+  // With record_tier_copies: the copies behind those moves, in the order an
+  // executor carries them out (kv_tiers.hpp, TierCopy).
+  void take_tier_copies(std::vector<TierCopy>& out) { tiers_.take_copies(out); }
 
   // For tests: ref count of a device block, and whether a block is cached.
   std::int32_t ref_count(BlockId block) const;

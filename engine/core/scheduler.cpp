@@ -247,6 +247,7 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.swap_in.clear();
   plan.tier_loads.clear();
   plan.tier_stores.clear();
+  plan.tier_copies.clear();
   if (!can_plan()) return;
   process_deadlines(now, plan);
   if (batch_mode()) maybe_form_batch(now);
@@ -277,7 +278,9 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   if (plan.empty()) return;
   // Tier moves since the last plan are this step's to pay (an empty plan
   // leaves them for the next).
-  kv_.take_tier_moves(plan.tier_loads, plan.tier_stores);
+  if (kv_.take_tier_moves(plan.tier_loads, plan.tier_stores) && kv_.config().record_tier_copies) {
+    kv_.take_tier_copies(plan.tier_copies);
+  }
   InFlight* entry = nullptr;
   for (auto& f : in_flight_) {
     if (!f.active) {

@@ -34,6 +34,9 @@ struct StepPlan {
   // previous plan.
   std::vector<std::int32_t> tier_loads;
   std::vector<std::int32_t> tier_stores;
+  // The copies behind them, in order, where the KV cache records them
+  // (KvCacheConfig::record_tier_copies: an engine that keeps the tiers' KV).
+  std::vector<TierCopy> tier_copies;
 
   bool empty() const { return seqs.empty() && swap_out.empty() && swap_in.empty(); }
   std::int64_t num_lookahead_tokens() const {

@@ -73,6 +73,9 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     runner_.swap_out(plan.swap_out);
     if (proposer_) proposer_->swap_out(plan.swap_out);
   }
+  // Tier copies between the two: a spill reads its evicted block before a
+  // swap-in may land in it, and loads write only blocks taken this step.
+  if (!plan.tier_copies.empty()) runner_.apply_tier_copies(plan.tier_copies);
   if (!plan.swap_in.empty()) {
     runner_.swap_in(plan.swap_in);
     if (proposer_) proposer_->swap_in(plan.swap_in);

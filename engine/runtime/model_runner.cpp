@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/runtime/forward_calls.hpp"
+#include "engine/runtime/kv_tier_store.hpp"
 #include "engine/runtime/model_weights.hpp"
 
 namespace twin {
@@ -63,6 +65,7 @@ struct ModelRunner::Impl {
   Buffer kv_device, kv_host;
   std::string kv_dtype;  // resolved: f32, bf16 or fp8_e4m3
   std::vector<KvCacheView> device_layers, host_layers;
+  std::unique_ptr<KvTierStore> tiers;  // KV tiers below the device; null without
   ForwardScratch scratch;
   std::optional<KvMemoryPlan> plan;  // where the device's memory sized the KV cache
   AttentionShape attention;
@@ -338,6 +341,21 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "the KV cache",
                                  "--kv-cache-memory-bytes or --num-gpu-blocks-override");
   m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host, "the host swap space", "--swap-space");
+  if (options.kv_offload_dram_bytes < 0 || options.kv_offload_ssd_bytes < 0) {
+    throw UsageError("--kv-offload-dram-gib and --kv-offload-ssd-gib must be >= 0");
+  }
+  std::vector<KvTierStoreConfig> tiers;
+  for (const auto& [name, bytes] : {std::pair{"dram", options.kv_offload_dram_bytes},
+                                    std::pair{"ssd", options.kv_offload_ssd_bytes}}) {
+    if (bytes == 0) continue;
+    const std::int64_t blocks = bytes / block_bytes;
+    if (blocks < 1) {
+      throw UsageError(std::string("--kv-offload-") + name + "-gib holds no KV block of " + std::to_string(block_bytes) +
+                       " bytes");
+    }
+    tiers.push_back({name, std::min<std::int64_t>(blocks, 1 << 30), options.kv_offload_ssd_dir});
+  }
+  if (!tiers.empty()) m.tiers = std::make_unique<KvTierStore>(*m.backend, m.device_layers, std::move(tiers));
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
@@ -366,7 +384,23 @@ ModelRunner::ModelRunner(ModelRunner& shared) : impl_(std::make_unique<Impl>()) 
                                "a sibling replica's host swap space", "--swap-space");
 }
 
-std::unique_ptr<ModelRunner> ModelRunner::make_sibling() { return std::unique_ptr<ModelRunner>(new ModelRunner(*this)); }
+std::unique_ptr<ModelRunner> ModelRunner::make_sibling() {
+  if (impl_->tiers) {
+    throw UsageError("KV tiers below the device with prefill and decode replicas are not built in the engine "
+                     "(the simulator prices them)");
+  }
+  return std::unique_ptr<ModelRunner>(new ModelRunner(*this));
+}
+
+std::vector<KvTierConfig> ModelRunner::kv_tier_configs() const {
+  return impl_->tiers ? impl_->tiers->core_configs() : std::vector<KvTierConfig>{};
+}
+
+void ModelRunner::apply_tier_copies(std::span<const TierCopy> copies) {
+  if (copies.empty()) return;
+  if (!impl_->tiers) throw Error("KV tier copies for a runner without tiers");
+  impl_->tiers->apply(copies, impl_->device_layers);
+}
 
 void ModelRunner::copy_kv_from(const ModelRunner& source, std::span<const BlockCopy> pairs) {
   Impl& m = *impl_;

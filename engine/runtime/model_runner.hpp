@@ -11,6 +11,7 @@
 
 #include "engine/backend/cuda/memory_plan.hpp"
 #include "engine/backend/dtype.hpp"
+#include "engine/core/kv_tiers.hpp"
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 
@@ -47,6 +48,12 @@ struct RunnerOptions {
   // its siblings (make_sibling). No effect where the blocks are given or on
   // the CPU.
   std::int32_t kv_cache_shares = 1;
+  // KV tiers below the device for evicted prefix blocks (kv_tier_store.hpp,
+  // vLLM's and LMCache's CPU offload): host memory and a file, in bytes (0:
+  // none), the file in kv_offload_ssd_dir (empty: the temporary directory).
+  std::int64_t kv_offload_dram_bytes = 0;
+  std::int64_t kv_offload_ssd_bytes = 0;
+  std::string kv_offload_ssd_dir;
 };
 
 class ModelRunner {
@@ -89,6 +96,12 @@ class ModelRunner {
   // Swap: device blocks -> host blocks, and back.
   void swap_out(std::span<const BlockCopy> moves);
   void swap_in(std::span<const BlockCopy> moves);
+
+  // The KV tiers as allocated (dram, then ssd; empty without), for the
+  // replica's KvCacheConfig::tiers, and one step's tier copies carried out
+  // before the step (engine/core/kv_tiers.hpp, TierCopy).
+  std::vector<KvTierConfig> kv_tier_configs() const;
+  void apply_tier_copies(std::span<const TierCopy> copies);
 
   // A second replica of this model in the same process (prefill/decode
   // disaggregation): the same backend and weights (shared, not copied), its

@@ -82,6 +82,14 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   ro = runner_->options();  // the resolved KV dtype and block counts
   rc.kv.num_blocks = runner_->num_blocks();
   rc.kv.num_host_blocks = runner_->num_host_blocks();
+  // KV tiers below the device: the core keeps their books and records the
+  // copies, which the runner carries out (engine/runtime/kv_tier_store).
+  rc.kv.tiers = runner_->kv_tier_configs();
+  rc.kv.record_tier_copies = !rc.kv.tiers.empty();
+  if (!rc.kv.tiers.empty() && spec && spec->method == SpeculativeMethod::draft_model) {
+    throw UsageError("KV tiers below the device with a draft model are not built in the engine (its KV would "
+                     "have to move too)");
+  }
   validate(rc);
   runner_->set_time_ops(settings_.time_ops);
   for (std::int32_t i = 1; i < num_replicas(); ++i) siblings_.push_back(runner_->make_sibling());

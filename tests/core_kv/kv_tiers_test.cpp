@@ -31,7 +31,7 @@ void serve(KvCache& kv, const Request& req) {
 
 TEST_CASE("tiers: LRU per tier, demotion down the list, drop from the last") {
   KvTiers t({{"dram", 2}, {"ssd", 2}});
-  for (BlockHash h = 1; h <= 3; ++h) t.spill(h);
+  for (BlockHash h = 1; h <= 3; ++h) t.spill(h, 0);
   // dram holds the two most recent (2, 3); 1 went down to ssd.
   CHECK(t.find(1) == 1);
   CHECK(t.find(2) == 0);
@@ -41,19 +41,19 @@ TEST_CASE("tiers: LRU per tier, demotion down the list, drop from the last") {
   CHECK(t.stats(1).stored_blocks == 1);
   // A hit makes 2 the most recent in dram: the next spill demotes 3.
   t.hit(2);
-  t.spill(4);
+  t.spill(4, 0);
   CHECK(t.find(3) == 1);
   CHECK(t.find(2) == 0);
   // ssd overflows: its least recent (1) is dropped.
-  t.spill(5);
+  t.spill(5, 0);
   CHECK(t.find(1) == -1);
   CHECK(t.stats(1).demoted_blocks == 1);
   // A block evicted again while its copy is in dram costs no write.
   const std::int64_t stored = t.stats(0).stored_blocks;
-  t.spill(5);
+  t.spill(5, 0);
   CHECK(t.stats(0).stored_blocks == stored);
   // One in ssd evicted from HBM again is written to dram, leaving ssd.
-  t.spill(3);
+  t.spill(3, 0);
   CHECK(t.find(3) == 0);
   CHECK(t.check().empty());
   std::vector<std::int32_t> loads, stores;

@@ -85,6 +85,18 @@ void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
   sub.add_option("--swap-space", f.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
 }
 
+void add_kv_offload_flags(CLI::App& sub, EngineMemoryFlags& f) {
+  sub.add_option("--kv-offload-dram-gib", f.kv_offload_dram_gib,
+                 "KV tier in host memory, GiB: evicted prefix blocks spill here and load back on a hit (0: none; "
+                 "docs/engine.md)")
+      ->check(real_range(0, 1e6));
+  sub.add_option("--kv-offload-ssd-gib", f.kv_offload_ssd_gib,
+                 "KV tier in a file below host memory, GiB (0: none)")
+      ->check(real_range(0, 1e6));
+  sub.add_option("--kv-offload-ssd-dir", f.kv_offload_ssd_dir,
+                 "Folder for the SSD tier's file (default: the temporary directory; the file is removed on open)");
+}
+
 RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed) {
   RunnerOptions o;
   o.backend = engine.backend;
@@ -98,6 +110,10 @@ RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags*
     o.kv_cache_memory_bytes = memory->kv_cache_memory_bytes.value_or(0);
     o.gpu_memory_utilization = memory->gpu_memory_utilization;
     o.swap_space_bytes = static_cast<std::int64_t>(memory->swap_space_gib * static_cast<double>(std::int64_t{1} << 30));
+    o.kv_offload_dram_bytes =
+        static_cast<std::int64_t>(memory->kv_offload_dram_gib * static_cast<double>(std::int64_t{1} << 30));
+    o.kv_offload_ssd_bytes = static_cast<std::int64_t>(memory->kv_offload_ssd_gib * static_cast<double>(std::int64_t{1} << 30));
+    o.kv_offload_ssd_dir = memory->kv_offload_ssd_dir;
   }
   return o;
 }

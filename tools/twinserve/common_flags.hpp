@@ -68,8 +68,14 @@ struct EngineMemoryFlags {
   std::optional<std::int64_t> kv_cache_memory_bytes;  // unset: the memory plan
   double gpu_memory_utilization = 0.9;
   double swap_space_gib = 0;
+  // KV tiers below the device (run only: add_kv_offload_flags).
+  double kv_offload_dram_gib = 0, kv_offload_ssd_gib = 0;
+  std::string kv_offload_ssd_dir;
 };
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& flags);
+// --kv-offload-dram-gib, --kv-offload-ssd-gib, --kv-offload-ssd-dir: the
+// engine's KV tiers (run; simulate has its own, with the same names).
+void add_kv_offload_flags(CLI::App& sub, EngineMemoryFlags& flags);
 
 // The runner the flags describe (seed: weights, prompt tokens); memory may
 // be null (calibrate sizes its own caches). The block count and

@@ -239,6 +239,7 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
+  add_kv_offload_flags(*sub, a.memory);
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   add_disagg_flags(*sub, a.disagg);
   add_config_file_flag(*sub, nullptr);
