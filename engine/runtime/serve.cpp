@@ -222,6 +222,10 @@ DriveStats Engine::serve(RequestSource& source, RecordSink& sink, const DriveOpt
   o.disagg = settings_.disagg;
   const DriveStats stats = drive_wall_clock(replicas, executor_ptrs, source, sink, o);
   step_op_ns_ = executors.front()->step_op_times();
+  const KvCache& kv = replicas.front().kv_cache();
+  last_kv_stats_ = kv.stats();
+  last_tier_stats_.clear();
+  for (std::size_t t = 0; t < kv.tiers().size(); ++t) last_tier_stats_.push_back(kv.tiers().stats(t));
   return stats;
 }
 

@@ -103,6 +103,10 @@ class Engine {
   DriveStats serve(RequestSource& source, RecordSink& sink, const DriveOptions& options);
   // Per step of the last serve (time_ops): step id and time per op.
   const std::vector<std::pair<std::uint64_t, OpTimes>>& step_op_times() const { return step_op_ns_; }
+  // The first replica's KV cache counters and its tiers' (empty without)
+  // after the last serve, for summary.json's kv_tiers.
+  const KvCacheStats& last_kv_stats() const { return last_kv_stats_; }
+  const std::vector<KvTierStats>& last_tier_stats() const { return last_tier_stats_; }
 
  private:
   EngineSettings settings_;
@@ -112,6 +116,8 @@ class Engine {
   std::vector<std::unique_ptr<ModelRunner>> siblings_;  // replicas 1..n-1: runner_'s siblings
   std::unique_ptr<ModelRunner> draft_runner_;  // draft_model: built once, handed to each serve's proposer
   std::vector<std::pair<std::uint64_t, OpTimes>> step_op_ns_;
+  KvCacheStats last_kv_stats_;
+  std::vector<KvTierStats> last_tier_stats_;
 
   std::string pools_line() const;  // "1 prefill + 1 decode replicas (...)"
 };

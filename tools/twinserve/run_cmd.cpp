@@ -23,6 +23,7 @@
 #include "engine/runtime/engine_setup.hpp"
 #include "engine/runtime/serve.hpp"
 #include "metrics/collector.hpp"
+#include "metrics/kv_tier_tally.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/result_files.hpp"
@@ -123,6 +124,7 @@ void run(const RunArgs& a) {
     ResultColumns columns;
     columns.speculative = es.speculative.has_value();
     columns.transfer = engine.disaggregated();
+    for (const KvTierConfig& t : engine.replica_config().kv.tiers) columns.tiers.push_back(t.name);
     csv.emplace(*dir, file_options, columns);
   }
   MetricsCollector collector(CollectorOptions{CollectorOptions::kDefaultExactRequests, slos});
@@ -165,7 +167,13 @@ void run(const RunArgs& a) {
     echo["interrupted"] = true;
     echo["interrupted_requests"] = stats.interrupted;
   }
-  const Summary summary = collector.summarize(context);
+  Summary summary = collector.summarize(context);
+  if (!rc.kv.tiers.empty()) {
+    KvTierTally tally;  // the engine's copies run inside its steps: no separate stall
+    tally.add(engine.last_kv_stats(), engine.last_tier_stats(), rc.kv.tiers, rc.kv.num_blocks, rc.kv.block_size,
+              static_cast<double>(engine.runner().kv_block_bytes()));
+    tally.finish(summary, 0.0, false);
+  }
   if (dir) {
     csv->close();
     std::ofstream summary_file = dir->open("summary.json");
