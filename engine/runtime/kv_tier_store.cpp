@@ -88,6 +88,19 @@ void KvTierStore::sync_if_pending() {
   pending_ = false;
 }
 
+off_t KvTierStore::file_offset(std::int32_t slot, std::size_t layer, bool value) const {
+  const std::int64_t tensor = (static_cast<std::int64_t>(slot) * static_cast<std::int64_t>(layers_) +
+                               static_cast<std::int64_t>(layer)) * 2 + (value ? 1 : 0);
+  return static_cast<off_t>(tensor * per_tensor_);
+}
+
+void KvTierStore::copy_host_block(const KvCacheView& from, std::int64_t from_block, const KvCacheView& to,
+                                  std::int64_t to_block) const {
+  for (const bool value : {false, true}) {
+    std::memcpy(host_block(to, value, to_block), host_block(from, value, from_block), static_cast<std::size_t>(per_tensor_));
+  }
+}
+
 char* KvTierStore::host_block(const KvCacheView& v, bool value, std::int64_t block) const {
   return static_cast<char*>(value ? v.v : v.k) + block * per_tensor_;
 }
@@ -95,8 +108,7 @@ char* KvTierStore::host_block(const KvCacheView& v, bool value, std::int64_t blo
 void KvTierStore::file_write(const Tier& t, std::int32_t slot, std::size_t l, const KvCacheView& host,
                              std::int64_t block) {
   for (int value = 0; value < 2; ++value) {
-    const off_t at = static_cast<off_t>(((static_cast<std::int64_t>(slot) * static_cast<std::int64_t>(layers_) +
-                                          static_cast<std::int64_t>(l)) * 2 + value) * per_tensor_);
+    const off_t at = file_offset(slot, l, value != 0);
     const char* p = host_block(host, value != 0, block);
     for (std::int64_t done = 0; done < per_tensor_;) {
       const ssize_t n = ::pwrite(t.fd, p + done, static_cast<std::size_t>(per_tensor_ - done), at + done);
@@ -110,8 +122,7 @@ void KvTierStore::file_write(const Tier& t, std::int32_t slot, std::size_t l, co
 void KvTierStore::file_read(const Tier& t, std::int32_t slot, std::size_t l, const KvCacheView& host,
                             std::int64_t block) {
   for (int value = 0; value < 2; ++value) {
-    const off_t at = static_cast<off_t>(((static_cast<std::int64_t>(slot) * static_cast<std::int64_t>(layers_) +
-                                          static_cast<std::int64_t>(l)) * 2 + value) * per_tensor_);
+    const off_t at = file_offset(slot, l, value != 0);
     char* p = host_block(host, value != 0, block);
     for (std::int64_t done = 0; done < per_tensor_;) {
       const ssize_t n = ::pread(t.fd, p + done, static_cast<std::size_t>(per_tensor_ - done), at + done);
@@ -160,10 +171,7 @@ void KvTierStore::apply(std::span<const TierCopy> copies, std::span<const KvCach
           if (to.file) {
             file_write(to, c.to, l, src, src_block);
           } else {
-            for (int value = 0; value < 2; ++value) {
-              std::memcpy(host_block(to.layers[l], value != 0, c.to), host_block(src, value != 0, src_block),
-                          static_cast<std::size_t>(per_tensor_));
-            }
+            copy_host_block(src, src_block, to.layers[l], c.to);
           }
         }
         break;
@@ -175,10 +183,7 @@ void KvTierStore::apply(std::span<const TierCopy> copies, std::span<const KvCach
           if (from.file) {
             file_read(from, c.from, l, stage_[l], c.to);
           } else {
-            for (int value = 0; value < 2; ++value) {
-              std::memcpy(host_block(stage_[l], value != 0, c.to), host_block(from.layers[l], value != 0, c.from),
-                          static_cast<std::size_t>(per_tensor_));
-            }
+            copy_host_block(from.layers[l], c.from, stage_[l], c.to);
           }
         }
         break;

@@ -5,6 +5,8 @@
 // is a file, unlinked as soon as it is opened so nothing is left behind.
 // The core says what moves (TierCopy, in order); this carries it out, layer
 // by layer, K and V, through the backend's block copies and pread/pwrite.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -53,6 +55,11 @@ class KvTierStore {
   void file_write(const Tier& t, std::int32_t slot, std::size_t l, const KvCacheView& host, std::int64_t block);
   void file_read(const Tier& t, std::int32_t slot, std::size_t l, const KvCacheView& host, std::int64_t block);
   char* host_block(const KvCacheView& v, bool value, std::int64_t block) const;
+  // Where block `slot`'s K (or V) of one layer sits in a file tier.
+  off_t file_offset(std::int32_t slot, std::size_t layer, bool value) const;
+  // One block's K and V between host views (host memory on both sides).
+  void copy_host_block(const KvCacheView& from, std::int64_t from_block, const KvCacheView& to,
+                       std::int64_t to_block) const;
 
   Backend& backend_;
   KvCacheView proto_;

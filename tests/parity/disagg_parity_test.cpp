@@ -48,14 +48,6 @@ ClusterConfig tiny_pools(std::int32_t blocks, const OptionList& options, const s
   return c;
 }
 
-class CollectSink final : public RecordSink {
- public:
-  void on_request(const RequestRecord& r) override { requests.push_back(r); }
-  void on_step(const StepRecord& s) override { steps.push_back(s); }
-  std::vector<RequestRecord> requests;
-  std::vector<StepRecord> steps;
-};
-
 struct EngineRun {
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;

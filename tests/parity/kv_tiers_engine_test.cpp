@@ -23,14 +23,6 @@ namespace {
 
 constexpr double kTimeScale = 2.0;
 
-class CollectSink final : public RecordSink {
- public:
-  void on_request(const RequestRecord& r) override { requests.push_back(r); }
-  void on_step(const StepRecord& s) override { steps.push_back(s); }
-  std::vector<RequestRecord> requests;
-  std::vector<StepRecord> steps;
-};
-
 struct TierRun {
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;
@@ -44,15 +36,7 @@ struct TierRun {
 // by the same ops in every run, whatever the timing), 12 device blocks of 8
 // tokens: requests evict each other's prefix blocks.
 ClusterConfig tiny_replica() {
-  ClusterConfig c;
-  ReplicaGroupConfig g;
-  g.model = "tiny";
-  g.hardware = "cpu";
-  c.groups.push_back(g);
-  c.scheduler_preset = "vllm";
-  c.num_gpu_blocks_override = 12;
-  c.scheduler_options = {{"max_model_len", "128"}, {"block_size", "8"}, {"max_num_seqs", "1"}};
-  return c;
+  return tiny_cluster("vllm", 12, {{"max_model_len", "128"}, {"block_size", "8"}, {"max_num_seqs", "1"}});
 }
 
 TierRun run_engine(std::int32_t dram_blocks, std::int32_t ssd_blocks, const std::vector<Request>& trace) {

@@ -9,10 +9,35 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/record_stream.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/request.hpp"
+#include "sim/cluster_config.hpp"
 
 namespace twin::test {
+
+// Every record a run hands its sink, kept.
+class CollectSink final : public RecordSink {
+ public:
+  void on_request(const RequestRecord& r) override { requests.push_back(r); }
+  void on_step(const StepRecord& s) override { steps.push_back(s); }
+  std::vector<RequestRecord> requests;
+  std::vector<StepRecord> steps;
+};
+
+// One replica group of the tiny model with these scheduler options; the
+// engine takes the simulator's resolved ReplicaConfig, so both run the same
+// policy by construction (the CLI test checks the flags agree too).
+inline ClusterConfig tiny_cluster(const std::string& preset, std::int32_t blocks, const OptionList& options) {
+  ClusterConfig c;
+  c.groups.emplace_back();
+  c.groups.front().model = "tiny";
+  c.groups.front().hardware = "cpu";
+  c.scheduler_preset = preset;
+  c.num_gpu_blocks_override = blocks;
+  c.scheduler_options = options;
+  return c;
+}
 
 // `count` requests in bursts of five 0.2 ms apart, bursts `gap_ms` apart: a
 // burst queues behind the running batch, and with a long enough gap the

@@ -33,28 +33,6 @@ struct RunRecords {
   std::vector<StepRecord> steps;
 };
 
-// One replica group of the tiny model with these scheduler options; the
-// engine takes the simulator's resolved ReplicaConfig, so both run the same
-// policy by construction (the CLI test checks the flags agree too).
-ClusterConfig tiny_cluster(const std::string& preset, std::int32_t blocks, const OptionList& options) {
-  ClusterConfig c;
-  c.groups.emplace_back();
-  c.groups.front().model = "tiny";
-  c.groups.front().hardware = "cpu";
-  c.scheduler_preset = preset;
-  c.num_gpu_blocks_override = blocks;
-  c.scheduler_options = options;
-  return c;
-}
-
-class CollectSink final : public RecordSink {
- public:
-  void on_request(const RequestRecord& r) override { requests.push_back(r); }
-  void on_step(const StepRecord& s) override { steps.push_back(s); }
-  std::vector<RequestRecord> requests;
-  std::vector<StepRecord> steps;
-};
-
 // The engine through its entry point, as `run` and `validate` build it.
 RunRecords run_engine(const ReplicaConfig& rc, const std::vector<Request>& trace,
                       const std::optional<SpeculativeConfig>& speculative = std::nullopt) {
