@@ -260,3 +260,64 @@ TEST_CASE("a curve by tokens and a curve with rows by context share") {
   // Same op, same price: the memo of (curve, x, y) answers as the curve does.
   CHECK(cost.price(mixed, 0).time_ns == cost.price(mixed, 0).time_ns);
 }
+
+TEST_CASE("a layer's linear and elementwise kernels summed, against Vidur's", "[op-costs]") {
+  // What a step's price is made of: per layer, the four GEMMs, two fused
+  // add+norms, SiLU-and-multiply and rotary. Single ops miss where cuBLAS's
+  // tile choice or whole-microsecond timers step (above); their sum per
+  // layer is the figure a step time carries.
+  const std::vector<Row> rows = read_rows("vidur_op_times.csv");
+  const std::map<std::string, int> per_layer = {{"qkv_proj", 1}, {"o_proj", 1},  {"gate_up_proj", 1}, {"down_proj", 1},
+                                                {"rmsnorm", 2},  {"silu_mul", 1}, {"rotary", 1}};
+  struct Sum {
+    double ours = 0, measured = 0;
+    int ops = 0;
+  };
+  std::map<std::string, Sum> layers;  // "gpu model tpN tokens"
+  for (const Row& r : rows) {
+    const auto count = per_layer.find(r.op);
+    if (count == per_layer.end()) continue;
+    Sum& s = layers[r.gpu + " " + r.model + " tp" + std::to_string(r.tp) + " " + std::to_string(r.tokens)];
+    s.ours += count->second * price_row(r).ms;
+    s.measured += count->second * r.measured_ms;
+    ++s.ops;
+  }
+  REQUIRE(layers.size() == 96);  // 2 GPUs x 3 configurations x 16 token counts
+  int within5 = 0, within10 = 0;
+  double worst = 0;
+  std::string worst_key;
+  for (const auto& [key, s] : layers) {
+    REQUIRE(s.ops == 7);
+    const double err = std::fabs(s.ours / s.measured - 1);
+    within5 += err <= 0.05;
+    within10 += err <= 0.10;
+    if (err > worst) worst = err, worst_key = key;
+  }
+  std::printf("layer sums: %d of %zu within 5%%, %d within 10%%, worst %.1f%% (%s)\n", within5, layers.size(), within10,
+              100 * worst, worst_key.c_str());
+  CHECK(worst <= 0.15);
+
+  // A whole layer of a step: the sums above with the attention point
+  // measured at the same batch tokens (A100: 70B TP 2's decode and prefill
+  // grids, 7B's decode batches), as a step of one kind prices it.
+  int whole = 0, whole5 = 0, whole10 = 0;
+  double whole_worst = 0;
+  std::string whole_worst_key;
+  for (const Row& r : rows) {
+    if (r.op != "attn_decode" && r.op != "attn_prefill") continue;
+    const auto layer =
+        layers.find(r.gpu + " " + r.model + " tp" + std::to_string(r.tp) + " " + std::to_string(r.batch * r.tokens));
+    if (layer == layers.end()) continue;
+    const double err =
+        std::fabs((layer->second.ours + price_row(r).ms) / (layer->second.measured + r.measured_ms) - 1);
+    ++whole;
+    whole5 += err <= 0.05;
+    whole10 += err <= 0.10;
+    if (err > whole_worst)
+      whole_worst = err, whole_worst_key = layer->first + " " + r.op + " context " + std::to_string(r.context);
+  }
+  std::printf("whole layers with attention: %d of %d within 5%%, %d within 10%%, worst %.1f%% (%s)\n", whole5, whole,
+              whole10, 100 * whole_worst, whole_worst_key.c_str());
+  REQUIRE(whole == 47);  // the attention points with a layer at their batch tokens
+  CHECK(whole_worst <= 0.15);
+}
