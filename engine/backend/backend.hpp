@@ -31,6 +31,7 @@
 #include "engine/backend/buffer.hpp"
 #include "engine/backend/dtype.hpp"
 #include "engine/backend/op_args.hpp"
+#include "engine/backend/step_graph.hpp"
 #include "engine/backend/tensor.hpp"
 
 namespace twin {
@@ -142,6 +143,32 @@ class Backend {
   // x, out: [T, H] f32; out is overwritten.
   virtual void moe_experts(const TensorView& x, const TensorView& topk_ids, const TensorView& topk_weights,
                            const ExpertWeights& experts, const TensorView& out) = 0;
+
+  // ---- step graphs (engine/backend/step_graph.hpp) -------------------------
+  // A backend that can record the ops of a pass and replay them as one
+  // launch says so here (CUDA; the CPU cannot). The runner brackets a
+  // decode step's ops, up to the logits, with begin_step_graph(key, pass)
+  // and end_step_graph():
+  //  - warm: the ops run as usual, but attention in the key's layout, so
+  //    every workspace the graph will use is grown now;
+  //  - record: the ops are captured, nothing runs; their host data goes to
+  //    the graph's own staging area, at offsets fixed by the op sequence;
+  //  - replay: the ops stage their host data at the recorded offsets and
+  //    launch nothing; end_step_graph uploads it and launches the graph.
+  // has_step_graph is false for a key never recorded, or whose graph a
+  // workspace grown since has made stale (it is dropped then). A failure
+  // inside a pass throws twin::Error; the caller then calls
+  // abort_step_graph(), which ends any capture and discards the key's
+  // graph, and runs the step eagerly (a replay launched nothing).
+  // clear_step_graphs(owner) drops an owner's graphs (its activations moved).
+  // Sampling, MoE experts, block copies and op timing are not allowed
+  // inside a pass. The defaults: no support.
+  virtual bool supports_step_graphs() const { return false; }
+  virtual bool has_step_graph(const StepGraphKey&) { return false; }
+  virtual void begin_step_graph(const StepGraphKey& key, StepGraphPass pass);
+  virtual void end_step_graph();
+  virtual void abort_step_graph() noexcept {}
+  virtual void clear_step_graphs(const void* /*owner*/) noexcept {}
 
   // ---- sampling -----------------------------------------------------------
   // One token per row of logits [S, V] f32, with params[i] for row i. Waits for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "engine/runtime/forward_calls.hpp"
 #include "engine/runtime/kv_tier_store.hpp"
 #include "engine/runtime/model_weights.hpp"
+#include "engine/runtime/step_graph_batch.hpp"
 
 namespace twin {
 namespace {
@@ -29,6 +31,7 @@ std::int64_t backend_workspace_bytes(const ModelConfig& m, std::int64_t T, std::
 }
 
 constexpr std::int64_t kCpuKvBytes = std::int64_t{1} << 30;  // the CPU has no memory plan: 1 GiB of KV
+constexpr std::int32_t kMaxGraphRows = 512;  // vLLM's largest capture size
 
 }  // namespace
 
@@ -71,10 +74,25 @@ struct ModelRunner::Impl {
   AttentionShape attention;
   RopeConfig rope;
   // Per-step host metadata, reused across steps.
-  std::vector<std::int32_t> positions, sample_rows;
-  std::vector<std::int64_t> slots;
-  std::vector<SeqAttention> attn_seqs;
+  StepRows step;
   std::vector<SamplingParams> sampling;
+  // Step graphs (RunnerOptions::cuda_graphs): decode steps padded to a
+  // bucket of rows replay a graph per (rows, context) bucket. Padding rows
+  // attend to block 0 (pad_table) and write nothing. A key whose graph
+  // failed runs eagerly from then on.
+  bool graphs = false;
+  std::int32_t graph_max_rows = 0;
+  const std::vector<BlockId> pad_table{0};
+  std::set<StepGraphKey> eager_keys;
+  StepGraphStats graph_stats;
+  // Graphs are keyed by this Impl's address: drop them before another
+  // runner can have it.
+  ~Impl() {
+    if (backend) backend->clear_step_graphs(this);
+  }
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
   std::vector<TensorView> expert_gate_up, expert_down;
 
   // `flags`: what sizes this cache, named in the error when it cannot be allocated.
@@ -183,37 +201,50 @@ struct ModelRunner::Impl {
     out.sampled.clear();
     out.logits.clear();
     out.op_ns.fill(0.0);
-    const auto T = static_cast<std::int64_t>(batch.tokens.size());
-    if (T == 0) return;
-    positions.clear();
-    slots.clear();
-    attn_seqs.clear();
-    sample_rows.clear();
+    if (batch.tokens.empty()) return;
+    step.positions.clear();
+    step.slots.clear();
+    step.attention.clear();
+    step.sample_rows.clear();
     sampling.clear();
-    std::int32_t row = 0;
+    std::int32_t row = 0, max_context = 0;
     const std::int32_t bs = options.block_size;
     for (const BatchSeq& s : batch.seqs) {
       for (std::int32_t i = 0; i < s.num_new; ++i) {
         const std::int32_t pos = s.start + i;
-        positions.push_back(pos);
-        slots.push_back(static_cast<std::int64_t>(s.block_table[static_cast<std::size_t>(pos / bs)]) * bs + pos % bs);
+        step.positions.push_back(pos);
+        step.slots.push_back(static_cast<std::int64_t>(s.block_table[static_cast<std::size_t>(pos / bs)]) * bs + pos % bs);
       }
-      attn_seqs.push_back({row, s.num_new, s.start + s.num_new, s.block_table});
+      step.attention.push_back({row, s.num_new, s.start + s.num_new, s.block_table});
+      max_context = std::max(max_context, s.start + s.num_new);
       row += s.num_new;
       if (s.samples) {
         for (std::int32_t i = 0; i < s.num_sampled; ++i) {
-          sample_rows.push_back(row - s.num_sampled + i);
+          step.sample_rows.push_back(row - s.num_sampled + i);
           sampling.push_back({s.temperature, s.top_k, s.top_p, s.seed, s.id, s.token_index + i});
         }
       }
     }
-    const auto S = static_cast<std::int64_t>(sample_rows.size());
+    // A decode step padded to a graph's rows (on the CPU only where
+    // pad_decode_steps asks, to check the padding): the padding rows' logits
+    // are computed and never sampled.
+    const bool padded_path = (graphs || options.pad_decode_steps) && !time_ops && !config.is_moe() &&
+                             graph_eligible(batch);
+    const std::int32_t bucket = padded_path ? graph_rows_bucket(row, graph_max_rows) : 0;
+    if (bucket > 0) {
+      step.ids.assign(batch.tokens.begin(), batch.tokens.end());
+      pad_step_rows(step, bucket, pad_table);
+    }
+    const auto T = static_cast<std::int64_t>(step.positions.size());
+    const auto S = static_cast<std::int64_t>(step.sample_rows.size());
+    const auto sampled = static_cast<std::int64_t>(sampling.size());
     if (T > scratch.tokens || S > scratch.samples) {
       // Each dimension grows (doubling) only when it must: growing both
       // whenever either did once compounded the token rows to 2^17 and more
       // (34 GB on Llama-3.1-8B) as the sampled rows grew.
       carve_scratch(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
             S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, 1, scratch);
+      backend->clear_step_graphs(this);  // they wrote the old activations
     }
     ForwardArgs args;
     args.backend = backend.get();
@@ -222,42 +253,105 @@ struct ModelRunner::Impl {
     args.scratch = &scratch;
     args.tokens = T;
     args.samples = S;
-    args.ids = batch.tokens;
-    args.positions = positions;
-    args.slots = slots;
-    args.attention_seqs = attn_seqs;
+    args.ids = bucket > 0 ? std::span<const TokenId>(step.ids) : std::span<const TokenId>(batch.tokens);
+    args.positions = step.positions;
+    args.slots = step.slots;
+    args.attention_seqs = step.attention;
     args.kv = device_layers;
-    args.sample_rows = sample_rows;
+    args.sample_rows = step.sample_rows;
     args.sampling = sampling;
-    out.sampled.resize(static_cast<std::size_t>(S));
+    out.sampled.resize(static_cast<std::size_t>(sampled));
     args.sampled = out.sampled;
     args.attention = attention;
     args.rope = rope;
     args.eps = static_cast<float>(config.rms_norm_eps);
 
-    // The forward program: the prologue, its layer part once per layer,
-    // the epilogue (its sampling calls only where a seq samples).
     const std::span<const ForwardCall> program = forward_program(config.is_moe());
-    begin_timing();
-    auto run = [&](ForwardCall call, std::size_t layer) {
-      run_call(call, args, layer);
-      tick(call_info(call).timed);
-    };
-    for (ForwardCall call : program)
-      if (call_info(call).part == CallPart::prologue) run(call, 0);
-    for (std::size_t l = 0; l < weights->layers.size(); ++l)
+    if (bucket > 0) {
+      // The padded path: every call but sampling over the padded rows
+      // (through a graph where one is kept), then the real rows sampled.
+      auto pass = [&] {
+        for (ForwardCall call : program)
+          if (call_info(call).part == CallPart::prologue) run_call(call, args, 0);
+        for (std::size_t l = 0; l < weights->layers.size(); ++l)
+          for (ForwardCall call : program)
+            if (call_info(call).part == CallPart::layer) run_call(call, args, l);
+        for (ForwardCall call : program)
+          if (call_info(call).part == CallPart::epilogue && call != ForwardCall::sample) run_call(call, args, 0);
+      };
+      if (!graphs || !graph_pass(StepGraphKey{this, bucket, graph_context_bucket(max_context, static_cast<std::int32_t>(
+                                                                  std::min<std::int64_t>(config.max_position_embeddings, INT32_MAX)))},
+                                 pass)) {
+        pass();
+      }
+      args.samples = sampled;
+      run_call(ForwardCall::sample, args, 0);
+    } else {
+      // The forward program: the prologue, its layer part once per layer,
+      // the epilogue (its sampling calls only where a seq samples).
+      begin_timing();
+      auto run = [&](ForwardCall call, std::size_t layer) {
+        run_call(call, args, layer);
+        tick(call_info(call).timed);
+      };
       for (ForwardCall call : program)
-        if (call_info(call).part == CallPart::layer) run(call, l);
-    for (ForwardCall call : program) {
-      const ForwardCallInfo& info = call_info(call);
-      if (info.part == CallPart::epilogue && (S > 0 || info.rows != CallRows::sampling)) run(call, 0);
+        if (call_info(call).part == CallPart::prologue) run(call, 0);
+      for (std::size_t l = 0; l < weights->layers.size(); ++l)
+        for (ForwardCall call : program)
+          if (call_info(call).part == CallPart::layer) run(call, l);
+      for (ForwardCall call : program) {
+        const ForwardCallInfo& info = call_info(call);
+        if (info.part == CallPart::epilogue && (S > 0 || info.rows != CallRows::sampling)) run(call, 0);
+      }
+      if (S == 0) backend->synchronize();  // sample() waits for the pass; a pass that samples nothing must too
+      end_timing(out);
     }
-    if (S == 0) backend->synchronize();  // sample() waits for the pass; a pass that samples nothing must too
-    end_timing(out);
-    if (batch.return_logits && S > 0) {
-      out.logits.resize(static_cast<std::size_t>(S * config.vocab_size));
+    if (batch.return_logits && sampled > 0) {
+      out.logits.resize(static_cast<std::size_t>(sampled * config.vocab_size));
       backend->download(out.logits.data(), scratch.logits.data, out.logits.size() * sizeof(float));
     }
+  }
+
+  // Runs `pass` (the step's ops up to the logits) through the key's graph:
+  // replayed where the backend keeps one; else run in the key's layout and
+  // recorded. False where the step must run eagerly instead: a replay that
+  // failed launched nothing, and a warm pass that failed is simply run
+  // again (its KV writes and activations are rewritten alike). The key then
+  // stays eager.
+  template <typename Pass>
+  bool graph_pass(const StepGraphKey& key, Pass&& pass) {
+    if (eager_keys.count(key) > 0) return false;
+    const bool replay = backend->has_step_graph(key);
+    try {
+      backend->begin_step_graph(key, replay ? StepGraphPass::replay : StepGraphPass::warm);
+      pass();
+      backend->end_step_graph();
+    } catch (const Error& e) {
+      backend->abort_step_graph();
+      give_up_graph(key, e.what());
+      return false;
+    }
+    if (replay) {
+      ++graph_stats.replays;
+      return true;
+    }
+    // The warm pass computed this step; record the graph for the next ones.
+    try {
+      backend->begin_step_graph(key, StepGraphPass::record);
+      pass();
+      backend->end_step_graph();
+      ++graph_stats.recorded;
+    } catch (const Error& e) {
+      backend->abort_step_graph();
+      give_up_graph(key, e.what());
+    }
+    return true;
+  }
+
+  void give_up_graph(const StepGraphKey& key, const std::string& why) {
+    eager_keys.insert(key);
+    ++graph_stats.failed;
+    if (graph_stats.first_failure.empty()) graph_stats.first_failure = why;
   }
 
   void move_blocks(const std::vector<KvCacheView>& src, const std::vector<KvCacheView>& dst,
@@ -356,6 +450,11 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
     tiers.push_back({name, std::min<std::int64_t>(blocks, 1 << 30), options.kv_offload_ssd_dir});
   }
   if (!tiers.empty()) m.tiers = std::make_unique<KvTierStore>(*m.backend, m.device_layers, std::move(tiers));
+  if (options.cuda_graphs && !m.backend->supports_step_graphs() && options.backend != "auto") {
+    throw UsageError("--cuda-graphs: the " + m.backend->name() + " backend has no step graphs (CUDA graphs need --backend cuda)");
+  }
+  m.graphs = options.cuda_graphs && m.backend->supports_step_graphs();
+  m.graph_max_rows = options.max_num_seqs > 0 ? std::min(options.max_num_seqs, kMaxGraphRows) : kMaxGraphRows;
   m.attention.num_heads = static_cast<std::int32_t>(config.num_heads);
   m.attention.num_kv_heads = static_cast<std::int32_t>(config.num_kv_heads);
   m.attention.head_dim = static_cast<std::int32_t>(config.head_dim);
@@ -374,6 +473,8 @@ ModelRunner::ModelRunner(ModelRunner& shared) : impl_(std::make_unique<Impl>()) 
   m.attention = o.attention;
   m.rope = o.rope;
   m.time_ops = o.time_ops;
+  m.graphs = o.graphs;
+  m.graph_max_rows = o.graph_max_rows;
   const std::int64_t T = m.options.max_num_batched_tokens, S = m.options.max_num_seqs;
   if (T > 0 || S > 0) {
     carve_scratch(*m.backend, m.config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), 1, m.scratch);
@@ -440,6 +541,8 @@ void ModelRunner::forward(const ForwardBatch& batch, ForwardOutput& out) { impl_
 void ModelRunner::set_time_ops(bool on) { impl_->time_ops = on; }
 bool ModelRunner::times_ops() const { return impl_->time_ops; }
 std::int32_t ModelRunner::device_threads() const { return impl_->backend->device_info().threads; }
+bool ModelRunner::uses_step_graphs() const { return impl_->graphs; }
+const StepGraphStats& ModelRunner::step_graph_stats() const { return impl_->graph_stats; }
 
 void ModelRunner::swap_out(std::span<const BlockCopy> moves) {
   impl_->move_blocks(impl_->device_layers, impl_->host_layers, moves, impl_->options.num_blocks,

@@ -54,6 +54,24 @@ struct RunnerOptions {
   std::int64_t kv_offload_dram_bytes = 0;
   std::int64_t kv_offload_ssd_bytes = 0;
   std::string kv_offload_ssd_dir;
+  // Decode steps through step graphs (CUDA graphs, engine/backend/
+  // step_graph.hpp): a decode-only step of a dense model is padded to
+  // vLLM's capture sizes (1, 2, 4, 8, 16, ... up to max_num_seqs, at most
+  // 512) and replays a graph recorded per (rows, context bucket). A CUDA
+  // backend only: UsageError with --backend cpu; `auto` on a machine
+  // without a GPU runs eagerly.
+  bool cuda_graphs = false;
+  // Tests: pad decode steps as the graph path does, without graphs, so the
+  // CPU checks that padding leaves the real rows' results alone.
+  bool pad_decode_steps = false;
+};
+
+// What the step graphs did over a runner's life.
+struct StepGraphStats {
+  std::int64_t recorded = 0;  // graphs recorded (a key again after a workspace grew counts again)
+  std::int64_t replays = 0;   // steps that replayed one
+  std::int64_t failed = 0;    // keys that fell back to eager steps
+  std::string first_failure;  // the first fallback's reason
 };
 
 class ModelRunner {
@@ -92,6 +110,9 @@ class ModelRunner {
   bool times_ops() const;
   // The backend's worker threads: > 0 on the CPU backend, 0 on a GPU.
   std::int32_t device_threads() const;
+  // Whether decode steps go through step graphs, and what they did.
+  bool uses_step_graphs() const;
+  const StepGraphStats& step_graph_stats() const;
 
   // Swap: device blocks -> host blocks, and back.
   void swap_out(std::span<const BlockCopy> moves);

@@ -17,6 +17,7 @@ namespace twin {
 namespace {
 
 constexpr std::size_t kInitialStaging = std::size_t{4} << 20;
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
 
 int code(ElemType t) { return static_cast<int>(t); }
 
@@ -63,8 +64,16 @@ DeviceScratch::~DeviceScratch() {
 
 void* DeviceScratch::ensure(std::size_t bytes, cudaStream_t stream, const char* what) {
   if (bytes <= bytes_) return data_;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cuda_check(cudaStreamIsCapturing(stream, &capture), what);
+  if (capture != cudaStreamCaptureStatusNone) {
+    throw Error(std::string("cuda backend: ") + what + ": a workspace of " + std::to_string(bytes) +
+                " bytes would grow while a step graph is recorded (the warm pass grew it to " +
+                std::to_string(bytes_) + ")");
+  }
   const std::size_t want = std::max(bytes, bytes_ * 2);
   cuda_check(cudaStreamSynchronize(stream), what);
+  ++*generation_;
   if (data_ != nullptr) cudaFree(data_);
   data_ = nullptr;
   bytes_ = 0;
@@ -86,13 +95,23 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   cuda_check(cudaEventCreateWithFlags(&copies_done_, cudaEventDisableTiming), "create event");
   cublas_check(cublasCreate(&cublas_), "cublasCreate");
   cublas_check(cublasSetStream(cublas_, stream_), "cublasSetStream");
+  // A fixed workspace for cuBLAS (its default pool may allocate, which a
+  // step graph's capture forbids); 32 MiB is what cuBLAS asks for on Hopper.
+  cuda_check(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes), "cuBLAS workspace");
+  cublas_check(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes), "cublasSetWorkspace");
+  cuda_check(cudaEventCreateWithFlags(&graph_uploaded_, cudaEventDisableTiming), "create event");
   stage_reserve(kInitialStaging);
   attention_mma_ = !cuda::attention_mma_disabled_by_env();
 }
 
 CudaBackend::~CudaBackend() {
+  abort_step_graph();
   cudaStreamSynchronize(stream_);
   cudaStreamSynchronize(copy_stream_);
+  for (auto& [key, graph] : graphs_) destroy_graph(graph);
+  graphs_.clear();
+  if (graph_uploaded_ != nullptr) cudaEventDestroy(graph_uploaded_);
+  if (cublas_workspace_ != nullptr) cudaFree(cublas_workspace_);
   if (staging_host_ != nullptr) cudaFreeHost(staging_host_);
   if (staging_device_ != nullptr) cudaFree(staging_device_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
@@ -139,23 +158,27 @@ void CudaBackend::release(void* data, std::size_t, MemoryKind kind) noexcept {
 }
 
 void CudaBackend::upload(void* dst, const void* host_src, std::size_t bytes) {
+  refuse_in_graph("upload");
   if (bytes == 0) return;
   cuda_check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyDefault, stream_), "upload");
   cuda_check(cudaStreamSynchronize(stream_), "upload");  // the caller may reuse host_src at once
 }
 
 void CudaBackend::download(void* host_dst, const void* src, std::size_t bytes) {
+  refuse_in_graph("download");
   if (bytes == 0) return;
   cuda_check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream_), "download");
   synchronize();
 }
 
 void CudaBackend::synchronize() {
+  refuse_in_graph("synchronize");
   cuda_check(cudaStreamSynchronize(stream_), "synchronize");
   staging_offset_ = 0;  // nothing staged is in flight any more
 }
 
 void CudaBackend::begin_op_timing(std::size_t marks) {
+  refuse_in_graph("op timing");
   // Default flags: timing enabled (ops_done_ disables it; these must not).
   while (timing_events_.size() < marks) {
     cudaEvent_t e = nullptr;
@@ -166,6 +189,7 @@ void CudaBackend::begin_op_timing(std::size_t marks) {
 }
 
 void CudaBackend::mark_op(std::size_t index) {
+  refuse_in_graph("op timing");
   if (index >= timing_marked_.size()) {
     throw Error("cuda backend: op timing mark " + std::to_string(index) + " beyond the " +
                 std::to_string(timing_marked_.size()) + " begun");
@@ -193,6 +217,15 @@ void CudaBackend::read_op_marks(std::span<double> ns) {
 void CudaBackend::after_launch(const char* op) { cuda_check(cudaGetLastError(), op); }
 
 void CudaBackend::stage_reserve(std::size_t bytes) {
+  if (graph_staging()) {
+    // The graph's own area, sized by the warm pass (record) or the record
+    // pass (replay): the same op sequence stages the same bytes.
+    if (graph_staged_ + bytes > graph_->bytes) {
+      throw Error("cuda backend: step graph: the ops staged more host data (" + std::to_string(graph_staged_ + bytes) +
+                  " bytes) than the pass it was sized by (" + std::to_string(graph_->bytes) + ")");
+    }
+    return;
+  }
   if (staging_offset_ + bytes <= staging_capacity_) return;
   synchronize();  // every staged copy and the kernels reading them are done
   if (bytes <= staging_capacity_) return;
@@ -213,6 +246,19 @@ void CudaBackend::stage_reserve(std::size_t bytes) {
 
 const void* CudaBackend::stage_bytes(const void* host, std::size_t bytes) {
   const std::size_t size = staged_size(bytes);
+  if (graph_staging()) {
+    // Written to the graph's pinned area only: end_step_graph uploads the
+    // pass's bytes at once, before the graph's kernels read them.
+    if (graph_staged_ + size > graph_->bytes) {
+      throw Error("cuda backend: internal error: step graph staging beyond its area");
+    }
+    char* h = graph_->host + graph_staged_;
+    char* d = graph_->device + graph_staged_;
+    graph_staged_ += size;
+    if (bytes > 0) std::memcpy(h, host, bytes);
+    return d;
+  }
+  if (in_graph_pass_) graph_staged_ += size;  // the warm pass counts what a graph of its key stages
   if (staging_offset_ + size > staging_capacity_) {
     throw Error("cuda backend: internal error: staging " + std::to_string(bytes) + " bytes beyond the reservation");
   }
@@ -228,7 +274,7 @@ const void* CudaBackend::stage_bytes(const void* host, std::size_t bytes) {
 
 void CudaBackend::copy(const TensorView& src, const TensorView& dst) {
   check_copy(src, dst);
-  if (src.rows * src.cols == 0) return;
+  if (src.rows * src.cols == 0 || replaying()) return;
   if (src.dtype == dst.dtype) {
     const std::size_t eb = elem_bytes(src.dtype);
     cuda_check(cudaMemcpy2DAsync(dst.data, static_cast<std::size_t>(dst.row_stride) * eb, src.data,
@@ -244,6 +290,7 @@ void CudaBackend::copy(const TensorView& src, const TensorView& dst) {
 
 void CudaBackend::fill(const TensorView& dst, float value) {
   check_fill(dst);
+  if (replaying()) return;
   cuda::launch_fill_2d(static_cast<float*>(dst.data), dst.row_stride, dst.rows, dst.cols, value, stream_);
   after_launch("fill");
 }
@@ -253,6 +300,7 @@ void CudaBackend::embedding(std::span<const TokenId> ids, const TensorView& tabl
   if (ids.empty()) return;
   stage_reserve(staged_size(ids.size_bytes()));
   const std::int32_t* d_ids = stage(ids);
+  if (replaying()) return;
   cuda::launch_embedding(d_ids, static_cast<std::int64_t>(ids.size()), table.data, code(table.dtype),
                          table.row_stride, static_cast<float*>(out.data), out.row_stride, table.cols, stream_);
   after_launch("embedding");
@@ -263,6 +311,7 @@ void CudaBackend::gather_rows(const TensorView& src, std::span<const std::int32_
   if (rows.empty()) return;
   stage_reserve(staged_size(rows.size_bytes()));
   const std::int32_t* d_rows = stage(rows);
+  if (replaying()) return;
   cuda::launch_gather_rows(static_cast<const float*>(src.data), src.row_stride, d_rows,
                            static_cast<std::int64_t>(rows.size()), static_cast<float*>(dst.data), dst.row_stride,
                            src.cols, stream_);
@@ -271,6 +320,7 @@ void CudaBackend::gather_rows(const TensorView& src, std::span<const std::int32_
 
 void CudaBackend::add(const TensorView& x, const TensorView& y) {
   check_add(x, y);
+  if (replaying()) return;
   cuda::launch_add(static_cast<float*>(x.data), x.row_stride, static_cast<const float*>(y.data), y.row_stride, x.rows,
                    x.cols, stream_);
   after_launch("add");
@@ -278,6 +328,7 @@ void CudaBackend::add(const TensorView& x, const TensorView& y) {
 
 void CudaBackend::rmsnorm(const TensorView& x, const TensorView& weight, float eps, const TensorView& out) {
   check_rmsnorm(x, weight, out);
+  if (replaying()) return;
   cuda::launch_add_rmsnorm(static_cast<float*>(x.data), x.row_stride, nullptr, 0, weight.data, code(weight.dtype), eps,
                            static_cast<float*>(out.data), out.row_stride, x.rows, x.cols, stream_);
   after_launch("rmsnorm");
@@ -286,6 +337,7 @@ void CudaBackend::rmsnorm(const TensorView& x, const TensorView& weight, float e
 void CudaBackend::add_rmsnorm(const TensorView& residual, const TensorView& delta, const TensorView& weight,
                               float eps, const TensorView& out) {
   check_add_rmsnorm(residual, delta, weight, out);
+  if (replaying()) return;
   cuda::launch_add_rmsnorm(static_cast<float*>(residual.data), residual.row_stride,
                            static_cast<const float*>(delta.data), delta.row_stride, weight.data, code(weight.dtype), eps,
                            static_cast<float*>(out.data), out.row_stride, residual.rows, residual.cols, stream_);
@@ -303,6 +355,7 @@ void CudaBackend::rotary(const TensorView& q, const TensorView& k, std::span<con
   stage_reserve(staged_size(positions.size_bytes()) + staged_size(inv_freq.size() * sizeof(double)));
   const std::int32_t* d_pos = stage(positions);
   const double* d_freq = stage(std::span<const double>(inv_freq));
+  if (replaying()) return;
   cuda::launch_rotary(static_cast<float*>(q.data), q.row_stride, q.cols / hd, static_cast<float*>(k.data), k.row_stride,
                       k.cols / hd, d_pos, tokens, hd, rot, d_freq, stream_);
   after_launch("rotary");
@@ -310,6 +363,7 @@ void CudaBackend::rotary(const TensorView& q, const TensorView& k, std::span<con
 
 void CudaBackend::silu_and_mul(const TensorView& gate_up, const TensorView& out) {
   check_silu_and_mul(gate_up, out);
+  if (replaying()) return;
   cuda::launch_silu_and_mul(static_cast<const float*>(gate_up.data), gate_up.row_stride, static_cast<float*>(out.data),
                             out.row_stride, out.rows, out.cols, stream_);
   after_launch("silu_and_mul");

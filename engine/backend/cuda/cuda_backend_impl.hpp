@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/backend/step_graph.hpp"
 
 namespace twin {
 
@@ -24,10 +25,13 @@ void cuda_check(cudaError_t err, const char* what);
 void cublas_check(cublasStatus_t status, const char* what);
 
 // Grow-only device memory for an op's temporaries. Growing waits for the
-// stream first, since an earlier op may still read the old memory.
+// stream first, since an earlier op may still read the old memory, and
+// bumps `generation`: a step graph recorded before points at the old
+// memory, so it is stale from then on. Growing while a step graph is being
+// recorded throws (the warm pass grows every workspace first).
 class DeviceScratch {
  public:
-  DeviceScratch() = default;
+  explicit DeviceScratch(std::uint64_t& generation) : generation_(&generation) {}
   DeviceScratch(const DeviceScratch&) = delete;
   DeviceScratch& operator=(const DeviceScratch&) = delete;
   ~DeviceScratch();
@@ -35,6 +39,7 @@ class DeviceScratch {
   std::size_t capacity() const { return bytes_; }
 
  private:
+  std::uint64_t* generation_;
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
@@ -83,6 +88,14 @@ class CudaBackend final : public Backend {
   void sample(const TensorView& logits, std::span<const SamplingParams> params,
               std::span<TokenId> out_tokens) override;
 
+  // Step graphs (cuda_step_graph.cpp): CUDA graphs of a decode step.
+  bool supports_step_graphs() const override { return true; }
+  bool has_step_graph(const StepGraphKey& key) override;
+  void begin_step_graph(const StepGraphKey& key, StepGraphPass pass) override;
+  void end_step_graph() override;
+  void abort_step_graph() noexcept override;
+  void clear_step_graphs(const void* owner) noexcept override;
+
  protected:
   void release(void* data, std::size_t bytes, MemoryKind kind) noexcept override;
 
@@ -98,6 +111,13 @@ class CudaBackend final : public Backend {
     return static_cast<const T*>(stage_bytes(host.data(), host.size_bytes()));
   }
   static std::size_t staged_size(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  // Inside a step graph pass: a replay stages and launches nothing else;
+  // attention takes the key's layout in every pass; ops that wait for the
+  // device or copy outside the stream refuse a record or replay pass.
+  bool replaying() const { return in_graph_pass_ && graph_pass_ == StepGraphPass::replay; }
+  bool graph_staging() const { return in_graph_pass_ && graph_pass_ != StepGraphPass::warm; }
+  void refuse_in_graph(const char* op) const;
 
   void gemm_unchecked(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options);
   // W8A8 fp8 through cuBLASLt (cuda_gemm_fp8.cpp): W f8e4m3 with per-channel scales.
@@ -121,7 +141,32 @@ class CudaBackend final : public Backend {
   std::size_t staging_capacity_ = 0;
   std::size_t staging_offset_ = 0;
 
-  DeviceScratch gemm_a_;      // A converted to bf16
+  // Step graphs, per key: the instantiated graph and its own staging area
+  // (pinned host + device, the kernels' arguments point into it), whose
+  // bytes every pass under the key stages at the same offsets.
+  struct StepGraph {
+    cudaGraphExec_t exec = nullptr;
+    char* host = nullptr;
+    char* device = nullptr;
+    std::size_t bytes = 0;         // staged by one pass
+    std::uint64_t generation = 0;  // workspace_generation_ when recorded
+  };
+  void destroy_graph(StepGraph& g) noexcept;
+  std::map<StepGraphKey, StepGraph> graphs_;
+  bool in_graph_pass_ = false;
+  StepGraphPass graph_pass_ = StepGraphPass::warm;
+  StepGraphKey graph_key_{};
+  StepGraph* graph_ = nullptr;       // the record or replay pass's graph
+  std::size_t graph_staged_ = 0;     // bytes this pass has staged (its offset)
+  std::size_t warm_staged_ = 0;      // the last warm pass's bytes, sizing the record's area
+  StepGraphKey warm_key_{};
+  bool capturing_ = false;
+  cudaEvent_t graph_uploaded_ = nullptr;  // the last replay's staged bytes are on the device
+  void* cublas_workspace_ = nullptr;      // cuBLAS's own, fixed: allocating under capture is not allowed
+
+  std::uint64_t workspace_generation_ = 0;  // bumped by every DeviceScratch a graph may use that grows
+  std::uint64_t eager_generation_ = 0;      // the same for those only eager ops use (sampling, MoE)
+  DeviceScratch gemm_a_{workspace_generation_};  // A converted to bf16
   // fp8 GEMMs: made on the first one. The algorithm cuBLASLt's heuristic
   // picked is kept per shape (a step has a handful).
   struct Fp8GemmShape {
@@ -131,16 +176,16 @@ class CudaBackend final : public Backend {
   cublasLtHandle_t cublas_lt_ = nullptr;
   int fp8_capability_ = -1;  // compute capability x 10, read on the first fp8 GEMM
   std::map<Fp8GemmShape, cublasLtMatmulAlgo_t> fp8_algos_;
-  DeviceScratch fp8_a_;        // A in E4M3 and its row scales
-  DeviceScratch fp8_product_;  // the unscaled f32 product
-  DeviceScratch lt_workspace_;
-  DeviceScratch attention_;   // split-K partials
+  DeviceScratch fp8_a_{workspace_generation_};        // A in E4M3 and its row scales
+  DeviceScratch fp8_product_{workspace_generation_};  // the unscaled f32 product
+  DeviceScratch lt_workspace_{workspace_generation_};
+  DeviceScratch attention_{workspace_generation_};   // split-K partials
   // Prefill chunks on the tensor-core kernel (bf16 mma); false with
   // TWIN_CUDA_ATTENTION=reference: the f32 tiled kernel (docs/cuda.md).
   bool attention_mma_ = true;
-  DeviceScratch moe_;         // gathered rows and expert outputs
-  DeviceScratch sampled_;     // tokens picked on the device
-  DeviceScratch sampling_;    // sampled rows' probabilities, ids and sort space
+  DeviceScratch moe_{eager_generation_};         // gathered rows and expert outputs
+  DeviceScratch sampled_{eager_generation_};     // tokens picked on the device
+  DeviceScratch sampling_{eager_generation_};    // sampled rows' probabilities, ids and sort space
 };
 
 }  // namespace twin

@@ -47,6 +47,7 @@ int blas_int(std::int64_t v, const char* what) {
 
 void CudaBackend::gemm(const TensorView& a, const TensorView& w, const TensorView& c, const GemmOptions& options) {
   check_gemm(a, w, c, options);
+  if (replaying()) return;
   gemm_unchecked(a, w, c, options);
 }
 
@@ -98,6 +99,7 @@ void CudaBackend::kv_write(const TensorView& k, const TensorView& v, const KvCac
   if (slots.empty()) return;
   stage_reserve(staged_size(slots.size_bytes()));
   const std::int64_t* d_slots = stage(slots);
+  if (replaying()) return;
   cuda::launch_kv_write(static_cast<const float*>(k.data), k.row_stride, static_cast<const float*>(v.data),
                         v.row_stride, d_slots, static_cast<std::int64_t>(slots.size()), cache.k, cache.v,
                         code(cache.dtype), width, 1.0f / cache.k_scale, 1.0f / cache.v_scale, stream_);
@@ -121,6 +123,11 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
                    reinterpret_cast<std::uintptr_t>(cache.k) % 16 == 0 &&
                    reinterpret_cast<std::uintptr_t>(cache.v) % 16 == 0;
   const std::int32_t group = shape.num_heads / cache.kv_heads;
+  // In a step graph pass, the key's layout: decodes only, each sequence's
+  // block table at a fixed stride (the key's context, zero-padded), so the
+  // staged sizes and the launches' shapes hold for any step of the key.
+  const bool graph_layout = in_graph_pass_;
+  const std::int32_t table_stride = graph_layout ? paged::blocks_for(graph_key_.max_context, cache.block_size) : 0;
   std::vector<cuda::AttnMmaTile> mma_tiles;
   std::vector<cuda::AttnRow> rows;
   std::vector<cuda::AttnTile> tiles;
@@ -129,7 +136,13 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
     if (s.num_query == 0) continue;
     const auto offset = static_cast<std::int32_t>(tables.size());
     const std::int32_t blocks = paged::blocks_for(s.context_len, cache.block_size);
+    if (graph_layout && (s.num_query != 1 || blocks > table_stride)) {
+      throw Error("paged_attention: a step graph takes one query a sequence within " +
+                  std::to_string(graph_key_.max_context) + " keys; got " + std::to_string(s.num_query) +
+                  " queries over " + std::to_string(s.context_len) + " keys");
+    }
     tables.insert(tables.end(), s.block_table.begin(), s.block_table.begin() + blocks);
+    if (graph_layout) tables.resize(static_cast<std::size_t>(offset) + static_cast<std::size_t>(table_stride), 0);
     if (mma && s.num_query >= cuda::kAttnTileMinRows) {
       const std::int32_t pos = paged::query_position(s.context_len, s.num_query, 0);
       for (std::int32_t t = 0; t < paged::packed_tiles(s.num_query, group, cuda::kAttnMmaRows); ++t) {
@@ -176,7 +189,7 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   // fallback with its fixed partitions.
   const bool gqa_decode = cuda::attention_decode_supported(shape.head_dim, cache.k, cache.v);
   if (gqa_decode && !rows.empty()) {
-    std::int32_t max_keys = 0;
+    std::int32_t max_keys = graph_layout ? graph_key_.max_context : 0;
     for (const cuda::AttnRow& r : rows) max_keys = std::max(max_keys, r.position - r.first_key + 1);
     const std::int64_t units = static_cast<std::int64_t>(rows.size()) *
                                cuda::attention_decode_units_per_row(shape.num_heads, cache.kv_heads);
@@ -196,9 +209,12 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   std::vector<Launch> launches;
   std::size_t need_slots = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::int32_t parts = paged::num_partitions(rows[i].position - rows[i].first_key + 1, p.partition_size);
+    // A graph's launches are those of rows at the key's context: the
+    // kernels skip a row's partitions past its own keys.
+    const std::int32_t keys = graph_layout ? graph_key_.max_context : rows[i].position - rows[i].first_key + 1;
+    const std::int32_t parts = paged::num_partitions(keys, p.partition_size);
     if (parts > kMaxGridZ) {  // the partitions are the grid's z dimension
-      throw Error("paged_attention: a query over " + std::to_string(rows[i].position - rows[i].first_key + 1) +
+      throw Error("paged_attention: a query over " + std::to_string(keys) +
                   " keys needs " + std::to_string(parts) + " partitions of " +
                   std::to_string(p.partition_size) + ", more than CUDA's grid allows (" +
                   std::to_string(kMaxGridZ) + ")");
@@ -242,6 +258,7 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
   const cuda::AttnTile* d_tiles = stage(std::span<const cuda::AttnTile>(tiles));
   const cuda::AttnMmaTile* d_mma_tiles = stage(std::span<const cuda::AttnMmaTile>(mma_tiles));
   p.tables = stage(std::span<const std::int32_t>(tables));
+  if (replaying()) return;
   if (!mma_tiles.empty()) {
     cuda::launch_paged_attention_mma(p, d_mma_tiles, static_cast<int>(mma_tiles.size()), shape.sliding_window,
                                      stream_);
@@ -265,6 +282,7 @@ void CudaBackend::paged_attention(const TensorView& q, const KvCacheView& cache,
 }
 
 void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, std::span<const BlockCopy> pairs) {
+  refuse_in_graph("copy_blocks");
   check_copy_blocks(src, dst, pairs);
   if (pairs.empty()) return;
   // The copies wait for the ops enqueued so far and the ops enqueued later
@@ -288,6 +306,7 @@ void CudaBackend::copy_blocks(const KvCacheView& src, const KvCacheView& dst, st
 void CudaBackend::moe_topk(const TensorView& router_logits, std::int32_t top_k, bool renormalize,
                            const TensorView& topk_ids, const TensorView& topk_weights) {
   check_moe_topk(router_logits, top_k, topk_ids, topk_weights);
+  refuse_in_graph("moe_topk");
   const std::int64_t experts = router_logits.cols;
   cuda::launch_moe_topk(static_cast<const float*>(router_logits.data), router_logits.row_stride, router_logits.rows,
                         static_cast<int>(experts), top_k, renormalize, static_cast<std::int32_t*>(topk_ids.data),
@@ -303,6 +322,7 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
                               const ExpertWeights& experts, const TensorView& out) {
   constexpr const char* op = "moe_experts";
   check_moe_experts(x, topk_ids, topk_weights, experts, out);
+  refuse_in_graph(op);
   if (!experts.gate_up_scales.empty()) {
     throw Error("cuda backend: moe_experts: int8 experts run on the cpu backend only");
   }
@@ -377,6 +397,7 @@ void CudaBackend::moe_experts(const TensorView& x, const TensorView& topk_ids, c
 void CudaBackend::sample(const TensorView& logits, std::span<const SamplingParams> params,
                          std::span<TokenId> out_tokens) {
   check_sample(logits, params, out_tokens);
+  refuse_in_graph("sample");
   if (logits.rows == 0) return;
   std::vector<std::int32_t> greedy;
   std::vector<cuda::SampleRow> sampled;
