@@ -134,7 +134,8 @@ std::string Engine::description() const {
   return model_.name + " (" + runner_->weight_dtype_name() + " weights, " +
          (quantized ? quantization_label(ro.quantization) + ", " : std::string()) + runner_->kv_dtype_name() + " KV, " +
          (ro.weights_dir.empty() ? "random weights, seed " + std::to_string(ro.seed) : ro.weights_dir) + ") on " +
-         runner_->device_name() + ", " + std::to_string(settings_.replica.kv.num_blocks) + " KV blocks of " +
+         runner_->device_name() + (runner_->uses_step_graphs() ? " with CUDA graphs" : "") + ", " +
+         std::to_string(settings_.replica.kv.num_blocks) + " KV blocks of " +
          std::to_string(settings_.replica.kv.block_size) + " tokens" + (disaggregated() ? " per replica" : "") +
          ", preset " + settings_.replica.scheduler.preset + (disaggregated() ? ", " + pools_line() : "");
 }
@@ -186,6 +187,16 @@ nlohmann::ordered_json Engine::config_echo() const {
   echo["kv_block_bytes"] = runner_->kv_block_bytes();
   echo["weight_bytes"] = runner_->weight_bytes();
   if (runner_->memory_plan()) echo["gpu_memory_utilization"] = ro.gpu_memory_utilization;
+  if (runner_->uses_step_graphs()) {
+    // Replica 0's runner; sibling replicas keep their own graphs.
+    const StepGraphStats& g = runner_->step_graph_stats();
+    nlohmann::ordered_json graphs;
+    graphs["recorded"] = g.recorded;
+    graphs["replayed_steps"] = g.replays;
+    graphs["fallbacks"] = g.failed;
+    if (!g.first_failure.empty()) graphs["first_fallback"] = g.first_failure.substr(0, 200);
+    echo["cuda_graphs"] = std::move(graphs);
+  }
   echo["temperature"] = settings_.sampling.temperature;
   if (settings_.speculative) echo["speculative_config"] = speculative_config_json(*settings_.speculative);
   if (disaggregated()) {

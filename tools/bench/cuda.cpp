@@ -240,7 +240,7 @@ void bench_decode(Backend& be, const DecodeModel& m, double hbm_gbps, std::int32
   rope.theta = 500000.0f;
   std::vector<SamplingParams> params(static_cast<std::size_t>(batch));
   std::vector<TokenId> sampled(static_cast<std::size_t>(batch));
-  const double sec = seconds_per_call([&] {
+  auto forward = [&] {
     be.embedding(tokens, m.embed.view, x);
     for (std::int64_t l = 0; l < kLayers; ++l) {
       const DecodeModel::Layer& L = m.layers[static_cast<std::size_t>(l)];
@@ -262,8 +262,30 @@ void bench_decode(Backend& be, const DecodeModel& m, double hbm_gbps, std::int32
     be.add(x, delta);
     be.rmsnorm(x, m.final_norm.view, 1e-5f, h);
     be.gemm(h, m.head.view, logits);
+  };
+  const double sec = seconds_per_call([&] {
+    forward();
     be.sample(logits, params, sampled);  // waits for the step
   });
+  // The same step through a CUDA graph (docs/cuda.md, "Step graphs"): its
+  // ops warmed and recorded once, then each step a replay and the sampling.
+  double graph_sec = 0;
+  if (be.supports_step_graphs()) {
+    const StepGraphKey key{&m, batch, std::max(1024, context)};
+    be.begin_step_graph(key, StepGraphPass::warm);
+    forward();
+    be.end_step_graph();
+    be.begin_step_graph(key, StepGraphPass::record);
+    forward();
+    be.end_step_graph();
+    graph_sec = seconds_per_call([&] {
+      be.begin_step_graph(key, StepGraphPass::replay);
+      forward();
+      be.end_step_graph();
+      be.sample(logits, params, sampled);
+    });
+    be.clear_step_graphs(&m);
+  }
   const double kv_bytes = 2.0 * kLayers * static_cast<double>(batch) * context * kvd * 2;  // K and V, bf16
   const double roofline = (m.weight_bytes + kv_bytes) / (hbm_gbps * 1e9);
   std::printf("\nLlama-3.1-8B bf16 decode, batch %d, context %d (bf16 KV cache)\n", batch, context);
@@ -271,6 +293,11 @@ void bench_decode(Backend& be, const DecodeModel& m, double hbm_gbps, std::int32
   std::printf("%-28s %9.3f ms  (%.2f GB of weights + %.2f GB of KV at %.0f GB/s)\n", "bytes / HBM bandwidth",
               roofline * 1e3, m.weight_bytes / 1e9, kv_bytes / 1e9, hbm_gbps);
   std::printf("%-28s %9.2fx  (target <= %.2fx)\n", "step / roofline", sec / roofline, target);
+  if (graph_sec > 0) {
+    std::printf("%-28s %9.3f ms\n", "decode step, CUDA graph", graph_sec * 1e3);
+    std::printf("%-28s %9.2fx  (target <= %.2fx; %.2fx faster than eager)\n", "graph step / roofline",
+                graph_sec / roofline, target, sec / graph_sec);
+  }
 }
 
 // A paged KV cache of `seqs_n` sequences of `context` tokens each, in

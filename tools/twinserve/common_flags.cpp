@@ -68,6 +68,10 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
                  "activations per token (W8A8; cuda on compute capability 8.9+, or the cpu's reference; dense "
                  "models); validate: the profile's; docs/quantization.md")
       ->check(CLI::IsMember({"int8", "fp8", "none"}));
+  sub.add_flag("--cuda-graphs", f.cuda_graphs,
+               "cuda: run decode-only steps of dense models through CUDA graphs, padded to vLLM's capture sizes "
+               "(1, 2, 4, 8, 16, ... up to --max-num-seqs, at most 512), one graph per size and context bucket "
+               "(docs/cuda.md; not yet the default: it has not run on a GPU)");
 }
 
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
@@ -104,6 +108,7 @@ RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags*
   o.weight_dtype = engine.dtype;
   o.kv_cache_dtype = engine.kv_cache_dtype;
   o.quantization = engine.quantization;  // "none" kept: validate tells it from unset
+  o.cuda_graphs = engine.cuda_graphs;
   o.seed = seed;
   if (memory) {
     o.num_blocks = memory->num_gpu_blocks.value_or(0);

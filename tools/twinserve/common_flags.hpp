@@ -56,6 +56,7 @@ struct EngineFlags {
   std::int32_t threads = 0;  // 0: one per hardware thread
   std::string dtype = "auto", kv_cache_dtype = "auto";
   std::string quantization;  // "", none or int8 (weight-only, quantised at load)
+  bool cuda_graphs = false;  // decode steps through CUDA graphs (RunnerOptions::cuda_graphs)
 };
 void add_engine_flags(CLI::App& sub, EngineFlags& flags);
 
