@@ -2,10 +2,13 @@
 # make bench-spec: speculative decoding on the CPU engine against the
 # simulator's prediction from the acceptance the engine measured
 # (docs/speculative.md, "CPU figure"). Timing only: no test depends on it.
-#   tools/bench/speculative/run.sh [build dir] [draft method: draft|ngram]
+#   tools/bench/speculative/run.sh [build dir] [draft method: draft|ngram|self]
 # The target is `small` (random weights, seed 0); the draft is its first two
 # layers (the same seed gives the same embeddings and layers: a layer-skip
-# self-draft, sharing small's 32000-token vocabulary). Requests run one at a
+# self-draft, sharing small's 32000-token vocabulary); `self` drafts with
+# small itself (same seed, same weights: every proposal is accepted, so the
+# figure checks the pricing of k draft passes and a (k + 1)-token
+# verification against the engine's). Requests run one at a
 # time (max_num_seqs 1): batch 1, as the published speedups are.
 # The simulator prices the steps with the cpu roofline profile, or with
 # calibrated profiles when PROFILE (small's) and DRAFT_PROFILE (the draft's)
@@ -28,6 +31,8 @@ with open(sys.argv[1], "w") as f:
 PY
 if [ "$method" = ngram ]; then
   spec="{\"method\":\"ngram\",\"num_speculative_tokens\":$k,\"prompt_lookup_max\":3}"
+elif [ "$method" = self ]; then
+  spec="{\"method\":\"draft_model\",\"model\":\"small\",\"num_speculative_tokens\":$k}"
 else
   spec="{\"method\":\"draft_model\",\"model\":\"$here/small-draft-2l.json\",\"num_speculative_tokens\":$k}"
 fi
@@ -40,7 +45,7 @@ pricing="cpu roofline"
 if [ -n "${PROFILE:-}" ]; then
   cost+=(--profile "$PROFILE")
   pricing="calibrated profiles"
-  if [ "$method" = draft ]; then
+  if [ "$method" != ngram ]; then
     sim_spec=${sim_spec%\}},\"draft_profile\":\"${DRAFT_PROFILE:?set DRAFT_PROFILE to the draft profile}\"}
   fi
 fi
