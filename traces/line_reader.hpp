@@ -47,6 +47,8 @@ class LineReader {
   std::string path_;
   std::unique_ptr<ByteSource> source_;
   std::vector<char> buffer_;
+  std::size_t full_bytes_;  // the size reads grow the buffer to
+  bool filled_ = false;     // the last read filled the buffer
   std::size_t begin_ = 0;  // start of unread data in buffer_
   std::size_t end_ = 0;    // end of valid data in buffer_
   bool eof_ = false;
