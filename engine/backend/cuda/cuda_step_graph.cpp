@@ -56,6 +56,7 @@ void CudaBackend::begin_step_graph(const StepGraphKey& key, StepGraphPass pass) 
   }
   graph_staged_ = 0;
   graph_ = nullptr;
+  graph_key_ = key;  // before anything can fail: abort_step_graph drops what this begin made
   if (pass == StepGraphPass::replay) {
     const auto it = graphs_.find(key);
     if (it == graphs_.end() || it->second.exec == nullptr) throw Error("cuda backend: replay of a step graph never recorded");
@@ -89,7 +90,6 @@ void CudaBackend::begin_step_graph(const StepGraphKey& key, StepGraphPass pass) 
   }
   in_graph_pass_ = true;
   graph_pass_ = pass;
-  graph_key_ = key;
 }
 
 // On a failure the pass stays open, so abort_step_graph drops its graph.
@@ -139,14 +139,15 @@ void CudaBackend::abort_step_graph() noexcept {
     if (graph != nullptr) cudaGraphDestroy(graph);
     capturing_ = false;
   }
-  cudaGetLastError();  // the sticky-free error a failed capture leaves
-  if (in_graph_pass_ && graph_pass_ != StepGraphPass::warm) {
-    const auto it = graphs_.find(graph_key_);
-    if (it != graphs_.end()) {
-      cudaStreamSynchronize(stream_);
-      destroy_graph(it->second);
-      graphs_.erase(it);
-    }
+  cudaGetLastError();  // the non-sticky error a failed capture leaves
+  // The key's graph: one whose record or replay failed, or one a failed
+  // begin left half made (no executable graph yet).
+  const auto it = graphs_.find(graph_key_);
+  if (it != graphs_.end() &&
+      (it->second.exec == nullptr || (in_graph_pass_ && graph_pass_ != StepGraphPass::warm))) {
+    cudaStreamSynchronize(stream_);
+    destroy_graph(it->second);
+    graphs_.erase(it);
   }
   in_graph_pass_ = false;
   graph_ = nullptr;
