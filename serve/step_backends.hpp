@@ -34,6 +34,9 @@ class LiveStepBackend {
   // Output token `index` (0-based) of a request, once the step that made it has run.
   virtual TokenId token(RequestId id, std::int32_t index) const = 0;
   virtual void forget(RequestId) {}
+  // Steps' waits for KV tier loads so far, in seconds (the simulated
+  // pricing's; the engine's loads run inside its steps: 0).
+  virtual double tier_load_stall_s() const { return 0.0; }
 };
 
 class EngineStepBackend final : public LiveStepBackend {
@@ -60,6 +63,7 @@ class PacedStepBackend final : public LiveStepBackend {
   StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now,
                       StepResult& result) override;
   TokenId token(RequestId id, std::int32_t index) const override;
+  double tier_load_stall_s() const override { return to_seconds(pricing_->tier_load_stall()); }
 
  private:
   std::unique_ptr<VirtualClock> pricing_;

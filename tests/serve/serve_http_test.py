@@ -250,6 +250,15 @@ def check_records(out_dir):
             check(3 <= int(r["output_tokens"]) < 2000, "the cancelled request stopped early")
     # Bad input never reached the core: every row is one the client sent.
     check(len(rows) == len(SEEN) + len(CANCELLED), "%d rows for %d requests" % (len(rows), len(SEEN) + len(CANCELLED)))
+    # With a KV tier below the device, the summary and steps.csv say what it did.
+    if "--kv-offload-dram-gib" in sys.argv:
+        with open(os.path.join(out_dir, "summary.json")) as f:
+            tiers = json.load(f).get("kv_tiers") or {}
+        names = [t["name"] for t in tiers.get("tiers", [])]
+        check(names == ["hbm", "dram"], "summary.json kv_tiers lists hbm then dram (%s)" % names)
+        with open(os.path.join(out_dir, "steps.csv")) as f:
+            header = f.readline().strip().split(",")
+        check("dram_load_blocks" in header and "dram_store_blocks" in header, "steps.csv has the dram tier's columns")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/serve.hpp"
 #include "metrics/collector.hpp"
+#include "metrics/kv_tier_tally.hpp"
 #include "metrics/output_dir.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/result_sink.hpp"
@@ -77,6 +78,10 @@ struct Served {
   std::unique_ptr<LiveStepBackend> backend;
   nlohmann::ordered_json echo;
   std::string description;
+  // KV tiers (--kv-offload-*): bytes per block for summary.json's kv_tiers,
+  // and whether their loads overlap compute (simulated only).
+  double kv_block_bytes = 0;
+  bool tier_load_overlap = false;
 };
 
 Served build_engine(const ServeArgs& a, const RequestInbox& inbox) {
@@ -96,6 +101,7 @@ Served build_engine(const ServeArgs& a, const RequestInbox& inbox) {
   s.vocab_size = s.engine->model().vocab_size;
   s.backend = std::make_unique<EngineStepBackend>(*s.executor, inbox, a.seed);
   s.echo = s.engine->config_echo();
+  s.kv_block_bytes = static_cast<double>(s.engine->runner().kv_block_bytes());
   return s;
 }
 
@@ -116,6 +122,14 @@ Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, 
   if (a.memory.num_gpu_blocks) c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
   c.overrides = scheduler_overrides(a.sched);
   c.overrides.max_model_len = a.memory.max_model_len;
+  // The engine's KV tier flags, priced as simulate prices its own (DRAM above SSD).
+  for (const auto& [name, gib] : {std::pair{"dram", a.memory.kv_offload_dram_gib}, std::pair{"ssd", a.memory.kv_offload_ssd_gib}}) {
+    if (gib <= 0) continue;
+    KvTierSpec t;
+    t.name = name;
+    t.capacity_gib = gib;
+    c.kv_tiers.push_back(t);
+  }
   Cluster cluster = build_cluster(c);
   Served s;
   SimReplicaSpec& spec = cluster.replicas.at(0);
@@ -129,6 +143,10 @@ Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, 
       VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers}};
   s.backend = std::make_unique<PacedStepBackend>(std::make_unique<VirtualClock>(pricing), *keep, a.seed);
   s.echo = config_echo(c, cluster);
+  if (const auto& tiers = cluster.groups.front().tiers) {
+    s.kv_block_bytes = tiers->block_bytes();
+    s.tier_load_overlap = tiers->load_overlap();
+  }
   s.echo["mode"] = "simulated";
   s.description = "simulated: " + describe_cluster(cluster);
   return s;
@@ -172,7 +190,9 @@ void serve(const ServeArgs& a) {
     request_writer = std::make_unique<RequestCsvWriter>(requests_file);
     if (!a.no_steps) {
       steps_file = dir->open("steps.csv");
-      step_writer = std::make_unique<StepCsvWriter>(steps_file);
+      std::vector<std::string> tiers;
+      for (const KvTierConfig& t : s.replica.kv.tiers) tiers.push_back(t.name);
+      step_writer = std::make_unique<StepCsvWriter>(steps_file, false, tiers);
     }
   }
   MetricsCollector collector;
@@ -226,7 +246,19 @@ void serve(const ServeArgs& a) {
   echo["frontend"] = "openai-http";
   echo["unserved"] = stats.unserved;
   echo["interrupted_requests"] = stats.interrupted;
-  const Summary summary = collector.summarize(context);
+  Summary summary = collector.summarize(context);
+  if (!s.replica.kv.tiers.empty()) {
+    const KvCache& kv = replica.kv_cache();
+    std::vector<KvTierStats> stats;
+    std::vector<KvTierConfig> configs;
+    for (std::size_t t = 0; t < kv.tiers().size(); ++t) {
+      stats.push_back(kv.tiers().stats(t));
+      configs.push_back(kv.tiers().config(t));
+    }
+    KvTierTally tally;
+    tally.add(kv.stats(), stats, configs, kv.num_blocks(), s.replica.kv.block_size, s.kv_block_bytes);
+    tally.finish(summary, s.backend->tier_load_stall_s(), s.tier_load_overlap);
+  }
   if (dir) {
     requests_file.flush();
     if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
@@ -261,6 +293,7 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
   sub->add_option("--tp", a.tp, "--simulate: tensor parallel GPUs")->check(int_range(1, 1024));
   add_engine_flags(*sub, a.engine);
   add_engine_memory_flags(*sub, a.memory);
+  add_kv_offload_flags(*sub, a.memory);
   add_scheduler_flags(*sub, a.sched);
   sub->add_option("--seed", a.seed, "Seed for random weights and for requests sent without a seed")
       ->check(CLI::NonNegativeNumber);
