@@ -279,11 +279,10 @@ struct ModelRunner::Impl {
         for (ForwardCall call : program)
           if (call_info(call).part == CallPart::epilogue && call != ForwardCall::sample) run_call(call, args, 0);
       };
-      if (!graphs || !graph_pass(StepGraphKey{this, bucket, graph_context_bucket(max_context, static_cast<std::int32_t>(
-                                                                  std::min<std::int64_t>(config.max_position_embeddings, INT32_MAX)))},
-                                 pass)) {
-        pass();
-      }
+      const auto model_context =
+          static_cast<std::int32_t>(std::min<std::int64_t>(config.max_position_embeddings, INT32_MAX));
+      const StepGraphKey key{this, bucket, graph_context_bucket(max_context, model_context)};
+      if (!graphs || !graph_pass(key, pass)) pass();
       args.samples = sampled;
       run_call(ForwardCall::sample, args, 0);
     } else {
