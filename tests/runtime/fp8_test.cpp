@@ -16,13 +16,7 @@ namespace twin::test {
 namespace {
 
 std::unique_ptr<ModelRunner> fp8_runner(const ModelConfig& config, const std::string& dir) {
-  RunnerOptions o;
-  o.threads = 2;
-  o.weights_dir = dir;
-  o.num_blocks = 64;
-  o.block_size = 4;
-  o.quantization = "fp8";
-  return std::make_unique<ModelRunner>(config, o);
+  return quantized_runner(config, dir, "fp8");
 }
 
 }  // namespace

@@ -39,13 +39,7 @@ WeightMap dequantized(const ModelConfig& c, WeightMap w) {
 }
 
 std::unique_ptr<ModelRunner> int8_runner(const ModelConfig& config, const std::string& dir) {
-  RunnerOptions o;
-  o.threads = 2;
-  o.weights_dir = dir;
-  o.num_blocks = 64;
-  o.block_size = 4;
-  o.quantization = "int8";
-  return std::make_unique<ModelRunner>(config, o);
+  return quantized_runner(config, dir, "int8");
 }
 
 // Decodes 5 tokens after a 29-token prompt with int8 weights and checks each

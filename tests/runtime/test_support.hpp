@@ -15,7 +15,8 @@ namespace twin::test {
 
 inline std::unique_ptr<ModelRunner> make_runner(const ModelConfig& config, const std::string& weights_dir,
                                                 std::int32_t num_blocks = 64, std::int32_t block_size = 4,
-                                                const std::string& dtype = "auto", std::int32_t host_blocks = 0) {
+                                                const std::string& dtype = "auto", std::int32_t host_blocks = 0,
+                                                const std::string& quantization = "") {
   RunnerOptions o;
   o.threads = 2;
   o.weights_dir = weights_dir;
@@ -23,7 +24,14 @@ inline std::unique_ptr<ModelRunner> make_runner(const ModelConfig& config, const
   o.block_size = block_size;
   o.weight_dtype = dtype;
   o.num_host_blocks = host_blocks;
+  o.quantization = quantization;
   return std::make_unique<ModelRunner>(config, o);
+}
+
+// A runner whose projections the loader quantises ("int8", "fp8").
+inline std::unique_ptr<ModelRunner> quantized_runner(const ModelConfig& config, const std::string& weights_dir,
+                                                     const std::string& quantization) {
+  return make_runner(config, weights_dir, 64, 4, "auto", 0, quantization);
 }
 
 // Block ids in a scrambled order, so a test would notice attention reading
