@@ -50,8 +50,26 @@ std::string text(const nlohmann::json& j, const char* key, const std::string& or
 
 }  // namespace
 
+ModelDesc eagle_head(const ModelDesc& target) {
+  ModelDesc head = target;
+  head.name = target.name + "-eagle-head";
+  head.hf_id.clear();
+  head.num_hidden_layers = 1;
+  head.num_local_experts = 0;  // a dense layer
+  head.num_experts_per_tok = 0;
+  head.moe_intermediate_size = 0;
+  head.n_shared_experts = 0;
+  head.first_k_dense_replace = 0;
+  return head;
+}
+
 std::string_view speculative_method_name(SpeculativeMethod m) {
-  return m == SpeculativeMethod::ngram ? "ngram" : "draft_model";
+  switch (m) {
+    case SpeculativeMethod::ngram: return "ngram";
+    case SpeculativeMethod::draft_model: return "draft_model";
+    case SpeculativeMethod::eagle: return "eagle";
+  }
+  return "?";
 }
 
 SpeculativeConfig parse_speculative_config(std::string_view json_text, const std::string& origin) {
@@ -75,20 +93,26 @@ SpeculativeConfig speculative_config_from_json(const nlohmann::json& j, const st
     if (!known) throw UsageError(origin + ": unknown key '" + excerpt(key) + "'; known keys: " + known_keys());
   }
   SpeculativeConfig c;
-  if (!j.contains("method")) fail(origin, "method", "missing: ngram or draft_model");
+  if (!j.contains("method")) fail(origin, "method", "missing: ngram, draft_model or eagle");
   const std::string method = text(j, "method", origin);
   if (method == "ngram") {
     c.method = SpeculativeMethod::ngram;
   } else if (method == "draft_model") {
     c.method = SpeculativeMethod::draft_model;
+  } else if (method == "eagle") {
+    c.method = SpeculativeMethod::eagle;
   } else {
-    fail(origin, "method", "unknown method '" + excerpt(method) + "': ngram or draft_model");
+    fail(origin, "method", "unknown method '" + excerpt(method) + "': ngram, draft_model or eagle");
   }
   if (!j.contains("num_speculative_tokens")) fail(origin, "num_speculative_tokens", "missing: 1 to 64");
   c.num_speculative_tokens = int_in(j, "num_speculative_tokens", origin, 1, kMaxK);
-  if (c.method == SpeculativeMethod::draft_model) {
-    if (!j.contains("model")) fail(origin, "model", "missing: the draft model's name or config path");
-    c.model = text(j, "model", origin);
+  if (c.method != SpeculativeMethod::ngram) {
+    if (c.method == SpeculativeMethod::draft_model && !j.contains("model")) {
+      fail(origin, "model", "missing: the draft model's name or config path");
+    }
+    // eagle: vLLM's "model" is the head's checkpoint; here an optional
+    // descriptor of the head (default: one layer of the target's shape).
+    if (j.contains("model")) c.model = text(j, "model", origin);
     for (const char* k : {"prompt_lookup_max", "prompt_lookup_min"}) {
       if (j.contains(k)) fail(origin, k, "applies to method ngram only");
     }
@@ -126,8 +150,8 @@ nlohmann::ordered_json speculative_config_json(const SpeculativeConfig& c) {
   nlohmann::ordered_json j;
   j["method"] = std::string(speculative_method_name(c.method));
   j["num_speculative_tokens"] = c.num_speculative_tokens;
-  if (c.method == SpeculativeMethod::draft_model) {
-    j["model"] = c.model;
+  if (c.method != SpeculativeMethod::ngram) {
+    if (!c.model.empty()) j["model"] = c.model;
   } else {
     j["prompt_lookup_max"] = c.prompt_lookup_max;
     j["prompt_lookup_min"] = c.prompt_lookup_min;

@@ -9,14 +9,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/model_desc.hpp"
+
 namespace twin {
 
-enum class SpeculativeMethod { ngram, draft_model };
+// eagle (vLLM's name) is the simulator's only: EAGLE's head, one decoder
+// layer of the target's shape over the target's features, read out by the
+// target's LM head; the engine has no EAGLE weights to run.
+enum class SpeculativeMethod { ngram, draft_model, eagle };
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::ngram;
   std::int32_t num_speculative_tokens = 0;  // k, 1..64
-  std::string model;                        // draft_model: the draft (name or config path)
+  std::string model;                        // draft_model: the draft (name or config path); eagle: its head's, optional
   std::int32_t prompt_lookup_max = 4;       // ngram: longest suffix looked up
   std::int32_t prompt_lookup_min = 1;       // ngram: shortest
   // Simulator only: how many proposals the target accepts. One of
@@ -43,6 +48,13 @@ SpeculativeConfig parse_speculative_config(std::string_view text, const std::str
 SpeculativeConfig speculative_config_from_json(const nlohmann::json& json, const std::string& origin);
 // The config as JSON in the input format (summary.json's config echo).
 nlohmann::ordered_json speculative_config_json(const SpeculativeConfig& config);
+
+// EAGLE's head for a target (method eagle without a model): one dense
+// decoder layer of the target's shape, with the target's vocabulary (it
+// reads the target's embedding and LM head; EAGLE's fc from the feature and
+// token pair to the hidden size is left out, a 2h x h GEMM beside the
+// layer's). Named after the target.
+ModelDesc eagle_head(const ModelDesc& target);
 
 // The per-position acceptance rate alpha whose expected tokens per
 // verification step, 1 + alpha + ... + alpha^k, equals `length` (1..k+1).

@@ -254,12 +254,18 @@ Cluster build_cluster(const ClusterConfig& config) {
       // the target; its weights and its KV pool (one draft block per target
       // block, docs/speculative.md) come out of the same memory.
       std::optional<ModelDesc> draft;
+      bool draft_shares_embeddings = false;  // EAGLE's head reads the target's embedding and LM head
       if (gc.speculative) {
         const SpeculativeConfig& sc = *gc.speculative;
         if (gc.pp != 1) throw UsageError("speculative_config: speculative decoding is modelled at pp=1 only");
         g.replica.scheduler.num_speculative_tokens = sc.num_speculative_tokens;
-        if (sc.method == SpeculativeMethod::draft_model) {
+        if (sc.method == SpeculativeMethod::eagle) {
+          draft = sc.model.empty() ? eagle_head(g.model) : resolve_model(sc.model);
+          draft_shares_embeddings = true;
+        } else if (sc.method == SpeculativeMethod::draft_model) {
           draft = resolve_model(sc.model);
+        }
+        if (draft) {
           if (draft->vocab_size != g.model.vocab_size) {
             throw UsageError("speculative_config: draft model '" + draft->name + "' has a vocabulary of " +
                              std::to_string(draft->vocab_size) + " tokens, the target '" + g.model.name + "' " +
@@ -290,7 +296,13 @@ Cluster build_cluster(const ClusterConfig& config) {
                                    g.replica.kv.block_size;
         if (draft) {
           const ParallelLayout one{1, 1};
-          s.weight_bytes_per_gpu += static_cast<double>(weight_bytes_per_gpu(*draft, g.dtype, one, 0));
+          std::int64_t draft_weights = weight_bytes_per_gpu(*draft, g.dtype, one, 0);
+          if (draft_shares_embeddings) {
+            ModelDesc bare = *draft;  // the embedding and LM head alone: the target's, already counted
+            bare.num_hidden_layers = 0;
+            draft_weights -= weight_bytes_per_gpu(bare, g.dtype, one, 0);
+          }
+          s.weight_bytes_per_gpu += static_cast<double>(draft_weights);
           s.kv_block_bytes_per_gpu +=
               static_cast<double>(kv_bytes_per_token_per_gpu(*draft, g.kv_dtype, one, 0)) * g.replica.kv.block_size;
         }

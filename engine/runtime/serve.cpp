@@ -58,6 +58,10 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   ro.max_num_seqs = rc.scheduler.max_num_seqs;
   const std::optional<SpeculativeConfig>& spec = settings_.speculative;
   if (spec) {
+    if (spec->method == SpeculativeMethod::eagle) {
+      throw UsageError("--speculative-config: method eagle is the simulator's (the engine has no EAGLE head to run); "
+                       "the engine takes draft_model or ngram");
+    }
     // The engine measures acceptance; the simulator's keys have no meaning here.
     const char* sim_key = spec->acceptance_rate >= 0     ? "acceptance_rate"
                           : spec->acceptance_length >= 0 ? "acceptance_length"

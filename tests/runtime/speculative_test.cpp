@@ -201,6 +201,10 @@ TEST_CASE("the engine refuses speculation it cannot do, naming the key", "[specu
                                              "--speculative-config");
     CHECK_THROWS_WITH(Engine(s), Catch::Contains("acceptance_rate"));
   }
+  SECTION("method eagle, the simulator's") {
+    s.speculative = parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":2})", "--speculative-config");
+    CHECK_THROWS_WITH(Engine(s), Catch::Contains("eagle") && Catch::Contains("simulator"));
+  }
 }
 
 TEST_CASE("speculative config errors name the flag and the key", "[speculative]") {

@@ -179,15 +179,14 @@ TEST_CASE("EAGLE and Medusa speedups at batch 1 against Spec-Bench's A100 leader
     ClusterConfig base = one_group(c.model, "a100-80gb", 1, 1, 1, "fp16");
     const double plain = mean_alone_e2e(base, 16, 128, 256);
     ClusterConfig spec = base;
-    // EAGLE: a one-layer draft of the target's shape (its decoder layer and
-    // the target's LM head), 5 draft steps (SGLang's default
+    // EAGLE: method eagle, its head one decoder layer of the target's shape
+    // read out by the target's LM head, 5 draft steps (SGLang's default
     // speculative_num_steps), verified as a chain. Medusa: its heads run in
     // the target's pass, so proposals are priced free (an n-gram proposer):
     // an upper bound on its speedup. Neither verifies a tree here.
     const std::string json =
         std::string(c.method) == "eagle"
-            ? std::string(R"({"method":"draft_model","num_speculative_tokens":5,"model":")") + TWIN_SOURCE_DIR +
-                  "/tests/sim/data/eagle-draft-" + c.model + R"(.json","acceptance_length":)" +
+            ? std::string(R"({"method":"eagle","num_speculative_tokens":5,"acceptance_length":)") +
                   std::to_string(c.mean_accepted) + "}"
             : std::string(R"({"method":"ngram","num_speculative_tokens":4,"acceptance_length":)") +
                   std::to_string(c.mean_accepted) + "}";
@@ -208,4 +207,46 @@ TEST_CASE("EAGLE and Medusa speedups at batch 1 against Spec-Bench's A100 leader
       CHECK(speedup < c.published * 1.4);
     }
   }
+}
+
+TEST_CASE("method eagle: a head of one target layer, priced as that draft, its memory one layer", "[speculative]") {
+  // eagle without a model: one decoder layer of the target's shape.
+  const ModelDesc target = resolve_model("llama-2-7b");
+  const ModelDesc head = eagle_head(target);
+  CHECK(head.num_hidden_layers == 1);
+  CHECK(head.hidden_size == target.hidden_size);
+  CHECK(head.vocab_size == target.vocab_size);
+  CHECK(eagle_head(resolve_model("mixtral-8x7b")).num_local_experts == 0);
+
+  // Priced as the same one-layer draft written as a descriptor: same step
+  // times (the draft's pricing is the draft model's).
+  ClusterConfig base = one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16");
+  ClusterConfig eagle = base, as_draft = base;
+  eagle.groups.front().speculative =
+      parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":3,"acceptance_rate":0.7})", "test");
+  as_draft.groups.front().speculative = parse_speculative_config(
+      std::string(R"({"method":"draft_model","num_speculative_tokens":3,"acceptance_rate":0.7,"model":")") +
+          TWIN_SOURCE_DIR + R"(/tests/sim/data/eagle-draft-llama-2-7b.json"})",
+      "test");
+  ListSource a_src = decodes(1, 128, 64), b_src = decodes(1, 128, 64);
+  const CollectSink a = simulate(eagle, a_src), b = simulate(as_draft, b_src);
+  REQUIRE(a.requests.size() == 1);
+  CHECK(a.requests[0].finish == b.requests[0].finish);
+
+  // Its memory is one layer: it shares the target's embedding and LM head,
+  // which the draft model counts again, so eagle leaves more KV blocks.
+  const Cluster ce = build_cluster(eagle), cd = build_cluster(as_draft), cb = build_cluster(base);
+  const std::int64_t eb = ce.groups.front().memory.num_blocks, db = cd.groups.front().memory.num_blocks,
+                     bb = cb.groups.front().memory.num_blocks;
+  CHECK(eb < bb);
+  CHECK(eb > db);
+
+  // The echo reads back; the engine refuses it by name (tests/runtime).
+  const SpeculativeConfig back = speculative_config_from_json(
+      nlohmann::json::parse(speculative_config_json(*eagle.groups.front().speculative).dump()), "echo");
+  CHECK(back.method == SpeculativeMethod::eagle);
+  CHECK(back.model.empty());
+  CHECK_THROWS_WITH(parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":3,"prompt_lookup_max":2})",
+                                             "test"),
+                    Catch::Contains("prompt_lookup_max"));
 }

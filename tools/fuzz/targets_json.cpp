@@ -282,7 +282,9 @@ std::vector<std::string> speculative_seeds() {
   return {R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4})",
           R"({"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":6,"prompt_lookup_min":2,"acceptance_rate":0.6})",
           R"({"method":"draft_model","model":"tiny","num_speculative_tokens":3})",
-          R"({"method":"draft_model","model":"tiny","num_speculative_tokens":4,"acceptance_length":2.5})"};
+          R"({"method":"draft_model","model":"tiny","num_speculative_tokens":4,"acceptance_length":2.5})",
+          R"({"method":"eagle","num_speculative_tokens":5,"acceptance_length":3.6})",
+          R"({"method":"eagle","model":"tiny","num_speculative_tokens":2,"acceptance_rate":0.4})"};
 }
 
 bool same_speculative(const SpeculativeConfig& a, const SpeculativeConfig& b) {
@@ -305,7 +307,7 @@ void run_speculative(const std::string& input, const Scratch&) {
   // Files named by the config are the user's (a mutated path could name a
   // device): only self-contained configs go on to a simulation.
   if (!config.acceptance_from.empty() || !config.draft_profile.empty()) return;
-  if (config.method == SpeculativeMethod::draft_model && config.model != "tiny") return;
+  if (config.method != SpeculativeMethod::ngram && !config.model.empty() && config.model != "tiny") return;
   // As `simulate --model tiny --hw cpu --speculative-config JSON` serves 4 requests.
   ClusterConfig cluster;
   ReplicaGroupConfig& g = cluster.groups.emplace_back();

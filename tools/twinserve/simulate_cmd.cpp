@@ -313,7 +313,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--speculative-config", a.speculative_config,
                   "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
                   "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
-                  "docs/speculative.md");
+                  "method ngram, draft_model or eagle (EAGLE's head: one target layer); docs/speculative.md");
   sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run(*args, mpi); }); });
 }};
 
