@@ -10,24 +10,10 @@
 #include "base/error.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "engine/runtime/step_graph_batch.hpp"
+#include "tests/runtime/reference_model.hpp"
 
 namespace twin::test {
 namespace {
-
-ModelConfig tiny_dense() {
-  ModelConfig c;
-  c.name = "tiny";
-  c.hidden_size = 64;
-  c.intermediate_size = 96;
-  c.num_layers = 2;
-  c.num_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 16;
-  c.vocab_size = 300;
-  c.max_position_embeddings = 1024;
-  c.rope_theta = 10000.0;
-  return c;
-}
 
 std::unique_ptr<ModelRunner> cpu_runner(bool pad) {
   RunnerOptions o;
@@ -37,7 +23,7 @@ std::unique_ptr<ModelRunner> cpu_runner(bool pad) {
   o.num_blocks = 40;
   o.block_size = 4;
   o.pad_decode_steps = pad;
-  return std::make_unique<ModelRunner>(tiny_dense(), o);
+  return std::make_unique<ModelRunner>(tiny_config(), o);
 }
 
 BatchSeq decode_seq(RequestId id, std::int32_t start, std::span<const BlockId> table) {
@@ -126,7 +112,7 @@ TEST_CASE("a decode step padded for a graph gives the real rows the unpadded ste
   std::vector<std::vector<TokenId>> prompts;
   for (int i = 0; i < 5; ++i) {
     std::vector<TokenId> p;
-    for (int t = 0; t < 5 + i; ++t) p.push_back(static_cast<TokenId>((t * 31 + i * 17 + 3) % 300));
+    for (int t = 0; t < 5 + i; ++t) p.push_back(static_cast<TokenId>((t * 31 + i * 17 + 3) % 256));
     prompts.push_back(p);
   }
   ForwardBatch batch;
@@ -173,14 +159,14 @@ TEST_CASE("cuda graphs on the cpu backend are refused by name") {
   o.num_blocks = 8;
   o.cuda_graphs = true;
   try {
-    ModelRunner r(tiny_dense(), o);
+    ModelRunner r(tiny_config(), o);
     FAIL("accepted");
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find("--cuda-graphs") != std::string::npos);
   }
   o.backend = "auto";  // no GPU here or there: eager
   RunnerOptions probe = o;
-  ModelRunner r(tiny_dense(), probe);
+  ModelRunner r(tiny_config(), probe);
   if (r.backend_name() == "cpu") CHECK_FALSE(r.uses_step_graphs());
 }
 
