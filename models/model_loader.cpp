@@ -87,6 +87,10 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   require_positive(origin, "hidden_size", m.hidden_size);
   require_positive(origin, "intermediate_size", m.intermediate_size);
   require_positive(origin, "num_hidden_layers", m.num_hidden_layers);
+  // Layer counts feed 32-bit op repeats (step_ops); real models have ~100.
+  if (m.num_hidden_layers > 100000) {
+    json_field_error(origin, "num_hidden_layers", "expected at most 100000, got " + std::to_string(m.num_hidden_layers));
+  }
   require_positive(origin, "num_attention_heads", m.num_attention_heads);
   require_positive(origin, "vocab_size", m.vocab_size);
   require_positive(origin, "max_position_embeddings", m.max_position_embeddings);

@@ -135,6 +135,9 @@ TEST_CASE("bad config files are rejected naming the file and the key") {
   rejects("{" + base + R"(, "vocab_size": 100, "num_local_experts": 8})", "num_experts_per_tok");
   rejects("{" + base + R"(, "vocab_size": 100, "tie_word_embeddings": 1})", "tie_word_embeddings");
   rejects(R"({"hidden_size": 128,)", "JSON");
+  // A layer count past 32-bit op repeats (UBSan, twin_fuzz model, seed 21).
+  rejects(R"({"hidden_size": 1, "intermediate_size": 1, "num_hidden_layers": 4294967296,
+      "num_attention_heads": 1, "max_position_embeddings": 512, "vocab_size": 2})", "num_hidden_layers");
   // A context of 1 token is refused here, naming the model's key (not the
   // scheduler's max_model_len, which the user never set).
   rejects(R"({"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2,
