@@ -504,9 +504,12 @@ struct TraceReader::Impl {
       return bad("arrival time is out of range: over 292 years after the first row's"), RowResult::bad;
     bool clamped = false;
     if (have_last && t < last_arrival) {
-      if (last_arrival - t > tolerance_ns) {
+      Time back = 0;
+      if (__builtin_sub_overflow(last_arrival, t, &back))  // a row far before the first (fuzzer, ASan seed 21)
+        return bad("arrival goes backwards by over 292 years"), RowResult::bad;
+      if (back > tolerance_ns) {
         std::string msg = "arrival goes backwards by ";
-        append_seconds_9(msg, last_arrival - t);
+        append_seconds_9(msg, back);
         msg += " s (tolerance " + std::to_string(options.backwards_tolerance_s) + " s)";
         return bad(msg), RowResult::bad;
       }
