@@ -28,6 +28,16 @@ void KvTierTally::add(const KvCacheStats& kv, std::span<const KvTierStats> tiers
   }
 }
 
+void KvTierTally::add(const KvCache& kv, std::int32_t block_tokens, double block_bytes) {
+  std::vector<KvTierStats> stats;
+  std::vector<KvTierConfig> configs;
+  for (std::size_t t = 0; t < kv.tiers().size(); ++t) {
+    stats.push_back(kv.tiers().stats(t));
+    configs.push_back(kv.tiers().config(t));
+  }
+  add(kv.stats(), stats, configs, kv.num_blocks(), block_tokens, block_bytes);
+}
+
 void KvTierTally::finish(Summary& summary, double load_stall_s, bool load_overlap) const {
   if (rows_.empty()) return;
   std::vector<KvTierSummary> rows = rows_;

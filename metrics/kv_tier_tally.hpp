@@ -20,6 +20,8 @@ class KvTierTally {
   // per block, and bytes per block (all its GPUs together).
   void add(const KvCacheStats& kv, std::span<const KvTierStats> tiers, std::span<const KvTierConfig> configs,
            std::int64_t hbm_blocks, std::int32_t block_tokens, double block_bytes);
+  // One replica, read from its KV cache's own books (counters, tiers, blocks).
+  void add(const KvCache& kv, std::int32_t block_tokens, double block_bytes);
   // Writes the summary's kv_tier fields; nothing when no replica had tiers.
   void finish(Summary& summary, double load_stall_s, bool load_overlap) const;
 

@@ -248,15 +248,8 @@ void serve(const ServeArgs& a) {
   echo["interrupted_requests"] = stats.interrupted;
   Summary summary = collector.summarize(context);
   if (!s.replica.kv.tiers.empty()) {
-    const KvCache& kv = replica.kv_cache();
-    std::vector<KvTierStats> stats;
-    std::vector<KvTierConfig> configs;
-    for (std::size_t t = 0; t < kv.tiers().size(); ++t) {
-      stats.push_back(kv.tiers().stats(t));
-      configs.push_back(kv.tiers().config(t));
-    }
     KvTierTally tally;
-    tally.add(kv.stats(), stats, configs, kv.num_blocks(), s.replica.kv.block_size, s.kv_block_bytes);
+    tally.add(replica.kv_cache(), s.replica.kv.block_size, s.kv_block_bytes);
     tally.finish(summary, s.backend->tier_load_stall_s(), s.tier_load_overlap);
   }
   if (dir) {
