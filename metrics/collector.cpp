@@ -254,14 +254,12 @@ void MetricsCollector::add(const StepRecord& s) {
     throw Error("step record " + std::to_string(s.step_id) + " of replica " + std::to_string(s.replica) +
                 ": negative duration, batch size or KV blocks");
   }
-  ++steps_;
-  kv_blocks_sum_ += s.kv_blocks_used;
-  batch_size_sum_ += s.batch_size;
-  kv_blocks_max_ = std::max<std::int64_t>(kv_blocks_max_, s.kv_blocks_used);
-  batch_size_max_ = std::max<std::int64_t>(batch_size_max_, s.batch_size);
-  spec_proposed_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.proposed_tokens));
-  spec_accepted_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, s.accepted_tokens));
-  spec_verifications_ += s.lookahead.size();
+  steps_.add(s);
+}
+
+void MetricsCollector::add(const StepTally& tally) {
+  if (tally.batch_size_sum < 0 || tally.kv_blocks_sum < 0) throw Error("step tally: negative batch sizes or KV blocks");
+  steps_.merge(tally);
 }
 
 Summary MetricsCollector::summarize(const SummaryContext& context) const {
@@ -385,21 +383,25 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.replica_requests = spread_of(requests_per_replica);
   s.replica_tokens = spread_of(tokens_per_replica);
 
-  s.num_steps = steps_;
-  s.spec_proposed_tokens = spec_proposed_;
-  s.spec_accepted_tokens = spec_accepted_;
-  s.spec_verifications = spec_verifications_;
-  if (spec_proposed_ > 0) s.spec_acceptance_rate = static_cast<double>(spec_accepted_) / static_cast<double>(spec_proposed_);
-  if (spec_verifications_ > 0) {
-    s.spec_mean_accepted_tokens = static_cast<double>(spec_accepted_) / static_cast<double>(spec_verifications_);
+  s.num_steps = steps_.steps;
+  s.spec_proposed_tokens = steps_.proposed_tokens;
+  s.spec_accepted_tokens = steps_.accepted_tokens;
+  s.spec_verifications = steps_.verifications;
+  if (steps_.proposed_tokens > 0) {
+    s.spec_acceptance_rate = static_cast<double>(steps_.accepted_tokens) / static_cast<double>(steps_.proposed_tokens);
+  }
+  if (steps_.verifications > 0) {
+    s.spec_mean_accepted_tokens = static_cast<double>(steps_.accepted_tokens) / static_cast<double>(steps_.verifications);
     s.spec_tokens_per_verification = 1.0 + s.spec_mean_accepted_tokens;
   }
-  if (steps_ > 0) {
-    s.mean_kv_blocks_used = static_cast<double>(kv_blocks_sum_ / static_cast<long double>(steps_));
-    s.mean_batch_size = static_cast<double>(batch_size_sum_ / static_cast<long double>(steps_));
+  if (steps_.steps > 0) {
+    // As long doubles, as when the sums were kept in them (exact either way).
+    const auto steps = static_cast<long double>(steps_.steps);
+    s.mean_kv_blocks_used = static_cast<double>(static_cast<long double>(steps_.kv_blocks_sum) / steps);
+    s.mean_batch_size = static_cast<double>(static_cast<long double>(steps_.batch_size_sum) / steps);
   }
-  s.max_kv_blocks_used = static_cast<double>(kv_blocks_max_);
-  s.max_batch_size = static_cast<double>(batch_size_max_);
+  s.max_kv_blocks_used = static_cast<double>(steps_.kv_blocks_max);
+  s.max_batch_size = static_cast<double>(steps_.batch_size_max);
   std::vector<std::pair<Time, Time>> arrival_ttft;
   if (streaming_) {
     arrival_ttft = backlog_sample_;

@@ -42,6 +42,8 @@ class MetricsCollector {
   // throw twin::Error naming the request or step.
   void add(const RequestRecord& record);
   void add(const StepRecord& record);
+  // Steps counted elsewhere (a loop's replicas, RecordSink::on_step_tally).
+  void add(const StepTally& tally);
   Summary summarize(const SummaryContext& context) const;
   // True once the per-request values went into histograms.
   bool streaming() const { return streaming_; }
@@ -81,10 +83,7 @@ class MetricsCollector {
   int backlog_level_ = 0;
 
   std::map<std::int32_t, ReplicaTally> replicas_;
-  std::uint64_t steps_ = 0;
-  std::uint64_t spec_proposed_ = 0, spec_accepted_ = 0, spec_verifications_ = 0;
-  long double kv_blocks_sum_ = 0, batch_size_sum_ = 0;
-  std::int64_t kv_blocks_max_ = 0, batch_size_max_ = 0;
+  StepTally steps_;
 };
 
 }  // namespace twin

@@ -1,7 +1,8 @@
 #pragma once
 // The one sink that turns a run's records into its results, for the engine
-// and the simulator alike: every record goes to the metrics collector and,
-// where a writer is given, to its CSV file; a listener sees each request as
+// and the simulator alike: every request record and the run's step tally go
+// to the metrics collector and, where a writer is given, records to its CSV
+// file; a listener sees each request as
 // it ends (a progress line, validate's in-memory copy). `run`, `simulate`
 // and validate's recorder all write through it, so the three cannot differ
 // in what a summary counts.
@@ -35,11 +36,13 @@ class ResultSink final : public RecordSink {
     if (requests_) requests_->write(record);
     if (on_request_) on_request_(record);
   }
+  // The collector counts steps from the loop's tally, not from records
+  // (a run may pass on only some of them, or none).
   void on_step(const StepRecord& record) override {
-    collector_.add(record);
     if (steps_) steps_->write(record);
     if (on_step_) on_step_(record);
   }
+  void on_step_tally(const StepTally& tally) override { collector_.add(tally); }
 
  private:
   MetricsCollector& collector_;

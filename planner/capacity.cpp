@@ -53,7 +53,6 @@ ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, st
   // A trace arriving all at once has no rate to scale: it stays a burst.
   ScaledTraceSource source(trace, probe_requests, base > 0 ? rate / base : std::numeric_limits<double>::infinity());
   RunOutputs outputs;
-  outputs.step_stats = false;
   const RunResult run = run_simulation(config, source, outputs);
   return judge(run.summary, run.stats.unserved, rate);
 }
@@ -115,7 +114,6 @@ LatencyFloor latency_floor(const ClusterConfig& config, std::int32_t prompt_len,
   r.output_len = std::max(2, output_len);
   VectorSource source({r});
   RunOutputs outputs;
-  outputs.step_stats = false;
   const RunResult run = run_simulation(one, source, outputs);
   LatencyFloor f;
   f.prompt_len = r.prompt_len;

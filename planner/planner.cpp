@@ -204,7 +204,6 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     }
     ScaledTraceSource source(trace, o.verify_requests, verify_speedup);
     RunOutputs outputs;
-    outputs.step_stats = false;
     const RunResult run = run_simulation(candidate_config(c, n, o.slos, o.seed), source, outputs);
     r.verify.push_back({n, judge(run.summary, run.stats.unserved, verify_rate)});
     price(n);

@@ -186,7 +186,6 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       }
       ScaledTraceSource source(trace, options.max_requests, scale);
       RunOutputs outputs;
-      outputs.step_stats = false;
       const RunResult run = run_simulation(config, source, outputs);
       const Summary& s = run.summary;
       point.result = judge(s, run.stats.unserved, arrival_rate(trace, options.max_requests) * scale);

@@ -222,6 +222,8 @@ bool RooflineCostModel::attention_priced_flat(const Op& op) const {
 }
 
 namespace {
+bool is_attention(OpKind kind) { return kind == OpKind::attn_prefill || kind == OpKind::attn_decode; }
+
 double axis_value(CurveAxis axis, const Op& op) {
   switch (axis) {
     case CurveAxis::flops: return op.flops;
@@ -239,7 +241,11 @@ double axis_value(CurveAxis axis, const Op& op) {
 }
 }  // namespace
 
-double RooflineCostModel::curve_at(std::int32_t index, double x, double y) const {
+double RooflineCostModel::curve_at(std::int32_t index, double x, double y, bool memo_it) const {
+  if (!memo_it) {
+    return index < 0 ? std::min(params_.compute_efficiency, params_.gemm_efficiency.at(x))
+                     : params_.curves[static_cast<std::size_t>(index)].at(x, y);
+  }
   std::uint64_t bits, ybits;
   std::memcpy(&bits, &x, sizeof bits);
   std::memcpy(&ybits, &y, sizeof ybits);
@@ -257,7 +263,7 @@ double RooflineCostModel::curve_at(std::int32_t index, double x, double y) const
 
 double RooflineCostModel::named_curve_at(std::int32_t index, const Op& op) const {
   const EfficiencyCurve& c = params_.curves[static_cast<std::size_t>(index)];
-  return curve_at(index, axis_value(c.axis, op), c.has_y ? axis_value(c.y_axis, op) : 0.0);
+  return curve_at(index, axis_value(c.axis, op), c.has_y ? axis_value(c.y_axis, op) : 0.0, !is_attention(op.kind));
 }
 
 double RooflineCostModel::compute_efficiency_for(const Op& op) const {
@@ -265,7 +271,7 @@ double RooflineCostModel::compute_efficiency_for(const Op& op) const {
   if (index >= 0) return named_curve_at(index, op);
   if (attention_priced_flat(op)) return params_.attention_efficiency;
   if (params_.gemm_efficiency.points.empty()) return params_.compute_efficiency;
-  return curve_at(-1, op.flops, 0.0);
+  return curve_at(-1, op.flops, 0.0, !is_attention(op.kind));
 }
 
 double RooflineCostModel::memory_efficiency_for(const Op& op) const {

@@ -143,7 +143,9 @@ class RooflineCostModel final : public CostModel {
   mutable std::vector<EfficiencyMemo> memo_ = std::vector<EfficiencyMemo>(kMemoSize);
   // Curve `index` (-1: the GEMM curve capped at the compute efficiency) at
   // x (and y, for a curve with a y axis; 0 otherwise).
-  double curve_at(std::int32_t index, double x, double y) const;
+  // `memo`: through memo_. Attention's x moves with the context every step,
+  // so it would miss anyway: looked up directly, it spares a cache miss.
+  double curve_at(std::int32_t index, double x, double y, bool memo) const;
   double named_curve_at(std::int32_t index, const Op& op) const;
   double compute_efficiency_for(const Op& op) const;
   bool attention_priced_flat(const Op& op) const;

@@ -128,7 +128,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   options.router = cluster.router;
   options.disagg = cluster.disagg;
   options.seed = config.seed;
-  options.record_steps = outputs.step_stats || step_writer != nullptr;
+  // Steps are counted in the replicas' tallies; records only for steps.csv.
+  options.record_steps = step_writer != nullptr || outputs.steps_for_root;
   if (outputs.progress) {
     options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
   }

@@ -33,9 +33,9 @@ struct RunOutputs {
   // Completed requests whose TTFT, TPOT and E2EL are kept one by one (exact
   // percentiles); past it, histograms (metrics/collector.hpp).
   std::uint64_t exact_percentile_requests = CollectorOptions::kDefaultExactRequests;
-  // Step records feed the summary's batch-size and KV-usage figures; off
-  // saves a little time on huge runs (those figures are then 0).
-  bool step_stats = true;
+  // An MPI rank other than 0 (out_dir empty there) whose replicas' step
+  // records rank 0 writes into its steps.csv: they are passed on all the same.
+  bool steps_for_root = false;
   // Called every few thousand events while the simulation runs, and once
   // when it ends; the simulator itself prints nothing (the command line
   // draws the line, only on a terminal).

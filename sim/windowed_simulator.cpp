@@ -436,11 +436,12 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     u.loop.advance_through(std::numeric_limits<Time>::max());
     u.stats = u.loop.finish();
   };
-  // Per replica: end time, steps, events, unserved, busy time.
+  // Per replica: end time, steps, events, unserved, busy time, step tally.
   struct End {
     Time end_time = 0;
     std::int64_t steps = 0, events = 0, unserved = 0;
     Time busy = 0;
+    StepTally tally;
   };
   std::vector<End> ends(static_cast<std::size_t>(n));
   if (!spread) {
@@ -449,14 +450,14 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     for (std::int32_t i = 0; i < n; ++i) {
       const Unit& u = *s.units[static_cast<std::size_t>(i)];
       ends[static_cast<std::size_t>(i)] = {u.stats.end_time, u.stats.steps, u.stats.events, u.stats.unserved,
-                                           u.loop.busy_ns(0)};
+                                           u.loop.busy_ns(0), u.stats.step_tally};
     }
   } else {
     const auto failed = s.try_every_replica(to_end);
     WireWriter w;
     for (const auto& unit : s.units) {
       const End e{unit->stats.end_time, unit->stats.steps, unit->stats.events, unit->stats.unserved,
-                  unit->loop.busy_ns(0)};
+                  unit->loop.busy_ns(0), unit->stats.step_tally};
       w.put(e);
     }
     put_local(w, failed);
@@ -474,7 +475,9 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     stats.steps += e.steps;
     stats.events += e.events;
     stats.unserved += e.unserved;
+    stats.step_tally.merge(e.tally);
   }
+  if (s.rank == 0) sink.on_step_tally(stats.step_tally);
   for (const End& e : ends) {
     stats.busy_fraction.push_back(stats.end_time > 0 ? static_cast<double>(e.busy) / static_cast<double>(stats.end_time)
                                                      : 0.0);

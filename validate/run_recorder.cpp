@@ -22,6 +22,8 @@ void RunRecorder::on_request(const RequestRecord& record) { sink_->on_request(re
 
 void RunRecorder::on_step(const StepRecord& record) { sink_->on_step(record); }
 
+void RunRecorder::on_step_tally(const StepTally& tally) { sink_->on_step_tally(tally); }
+
 RunRecords RunRecorder::finish(const SummaryContext& context) {
   records_.summary = collector_.summarize(context);
   if (out_) {

@@ -38,6 +38,7 @@ class RunRecorder final : public RecordSink {
   RunRecorder& operator=(const RunRecorder&) = delete;
   void on_request(const RequestRecord& record) override;
   void on_step(const StepRecord& record) override;
+  void on_step_tally(const StepTally& tally) override;
   // Summarises, writes summary.json and hands the records over.
   RunRecords finish(const SummaryContext& context);
 

@@ -24,7 +24,11 @@ class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual void on_request(const RequestRecord& record) = 0;
+  // Step records, when the loop was asked to pass them on (record_steps).
   virtual void on_step(const StepRecord&) {}
+  // Every step of the run counted, all replicas: once, when the run ends,
+  // whether or not step records were passed on.
+  virtual void on_step_tally(const StepTally&) {}
 };
 
 // A source fed while the loop runs: a network front end's requests come when

@@ -62,4 +62,40 @@ struct StepRecord {
   std::vector<std::int32_t> tier_stores;
 };
 
+// What a run's summary counts of its steps, kept by each replica for every
+// step whether or not its record is passed on: integer sums and maxima, so
+// tallies merged in any order give the same figures. A loop hands the sink
+// its replicas' tallies, merged, once at the end (RecordSink::on_step_tally).
+struct StepTally {
+  std::uint64_t steps = 0;
+  std::int64_t batch_size_sum = 0;
+  std::int64_t kv_blocks_sum = 0;
+  std::int64_t batch_size_max = 0;
+  std::int64_t kv_blocks_max = 0;
+  std::uint64_t proposed_tokens = 0;   // speculative lookahead verified
+  std::uint64_t accepted_tokens = 0;
+  std::uint64_t verifications = 0;     // seqs with lookahead, over all steps
+
+  void add(const StepRecord& s) {
+    ++steps;
+    batch_size_sum += s.batch_size;
+    kv_blocks_sum += s.kv_blocks_used;
+    batch_size_max = batch_size_max > s.batch_size ? batch_size_max : s.batch_size;
+    kv_blocks_max = kv_blocks_max > s.kv_blocks_used ? kv_blocks_max : s.kv_blocks_used;
+    proposed_tokens += static_cast<std::uint64_t>(s.proposed_tokens > 0 ? s.proposed_tokens : 0);
+    accepted_tokens += static_cast<std::uint64_t>(s.accepted_tokens > 0 ? s.accepted_tokens : 0);
+    verifications += s.lookahead.size();
+  }
+  void merge(const StepTally& o) {
+    steps += o.steps;
+    batch_size_sum += o.batch_size_sum;
+    kv_blocks_sum += o.kv_blocks_sum;
+    batch_size_max = batch_size_max > o.batch_size_max ? batch_size_max : o.batch_size_max;
+    kv_blocks_max = kv_blocks_max > o.kv_blocks_max ? kv_blocks_max : o.kv_blocks_max;
+    proposed_tokens += o.proposed_tokens;
+    accepted_tokens += o.accepted_tokens;
+    verifications += o.verifications;
+  }
+};
+
 }  // namespace twin

@@ -122,6 +122,8 @@ class Replica {
   void take_finished(std::vector<RequestRecord>& out);
   void take_steps(std::vector<StepRecord>& out);
   void set_record_steps(bool on);
+  // Every step completed so far, whether or not its record was kept.
+  const StepTally& step_tally() const;
 
   // When plan() may have work without any new arrival or completion (dynamic
   // batching timeout, a cancel time, a queue deadline of max_queue_time), if any.

@@ -297,9 +297,21 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
     s.scheduled = false;
     s.in_flight = true;
   }
-  if (record_steps_) {
+  {
+    // Built for every step: the tally counts it whether or not the record
+    // is passed on. The vectors keep their capacity.
     StepRecord& rec = entry->record;
+    std::vector<std::int32_t> lookahead = std::move(rec.lookahead), accepted = std::move(rec.accepted);
+    std::vector<std::int32_t> loads = std::move(rec.tier_loads), stores = std::move(rec.tier_stores);
     rec = StepRecord{};
+    lookahead.clear();
+    accepted.clear();
+    rec.lookahead = std::move(lookahead);
+    rec.accepted = std::move(accepted);
+    loads.assign(plan.tier_loads.begin(), plan.tier_loads.end());
+    stores.assign(plan.tier_stores.begin(), plan.tier_stores.end());
+    rec.tier_loads = std::move(loads);
+    rec.tier_stores = std::move(stores);
     rec.step_id = plan.step_id;
     rec.replica = index_;
     rec.start = now;
@@ -314,8 +326,6 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
     rec.waiting = waiting_at_plan;
     rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
     rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
-    rec.tier_loads = plan.tier_loads;
-    rec.tier_stores = plan.tier_stores;
   }
 }
 
@@ -605,11 +615,10 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
                     std::to_string(s.id) + ": " + std::to_string(accepted) + " tokens accepted of " +
                     std::to_string(q.num_lookahead) + " proposed");
       }
-      if (record_steps_) {  // every seq with lookahead, ended or not: a replay follows the list
-        entry->record.accepted_tokens += accepted;
-        entry->record.lookahead.push_back(q.num_lookahead);
-        entry->record.accepted.push_back(accepted);
-      }
+      // Every seq with lookahead, ended or not: a replay follows the list.
+      entry->record.accepted_tokens += accepted;
+      entry->record.lookahead.push_back(q.num_lookahead);
+      entry->record.accepted.push_back(accepted);
     }
     if (s.state == State::ended) {  // aborted while in flight
       release_slot(slot);
@@ -663,12 +672,11 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       return st != State::running;
     });
   }
-  if (record_steps_) {
-    StepRecord& rec = entry->record;
-    rec.duration = now - plan.start;
-    rec.kv_blocks_used = kv_.num_used_blocks();
-    steps_.push_back(rec);
-  }
+  StepRecord& rec = entry->record;
+  rec.duration = now - plan.start;
+  rec.kv_blocks_used = kv_.num_used_blocks();
+  step_tally_.add(rec);
+  if (record_steps_) steps_.push_back(rec);
   entry->active = false;
   entry->slots.clear();  // keeps its capacity for the next plan
   --num_in_flight_;

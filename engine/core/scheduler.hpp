@@ -58,6 +58,8 @@ class Scheduler {
     out.swap(steps_);
   }
   void set_record_steps(bool on) { record_steps_ = on; }
+  // Every step completed so far, recorded or not.
+  const StepTally& step_tally() const { return step_tally_; }
 
   // Disaggregation: Replica's calls of the same names.
   void take_handoffs(std::vector<Handoff>& out) {
@@ -227,6 +229,7 @@ class Scheduler {
   bool record_steps_ = false;
   std::vector<RequestRecord> finished_;
   std::vector<StepRecord> steps_;
+  StepTally step_tally_;
 };
 
 }  // namespace twin

@@ -141,6 +141,7 @@ struct ServingStats {
   std::int64_t handoffs = 0;       // requests handed from a prefill to a decode replica
   std::int64_t transfers = 0;      // KV transfers completed
   std::vector<double> busy_fraction;  // per replica: first stage busy time / end time
+  StepTally step_tally;               // every step, all replicas (also given to the sink)
 };
 
 // Throws twin::Error when `request` arrives before `previous` (the arrival
@@ -281,6 +282,8 @@ class ServingLoop {
     for (const Lane& lane : lanes_) {
       stats_.busy_fraction.push_back(now_ > 0 ? static_cast<double>(lane.busy_ns) / static_cast<double>(now_) : 0.0);
     }
+    for (const Replica& replica : replicas_) stats_.step_tally.merge(replica.step_tally());
+    sink_->on_step_tally(stats_.step_tally);
     return stats_;
   }
 

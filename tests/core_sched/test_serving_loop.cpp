@@ -48,8 +48,10 @@ class Collect final : public RecordSink {
  public:
   void on_request(const RequestRecord& r) override { requests.push_back(r); }
   void on_step(const StepRecord& s) override { steps.push_back(s); }
+  void on_step_tally(const StepTally& t) override { tallies.push_back(t); }
   std::vector<RequestRecord> requests;
   std::vector<StepRecord> steps;
+  std::vector<StepTally> tallies;
 };
 
 const RequestRecord& record_of(const Collect& sink, RequestId id) {
@@ -163,6 +165,42 @@ TEST_CASE("a replayed source scales arrivals and cancel times alike, or sends ev
   CHECK(out.cancel_time == 5 * kNsPerMs);
   VectorSource none({});
   CHECK_THROWS_AS(ReplayedSource(none, ReplayedSource::Mode::faster, 0.0), UsageError);
+}
+
+TEST_CASE("the loop hands the sink one tally of every step, the same whether step records are passed on or not") {
+  auto serve = [](bool record_steps, Collect& sink) {
+    std::vector<Replica> replicas;
+    replicas.emplace_back(config_for("vllm", 64), 0);
+    replicas.emplace_back(config_for("vllm", 64), 1);
+    FixedStepClock clock(kNsPerMs);
+    ServingOptions options;
+    options.record_steps = record_steps;
+    options.router = RouterPolicy::round_robin;
+    ServingLoop<FixedStepClock> loop(replicas, clock, options);
+    VectorSource source({make_request(0, 40, 6, 0), make_request(1, 8, 3, 0), make_request(2, 24, 9, kNsPerMs),
+                         make_request(3, 8, 4, 2 * kNsPerMs), make_request(4, 60, 2, 3 * kNsPerMs)});
+    return loop.run(source, sink);
+  };
+  Collect with, without;
+  const ServingStats a = serve(true, with);
+  const ServingStats b = serve(false, without);
+  CHECK(without.steps.empty());
+  REQUIRE(with.tallies.size() == 1);
+  REQUIRE(without.tallies.size() == 1);
+  // The tally is what the records add up to.
+  StepTally from_records;
+  for (const StepRecord& s : with.steps) from_records.add(s);
+  const std::vector<const StepTally*> tallies{&with.tallies[0], &without.tallies[0], &a.step_tally, &b.step_tally};
+  for (const StepTally* t : tallies) {
+    CHECK(t->steps == from_records.steps);
+    CHECK(t->steps == static_cast<std::uint64_t>(a.steps));
+    CHECK(t->batch_size_sum == from_records.batch_size_sum);
+    CHECK(t->kv_blocks_sum == from_records.kv_blocks_sum);
+    CHECK(t->batch_size_max == from_records.batch_size_max);
+    CHECK(t->kv_blocks_max == from_records.kv_blocks_max);
+  }
+  CHECK(from_records.steps > 4);
+  CHECK(from_records.batch_size_max >= 2);
 }
 
 }  // namespace twin::test

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "metrics/collector.hpp"
+#include "metrics/result_sink.hpp"
 #include "metrics/summary_json.hpp"
 #include "records_fixture.hpp"
 
@@ -147,4 +148,37 @@ TEST_CASE("impossible records are errors naming the request") {
   r.first_token = kNoTime;
   CHECK_THROWS_AS(c.add(r), Error);
   CHECK(c.summarize({}).num_requests == 0);  // nothing half-added
+}
+
+TEST_CASE("step figures from a tally equal those from the records, and the sink counts steps from the tally only") {
+  MetricsCollector by_records;
+  StepTally tally;
+  for (const auto& s : test::hand_steps()) {
+    by_records.add(s);
+    tally.add(s);
+  }
+  // Split in two and merged, in either order: the same tally.
+  StepTally first, second;
+  const auto steps = test::hand_steps();
+  first.add(steps.front());
+  for (std::size_t i = 1; i < steps.size(); ++i) second.add(steps[i]);
+  second.merge(first);
+  MetricsCollector by_tally, by_merged;
+  by_tally.add(tally);
+  by_merged.add(second);
+  // A ResultSink writes step records but counts the loop's tally.
+  MetricsCollector through_sink;
+  ResultSink sink(through_sink, nullptr, nullptr);
+  for (const auto& s : steps) sink.on_step(s);
+  CHECK(through_sink.summarize(SummaryContext{}).num_steps == 0);
+  sink.on_step_tally(tally);
+  for (const MetricsCollector* c : {&by_tally, &by_merged, &through_sink}) {
+    const Summary a = by_records.summarize(SummaryContext{}), b = c->summarize(SummaryContext{});
+    CHECK(b.num_steps == a.num_steps);
+    CHECK(b.mean_kv_blocks_used == a.mean_kv_blocks_used);
+    CHECK(b.max_kv_blocks_used == a.max_kv_blocks_used);
+    CHECK(b.mean_batch_size == a.mean_batch_size);
+    CHECK(b.max_batch_size == a.max_batch_size);
+  }
+  CHECK(by_tally.summarize(SummaryContext{}).num_steps == 2);
 }

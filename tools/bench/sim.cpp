@@ -74,8 +74,8 @@ double saturated_rate() {
 }
 
 // The run's CPU seconds.
-double run(const char* label, int replicas, std::int64_t requests, double rate, bool step_stats = true,
-           const char* out_dir = nullptr, bool pools = false) {
+double run(const char* label, int replicas, std::int64_t requests, double rate, const char* out_dir = nullptr,
+           bool pools = false) {
   GeneratorOptions gen;
   gen.max_requests = requests;
   gen.rate = rate;
@@ -86,7 +86,6 @@ double run(const char* label, int replicas, std::int64_t requests, double rate, 
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t cpu_start = std::clock();
   RunOutputs outputs;
-  outputs.step_stats = step_stats;
   if (out_dir) {
     outputs.out_dir = out_dir;
     outputs.overwrite = true;
@@ -128,11 +127,10 @@ int main(int argc, char** argv) {
   std::printf("one Llama-3.1-8B H100 replica saturates at %.2f req/s on this workload\n", per_replica);
   if (!only_cluster) run("single replica (target < 0.5 s)", 1, 10'000, 0.8 * per_replica);
   const double colocated =
-      run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32, true, out_dir);
-  if (!only_cluster) run("cluster, no step records", 32, requests, 0.8 * per_replica * 32, false);
+      run("cluster (1M requests: target <= 30 s, <= 2 GB)", 32, requests, 0.8 * per_replica * 32, out_dir);
   if (std::getenv("TWIN_BENCH_SIM_PD")) {
     const double pd = run("16 prefill + 16 decode replicas, same requests and rate", 32, requests,
-                          0.8 * per_replica * 32, true, nullptr, true);
+                          0.8 * per_replica * 32, nullptr, true);
     std::printf("disaggregated / co-located CPU time: %.2fx (target <= 1.5x)\n", pd / colocated);
   }
   return 0;

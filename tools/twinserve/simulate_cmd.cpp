@@ -193,6 +193,7 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   RunOutputs outputs;
   if (mpi.active() && mpi.size() > 1) outputs.ranks = &ranks;
   outputs.out_dir = root ? a.out.dir : std::string();
+  outputs.steps_for_root = !root && !a.out.dir.empty() && !files.steps.none();
   outputs.overwrite = a.out.overwrite;
   outputs.jobs = a.jobs;
   outputs.files = files;
