@@ -91,21 +91,24 @@ Op elementwise(OpKind kind, int64_t tokens, int64_t width, double flops_per_elem
 
 Op attention(OpKind kind, const AttentionSums& s, int64_t q_heads, int64_t head_dim, double q_dim,
              double kv_dim, double act, double kvb, int64_t repeat) {
-  Op op;
-  op.kind = kind;
-  op.num_seqs = s.seqs;
-  op.tokens = s.tokens;
-  op.context = s.context;
-  op.n = q_heads;
-  op.k = head_dim;
-  // QK^T and PV: 2 flops per multiply-add, 2 matmuls, per head and dim.
-  op.flops = 4.0 * static_cast<double>(s.score_pairs) * static_cast<double>(head_dim) * static_cast<double>(q_heads);
   const double new_tokens = static_cast<double>(s.tokens);
-  op.bytes = kv_tokens(s) * 2.0 * kv_dim * kvb    // K and V read, context and new
-             + new_tokens * 2.0 * kv_dim * kvb     // new K and V written to the cache
-             + new_tokens * 2.0 * q_dim * act;     // Q read, O written
-  op.repeat = static_cast<int32_t>(repeat);
-  return op;
+  // Every field named: the per-step hot path builds these (no zero-fill first).
+  return Op{.kind = kind,
+            .m = 0,
+            .n = q_heads,
+            .k = head_dim,
+            .num_seqs = s.seqs,
+            .tokens = s.tokens,
+            .context = s.context,
+            // QK^T and PV: 2 flops per multiply-add, 2 matmuls, per head and dim.
+            .flops = 4.0 * static_cast<double>(s.score_pairs) * static_cast<double>(head_dim) *
+                     static_cast<double>(q_heads),
+            .bytes = kv_tokens(s) * 2.0 * kv_dim * kvb     // K and V read, context and new
+                     + new_tokens * 2.0 * kv_dim * kvb      // new K and V written to the cache
+                     + new_tokens * 2.0 * q_dim * act,      // Q read, O written
+            .repeat = static_cast<int32_t>(repeat),
+            .comm_bytes = 0,
+            .group = 1};
 }
 
 Op collective(OpKind kind, int64_t tokens, int64_t width, double act, int group, int64_t repeat) {
