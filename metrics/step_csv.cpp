@@ -58,7 +58,7 @@ StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<st
 }
 
 void StepCsvWriter::write(const StepRecord& s) {
-  if (every_ > 1 && s.step_id % every_ != 0) return;
+  if (!keeps_step(s.step_id, every_)) return;
   std::string row;
   row.reserve(120);
   csv::append_int(row, static_cast<std::int64_t>(s.step_id));

@@ -1,5 +1,6 @@
 #include "sim/run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -130,6 +131,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   options.seed = config.seed;
   // Steps are counted in the replicas' tallies; records only for steps.csv.
   options.record_steps = step_writer != nullptr || outputs.steps_for_root;
+  options.record_steps_every = static_cast<std::uint64_t>(std::max<std::int64_t>(1, outputs.files.steps.every));
   if (outputs.progress) {
     options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
   }

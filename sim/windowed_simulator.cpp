@@ -56,6 +56,7 @@ ServingOptions unit_options(const SimOptions& options) {
   o.router = RouterPolicy::round_robin;  // a loop over one replica: the router upstream decides
   o.seed = options.seed;
   o.record_steps = options.record_steps;
+  o.record_steps_every = options.record_steps_every;
   return o;
 }
 

@@ -62,6 +62,11 @@ struct StepRecord {
   std::vector<std::int32_t> tier_stores;
 };
 
+// steps.csv's `sample:N` (N = every; 0 or 1: all): per replica, the steps
+// whose id is a multiple of N. The replicas apply it before a record leaves
+// them, the writer again for records from elsewhere.
+inline bool keeps_step(std::uint64_t step_id, std::uint64_t every) { return every <= 1 || step_id % every == 0; }
+
 // What a run's summary counts of its steps, kept by each replica for every
 // step whether or not its record is passed on: integer sums and maxima, so
 // tallies merged in any order give the same figures. A loop hands the sink

@@ -124,7 +124,7 @@ std::vector<RequestRecord> Replica::take_finished() { return impl_->take_finishe
 std::vector<StepRecord> Replica::take_steps() { return impl_->take_steps(); }
 void Replica::take_finished(std::vector<RequestRecord>& out) { impl_->take_finished(out); }
 void Replica::take_steps(std::vector<StepRecord>& out) { impl_->take_steps(out); }
-void Replica::set_record_steps(bool on) { impl_->set_record_steps(on); }
+void Replica::set_record_steps(bool on, std::uint64_t every) { impl_->set_record_steps(on, every); }
 const StepTally& Replica::step_tally() const { return impl_->step_tally(); }
 std::optional<Time> Replica::next_wakeup() const { return impl_->next_wakeup(); }
 bool Replica::can_plan() const { return impl_->can_plan(); }

@@ -121,7 +121,8 @@ class Replica {
   // nothing per step.
   void take_finished(std::vector<RequestRecord>& out);
   void take_steps(std::vector<StepRecord>& out);
-  void set_record_steps(bool on);
+  // `every` > 1: only the steps keeps_step() keeps (records.hpp).
+  void set_record_steps(bool on, std::uint64_t every = 1);
   // Every step completed so far, whether or not its record was kept.
   const StepTally& step_tally() const;
 

@@ -676,7 +676,7 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   rec.duration = now - plan.start;
   rec.kv_blocks_used = kv_.num_used_blocks();
   step_tally_.add(rec);
-  if (record_steps_) steps_.push_back(rec);
+  if (record_steps_ && keeps_step(rec.step_id, record_every_)) steps_.push_back(rec);
   entry->active = false;
   entry->slots.clear();  // keeps its capacity for the next plan
   --num_in_flight_;

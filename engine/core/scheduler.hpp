@@ -57,7 +57,10 @@ class Scheduler {
     out.clear();
     out.swap(steps_);
   }
-  void set_record_steps(bool on) { record_steps_ = on; }
+  void set_record_steps(bool on, std::uint64_t every = 1) {
+    record_steps_ = on;
+    record_every_ = every;
+  }
   // Every step completed so far, recorded or not.
   const StepTally& step_tally() const { return step_tally_; }
 
@@ -227,6 +230,7 @@ class Scheduler {
   std::size_t trim_at_ = 4096;
 
   bool record_steps_ = false;
+  std::uint64_t record_every_ = 1;
   std::vector<RequestRecord> finished_;
   std::vector<StepRecord> steps_;
   StepTally step_tally_;

@@ -124,6 +124,7 @@ struct ServingOptions {
   DisaggOptions disagg;
   std::uint64_t seed = 0;
   bool record_steps = false;  // pass StepRecords to the sink
+  std::uint64_t record_steps_every = 1;  // of them, those keeps_step() keeps (records.hpp)
   // Called now and then (every few thousand events) with the loop's time and
   // the number of arrivals so far.
   std::function<void(Time now, std::int64_t arrivals)> progress;
@@ -160,7 +161,7 @@ class ServingLoop {
     lanes_.resize(replicas_.size());
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
       Replica& replica = replicas_[i];
-      replica.set_record_steps(options_.record_steps);
+      replica.set_record_steps(options_.record_steps, options_.record_steps_every);
       replica_ptrs_.push_back(&replica);
       const auto slots = static_cast<std::size_t>(std::max(1, replica.config().max_plans_in_flight));
       lanes_[i].plans.resize(slots);

@@ -31,8 +31,10 @@ std::string without_wall_time(const std::string& json) {
   return out;
 }
 
-RunResult simulate_into(const std::filesystem::path& dir, const std::string& steps, CsvCompression compression) {
+RunResult simulate_into(const std::filesystem::path& dir, const std::string& steps, CsvCompression compression,
+                        double router_refresh_s = 0, int jobs = 1) {
   ClusterConfig config = one_group("llama-3.1-8b", "h100-80gb", 1, 1, 2);
+  config.router_refresh_s = router_refresh_s;
   config.slos = "ttft_p90<=300ms,tpot_p99<=30ms";
   GeneratorOptions gen;
   gen.max_requests = 400;
@@ -43,6 +45,7 @@ RunResult simulate_into(const std::filesystem::path& dir, const std::string& ste
   out.out_dir = dir.string();
   out.files.steps = parse_step_selection(steps, "--steps");
   out.files.compression = compression;
+  out.jobs = jobs;
   return run_simulation(config, src, out);
 }
 
@@ -74,6 +77,21 @@ TEST_CASE("the summary is the same bytes whatever steps.csv keeps or how the CSV
     if (std::stoull(line.substr(0, line.find(','))) % 10 == 0) expected += line + "\n";
   }
   CHECK(slurp(base / "sample" / "steps.csv") == expected);
+  // The replicas keep only the sampled records (records.hpp, keeps_step):
+  // the same rows when they advance apart between router refreshes, on two
+  // threads.
+  simulate_into(base / "refresh_all", "all", CsvCompression::none, 0.05, 2);
+  simulate_into(base / "refresh_sample", "sample:10", CsvCompression::none, 0.05, 2);
+  std::istringstream refreshed(slurp(base / "refresh_all" / "steps.csv"));
+  std::getline(refreshed, line);
+  expected = line + "\n";
+  while (std::getline(refreshed, line)) {
+    if (std::stoull(line.substr(0, line.find(','))) % 10 == 0) expected += line + "\n";
+  }
+  CHECK(expected.size() > 1000);
+  CHECK(slurp(base / "refresh_sample" / "steps.csv") == expected);
+  CHECK(without_wall_time(slurp(base / "refresh_sample" / "summary.json")) ==
+        without_wall_time(slurp(base / "refresh_all" / "summary.json")));
 
   const RunResult zst = simulate_into(base / "zst", "all", CsvCompression::zstd);
   CHECK(fs::exists(base / "zst" / "requests.csv.zst"));
