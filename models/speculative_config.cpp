@@ -10,10 +10,12 @@ namespace twin {
 namespace {
 
 constexpr std::int64_t kMaxK = 64;  // the core's bound on num_speculative_tokens
+constexpr std::int64_t kMaxTreeTokens = 512;  // a draft tree's nodes
 
 const char* const kKeys[] = {"method",          "num_speculative_tokens", "model",
                              "prompt_lookup_max", "prompt_lookup_min",    "acceptance_rate",
-                             "acceptance_length", "acceptance_from",      "draft_profile"};
+                             "acceptance_length", "acceptance_from",      "draft_profile",
+                             "num_draft_tokens"};
 
 std::string known_keys() {
   std::string out;
@@ -143,6 +145,9 @@ SpeculativeConfig speculative_config_from_json(const nlohmann::json& j, const st
     fail(origin, "acceptance_rate", "give one of acceptance_rate, acceptance_length and acceptance_from");
   }
   if (j.contains("draft_profile")) c.draft_profile = text(j, "draft_profile", origin);
+  if (j.contains("num_draft_tokens")) {
+    c.num_draft_tokens = int_in(j, "num_draft_tokens", origin, c.num_speculative_tokens, kMaxTreeTokens);
+  }
   return c;
 }
 
@@ -160,6 +165,7 @@ nlohmann::ordered_json speculative_config_json(const SpeculativeConfig& c) {
   if (c.acceptance_length >= 0) j["acceptance_length"] = c.acceptance_length;
   if (!c.acceptance_from.empty()) j["acceptance_from"] = c.acceptance_from;
   if (!c.draft_profile.empty()) j["draft_profile"] = c.draft_profile;
+  if (c.num_draft_tokens > 0) j["num_draft_tokens"] = c.num_draft_tokens;
   return j;
 }
 

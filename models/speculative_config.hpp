@@ -34,6 +34,12 @@ struct SpeculativeConfig {
   double acceptance_rate = -1;    // -1: not given
   double acceptance_length = -1;  // -1: not given
   std::string acceptance_from;
+  // Simulator only: tokens the target verifies per step for a seq with
+  // proposals, the nodes of a draft tree (SGLang's
+  // speculative_num_draft_tokens; EAGLE-1's default tree 25, Medusa's
+  // mc_sim_7b_63 63); num_speculative_tokens is then the tree's depth. 0:
+  // a chain of num_speculative_tokens. Acceptance stays the accepted path's.
+  std::int32_t num_draft_tokens = 0;
   // Simulator only: a calibrated profile of the draft model (else the
   // draft is priced by the roofline of the group's hardware).
   std::string draft_profile;

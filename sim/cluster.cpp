@@ -396,7 +396,8 @@ Cluster build_cluster(const ClusterConfig& config) {
               draft_cost = std::make_shared<RooflineCostModel>(*draft, one, g.dtype, g.kv_dtype, draft_params);
             }
           }
-          model = std::make_shared<SpeculativeCostModel>(model, draft_cost);
+          model = std::make_shared<SpeculativeCostModel>(model, draft_cost, sc.num_draft_tokens,
+                                                         sc.num_speculative_tokens);
         }
       }
       for (std::int32_t r = 0; r < gc.count; ++r) {

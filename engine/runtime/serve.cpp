@@ -62,6 +62,10 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
       throw UsageError("--speculative-config: method eagle is the simulator's (the engine has no EAGLE head to run); "
                        "the engine takes draft_model or ngram");
     }
+    if (spec->num_draft_tokens > 0) {
+      throw UsageError("--speculative-config: key 'num_draft_tokens' (a draft tree) is the simulator's; the engine "
+                       "verifies a chain of num_speculative_tokens");
+    }
     // The engine measures acceptance; the simulator's keys have no meaning here.
     const char* sim_key = spec->acceptance_rate >= 0     ? "acceptance_rate"
                           : spec->acceptance_length >= 0 ? "acceptance_length"

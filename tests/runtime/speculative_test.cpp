@@ -201,6 +201,11 @@ TEST_CASE("the engine refuses speculation it cannot do, naming the key", "[specu
                                              "--speculative-config");
     CHECK_THROWS_WITH(Engine(s), Catch::Contains("acceptance_rate"));
   }
+  SECTION("a draft tree, the simulator's") {
+    s.speculative = parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":2,"num_draft_tokens":8})",
+                                             "--speculative-config");
+    CHECK_THROWS_WITH(Engine(s), Catch::Contains("num_draft_tokens") && Catch::Contains("chain"));
+  }
   SECTION("method eagle, the simulator's") {
     s.speculative = parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":2})", "--speculative-config");
     CHECK_THROWS_WITH(Engine(s), Catch::Contains("eagle") && Catch::Contains("simulator"));

@@ -178,34 +178,41 @@ TEST_CASE("EAGLE and Medusa speedups at batch 1 against Spec-Bench's A100 leader
   for (const Case& c : cases) {
     ClusterConfig base = one_group(c.model, "a100-80gb", 1, 1, 1, "fp16");
     const double plain = mean_alone_e2e(base, 16, 128, 256);
-    ClusterConfig spec = base;
     // EAGLE: method eagle, its head one decoder layer of the target's shape
     // read out by the target's LM head, 5 draft steps (SGLang's default
-    // speculative_num_steps), verified as a chain. Medusa: its heads run in
-    // the target's pass, so proposals are priced free (an n-gram proposer):
-    // an upper bound on its speedup. Neither verifies a tree here.
-    const std::string json =
-        std::string(c.method) == "eagle"
-            ? std::string(R"({"method":"eagle","num_speculative_tokens":5,"acceptance_length":)") +
-                  std::to_string(c.mean_accepted) + "}"
-            : std::string(R"({"method":"ngram","num_speculative_tokens":4,"acceptance_length":)") +
-                  std::to_string(c.mean_accepted) + "}";
-    spec.groups.front().speculative = parse_speculative_config(json, "test");
-    const double speedup = plain / mean_alone_e2e(spec, 16, 128, 256);
-    std::printf("%-12s %-7s tau %.2f: simulated %.2fx, Spec-Bench %.2fx (%+.0f%%)\n", c.model, c.method,
-                c.mean_accepted, speedup, c.published, 100 * (speedup / c.published - 1));
-    INFO(c.model << " " << c.method << ": simulated " << speedup << "x, published " << c.published << "x");
+    // speculative_num_steps). Medusa: its heads run in the target's pass,
+    // so proposals are priced free (an n-gram proposer): an upper bound on
+    // its speedup. Each as a chain, then as the tree its implementation
+    // verifies: EAGLE-1's default (choices.py's mc_sim_7b_63 in EAGLE at
+    // e98fc7c: 25 nodes, depth 5), Medusa's mc_sim_7b_63 (63 nodes, depth 4).
+    const bool eagle = std::string(c.method) == "eagle";
+    auto speedup_with = [&](int tree_tokens) {
+      ClusterConfig spec = base;
+      std::string json = eagle ? R"({"method":"eagle","num_speculative_tokens":5)"
+                               : R"({"method":"ngram","num_speculative_tokens":4)";
+      json += ",\"acceptance_length\":" + std::to_string(c.mean_accepted);
+      if (tree_tokens > 0) json += ",\"num_draft_tokens\":" + std::to_string(tree_tokens);
+      spec.groups.front().speculative = parse_speculative_config(json + "}", "test");
+      return plain / mean_alone_e2e(spec, 16, 128, 256);
+    };
+    const double chain = speedup_with(0);
+    const double tree = speedup_with(eagle ? 25 : 63);
+    std::printf("%-12s %-7s tau %.2f: simulated chain %.2fx (%+.0f%%), tree %.2fx (%+.0f%%), Spec-Bench %.2fx\n",
+                c.model, c.method, c.mean_accepted, chain, 100 * (chain / c.published - 1), tree,
+                100 * (tree / c.published - 1), c.published);
+    INFO(c.model << " " << c.method << ": simulated chain " << chain << "x, tree " << tree << "x, published "
+                 << c.published << "x");
+    // Medusa's 64 verified tokens cost more than its chain's 5. EAGLE's 26
+    // against 6 price slightly lower on this profile: the A100 curves give
+    // the 26-token GEMMs a better efficiency (docs/speculative.md).
+    if (!eagle) CHECK(tree < chain);
     // Not the issue's 15%: the published runs pay each framework's per-step
-    // host work (tree construction, candidate bookkeeping) that a vLLM-style
-    // step price does not carry, so the simulator is optimistic. Held where
-    // it is now (+17% to +35%): EAGLE above the published figure and within
-    // 30% of it, Medusa's upper bound above it and within 40%.
-    CHECK(speedup > c.published);
-    if (std::string(c.method) == "eagle") {
-      CHECK(speedup < c.published * 1.3);
-    } else {
-      CHECK(speedup < c.published * 1.4);
-    }
+    // host work (tree construction, candidate bookkeeping) that a
+    // vLLM-style step price does not carry, so the simulator is
+    // optimistic. Held where it is now: above the published figure, within
+    // 30% of it.
+    CHECK(tree > c.published);
+    CHECK(tree < c.published * 1.3);
   }
 }
 
@@ -249,4 +256,40 @@ TEST_CASE("method eagle: a head of one target layer, priced as that draft, its m
   CHECK_THROWS_WITH(parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":3,"prompt_lookup_max":2})",
                                              "test"),
                     Catch::Contains("prompt_lookup_max"));
+}
+
+TEST_CASE("a draft tree: its nodes verified, a level per draft pass; as many nodes as the depth is the chain",
+          "[speculative]") {
+  ClusterConfig base = one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16");
+  auto finish_with = [&](const std::string& extra) {
+    ClusterConfig spec = base;
+    spec.groups.front().speculative = parse_speculative_config(
+        R"({"method":"eagle","num_speculative_tokens":4,"acceptance_rate":0.7)" + extra + "}", "test");
+    ListSource src = decodes(2, 300, 64);
+    const CollectSink sink = simulate(spec, src);
+    REQUIRE(sink.requests.size() == 2);
+    return sink.requests[0].finish + sink.requests[1].finish;
+  };
+  const Time chain = finish_with("");
+  // A tree of 4 nodes at depth 4 is the chain: the same times to the ns.
+  CHECK(finish_with(R"(,"num_draft_tokens":4)") == chain);
+  // Wider trees verify more tokens per step: slower at the same acceptance.
+  const Time wide = finish_with(R"(,"num_draft_tokens":60)");
+  CHECK(wide > chain);
+  CHECK(finish_with(R"(,"num_draft_tokens":200)") > wide);
+
+  // Bounds: at least the depth, at most 512; named in the error; echoed.
+  CHECK_THROWS_WITH(parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":4,"num_draft_tokens":3})",
+                                             "--speculative-config"),
+                    Catch::Contains("--speculative-config") && Catch::Contains("num_draft_tokens") &&
+                        Catch::Contains("out of range [4, 512]"));
+  CHECK_THROWS_WITH(parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":4,"num_draft_tokens":513})",
+                                             "x"),
+                    Catch::Contains("num_draft_tokens"));
+  const SpeculativeConfig tree =
+      parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":4,"num_draft_tokens":63})", "x");
+  CHECK(tree.num_draft_tokens == 63);
+  CHECK(speculative_config_json(tree).at("num_draft_tokens") == 63);
+  CHECK_FALSE(speculative_config_json(parse_speculative_config(R"({"method":"ngram","num_speculative_tokens":4})", "x"))
+                  .contains("num_draft_tokens"));
 }
