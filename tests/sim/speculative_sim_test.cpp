@@ -258,7 +258,7 @@ TEST_CASE("method eagle: a head of one target layer, priced as that draft, its m
                     Catch::Contains("prompt_lookup_max"));
 }
 
-TEST_CASE("a draft tree: its nodes verified, a level per draft pass; as many nodes as the depth is the chain",
+TEST_CASE("a draft tree: the target verifies its nodes, and a tree as deep as it is wide is the chain",
           "[speculative]") {
   ClusterConfig base = one_group("llama-2-7b", "a100-80gb", 1, 1, 1, "fp16");
   auto finish_with = [&](const std::string& extra) {
