@@ -183,16 +183,20 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     const long double h = static_cast<long double>(m.hidden_size);
     const long double qd = static_cast<long double>(m.num_attention_heads) * static_cast<long double>(m.head_dim);
     const long double kvd = static_cast<long double>(m.num_key_value_heads) * static_cast<long double>(m.head_dim);
-    const long double experts = static_cast<long double>(std::max<int64_t>(1, m.num_local_experts));
-    const long double layer = h * (2 * qd + 2 * kvd) + qd + 2 * kvd +
-                              experts * 3 * h * static_cast<long double>(m.intermediate_size) + h * experts + 2 * h;
+    const long double experts = static_cast<long double>(m.num_local_experts);
+    const long double dense_mlp = 3 * h * static_cast<long double>(m.intermediate_size);
+    // The experts' own size (moe_intermediate_size) and the shared experts.
+    const long double moe_mlp = (experts + static_cast<long double>(m.n_shared_experts)) * 3 * h *
+                                    static_cast<long double>(m.expert_intermediate_size()) +
+                                h * experts;
+    const long double layer = h * (2 * qd + 2 * kvd) + qd + 2 * kvd + std::max(dense_mlp, moe_mlp) + 2 * h;
     const long double params = 2 * static_cast<long double>(m.vocab_size) * h +
                                static_cast<long double>(m.num_hidden_layers) * layer + h;
     if (params > 1e15L) {
       char count[32];
       std::snprintf(count, sizeof count, "%.3Lg", params);
-      throw Error(origin + ": hidden_size, intermediate_size, num_hidden_layers, the heads, head_dim, vocab_size and "
-                  "experts give " + count + " parameters; expected at most 10^15");
+      throw Error(origin + ": hidden_size, intermediate_size, moe_intermediate_size, num_hidden_layers, the heads, "
+                  "head_dim, vocab_size and experts give " + count + " parameters; expected at most 10^15");
     }
   }
   // Newer transformers write "dtype" instead of "torch_dtype".

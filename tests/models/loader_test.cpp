@@ -147,6 +147,11 @@ TEST_CASE("bad config files are rejected naming the file and the key") {
       "num_attention_heads": 12, "max_position_embeddings": 512, "vocab_size": 100})", "intermediate_size");
   rejects(R"({"hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 100000000000,
       "num_attention_heads": 12, "max_position_embeddings": 512, "vocab_size": 100})", "num_hidden_layers");
+  // The experts' own size counts too (UBSan, make fuzz-asan, model, seed 1:
+  // 3 x hidden x moe_intermediate_size overflowed layer_params).
+  rejects(R"({"hidden_size": 7168, "intermediate_size": 2048, "num_hidden_layers": 2,
+      "num_attention_heads": 8, "max_position_embeddings": 512, "vocab_size": 100, "num_local_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 1000000000000000000})", "moe_intermediate_size");
 }
 
 TEST_CASE("rope_scaling is read: llama3, linear, none, and bad values name the key") {
