@@ -10,11 +10,27 @@
 
 namespace twin {
 
+bool curve_axis_is_work(CurveRoof roof, CurveAxis axis) {
+  return roof == CurveRoof::compute ? axis == CurveAxis::flops
+                                    : axis == CurveAxis::bytes || axis == CurveAxis::tokens;
+}
+
+double EfficiencyCurve::time_floor(std::size_t i) const {
+  if (time_floor_.size() == points.size()) return time_floor_[i];
+  double t = 0;
+  for (std::size_t k = 0; k <= i; ++k) t = std::max(t, points[k].first / points[k].second);
+  return t;
+}
+
 double EfficiencyCurve::at(double flops) const {
   // `flops` is the curve's x, whatever its axis.
   if (points.empty()) return 1.0;
+  // Below the first point the efficiency is flat, so the time grows with x.
   if (flops <= points.front().first) return points.front().second;
-  if (flops >= points.back().first) return points.back().second;
+  if (flops >= points.back().first) {
+    const double e = points.back().second;
+    return holds_time ? std::min(e, flops / time_floor(points.size() - 1)) : e;
+  }
   const auto hi = std::upper_bound(points.begin(), points.end(), flops,
                                    [](double f, const auto& p) { return f < p.first; });
   const auto lo = hi - 1;
@@ -23,7 +39,8 @@ double EfficiencyCurve::at(double flops) const {
   const double x0 = prepared ? log_flops_[i] : std::log10(lo->first);
   const double x1 = prepared ? log_flops_[i + 1] : std::log10(hi->first);
   const double t = x1 > x0 ? (std::log10(flops) - x0) / (x1 - x0) : 0.0;
-  return lo->second + t * (hi->second - lo->second);
+  const double e = lo->second + t * (hi->second - lo->second);
+  return holds_time ? std::min(e, flops / time_floor(i)) : e;
 }
 
 double EfficiencyCurve::at(double x, double y) const {
@@ -39,7 +56,13 @@ double EfficiencyCurve::at(double x, double y) const {
 
 void EfficiencyCurve::prepare() {
   log_flops_.clear();
-  for (const auto& p : points) log_flops_.push_back(std::log10(p.first));
+  time_floor_.clear();
+  double t = 0;
+  for (const auto& p : points) {
+    log_flops_.push_back(std::log10(p.first));
+    t = std::max(t, p.first / p.second);
+    time_floor_.push_back(t);
+  }
   for (EfficiencyCurve& r : rows) r.prepare();
 }
 
@@ -68,6 +91,7 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
   p.memory_bandwidth = hw.memory_bandwidth_gbps * 1e9;
   p.compute_efficiency = hw.compute_efficiency;
   p.gemm_efficiency.name = "gemm_curve";
+  p.gemm_efficiency.holds_time = true;
   for (const auto& point : hw.gemm_curve) p.gemm_efficiency.points.emplace_back(point.flops, point.efficiency);
   p.memory_efficiency = hw.memory_efficiency;
   p.allreduce_efficiency = hw.allreduce_efficiency;
@@ -82,10 +106,12 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
     curve.points = d.points;
     curve.has_y = d.has_y;
     curve.y_axis = d.y_axis;
+    curve.holds_time = curve_axis_is_work(d.roof, d.axis);
     for (const EfficiencyCurveDesc::Row& r : d.rows) {
       EfficiencyCurve row;
       row.name = d.name;
       row.axis = d.axis;
+      row.holds_time = curve.holds_time;
       row.points = r.points;
       curve.row_y.push_back(r.y);
       curve.rows.push_back(std::move(row));

@@ -36,14 +36,27 @@ struct EfficiencyCurve {
   CurveAxis y_axis = CurveAxis::context_share;
   std::vector<double> row_y;          // ascending
   std::vector<EfficiencyCurve> rows;  // one per row_y, 1-D
+  // x is the op's own work (FLOPs on the compute roof, bytes or tokens on
+  // the memory roof): the busy time x / efficiency is held at or above the
+  // largest of the points' times at or below x, so a bigger op of a kind
+  // is never priced below a smaller one (efficiency interpolated in log x
+  // dips the time between points that rise steeply, and a profile's
+  // points may be out of order in time).
+  bool holds_time = false;
   double at(double x) const;
   double at(double x, double y) const;
-  // Precomputes the points' logarithms; at() works without, only slower.
+  // Precomputes the points' logarithms and running times; at() works
+  // without, only slower.
   void prepare();
 
  private:
+  double time_floor(std::size_t i) const;  // the largest time of points 0..i
   std::vector<double> log_flops_;
+  std::vector<double> time_floor_;
 };
+
+// Whether a curve's x is the work its roof is priced by (holds_time).
+bool curve_axis_is_work(CurveRoof roof, CurveAxis axis);
 
 // Everything the roofline needs about one replica's GPUs and links: plain
 // numbers, filled from the hardware profile and the cluster graph.

@@ -159,30 +159,40 @@ def axis_value(axis, pt):
     raise ValueError(axis)
 
 
+def work_interp(points, x):
+    """interp, with the time x / efficiency held at or above the largest
+    time of the knots at or below x."""
+    e = interp(points, x)
+    floor = max((k / ek for k, ek in points if k <= x), default=0.0)
+    return min(e, x / floor) if floor > 0 else e
+
+
 class Curve:
     """A named curve: rows of [x, efficiency] points, one row without a y
     axis; with one, each row sits at a y and the time per unit of work
     (1 / efficiency) is interpolated linearly in y between rows."""
-    def __init__(self, axis, rows, y_axis=None):
+    def __init__(self, axis, rows, y_axis=None, roof=None):
         self.axis = axis
         self.y_axis = y_axis
         self.rows = rows  # [(y, [(x, eff), ...]), ...]; y None without a y axis
+        self.work = (roof, axis) in WORK_AXES
 
     def at(self, pt):
         x = axis_value(self.axis, pt)
+        f = work_interp if self.work else interp
         if self.y_axis is None:
-            return interp(self.rows[0][1], x)
+            return f(self.rows[0][1], x)
         y = axis_value(self.y_axis, pt)
         rows = self.rows
         if y <= rows[0][0]:
-            return interp(rows[0][1], x)
+            return f(rows[0][1], x)
         if y >= rows[-1][0]:
-            return interp(rows[-1][1], x)
+            return f(rows[-1][1], x)
         for (y0, p0), (y1, p1) in zip(rows, rows[1:]):
             if y <= y1:
                 t = (y - y0) / (y1 - y0)
-                return 1.0 / ((1 - t) / interp(p0, x) + t / interp(p1, x))
-        return interp(rows[-1][1], x)
+                return 1.0 / ((1 - t) / f(p0, x) + t / f(p1, x))
+        return f(rows[-1][1], x)
 
 
 class Pricer:
@@ -400,6 +410,44 @@ def smooth_start(pricer, family, pts, roof):
             p[j] = (p[j][0], max(p[j][1], p[j - 1][1]))
 
 
+# Curves whose x is the op's own work (FLOPs on the compute roof, bytes or
+# tokens on the memory roof): a kernel's busy time, x / efficiency, must
+# not fall as x grows, or a smaller op would be priced above a bigger one
+# (Vidur's smallest kernels are launch-bound and noisy, and an unconstrained
+# fit let efficiency jump 10x between neighbouring knots). The fit keeps the
+# knots' times ascending (the 1% margin survives the 3 significant digits
+# the profile keeps); between knots, where efficiency interpolated in log x
+# can still dip the time, the price holds it at the knots' time so far, as
+# sim/roofline_cost_model.cpp does (work_interp).
+# GEMM compute curves by intensity are not held: cuBLAS's tile choice makes
+# real GEMMs faster at some larger sizes (H100, Llama-2-70B TP 2 o_proj:
+# 54.5 us at 192 tokens, 35 us at 256), and the curves keep that.
+WORK_AXES = {("compute", "flops"), ("memory", "bytes"), ("memory", "tokens")}
+
+
+def rise_limit(x0, x1):
+    return 0.99 * x1 / x0
+
+
+def monotone_bounds(p, j):
+    """The range knot j may take with its neighbours held."""
+    lo, hi = 1e-4, 1.0
+    if j > 0:
+        hi = min(hi, p[j - 1][1] * rise_limit(p[j - 1][0], p[j][0]))
+    if j + 1 < len(p):
+        lo = max(lo, p[j + 1][1] / rise_limit(p[j][0], p[j + 1][0]))
+    return lo, hi
+
+
+def make_monotone(p):
+    """Lifts knots, right to left, until the time grows: the larger sizes'
+    efficiencies are the better measured."""
+    for j in range(len(p) - 2, -1, -1):
+        need = p[j + 1][1] / rise_limit(p[j][0], p[j + 1][0])
+        if p[j][1] < need:
+            p[j] = (p[j][0], min(1.0, need))
+
+
 def data_knots(vals):
     """Knots at the data's own x values (values within 20% of the one
     before are one knot): for a table too sparse for a grid, where a grid
@@ -433,6 +481,10 @@ def fit(pricer, family, pts, slots, frozen=None):
         for q in pts:
             s += math.log(pricer.time(family, q) / q["t"]) ** 2
         return s / len(pts)
+    monotone = {roof for roof in slots if (roof, pricer.curves[family][roof].axis) in WORK_AXES}
+    for roof in monotone:
+        for _, p in pricer.curves[family][roof].rows:
+            make_monotone(p)
     best = loss()
     for _ in range(60):
         improved = False
@@ -443,8 +495,9 @@ def fit(pricer, family, pts, slots, frozen=None):
                         continue
                     old = p[j][1]
                     choice = old
+                    lo, hi = monotone_bounds(p, j) if roof in monotone else (1e-4, 1.0)
                     for f in (0.3, 0.5, 0.7, 0.85, 0.93, 0.98, 1.02, 1.07, 1.15, 1.4, 2.0, 3.0):
-                        p[j] = (p[j][0], min(1.0, max(1e-4, old * f)))
+                        p[j] = (p[j][0], min(hi, max(lo, old * f)))
                         cur = loss()
                         if cur < best - 1e-12:
                             best, choice, improved = cur, p[j][1], True
@@ -576,7 +629,7 @@ def main():
                         vals = [axis_value(axis, q) for q in pts]
                         xs = knots(min(vals), max(vals))
                     start = 0.7 if roof == "memory" else 0.3
-                    slots[roof] = Curve(axis, [(y, [(x, start) for x in xs]) for y in (ys or [None])], y_axis)
+                    slots[roof] = Curve(axis, [(y, [(x, start) for x in xs]) for y in (ys or [None])], y_axis, roof)
                 fixed = {r: v for r, v in pricer.curves.get(family, {}).items() if r not in slots}
                 pricer.curves[family] = dict(slots, **fixed)
                 if family.startswith("gemm"):

@@ -90,14 +90,18 @@ bool close_enough(double ours_ms, double measured_ms) {
 // lists them. The test fails if a family misses more (a curve got worse);
 // lower these when the curves get better.
 const std::map<std::string, int> kKnownMisses = {
-    {"a100-80gb attn_decode", 8}, {"a100-80gb attn_prefill", 3}, {"a100-80gb down_proj", 0},
+    {"a100-80gb attn_decode", 8}, {"a100-80gb attn_prefill", 4}, {"a100-80gb down_proj", 0},
     {"a100-80gb gate_up_proj", 0}, {"a100-80gb o_proj", 1},       {"a100-80gb qkv_proj", 6},
-    {"a100-80gb rmsnorm", 2},      {"a100-80gb rotary", 2},        {"a100-80gb silu_mul", 11},
+    {"a100-80gb rmsnorm", 2},      {"a100-80gb rotary", 2},        {"a100-80gb silu_mul", 14},
     {"h100-80gb down_proj", 9},    {"h100-80gb gate_up_proj", 3},  {"h100-80gb o_proj", 3},
     {"h100-80gb qkv_proj", 3},     {"h100-80gb rmsnorm", 1},       {"h100-80gb rotary", 2},
-    {"h100-80gb silu_mul", 4},
+    {"h100-80gb silu_mul", 7},
 };
-constexpr int kKnownWithin = 689;  // of 747 points (611 before tokens axes, per-op GEMM and two-row prefill curves)
+// 682 of 747 points (611 before tokens axes, per-op GEMM and two-row
+// prefill curves; 689 before the elementwise and attention curves were
+// held to times that grow with the work: the 7 they gave up were fitted by
+// efficiency spikes that priced bigger ops below smaller ones).
+constexpr int kKnownWithin = 682;
 // The H200's: o_proj at 47 rows ran a narrower tile than at 32 and took
 // 12.5 us where 32 rows took 15.9 (a curve by bytes cannot have both).
 const std::map<std::string, int> kKnownH200Misses = {{"h200 o_proj", 1}};
