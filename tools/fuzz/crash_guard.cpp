@@ -11,6 +11,7 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <dlfcn.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -67,6 +68,17 @@ void install_crash_guard(const std::string& dir) {
 #if defined(__SANITIZE_ADDRESS__)
   // The sanitizer prints its report and then calls this before exiting.
   __sanitizer_set_death_callback(save_current);
+  // GCC links UBSan as a runtime of its own (libubsan) with its own copy of
+  // that hook, and a UBSan report ends the process through it: set it there
+  // too, or a UBSan finding leaves no input behind.
+  if (void* ubsan = ::dlopen("libubsan.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    using SetDeathCallback = void (*)(void (*)());
+    void* symbol = ::dlsym(ubsan, "__sanitizer_set_death_callback");
+    SetDeathCallback set = nullptr;
+    static_assert(sizeof set == sizeof symbol);
+    std::memcpy(&set, &symbol, sizeof set);
+    if (set && set != &__sanitizer_set_death_callback) set(save_current);
+  }
 #else
   // A stack overflow (deep nesting) runs the handler on a stack of its own.
   alt_stack.resize(1 << 16);
@@ -115,6 +127,24 @@ std::string save_armed_input(const char* prefix, std::int64_t& index) {
     std::fclose(f);
   }
   return path;
+}
+
+void crash_for_guard_test(const std::string& kind) {
+  static const std::string input = "an input that crashes";
+  arm_crash_guard("crash-test", 0, 0, input);
+  if (kind == "segv") ::raise(SIGSEGV);
+#if defined(__SANITIZE_ADDRESS__)
+  if (kind == "ub") {
+    // Signed overflow: a UBSan report (-fno-sanitize-recover ends the run).
+    volatile int big = 2147483647;
+    volatile int one = 1;
+    const int sum = big + one;
+    std::fprintf(stderr, "twin_fuzz: the overflow was not caught (%d)\n", sum);
+    std::exit(3);
+  }
+#endif
+  std::fprintf(stderr, "twin_fuzz: no crash self-test '%s' in this build (segv; ub with the sanitizers)\n", kind.c_str());
+  std::exit(2);
 }
 
 }  // namespace twin::fuzz

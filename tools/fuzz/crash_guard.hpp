@@ -23,4 +23,8 @@ void disarm_crash_guard();
 std::uint64_t armed_serial();
 std::string save_armed_input(const char* prefix, std::int64_t& index);
 
+// The guard's own test: arms an input, then dies of `kind` ("segv"; "ub",
+// a UBSan report, in a sanitizer build). Never returns.
+[[noreturn]] void crash_for_guard_test(const std::string& kind);
+
 }  // namespace twin::fuzz

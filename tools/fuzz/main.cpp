@@ -165,6 +165,9 @@ int main(int argc, char** argv) {
                  "One input running longer than this is a hang: saved to --crash-dir as timeout-*, exit 1 (0: no limit)")
       ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--hang-self-test", hang_test, "Run an input that never ends (the watchdog's test)")->group("");
+  std::string crash_test;
+  app.add_option("--crash-self-test", crash_test, "Run an input that crashes: segv, or ub (the crash guard's test)")
+      ->group("");
   app.add_flag("--strict", strict, "Also fail on an error without its origin or over 1000 bytes");
   app.add_flag("--list", list, "List the targets");
   CLI11_PARSE(app, argc, argv);
@@ -173,6 +176,10 @@ int main(int argc, char** argv) {
     install_crash_guard(crash_dir);
     start_watchdog(timeout_s);
     hang_for_watchdog_test();
+  }
+  if (!crash_test.empty()) {
+    install_crash_guard(crash_dir);
+    crash_for_guard_test(crash_test);
   }
   if (list || reader.empty()) {
     for (const FuzzTarget& t : all_targets()) std::printf("%-20s %s\n", t.name.c_str(), t.summary.c_str());
