@@ -70,6 +70,7 @@ std::string_view speculative_method_name(SpeculativeMethod m) {
     case SpeculativeMethod::ngram: return "ngram";
     case SpeculativeMethod::draft_model: return "draft_model";
     case SpeculativeMethod::eagle: return "eagle";
+    case SpeculativeMethod::medusa: return "medusa";
   }
   return "?";
 }
@@ -95,7 +96,7 @@ SpeculativeConfig speculative_config_from_json(const nlohmann::json& j, const st
     if (!known) throw UsageError(origin + ": unknown key '" + excerpt(key) + "'; known keys: " + known_keys());
   }
   SpeculativeConfig c;
-  if (!j.contains("method")) fail(origin, "method", "missing: ngram, draft_model or eagle");
+  if (!j.contains("method")) fail(origin, "method", "missing: ngram, draft_model, eagle or medusa");
   const std::string method = text(j, "method", origin);
   if (method == "ngram") {
     c.method = SpeculativeMethod::ngram;
@@ -103,12 +104,22 @@ SpeculativeConfig speculative_config_from_json(const nlohmann::json& j, const st
     c.method = SpeculativeMethod::draft_model;
   } else if (method == "eagle") {
     c.method = SpeculativeMethod::eagle;
+  } else if (method == "medusa") {
+    c.method = SpeculativeMethod::medusa;
   } else {
-    fail(origin, "method", "unknown method '" + excerpt(method) + "': ngram, draft_model or eagle");
+    fail(origin, "method", "unknown method '" + excerpt(method) + "': ngram, draft_model, eagle or medusa");
   }
   if (!j.contains("num_speculative_tokens")) fail(origin, "num_speculative_tokens", "missing: 1 to 64");
   c.num_speculative_tokens = int_in(j, "num_speculative_tokens", origin, 1, kMaxK);
-  if (c.method != SpeculativeMethod::ngram) {
+  if (c.method == SpeculativeMethod::medusa) {
+    // vLLM's "model" is the heads' checkpoint; here the heads are sized
+    // from the target (medusa_heads_ops), so there is nothing to name.
+    if (j.contains("model")) fail(origin, "model", "method medusa sizes its heads from the target and takes no model");
+    if (j.contains("draft_profile")) fail(origin, "draft_profile", "method medusa has no draft model to profile");
+    for (const char* k : {"prompt_lookup_max", "prompt_lookup_min"}) {
+      if (j.contains(k)) fail(origin, k, "applies to method ngram only");
+    }
+  } else if (c.method != SpeculativeMethod::ngram) {
     if (c.method == SpeculativeMethod::draft_model && !j.contains("model")) {
       fail(origin, "model", "missing: the draft model's name or config path");
     }

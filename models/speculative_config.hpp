@@ -15,8 +15,12 @@ namespace twin {
 
 // eagle (vLLM's name) is the simulator's only: EAGLE's head, one decoder
 // layer of the target's shape over the target's features, read out by the
-// target's LM head; the engine has no EAGLE weights to run.
-enum class SpeculativeMethod { ngram, draft_model, eagle };
+// target's LM head; the engine has no EAGLE weights to run. medusa (vLLM's
+// name), the simulator's only too: Medusa-1's heads, one per proposed
+// position, each a residual block of the target's hidden size and an LM
+// head of its own, all run once per step on the target's last hidden state
+// (models/step_ops.hpp, medusa_heads_ops).
+enum class SpeculativeMethod { ngram, draft_model, eagle, medusa };
 
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::ngram;

@@ -372,6 +372,24 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   }
 }
 
+void medusa_heads_ops(const ModelDesc& m, std::int64_t rows, std::int32_t heads, const WeightPrecision& weights,
+                      std::vector<Op>& out) {
+  if (rows <= 0 || heads <= 0) return;
+  const int64_t h = m.hidden_size;
+  const double wb = weights.dense_bytes();
+  const double act = weights.activation();
+  // Each head: x + SiLU(W x + b), then its own LM head; as a dense model's
+  // o_proj (h x h), an elementwise SiLU and add over h, and its LM head.
+  out.push_back(gemm(OpKind::o_proj, rows, h, h, wb, act, heads, true));
+  out.push_back(elementwise(OpKind::silu_mul, rows, h, kSiluFlopsPerElem, 3.0 * act, 0.0, heads));
+  out.push_back(gemm(OpKind::lm_head, rows, m.vocab_size, h, wb, act, heads));
+}
+
+std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights) {
+  const double h = static_cast<double>(m.hidden_size), v = static_cast<double>(m.vocab_size);
+  return static_cast<std::int64_t>(static_cast<double>(heads) * (h * h + h + h * v) * weights.dense_bytes());
+}
+
 StepTotals step_totals(const std::vector<Op>& ops) {
   StepTotals t;
   for (const Op& op : ops) {

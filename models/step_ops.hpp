@@ -116,6 +116,17 @@ struct Op {
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
 
+// Medusa-1's heads (SpeculativeMethod::medusa) over `rows` hidden states
+// (one per seq proposing), on one GPU: `heads` instances of a residual
+// block (an h x h linear with bias, SiLU, added to its input) and an LM
+// head of the head's own, priced as an o_proj, a silu_mul and an lm_head op
+// of those shapes (the kernels a dense layer's o_proj and the LM head run).
+// Appends to `out`; nothing for no rows or heads.
+void medusa_heads_ops(const ModelDesc& m, std::int64_t rows, std::int32_t heads, const WeightPrecision& weights,
+                      std::vector<Op>& out);
+// The heads' weight bytes.
+std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights);
+
 // The batch as its ops see it, summed once per step (step_ops(batch) is
 // step_ops(step_sums(batch))): the attention work of the prefill seqs and of
 // the decodes, and the rows that need logits. Only the attention ops depend

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "sim/medusa_heads_cost_model.hpp"
 #include "metrics/step_csv.hpp"
 #include "sim/acceptance_model.hpp"
 #include "sim/replay_cost_model.hpp"
@@ -306,6 +307,11 @@ Cluster build_cluster(const ClusterConfig& config) {
           s.kv_block_bytes_per_gpu +=
               static_cast<double>(kv_bytes_per_token_per_gpu(*draft, g.kv_dtype, one, 0)) * g.replica.kv.block_size;
         }
+        if (gc.speculative && gc.speculative->method == SpeculativeMethod::medusa) {
+          // The heads' weights (no KV: they read the target's last hidden state).
+          s.weight_bytes_per_gpu +=
+              static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype));
+        }
         const MemoryPlan plan = plan_memory(s, describe(g));
         if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
         first = false;
@@ -396,8 +402,19 @@ Cluster build_cluster(const ClusterConfig& config) {
               draft_cost = std::make_shared<RooflineCostModel>(*draft, one, g.dtype, g.kv_dtype, draft_params);
             }
           }
+          if (sc.method == SpeculativeMethod::medusa) {
+            RooflineParams heads_params = roofline_params(g.hardware, g.dtype);
+            const std::vector<GpuId> own{gpus.front()};
+            heads_params.tp_rings.push_back(cluster.topology.ring(own));
+            heads_params.pp_links.push_back(PathCost{});
+            heads_params.host_link = params.host_link;
+            draft_cost = std::make_shared<MedusaHeadsCostModel>(
+                RooflineCostModel(g.model, ParallelLayout{1, 1}, g.dtype, g.kv_dtype, heads_params),
+                sc.num_speculative_tokens, g.dtype);
+          }
           model = std::make_shared<SpeculativeCostModel>(model, draft_cost, sc.num_draft_tokens,
-                                                         sc.num_speculative_tokens);
+                                                         sc.num_speculative_tokens,
+                                                         sc.method == SpeculativeMethod::medusa);
         }
       }
       for (std::int32_t r = 0; r < gc.count; ++r) {

@@ -9,8 +9,12 @@
 namespace twin {
 
 SpeculativeCostModel::SpeculativeCostModel(std::shared_ptr<CostModel> target, std::shared_ptr<CostModel> draft,
-                                           std::int32_t tree_tokens, std::int32_t depth)
-    : target_(std::move(target)), draft_(std::move(draft)), tree_tokens_(tree_tokens), depth_(depth) {
+                                           std::int32_t tree_tokens, std::int32_t depth, bool one_draft_pass)
+    : target_(std::move(target)),
+      draft_(std::move(draft)),
+      tree_tokens_(tree_tokens),
+      depth_(depth),
+      one_draft_pass_(one_draft_pass) {
   if (!target_) throw Error("speculative cost model: no target cost model (internal error)");
   if (tree_tokens_ > 0 && (depth_ < 1 || tree_tokens_ < depth_)) {
     throw UsageError("speculative cost model: a draft tree of " + std::to_string(tree_tokens_) +
@@ -42,6 +46,7 @@ Time SpeculativeCostModel::draft_time(const StepInput& step) {
     max_lookahead = std::max(max_lookahead, q.num_lookahead);
   }
   Time total = draft_->stage_time(input);
+  if (one_draft_pass_) return total;
   // Passes 2..L: one token in, one proposal out, for the seqs still
   // proposing (a tree's too: its draft passes stay the chain's, below).
   for (std::int32_t m = 1; m < max_lookahead; ++m) {

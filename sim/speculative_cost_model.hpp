@@ -32,8 +32,10 @@ class SpeculativeCostModel final : public CostModel {
   // `draft` may be null (n-gram). Both are for one pipeline stage.
   // `tree_tokens`: a draft tree's nodes (0: a chain), `depth` its depth
   // (num_speculative_tokens).
+  // `one_draft_pass`: the draft proposes all L tokens in its first pass
+  // (Medusa's heads, MedusaHeadsCostModel), so there are no passes 2..L.
   SpeculativeCostModel(std::shared_ptr<CostModel> target, std::shared_ptr<CostModel> draft,
-                       std::int32_t tree_tokens = 0, std::int32_t depth = 0);
+                       std::int32_t tree_tokens = 0, std::int32_t depth = 0, bool one_draft_pass = false);
 
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t num_blocks) override { return target_->swap_time(num_blocks); }
@@ -44,6 +46,7 @@ class SpeculativeCostModel final : public CostModel {
  private:
   std::shared_ptr<CostModel> target_, draft_;
   std::int32_t tree_tokens_ = 0, depth_ = 0;
+  bool one_draft_pass_ = false;
   // Nodes verified for a seq proposing `lookahead` tokens.
   std::int64_t tree_nodes(std::int64_t lookahead) const;
   BatchShape draft_shape_;   // reused

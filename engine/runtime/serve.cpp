@@ -58,9 +58,11 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   ro.max_num_seqs = rc.scheduler.max_num_seqs;
   const std::optional<SpeculativeConfig>& spec = settings_.speculative;
   if (spec) {
-    if (spec->method == SpeculativeMethod::eagle) {
-      throw UsageError("--speculative-config: method eagle is the simulator's (the engine has no EAGLE head to run); "
-                       "the engine takes draft_model or ngram");
+    if (spec->method == SpeculativeMethod::eagle || spec->method == SpeculativeMethod::medusa) {
+      const std::string name(speculative_method_name(spec->method));
+      throw UsageError("--speculative-config: method " + name + " is the simulator's (the engine has no " +
+                       (spec->method == SpeculativeMethod::eagle ? "EAGLE head" : "Medusa heads") +
+                       " to run); the engine takes draft_model or ngram");
     }
     if (spec->num_draft_tokens > 0) {
       throw UsageError("--speculative-config: key 'num_draft_tokens' (a draft tree) is the simulator's; the engine "

@@ -210,6 +210,10 @@ TEST_CASE("the engine refuses speculation it cannot do, naming the key", "[specu
     s.speculative = parse_speculative_config(R"({"method":"eagle","num_speculative_tokens":2})", "--speculative-config");
     CHECK_THROWS_WITH(Engine(s), Catch::Contains("eagle") && Catch::Contains("simulator"));
   }
+  SECTION("method medusa, the simulator's") {
+    s.speculative = parse_speculative_config(R"({"method":"medusa","num_speculative_tokens":2})", "--speculative-config");
+    CHECK_THROWS_WITH(Engine(s), Catch::Contains("medusa") && Catch::Contains("Medusa heads"));
+  }
 }
 
 TEST_CASE("speculative config errors name the flag and the key", "[speculative]") {

@@ -314,7 +314,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--speculative-config", a.speculative_config,
                   "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
                   "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
-                  "method ngram, draft_model or eagle (EAGLE's head: one target layer); docs/speculative.md");
+                  "method ngram, draft_model, eagle (EAGLE's head: one target layer) or medusa (Medusa-1's heads); "
+                  "docs/speculative.md");
   sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run(*args, mpi); }); });
 }};
 
