@@ -284,14 +284,16 @@ std::vector<std::string> speculative_seeds() {
           R"({"method":"draft_model","model":"tiny","num_speculative_tokens":3})",
           R"({"method":"draft_model","model":"tiny","num_speculative_tokens":4,"acceptance_length":2.5})",
           R"({"method":"eagle","num_speculative_tokens":5,"acceptance_length":3.6})",
-          R"({"method":"eagle","model":"tiny","num_speculative_tokens":2,"acceptance_rate":0.4})"};
+          R"({"method":"eagle","model":"tiny","num_speculative_tokens":2,"acceptance_rate":0.4})",
+          R"({"method":"medusa","num_speculative_tokens":4,"acceptance_length":2.3,"num_draft_tokens":63})"};
 }
 
 bool same_speculative(const SpeculativeConfig& a, const SpeculativeConfig& b) {
   return a.method == b.method && a.num_speculative_tokens == b.num_speculative_tokens && a.model == b.model &&
          a.prompt_lookup_max == b.prompt_lookup_max && a.prompt_lookup_min == b.prompt_lookup_min &&
          a.acceptance_rate == b.acceptance_rate && a.acceptance_length == b.acceptance_length &&
-         a.acceptance_from == b.acceptance_from && a.draft_profile == b.draft_profile;
+         a.acceptance_from == b.acceptance_from && a.draft_profile == b.draft_profile &&
+         a.num_draft_tokens == b.num_draft_tokens;
 }
 
 void run_speculative(const std::string& input, const Scratch&) {
