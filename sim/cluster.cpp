@@ -55,9 +55,9 @@ void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
   cluster.disagg = disagg_options(d, cluster.router);
   std::vector<KvTransferModel::Endpoint> endpoints;
   std::vector<std::int32_t> senders, receivers;
+  const std::string where = config.origin.empty() ? std::string() : config.origin + ": ";
   for (std::size_t gi = 0; gi < cluster.groups.size(); ++gi) {
     const GroupPlan& g = cluster.groups[gi];
-    const std::string where = config.origin.empty() ? std::string() : config.origin + ": ";
     if (g.replica.role == ReplicaRole::mixed) {
       throw UsageError(where + "groups[" + std::to_string(gi) +
                        "]: a cluster with prefill and decode groups has no 'mixed' group; give every group a role");
@@ -77,9 +77,10 @@ void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
       endpoints.push_back(e);
     }
   }
-  if (receivers.empty()) throw UsageError("a cluster with a prefill group needs a decode group");
+  if (receivers.empty()) throw UsageError(where + "groups: a cluster with a prefill group needs a decode group");
   if (senders.empty() && cluster.disagg.mode != DisaggMode::never) {
-    throw UsageError("a cluster with a decode group needs a prefill group (or disaggregation mode 'never')");
+    throw UsageError(where + "groups: a cluster with a decode group needs a prefill group (or disaggregation.mode "
+                     "'never')");
   }
   cluster.transfers = std::make_shared<KvTransferModel>(kv_transfer_mode(d.kv_transfer), std::move(endpoints),
                                                         cluster.topology, senders, receivers);
