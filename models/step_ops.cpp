@@ -373,20 +373,23 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
 }
 
 void medusa_heads_ops(const ModelDesc& m, std::int64_t rows, std::int32_t heads, const WeightPrecision& weights,
-                      std::vector<Op>& out) {
+                      int tp, std::vector<Op>& out) {
   if (rows <= 0 || heads <= 0) return;
   const int64_t h = m.hidden_size;
   const double wb = weights.dense_bytes();
   const double act = weights.activation();
   // Each head: x + SiLU(W x + b), then its own LM head; as a dense model's
-  // o_proj (h x h), an elementwise SiLU and add over h, and its LM head.
+  // o_proj (h x h, replicated on every GPU of the group), an elementwise
+  // SiLU and add over h, and its LM head, vocab-parallel as the target's.
   out.push_back(gemm(OpKind::o_proj, rows, h, h, wb, act, heads, true));
   out.push_back(elementwise(OpKind::silu_mul, rows, h, kSiluFlopsPerElem, 3.0 * act, 0.0, heads));
-  out.push_back(gemm(OpKind::lm_head, rows, m.vocab_size, h, wb, act, heads));
+  out.push_back(gemm(OpKind::lm_head, rows, (m.vocab_size + tp - 1) / tp, h, wb, act, heads));
+  if (tp > 1) out.push_back(collective(OpKind::tp_gather, rows, m.vocab_size, act, tp, heads));
 }
 
-std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights) {
-  const double h = static_cast<double>(m.hidden_size), v = static_cast<double>(m.vocab_size);
+std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights, int tp) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double v = static_cast<double>((m.vocab_size + tp - 1) / tp);
   return static_cast<std::int64_t>(static_cast<double>(heads) * (h * h + h + h * v) * weights.dense_bytes());
 }
 

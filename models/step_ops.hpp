@@ -117,15 +117,17 @@ void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout&
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);
 
 // Medusa-1's heads (SpeculativeMethod::medusa) over `rows` hidden states
-// (one per seq proposing), on one GPU: `heads` instances of a residual
-// block (an h x h linear with bias, SiLU, added to its input) and an LM
-// head of the head's own, priced as an o_proj, a silu_mul and an lm_head op
-// of those shapes (the kernels a dense layer's o_proj and the LM head run).
-// Appends to `out`; nothing for no rows or heads.
+// (one per seq proposing), on one GPU of a tp group: `heads` instances of a
+// residual block (an h x h linear with bias, SiLU, added to its input;
+// replicated) and an LM head of the head's own (vocab-parallel, then
+// gathered, as vLLM's Medusa shards it), priced as an o_proj, a silu_mul,
+// an lm_head and a tp_gather op of those shapes (the kernels a dense
+// layer's o_proj and the LM head run). Appends to `out`; nothing for no
+// rows or heads.
 void medusa_heads_ops(const ModelDesc& m, std::int64_t rows, std::int32_t heads, const WeightPrecision& weights,
-                      std::vector<Op>& out);
-// The heads' weight bytes.
-std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights);
+                      int tp, std::vector<Op>& out);
+// The heads' weight bytes on one GPU of the tp group.
+std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const WeightPrecision& weights, int tp);
 
 // The batch as its ops see it, summed once per step (step_ops(batch) is
 // step_ops(step_sums(batch))): the attention work of the prefill seqs and of

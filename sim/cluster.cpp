@@ -311,7 +311,7 @@ Cluster build_cluster(const ClusterConfig& config) {
         if (gc.speculative && gc.speculative->method == SpeculativeMethod::medusa) {
           // The heads' weights (no KV: they read the target's last hidden state).
           s.weight_bytes_per_gpu +=
-              static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype));
+              static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype, gc.tp));
         }
         const MemoryPlan plan = plan_memory(s, describe(g));
         if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
@@ -404,13 +404,14 @@ Cluster build_cluster(const ClusterConfig& config) {
             }
           }
           if (sc.method == SpeculativeMethod::medusa) {
+            // The heads run on the target's GPUs, in dense precision (the
+            // target's links, its curves at the activation dtype).
             RooflineParams heads_params = roofline_params(g.hardware, g.dtype);
-            const std::vector<GpuId> own{gpus.front()};
-            heads_params.tp_rings.push_back(cluster.topology.ring(own));
-            heads_params.pp_links.push_back(PathCost{});
+            heads_params.tp_rings = params.tp_rings;
+            heads_params.pp_links = params.pp_links;
             heads_params.host_link = params.host_link;
             draft_cost = std::make_shared<MedusaHeadsCostModel>(
-                RooflineCostModel(g.model, ParallelLayout{1, 1}, g.dtype, g.kv_dtype, heads_params),
+                RooflineCostModel(g.model, ParallelLayout{gc.tp, 1}, g.dtype, g.kv_dtype, heads_params),
                 sc.num_speculative_tokens, g.dtype);
           }
           model = std::make_shared<SpeculativeCostModel>(model, draft_cost, sc.num_draft_tokens,

@@ -17,7 +17,7 @@ Time MedusaHeadsCostModel::stage_time(const StepInput& step, std::vector<OpCost>
   std::int64_t rows = 0;
   for (const SeqShape& s : step.shape->seqs) rows += s.samples ? 1 : 0;
   ops_.clear();
-  medusa_heads_ops(pricer_.model(), rows, heads_, weights_, ops_);
+  medusa_heads_ops(pricer_.model(), rows, heads_, weights_, pricer_.layout().tp, ops_);
   double ns = 0;
   for (const Op& op : ops_) {
     const OpCost c = pricer_.price(op, 0);

@@ -4,7 +4,8 @@
 // proposes, in one pass after the target's (not k passes one after the
 // other, as a draft model's), so the draft's time is the price of
 // models/step_ops' medusa_heads_ops on those rows. Priced by a roofline of
-// the group's hardware at tp=1, as a draft model without a profile is.
+// the target's GPUs and layout (the heads' LM heads are vocab-parallel over
+// its tp group), also when the target has a calibrated profile.
 #include <cstdint>
 #include <vector>
 
@@ -16,8 +17,8 @@ namespace twin {
 
 class MedusaHeadsCostModel final : public CostModel {
  public:
-  // `pricer` prices the heads' ops (its model is the target's); `heads`
-  // the proposals per step.
+  // `pricer` prices the heads' ops (its model and layout are the target's);
+  // `heads` the proposals per step.
   MedusaHeadsCostModel(RooflineCostModel pricer, std::int32_t heads, WeightPrecision weights);
 
   // The step's seqs that sample (SeqShape::samples) are the heads' rows.

@@ -285,7 +285,7 @@ TEST_CASE("method medusa: its heads priced once per step over the proposing seqs
   params.pp_links.emplace_back();
   RooflineCostModel pricer(target, ParallelLayout{1, 1}, Dtype::fp16, Dtype::fp16, params);
   std::vector<Op> ops;
-  medusa_heads_ops(target, 3, 4, Dtype::fp16, ops);
+  medusa_heads_ops(target, 3, 4, Dtype::fp16, 1, ops);
   REQUIRE(ops.size() == 3);
   double ns = 0;
   for (const Op& op : ops) {
@@ -295,7 +295,15 @@ TEST_CASE("method medusa: its heads priced once per step over the proposing seqs
   CHECK(draft == priced_ns(ns, "test"));
   // Memory-bound at 3 rows: about four LM heads and four h x h blocks read.
   const double head_bytes = 4.0 * (4096.0 * 4096 + 4096 + 4096.0 * 32000) * 2;
-  CHECK(static_cast<double>(medusa_heads_bytes(target, 4, Dtype::fp16)) == head_bytes);
+  CHECK(static_cast<double>(medusa_heads_bytes(target, 4, Dtype::fp16, 1)) == head_bytes);
+  // Under TP the LM heads are vocab-parallel and gathered; the blocks replicated.
+  CHECK(static_cast<double>(medusa_heads_bytes(target, 4, Dtype::fp16, 2)) ==
+        4.0 * (4096.0 * 4096 + 4096 + 4096.0 * 16000) * 2);
+  std::vector<Op> tp_ops;
+  medusa_heads_ops(target, 3, 4, Dtype::fp16, 2, tp_ops);
+  REQUIRE(tp_ops.size() == 4);
+  CHECK(tp_ops[2].n == 16000);
+  CHECK(tp_ops[3].kind == OpKind::tp_gather);
   CHECK(static_cast<double>(draft) > head_bytes / 2039e9 * 1e9);  // cannot beat HBM
   // No proposals, no heads.
   StepPlan plain;
