@@ -111,17 +111,15 @@ SpeculativeConfig speculative_config_from_json(const nlohmann::json& j, const st
   }
   if (!j.contains("num_speculative_tokens")) fail(origin, "num_speculative_tokens", "missing: 1 to 64");
   c.num_speculative_tokens = int_in(j, "num_speculative_tokens", origin, 1, kMaxK);
-  if (c.method == SpeculativeMethod::medusa) {
-    // vLLM's "model" is the heads' checkpoint; here the heads are sized
-    // from the target (medusa_heads_ops), so there is nothing to name.
-    if (j.contains("model")) fail(origin, "model", "method medusa sizes its heads from the target and takes no model");
-    if (j.contains("draft_profile")) fail(origin, "draft_profile", "method medusa has no draft model to profile");
-    for (const char* k : {"prompt_lookup_max", "prompt_lookup_min"}) {
-      if (j.contains(k)) fail(origin, k, "applies to method ngram only");
-    }
-  } else if (c.method != SpeculativeMethod::ngram) {
+  if (c.method != SpeculativeMethod::ngram) {
     if (c.method == SpeculativeMethod::draft_model && !j.contains("model")) {
       fail(origin, "model", "missing: the draft model's name or config path");
+    }
+    if (c.method == SpeculativeMethod::medusa) {
+      // vLLM's "model" is the heads' checkpoint; here the heads are sized
+      // from the target (medusa_heads_ops), so there is nothing to name.
+      if (j.contains("model")) fail(origin, "model", "method medusa sizes its heads from the target and takes no model");
+      if (j.contains("draft_profile")) fail(origin, "draft_profile", "method medusa has no draft model to profile");
     }
     // eagle: vLLM's "model" is the head's checkpoint; here an optional
     // descriptor of the head (default: one layer of the target's shape).

@@ -10,10 +10,13 @@
 
 namespace twin {
 
+namespace {
+// Whether a curve's x is the work its roof is priced by (holds_time).
 bool curve_axis_is_work(CurveRoof roof, CurveAxis axis) {
   return roof == CurveRoof::compute ? axis == CurveAxis::flops
                                     : axis == CurveAxis::bytes || axis == CurveAxis::tokens;
 }
+}  // namespace
 
 double EfficiencyCurve::time_floor(std::size_t i) const {
   if (time_floor_.size() == points.size()) return time_floor_[i];

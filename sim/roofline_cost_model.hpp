@@ -55,8 +55,6 @@ struct EfficiencyCurve {
   std::vector<double> time_floor_;
 };
 
-// Whether a curve's x is the work its roof is priced by (holds_time).
-bool curve_axis_is_work(CurveRoof roof, CurveAxis axis);
 
 // Everything the roofline needs about one replica's GPUs and links: plain
 // numbers, filled from the hardware profile and the cluster graph.
