@@ -5,8 +5,11 @@
 namespace twin {
 
 BlockPool::BlockPool(std::int32_t num_blocks, std::int32_t block_size)
-    : num_blocks_(num_blocks), block_size_(block_size), num_free_(std::max(num_blocks, 0)) {
-  ring_.assign(16, 0);
+    : num_blocks_(num_blocks),
+      block_size_(block_size),
+      num_free_(std::max(num_blocks, 0)),
+      tail_uncached_(std::max(num_blocks, 0)) {
+  ring_.assign(16, RingEntry{});
   ring_mask_ = ring_.size() - 1;
 }
 
@@ -14,7 +17,8 @@ std::size_t BlockPool::state_bytes() const {
   // The hash index: its nodes (key, value, next pointer, cached hash) and
   // its bucket array.
   const std::size_t index_node = sizeof(void*) + sizeof(BlockHash) + sizeof(BlockId) + sizeof(std::size_t);
-  return nodes_.capacity() * sizeof(Node) + ring_.capacity() * sizeof(BlockId) +
+  return nodes_.capacity() * sizeof(Node) + ring_.capacity() * sizeof(RingEntry) +
+         uncached_.capacity() * sizeof(BlockId) +
          hash_.capacity() * sizeof(BlockHash) + tokens_.capacity() * sizeof(TokenId) +
          index_.size() * index_node + index_.bucket_count() * sizeof(void*);
 }
@@ -28,52 +32,78 @@ void BlockPool::make_room(BlockId pushing) {
     compact(pushing);
     return;
   }
-  std::vector<BlockId> bigger(ring_.size() * 2, 0);
+  std::vector<RingEntry> bigger(ring_.size() * 2, RingEntry{});
   const std::uint64_t mask = bigger.size() - 1;
   for (std::uint64_t pos = head_; pos != tail_; ++pos) bigger[pos & mask] = ring_[pos & ring_mask_];
   ring_ = std::move(bigger);
   ring_mask_ = mask;
 }
 
-// Drops the stale entries (blocks taken from the middle as prefix hits).
-// `pushing` is the block being pushed: its ref is already 0, so an old entry
-// of it would look live.
+// Drops the stale entries (blocks taken from the middle as prefix hits); the
+// uncached slots counted before a dropped entry move to the next live one
+// (or to the tail). `pushing` is the block being pushed: its ref is already
+// 0, so an old entry of it would look live.
 void BlockPool::compact(BlockId pushing) {
   std::uint64_t out = head_;
+  std::int32_t carried = 0;
   for (std::uint64_t pos = head_; pos != tail_; ++pos) {
-    const BlockId b = ring_[pos & ring_mask_];
-    if (b == pushing || !live_entry(pos, b)) continue;
-    nodes_[at(b)].ring_pos = static_cast<std::uint32_t>(out);
-    ring_[out & ring_mask_] = b;
+    const RingEntry e = ring_[pos & ring_mask_];
+    if (e.block == pushing || !live_entry(pos, e.block)) {
+      carried += e.uncached_before;
+      continue;
+    }
+    nodes_[at(e.block)].ring_pos = static_cast<std::uint32_t>(out);
+    ring_[out & ring_mask_] = RingEntry{e.block, e.uncached_before + carried};
+    carried = 0;
     ++out;
   }
   tail_ = out;
+  tail_uncached_ += carried;
+}
+
+BlockId BlockPool::take_uncached() {
+  if (!uncached_.empty()) {
+    const BlockId b = uncached_.back();
+    uncached_.pop_back();
+    nodes_[at(b)].word = 1;  // ref 1; an uncached block has no flags
+    return b;
+  }
+  // Untouched blocks, lowest id first: the next one gets state.
+  const auto b = static_cast<BlockId>(nodes_.size());
+  nodes_.push_back(Node{1, 0});
+  hash_.push_back(0);
+  return b;
 }
 
 BlockId BlockPool::pop_free(bool& evicted) {
   --num_free_;
-  if (nodes_.size() < at(num_blocks_)) {
-    // Untouched blocks come first, lowest id first: the next one gets state.
-    const auto b = static_cast<BlockId>(nodes_.size());
-    nodes_.push_back(Node{1, 0});  // ref 1, flags cleared
-    hash_.push_back(0);
-    evicted = false;
-    return b;
-  }
-  BlockId b = ring_[head_ & ring_mask_];
-  while (!live_entry(head_, b)) {
+  evicted = false;
+  // Whose turn it is: the uncached slots before the head entry, then the
+  // head entry's block if it is still free; with no entry left, the tail's
+  // uncached slots (one of them must remain: num_free() > 0).
+  while (head_ != tail_) {
+    RingEntry& e = ring_[head_ & ring_mask_];
+    if (e.uncached_before > 0) {
+      --e.uncached_before;
+      return take_uncached();
+    }
+    if (live_entry(head_, e.block)) break;
     ++head_;
-    b = ring_[head_ & ring_mask_];
   }
+  if (head_ == tail_) {
+    --tail_uncached_;
+    return take_uncached();
+  }
+  const BlockId b = ring_[head_ & ring_mask_].block;
   ++head_;
-  // The ring says which blocks go next: start loading the state of one a few
-  // pops ahead (a decode step pops several blocks, a prefill many). A slot
-  // past the tail may hold anything: only a valid id is followed.
-  const BlockId ahead = ring_[(head_ + 4) & ring_mask_];
+  // The ring says which cached blocks go next: start loading the state of
+  // one a few pops ahead. A slot past the tail may hold anything: only a
+  // valid id is followed.
+  const BlockId ahead = ring_[(head_ + 4) & ring_mask_].block;
   if (touched(ahead)) __builtin_prefetch(nodes_.data() + at(ahead));
   Node& node = nodes_[at(b)];
-  evicted = (node.word & kCached) != 0;
-  if (evicted) index_.erase(hash_[at(b)]);
+  evicted = true;
+  index_.erase(hash_[at(b)]);
   node.word = 1;  // ref 1, flags cleared
   return b;
 }
@@ -114,29 +144,50 @@ std::string BlockPool::check() const {
   const std::int32_t touched_blocks = num_touched();
   if (touched_blocks > num_blocks_) return "more blocks touched than the pool holds";
   if (hash_.size() != nodes_.size()) return "stored hashes and block states differ in number";
-  std::int32_t walked = 0;
   std::vector<std::uint8_t> seen(nodes_.size(), 0);
   if (tail_ - head_ > ring_.size()) return "free list ring overflows";
+  std::int32_t walked = 0;               // live ring entries: free cached blocks
+  std::int64_t slots = tail_uncached_;   // uncached turns counted in the ring and at its tail
+  if (tail_uncached_ < 0) return "free list counts negative uncached blocks at its tail";
   for (std::uint64_t pos = head_; pos != tail_; ++pos) {
-    const BlockId b = ring_[pos & ring_mask_];
-    if (!touched(b)) return "free list holds invalid block " + std::to_string(b);
-    if (!live_entry(pos, b)) continue;  // stale: the block left from the middle
-    if (seen[at(b)]) return "free list visits block " + std::to_string(b) + " twice";
-    seen[at(b)] = 1;
+    const RingEntry& e = ring_[pos & ring_mask_];
+    if (!touched(e.block)) return "free list holds invalid block " + std::to_string(e.block);
+    if (e.uncached_before < 0) return "free list counts negative uncached blocks before block " +
+                                      std::to_string(e.block);
+    slots += e.uncached_before;
+    if (!live_entry(pos, e.block)) continue;  // stale: the block left from the middle
+    if (!is_cached(e.block)) return "free list ring holds uncached block " + std::to_string(e.block);
+    if (seen[at(e.block)]) return "free list visits block " + std::to_string(e.block) + " twice";
+    seen[at(e.block)] = 1;
     ++walked;
   }
-  // The untouched blocks are free without a ring entry.
+  for (const BlockId b : uncached_) {
+    if (!touched(b)) return "uncached free stack holds invalid block " + std::to_string(b);
+    if (ref_count(b) != 0 || is_cached(b)) {
+      return "uncached free stack holds block " + std::to_string(b) + ", which is held or cached";
+    }
+    if (seen[at(b)]) return "free list visits block " + std::to_string(b) + " twice";
+    seen[at(b)] = 1;
+  }
+  // The untouched blocks are free without an entry; with the stack they
+  // fill the uncached turns.
   const std::int32_t untouched = num_blocks_ - touched_blocks;
-  if (walked + untouched != num_free_) {
-    return "free list has " + std::to_string(walked) + " blocks and " + std::to_string(untouched) +
-           " untouched, counter says " + std::to_string(num_free_);
+  if (slots != static_cast<std::int64_t>(uncached_.size()) + untouched) {
+    return "free list counts " + std::to_string(slots) + " uncached turns for " + std::to_string(uncached_.size()) +
+           " stacked and " + std::to_string(untouched) + " untouched blocks";
+  }
+  if (walked + slots != num_free_) {
+    return "free list has " + std::to_string(walked) + " cached blocks and " + std::to_string(slots) +
+           " uncached, counter says " + std::to_string(num_free_);
   }
   std::int32_t zero_ref = 0;
   for (BlockId b = 0; b < touched_blocks; ++b) {
     if (ref_count(b) == 0) ++zero_ref;
   }
-  if (zero_ref != walked) return "free list has " + std::to_string(walked) + " blocks but " +
-                                 std::to_string(zero_ref) + " have ref 0";
+  if (zero_ref != walked + static_cast<std::int32_t>(uncached_.size())) {
+    return "free list has " + std::to_string(walked + static_cast<std::int32_t>(uncached_.size())) +
+           " touched blocks but " + std::to_string(zero_ref) + " have ref 0";
+  }
   std::int32_t cached = 0;
   for (BlockId b = 0; b < touched_blocks; ++b) {
     if (!is_cached(b)) continue;

@@ -3,28 +3,33 @@
 // published blocks. Every operation is O(1) per block touched (amortised).
 //
 // Lazily sized: a block has state only once it has been handed out. The
-// blocks never handed out are the ids [num_touched, num_blocks): they are free,
-// uncached, and in the free list's order they come first, lowest id first
-// (a pool that starts with every block free hands them out in id order
-// before it reuses any freed block), so they need no entry anywhere. A
+// blocks never handed out are the ids [num_touched, num_blocks): they are free
+// and uncached, handed out lowest id first once no touched block is free
+// and uncached, so they need no entry anywhere. A
 // simulated replica sized from an 80 GB GPU holds millions of blocks and a
 // run may use a few thousand: the pool's memory follows the blocks used,
 // never the blocks there are.
 //
-// Free list: the touched blocks with ref count 0, least recently freed at the
-// head. It is a ring of block ids in the order they were freed: popping reads
-// the ring sequentially, so the next blocks to be handed out are known in
-// advance and their state is prefetched (the free list is visited in
-// effectively random block order, and a big cluster's pools do not fit in
-// cache: this was a third of a simulation's time as a linked list). A cached
-// block taken as a prefix hit leaves from the middle in O(1): its ring entry
-// goes stale (each block remembers the ring position of its one live entry)
-// and is skipped when the head reaches it; a ring full of stale entries is
-// compacted, or doubled while it is under twice the touched blocks. A block's
-// ref count, flags and ring position share one 8-byte node. A freed block
-// that was published keeps its hash (it stays a prefix-cache hit) until it
-// is popped from the head for reuse: only then is its index entry dropped
-// (lazy eviction).
+// Free list: the touched blocks with ref count 0, in the order they were
+// freed (least recently freed at the head). What the order decides is which
+// cached block is evicted next; which uncached block is handed out changes
+// nothing but its id (an uncached free block holds nothing anyone can find).
+// So only cached blocks have entries, in a ring read from the head: each
+// entry carries the number of uncached blocks freed just before it, and the
+// uncached free blocks themselves sit on a stack, most recently freed on top.
+// A pop whose turn falls on an uncached slot takes the stack's top (a block
+// whose state is still in cache: over an LRU list of all blocks, 32 replicas'
+// pools are visited in random block order, a cache miss per pop), and an
+// untouched block only when the stack is empty. The blocks the pool evicts,
+// and when, are those of one LRU list over every block (the reference test
+// checks it). A cached block taken as a prefix hit leaves from the middle in
+// O(1): its ring entry goes stale (each block remembers the ring position of
+// its one live entry) and is skipped when the head reaches it, its count
+// still counted; a ring full of stale entries is compacted, or doubled while
+// it is under twice the touched blocks. A block's ref count, flags and ring
+// position share one 8-byte node. A freed block that was published keeps its
+// hash (it stays a prefix-cache hit) until it is popped from the head for
+// reuse: only then is its index entry dropped (lazy eviction).
 #include <cstdint>
 #include <span>
 #include <string>
@@ -54,7 +59,9 @@ class BlockPool {
   bool has_tokens(BlockId b) const { return touched(b) && (nodes_[at(b)].word & kHasTokens) != 0; }
 
   // Pops the least recently freed block, dropping its cached hash if any
-  // (returns true in `evicted` then). Precondition: num_free() > 0.
+  // (returns true in `evicted` then); when that block is uncached, any
+  // uncached free block may stand in for it (see the free list above).
+  // Precondition: num_free() > 0.
   BlockId pop_free(bool& evicted);
   // Takes one more reference on b (a block handed out before); a free block
   // leaves the free list.
@@ -62,7 +69,7 @@ class BlockPool {
   // Drops one reference; at zero the block joins the free list's tail.
   void release(BlockId b) {
     Node& node = nodes_[at(b)];
-    if ((--node.word & kRefMask) == 0) push_tail(b, node);
+    if ((--node.word & kRefMask) == 0) push_free(b, node);
   }
   // Starts loading b's state (a caller about to release several blocks).
   void prefetch(BlockId b) const { __builtin_prefetch(nodes_.data() + at(b)); }
@@ -91,15 +98,28 @@ class BlockPool {
   static constexpr std::uint32_t kHasTokens = 1u << 31;   // stored tokens are valid
   struct Node {
     std::uint32_t word = 0;       // ref count | kCached | kHasTokens
-    std::uint32_t ring_pos = 0;   // ring position of its live entry while free (low 32 bits)
+    std::uint32_t ring_pos = 0;   // ring position of its live entry while free and cached (low 32 bits)
   };
-  void push_tail(BlockId b, Node& node) {
+  struct RingEntry {
+    BlockId block = 0;                   // a cached block (stale once it left the free list)
+    std::int32_t uncached_before = 0;    // uncached free blocks freed just before it, not yet popped
+  };
+  void push_free(BlockId b, Node& node) {
+    ++num_free_;
+    if ((node.word & kCached) == 0) {
+      uncached_.push_back(b);
+      ++tail_uncached_;
+      return;
+    }
     if (tail_ - head_ == ring_.size()) make_room(b);
     node.ring_pos = static_cast<std::uint32_t>(tail_);
-    ring_[tail_ & ring_mask_] = b;
+    ring_[tail_ & ring_mask_] = RingEntry{b, tail_uncached_};
+    tail_uncached_ = 0;
     ++tail_;
-    ++num_free_;
   }
+  // An uncached free block for a pop whose turn fell on an uncached slot:
+  // the most recently freed, else the lowest untouched id.
+  BlockId take_uncached();
   bool live_entry(std::uint64_t pos, BlockId b) const {
     const Node& node = nodes_[at(b)];
     return (node.word & kRefMask) == 0 && node.ring_pos == static_cast<std::uint32_t>(pos);
@@ -113,7 +133,9 @@ class BlockPool {
   std::int32_t block_size_;
   std::int32_t num_free_ = 0;
   std::vector<Node> nodes_;              // touched blocks: ids 0 .. num_touched-1
-  std::vector<BlockId> ring_;            // free list of touched blocks, power-of-two size
+  std::vector<RingEntry> ring_;          // free cached blocks in free order, power-of-two size
+  std::vector<BlockId> uncached_;        // free uncached touched blocks, most recently freed last
+  std::int32_t tail_uncached_ = 0;       // uncached free slots after the last ring entry
   std::uint64_t ring_mask_ = 0;
   std::uint64_t head_ = 0;               // ring positions, never wrapped
   std::uint64_t tail_ = 0;
