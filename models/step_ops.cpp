@@ -177,6 +177,21 @@ StepSums step_sums(const ModelDesc& m, const BatchShape& batch) {
   return sums;
 }
 
+int64_t cudagraph_padded_tokens(int64_t tokens, int64_t max_capture) {
+  if (max_capture <= 0 || tokens <= 0 || tokens > max_capture) return tokens;
+  // vLLM's default cudagraph_capture_sizes (config/compilation.py).
+  int64_t size = 0;
+  if (tokens <= 4) {
+    size = tokens <= 1 ? 1 : tokens <= 2 ? 2 : 4;
+  } else if (tokens <= 256) {
+    size = (tokens + 7) / 8 * 8;
+  } else {
+    size = 256 + (tokens - 256 + 15) / 16 * 16;
+  }
+  // The largest capture size is max_capture itself (a list cut there).
+  return std::min(size, max_capture);
+}
+
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
   step_ops(m, step_sums(m, batch), layout, weights, kv, pp_stage, out);

@@ -142,8 +142,17 @@ struct AttentionSums {
 struct StepSums {
   AttentionSums prefill, decode;
   int64_t sampling = 0;  // rows of logits: sampling seqs and their lookahead
-  int64_t tokens() const { return prefill.tokens + decode.tokens; }
+  // Rows an engine adds to run the step as a captured CUDA graph of a fixed
+  // size (cudagraph_padded_tokens): they go through every token-wise op but
+  // attend to nothing and sample nothing.
+  int64_t padding = 0;
+  int64_t tokens() const { return prefill.tokens + decode.tokens + padding; }
 };
+// The token count vLLM runs a step of `tokens` at: the smallest of its
+// CUDA-graph capture sizes (1, 2, 4, then multiples of 8 to 256, then of 16)
+// that holds it, when it is at most `max_capture` (max_cudagraph_capture_size);
+// `tokens` itself above that (eager) or when max_capture <= 0.
+int64_t cudagraph_padded_tokens(int64_t tokens, int64_t max_capture);
 StepSums step_sums(const ModelDesc& m, const BatchShape& batch);
 void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);

@@ -330,6 +330,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       // Replicas of a group are placed alike, so the first one's paths price
       // all of them and the group shares one cost model.
       RooflineParams params = roofline_params(g.hardware, g.precision);
+      params.cudagraph_max_tokens = graph_capture_max(g.replica);
       const std::vector<GpuId>& gpus = g.replica_gpus.front();
       for (int stage = 0; stage < gc.pp; ++stage) {
         const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage

@@ -342,8 +342,9 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
 }
 
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
-  const StepSums sums = step_sums(model_, *step.shape);
+  StepSums sums = step_sums(model_, *step.shape);
   if (sums.tokens() == 0) return 0;
+  sums.padding = cudagraph_padded_tokens(sums.tokens(), params_.cudagraph_max_tokens) - sums.tokens();
   if (breakdown) return priced_ns(price_all(sums, step.stage, breakdown, nullptr), "roofline cost model: a step");
   const std::uint64_t key = (static_cast<std::uint64_t>(sums.tokens()) * 0x9E3779B97F4A7C15ULL) ^
                             (static_cast<std::uint64_t>(sums.sampling) * 0xC2B2AE3D27D4EB4FULL) ^

@@ -89,6 +89,9 @@ struct RooflineParams {
   double allreduce_efficiency = 1.0; // achieved fraction of the ring's link bandwidth
   double kernel_launch_ns = 0;
   double step_overhead_ns = 0;
+  // Steps of at most this many tokens run as CUDA graphs padded to a capture
+  // size (cudagraph_padded_tokens); 0: eager, no padding.
+  std::int64_t cudagraph_max_tokens = 0;
   std::vector<RingCost> tp_rings;    // per stage: the TP group as a ring
   std::vector<PathCost> pp_links;    // per stage: to the next stage (last unused)
   std::vector<AllToAllCost> ep_groups;  // per stage: the EP ranks' all-to-all (size 1 without EP)

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/prefix_hash.hpp"
 
 namespace twin {
 
@@ -80,14 +81,16 @@ BlockId KvCache::take_free_block() {
 void KvCache::init_seq(const Request& req, SeqKv& seq) const {
   seq.hashes.clear();
   if (prefix_caching_) seq.hashes = prompt_block_hashes(req, config_.block_size);
+  seq.num_named = static_cast<std::int32_t>(seq.hashes.size());
 }
 
-std::int32_t KvCache::lookup(const Request& req, const SeqKv& seq) const {
-  if (!prefix_caching_ || req.prompt_len < 1) return 0;
-  // The last prompt token is always computed: it produces the first logits.
+std::int32_t KvCache::lookup(const Request& req, const SeqKv& seq, std::int32_t known_tokens) const {
+  if (!prefix_caching_ || known_tokens < 1) return 0;
+  // The last known token is always computed: it produces the next logits.
   const std::size_t limit =
-      std::min(seq.hashes.size(), static_cast<std::size_t>((req.prompt_len - 1) / config_.block_size));
+      std::min(seq.hashes.size(), static_cast<std::size_t>((known_tokens - 1) / config_.block_size));
   const bool with_tokens = !req.prompt_tokens.empty();
+  const auto named = static_cast<std::size_t>(seq.num_named);
   std::size_t k = 0;
   for (; k < limit; ++k) {
     const BlockId b = pool_.find(seq.hashes[k]);
@@ -95,10 +98,12 @@ std::int32_t KvCache::lookup(const Request& req, const SeqKv& seq) const {
       if (!tiers_.empty() && tiers_.find(seq.hashes[k]) >= 0) continue;  // loaded back at allocation
       break;
     }
-    // Token and trace-id chains have distinct seeds: a block of the other
-    // kind under our hash is a 64-bit collision, so a miss.
-    if (pool_.has_tokens(b) != with_tokens) break;
-    if (with_tokens && !pool_.tokens_match(b, block_tokens(req, k, config_.block_size))) break;
+    // Token, trace-id and own chains have distinct seeds: a block of another
+    // kind under our hash is a 64-bit collision, so a miss. Own blocks carry
+    // no tokens.
+    const bool tokens_here = with_tokens && k < named;
+    if (pool_.has_tokens(b) != tokens_here) break;
+    if (tokens_here && !pool_.tokens_match(b, block_tokens(req, k, config_.block_size))) break;
   }
   return static_cast<std::int32_t>(k);
 }
@@ -110,7 +115,7 @@ std::int32_t KvCache::blocks_needed(const SeqKv& seq, std::int32_t total_tokens)
 }
 
 bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks, std::int32_t total_tokens,
-                       bool admission) {
+                       bool admission, std::int32_t must_fit_tokens) {
   const auto held = static_cast<std::int32_t>(seq.blocks.size());
   if (config_.contiguous) {
     if (total_tokens > config_.max_model_len) {
@@ -155,7 +160,8 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
   }
   const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
   const std::int32_t reserve = admission ? watermark_blocks_ : 0;
-  if (pool_.num_free() - (new_blocks + loads + free_hits) < reserve) return false;
+  const std::int32_t must_fit = std::max(new_blocks, blocks_for(must_fit_tokens) - held - hits);
+  if (pool_.num_free() - (must_fit + loads + free_hits) < reserve) return false;
 
   if (held == 0) seq.blocks.reserve(static_cast<std::size_t>(hits + new_blocks));
   if (loads == 0) {
@@ -200,7 +206,9 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
     ++stats_.lookups;
     const auto queried = std::min(seq.hashes.size(), static_cast<std::size_t>(std::max(0, req.prompt_len - 1) /
                                                                               config_.block_size));
-    stats_.queried_blocks += static_cast<std::int64_t>(queried);
+    // A resumed request may hit its own blocks past the prompt: they count
+    // as queried too, so the hit rate stays a fraction.
+    stats_.queried_blocks += std::max(static_cast<std::int64_t>(queried), static_cast<std::int64_t>(hits));
     stats_.hit_blocks += hits;
     stats_.tier_hit_blocks += loads;
     stats_.lookup_tokens += req.prompt_len;
@@ -210,14 +218,24 @@ bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_bloc
 
 void KvCache::publish(const Request& req, SeqKv& seq, std::int32_t num_computed_tokens) {
   if (!prefix_caching_) return;
-  const std::size_t full = std::min({static_cast<std::size_t>(std::max(0, num_computed_tokens) / config_.block_size),
-                                     seq.hashes.size(), seq.blocks.size()});
+  auto full = std::min(static_cast<std::size_t>(std::max(0, num_computed_tokens) / config_.block_size),
+                       seq.blocks.size());
+  if (config_.cache_generated_blocks) {
+    // The blocks nothing names get the request's own names as they fill.
+    while (seq.hashes.size() < full) {
+      const BlockHash parent = seq.hashes.empty() ? BlockHash{0} : seq.hashes.back();
+      seq.hashes.push_back(generated_block_hash(parent, req.id, static_cast<std::int32_t>(seq.hashes.size())));
+    }
+  } else {
+    full = std::min(full, seq.hashes.size());
+  }
   const bool with_tokens = !req.prompt_tokens.empty();
+  const auto named = static_cast<std::size_t>(seq.num_named);
   for (auto k = static_cast<std::size_t>(seq.num_published); k < full; ++k) {
     // A duplicate of an already published block stays unpublished: the index
     // keeps the first block under each hash.
     pool_.publish(seq.blocks[k], seq.hashes[k],
-                  with_tokens ? block_tokens(req, k, config_.block_size) : std::span<const TokenId>{});
+                  with_tokens && k < named ? block_tokens(req, k, config_.block_size) : std::span<const TokenId>{});
   }
   seq.num_published = static_cast<std::int32_t>(std::max(full, static_cast<std::size_t>(seq.num_published)));
 }

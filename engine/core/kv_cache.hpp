@@ -23,6 +23,12 @@ struct KvCacheConfig {
   double watermark = 0.0;             // fraction of blocks an admission must leave free
   std::int32_t num_host_blocks = 0;   // host tier for swap; 0 disables swapping
   bool contiguous = false;            // reserve max_model_len tokens per request
+  // Name and cache every full block of a request, not only the blocks its
+  // prompt names: generated tokens and an unnamed prompt tail get the
+  // request's own names (generated_block_hash), so a request preempted by
+  // recompute hits its own KV when it comes back, as vLLM v1 does (it hashes
+  // every full block, outputs included). Needs prefix caching.
+  bool cache_generated_blocks = true;
   std::int32_t max_model_len = 0;     // needed by contiguous mode
   // Tiers below HBM for evicted prefix blocks (kv_tiers.hpp), first = next
   // below HBM; empty: none (an evicted block's hash is gone). Needs prefix
@@ -51,7 +57,11 @@ struct KvCacheStats {
 struct SeqKv {
   std::vector<BlockId> blocks;        // device block table, in token order
   std::vector<BlockId> host_blocks;   // host block table while swapped out
-  std::vector<BlockHash> hashes;      // hash chain of the full prompt blocks
+  // Hash chain of the full blocks named so far: the blocks the prompt names
+  // by content (tokens or trace ids), then, with cache_generated_blocks, the
+  // request's own blocks as they fill (generated_block_hash).
+  std::vector<BlockHash> hashes;
+  std::int32_t num_named = 0;         // leading hashes named by content
   std::int32_t num_published = 0;     // leading blocks already in the hash index
 };
 
@@ -70,11 +80,15 @@ class KvCache {
   // Fills seq.hashes for req (once, before the first lookup).
   void init_seq(const Request& req, SeqKv& seq) const;
 
-  // Number of leading blocks of req's prompt served from the cache, never
-  // covering the last prompt token. Verifies token contents when req has
-  // tokens. With tiers, a block missing from HBM but held by a tier counts
-  // (it will be loaded). Does not change the cache.
-  std::int32_t lookup(const Request& req, const SeqKv& seq) const;
+  // Number of leading blocks of req's known tokens served from the cache,
+  // never covering the last known token (it must be computed to produce
+  // logits). `known_tokens` is the prompt on a first admission and prompt +
+  // outputs when a preempted request comes back (its own blocks may hit).
+  // Verifies token contents when req has tokens. With tiers, a block
+  // missing from HBM but held by a tier counts (it will be loaded). Does not
+  // change the cache.
+  std::int32_t lookup(const Request& req, const SeqKv& seq, std::int32_t known_tokens) const;
+  std::int32_t lookup(const Request& req, const SeqKv& seq) const { return lookup(req, seq, req.prompt_len); }
 
   // Grows seq's block table to hold `total_tokens` tokens. When seq holds no
   // blocks yet, its first `num_hit_blocks` come from the cache (as returned
@@ -82,12 +96,18 @@ class KvCache {
   // blocks; a hit held only by a tier takes a fresh block (its KV loaded
   // into it, counted in take_tier_moves) and is published with the others
   // once computed. With `admission`, the watermark must stay free afterwards.
-  // Returns false and changes nothing when there is not enough room.
+  // `must_fit_tokens` (vLLM's scheduler_reserve_full_isl): the free blocks
+  // must be able to hold that many tokens of the sequence, though only
+  // `total_tokens` are allocated now (a first chunk of a long prompt is
+  // admitted only if the whole prompt would fit). Returns false and changes
+  // nothing when there is not enough room.
   bool allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks,
-                std::int32_t total_tokens, bool admission);
+                std::int32_t total_tokens, bool admission, std::int32_t must_fit_tokens = 0);
 
-  // Publishes seq's prompt blocks that are now full and computed
-  // (num_computed_tokens counts tokens whose KV is written) in the hash index.
+  // Publishes seq's blocks that are now full and computed (num_computed_tokens
+  // counts tokens whose KV is written) in the hash index: the prompt's named
+  // blocks, and with cache_generated_blocks every later full block under the
+  // request's own name.
   void publish(const Request& req, SeqKv& seq, std::int32_t num_computed_tokens);
 
   // Shrinks seq's block table to what `total_tokens` tokens need, releasing

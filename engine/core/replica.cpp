@@ -1,5 +1,6 @@
 #include "engine/core/replica.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -17,8 +18,13 @@ ReplicaConfig replica_preset(std::string_view name) {
   ReplicaConfig c;
   c.scheduler = scheduler_preset(name);  // throws UsageError for unknown names
   c.kv.block_size = 16;
-  c.kv.enable_prefix_caching = name == "vllm";  // vLLM v1 turns APC on by default; the others predate it
+  // vLLM v1 turns APC on by default, SGLang its radix cache, TensorRT-LLM
+  // KV block reuse; the others predate prefix caching.
+  c.kv.enable_prefix_caching = name == "vllm" || name == "sglang" || name == "trtllm";
   if (name == "lightllm") c.kv.block_size = 1;  // token-level KV (TokenAttention)
+  if (name == "sglang") c.kv.block_size = 1;    // page_size 1: the radix tree matches token by token
+  if (name == "trtllm") c.kv.block_size = 32;   // KvCacheConfig tokens_per_block
+  if (name == "vllm") c.graph_capture_max_tokens = -1;  // captured graphs on by default (docs/engines.md)
   // vLLM v0's BlockSpaceManager keeps 1% of the blocks free at admission
   // (CacheConfig watermark 0.01) so running requests can grow.
   if (name == "vllm-v0") c.kv.watermark = 0.01;
@@ -28,7 +34,8 @@ ReplicaConfig replica_preset(std::string_view name) {
 namespace {
 
 const char* const kKvKeys[] = {"block_size", "enable_prefix_caching", "num_gpu_blocks", "num_blocks",
-                               "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight"};
+                               "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight",
+                               "cache_generated_blocks", "graph_capture_max_tokens"};
 
 constexpr std::string_view kWhat = "replica option";
 
@@ -45,6 +52,10 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     c.kv.block_size = parse_int(key, value, 1, 512);
   } else if (key == "enable_prefix_caching") {
     c.kv.enable_prefix_caching = parse_bool(key, value);
+  } else if (key == "graph_capture_max_tokens") {
+    c.graph_capture_max_tokens = parse_int(key, value, -1, kMax);
+  } else if (key == "cache_generated_blocks") {
+    c.kv.cache_generated_blocks = parse_bool(key, value);
   } else if (key == "num_gpu_blocks" || key == "num_blocks") {
     c.kv.num_blocks = parse_int(key, value, 1, kMax);
   } else if (key == "watermark") {
@@ -69,11 +80,18 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
       std::string names;
       for (const auto& k : scheduler_option_keys()) names += k + ", ";
       for (const char* k : kKvKeys) names += std::string(k) + (k == kKvKeys[std::size(kKvKeys) - 1] ? "" : ", ");
-      throw UsageError("unknown replica option '" + excerpt(key) + "': known options are " + names);
+      // A short quote: the caller's message names the key in full, and the
+      // list of known ones is what helps.
+      throw UsageError("unknown replica option '" + excerpt(key, 40) + "': known options are " + names);
     }
     set_scheduler_option(c.scheduler, key, value);
     if (key == "max_model_len") c.kv.max_model_len = c.scheduler.max_model_len;
   }
+}
+
+std::int32_t graph_capture_max(const ReplicaConfig& c) {
+  if (c.graph_capture_max_tokens >= 0) return c.graph_capture_max_tokens;
+  return std::min(2 * c.scheduler.max_num_seqs, 512);  // vLLM's CompilationConfig default
 }
 
 void validate(const ReplicaConfig& c) {

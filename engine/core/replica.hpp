@@ -25,6 +25,11 @@ struct ReplicaConfig {
   SchedulerConfig scheduler;
   KvCacheConfig kv;
   std::int32_t max_plans_in_flight = 1;  // pipeline stages
+  // Steps of at most this many tokens run as captured GPU graphs padded to
+  // a capture size (vLLM's max graph capture size; --enforce-eager is
+  // 0), and a cost model prices them padded; the scheduler ignores it.
+  // 0: eager; -1: vLLM's default, min(2 * max_num_seqs, 512).
+  std::int32_t graph_capture_max_tokens = 0;
   ReplicaRole role = ReplicaRole::mixed;   // its pool under disaggregation
 };
 
@@ -40,6 +45,8 @@ ReplicaConfig replica_preset(std::string_view name);
 void set_replica_option(ReplicaConfig& config, std::string_view key, std::string_view value);
 // Throws UsageError when the knobs contradict each other or are out of range.
 void validate(const ReplicaConfig& config);
+// graph_capture_max_tokens with -1 resolved.
+std::int32_t graph_capture_max(const ReplicaConfig& config);
 
 // Per-request serving state, readable by the executor (block table, counts).
 struct SeqView {

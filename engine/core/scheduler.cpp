@@ -102,6 +102,7 @@ void Scheduler::add(Request request, Time now) {
   s.prompt_len = s.req.prompt_len;
   s.output_len = s.req.output_len;
   kv_.init_seq(s.req, s.kv);
+  s.added_at = now;
   id_to_slot_.emplace(s.id, slot);
   const Time max_wait = config_.scheduler.max_queue_time;
   if (max_wait > 0 && now <= std::numeric_limits<Time>::max() - max_wait) s.queue_deadline = now + max_wait;
@@ -256,7 +257,9 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.seqs.reserve(running_.size() + 8);
   budget_left_ = token_budget_;
   building_slots_.clear();
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  admit_horizon_ = admit_horizon_for(now);
+  bool replanned_after_preemption = false;
+  for (int attempt = 0; attempt < 3; ++attempt) {
     preempted_ = false;
     if (config_.scheduler.decode_first) {
       schedule_running(plan, false);
@@ -270,10 +273,20 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
         if (!preempted_) swap_in_pass(plan);
       }
     }
-    // A step whose only request preempted itself would leave nothing running
-    // and nothing in flight to wake us: plan again, admissions allowed.
-    if (!(plan.seqs.empty() && preempted_ && num_in_flight_ == 0)) break;
+    if (!plan.seqs.empty()) break;
+    if (preempted_ && num_in_flight_ == 0 && !replanned_after_preemption) {
+      // A step whose only request preempted itself would leave nothing
+      // running and nothing in flight to wake us: plan again, admissions
+      // allowed.
+      replanned_after_preemption = true;
+    } else if (preempted_ || admit_horizon_ >= now) {
+      break;
+    }
+    // Async scheduling: a plan that would run nothing stands for the engine
+    // finding its queued plan empty: it plans again, seeing every arrival.
+    admit_horizon_ = now;
   }
+  planned_since_done_ = true;
 
   if (plan.empty()) return;
   // Tier moves since the last plan are this step's to pay (an empty plan
@@ -521,7 +534,11 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   if (threshold > 0) n = std::min(n, threshold);
   if (!config_.scheduler.enable_chunked_prefill && n > budget_left_) return false;
   n = std::min(n, budget_left_);
-  if (!kv_.allocate(s.req, s.kv, hit_blocks, hits + n, true)) return false;
+  std::int32_t must_fit = 0;  // AdmissionReserve::chunk: what is allocated now
+  if (config_.scheduler.admission_reserve == AdmissionReserve::prompt) must_fit = s.known_tokens();
+  // The last output token is sampled, never written: prompt + output - 1.
+  if (config_.scheduler.admission_reserve == AdmissionReserve::sequence) must_fit = s.prompt_len + s.output_len - 1;
+  if (!kv_.allocate(s.req, s.kv, hit_blocks, hits + n, true, must_fit)) return false;
   queue_.erase(s.queue_entry);
   if (s.batch_member) --members_waiting_;
   s.state = State::running;
@@ -542,8 +559,12 @@ void Scheduler::admit_pass(StepPlan& plan) {
   const auto max_seqs = static_cast<std::size_t>(config_.scheduler.max_num_seqs);
   // Admission stops at the first request that does not fit (head-of-line, as
   // vLLM): skipping it would starve long prompts.
+  const bool fcfs = config_.scheduler.order == QueueOrder::fcfs;
   auto visit = [&](std::int32_t slot, std::int32_t hit_blocks) {
     if (running_.size() >= max_seqs || budget_left_ <= 0) return false;
+    // Not yet seen by the plan (async scheduling): in FCFS order every later
+    // entry arrived later still.
+    if (seqs_[static_cast<std::size_t>(slot)].added_at > admit_horizon_) return !fcfs;
     if (batch_mode() && !seqs_[static_cast<std::size_t>(slot)].batch_member) return true;
     if (!try_admit(plan, slot, hit_blocks)) return false;
     return !(batch_mode() && members_waiting_ == 0);
@@ -552,7 +573,7 @@ void Scheduler::admit_pass(StepPlan& plan) {
     lpm_order_.clear();
     queue_.for_each([&](std::int32_t slot) {
       const Seq& s = seqs_[static_cast<std::size_t>(slot)];
-      lpm_order_.emplace_back(-kv_.lookup(s.req, s.kv), slot);
+      lpm_order_.emplace_back(-kv_.lookup(s.req, s.kv, s.known_tokens()), slot);
       return true;
     });
     // Stable: equal hits keep queue (FCFS) order.
@@ -561,13 +582,13 @@ void Scheduler::admit_pass(StepPlan& plan) {
     for (const auto& [neg_hits, slot] : lpm_order_) {
       // Admitting the previous request may have evicted some of these hits.
       const Seq& s = seqs_[static_cast<std::size_t>(slot)];
-      if (!visit(slot, kv_.lookup(s.req, s.kv))) break;
+      if (!visit(slot, kv_.lookup(s.req, s.kv, s.known_tokens()))) break;
     }
     return;
   }
   queue_.for_each([&](std::int32_t slot) {
     const Seq& s = seqs_[static_cast<std::size_t>(slot)];
-    return visit(slot, kv_.lookup(s.req, s.kv));
+    return visit(slot, kv_.lookup(s.req, s.kv, s.known_tokens()));
   });
 }
 
@@ -597,6 +618,9 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   }
   const std::int64_t completion = done_base_ + static_cast<std::int64_t>(done_times_.size());
   done_times_.push_back(now);
+  planned_since_done_ = false;
+  last_done_start_ = plan.start;
+  const bool own_blocks = kv_.config().cache_generated_blocks && kv_.config().enable_prefix_caching;
   bool any_ended = false;
   for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
     const std::int32_t slot = entry->slots[j];
@@ -637,7 +661,11 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     // else go back to the pool (they are past the prompt, never published).
     s.num_computed += q.num_new - q.num_lookahead + accepted;
     if (accepted < q.num_lookahead) kv_.truncate(s.kv, s.num_computed);
-    if (in_prompt) kv_.publish(s.req, s.kv, std::min(s.num_computed, s.prompt_len));
+    if (in_prompt) {
+      kv_.publish(s.req, s.kv, own_blocks ? s.num_computed : std::min(s.num_computed, s.prompt_len));
+    } else if (own_blocks && s.num_computed >= (s.kv.num_published + 1) * block_size_) {
+      kv_.publish(s.req, s.kv, s.num_computed);  // a generated block just filled
+    }
     if (!q.samples) continue;
     // A verified step produces the accepted proposals plus the target's own
     // next token, all at `now`: the extra tokens' gaps are 0.
@@ -681,6 +709,17 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   entry->slots.clear();  // keeps its capacity for the next plan
   --num_in_flight_;
   if (done_times_.size() >= trim_at_) trim_done_times();
+}
+
+// The engine plans step N+1 as step N starts, from the state it then has:
+// the first plan after a completion sees the arrivals up to that step's
+// start (in the engine a little host time has passed since the completion:
+// the rule does not ask for `now` to equal it). Any later plan (the engine
+// idle since) sees everything; so does a plan with another in flight
+// (pipeline stages), whose steps already overlap.
+Time Scheduler::admit_horizon_for(Time now) const {
+  if (!config_.scheduler.async_scheduling || planned_since_done_ || num_in_flight_ > 0) return now;
+  return std::min(now, last_done_start_);
 }
 
 void Scheduler::flush_itl(Seq& s, std::size_t extra) {
@@ -780,6 +819,7 @@ void Scheduler::accept_handoff(Handoff h, Time now) {
   s.preemptions = h.preemptions;
   s.admitted_once = true;  // no queue deadline: it was scheduled on the prefill side
   s.queued_at = now;
+  s.added_at = now;
   kv_.init_seq(s.req, s.kv);
   id_to_slot_.emplace(s.id, slot);
   if (!disagg_.empty()) {

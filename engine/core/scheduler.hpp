@@ -126,6 +126,7 @@ class Scheduler {
     std::int32_t cached_prompt_tokens = 0;
     std::int32_t preemptions = 0;
     Time queued_at = 0;
+    Time added_at = 0;              // when add() took it: async scheduling admits it from the next plan made after
     Time first_token = kNoTime;
     Time queue_deadline = kNoTime;  // max_queue_time: rejected if never scheduled by then
     Time deadline = kNoTime;        // its key in deadlines_: the earlier of the cancel time and queue_deadline
@@ -215,6 +216,12 @@ class Scheduler {
 
   // Plan under construction.
   std::int32_t budget_left_ = 0;
+  // Async scheduling: requests added after this time are not admitted by the
+  // plan being built (it stands for a plan the engine made one step ago).
+  Time admit_horizon_ = 0;
+  Time admit_horizon_for(Time now) const;
+  Time last_done_start_ = 0;        // start of the latest completed step
+  bool planned_since_done_ = true;  // plan() ran since that completion
   bool preempted_ = false;
   std::vector<std::int32_t> building_slots_;
   std::vector<std::pair<std::int32_t, std::int32_t>> lpm_order_;  // (-hit blocks, slot)

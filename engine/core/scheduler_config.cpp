@@ -44,6 +44,9 @@ constexpr std::pair<const char*, PreemptionMode> kPreemption[] = {{"recompute", 
 constexpr std::pair<const char*, VictimPolicy> kVictims[] = {
     {"newest", VictimPolicy::newest}, {"oldest", VictimPolicy::oldest}, {"lowest_priority", VictimPolicy::lowest_priority}};
 
+constexpr std::pair<const char*, AdmissionReserve> kReserves[] = {
+    {"chunk", AdmissionReserve::chunk}, {"prompt", AdmissionReserve::prompt}, {"sequence", AdmissionReserve::sequence}};
+
 constexpr std::int64_t kIntMax = kMaxKnobCount;
 // More lookahead than this is never useful (acceptance decays geometrically)
 // and would only inflate every decode's KV reservation.
@@ -52,13 +55,42 @@ constexpr std::int64_t kMaxSpeculativeTokens = 64;
 }  // namespace
 
 std::vector<std::string> scheduler_preset_names() {
-  return {"vllm", "vllm-v0", "sarathi", "orca", "static", "dynamic", "lightllm"};
+  return {"vllm", "vllm-v0", "sarathi", "orca", "static", "dynamic", "lightllm", "sglang", "trtllm"};
 }
 
 SchedulerConfig scheduler_preset(std::string_view name) {
   SchedulerConfig c;  // the struct's defaults are vLLM v1's
   c.preset = std::string(name);
-  if (name == "vllm") return c;
+  if (name == "vllm") {
+    // vLLM 0.19's defaults (vllm/config/scheduler.py): async scheduling and
+    // the full-prompt admission check are on.
+    c.async_scheduling = true;
+    c.admission_reserve = AdmissionReserve::prompt;
+    return c;
+  }
+  if (name == "sglang") {
+    // SGLang's scheduler (managers/scheduler.py): a prefill batch runs
+    // alone, decodes wait for it (no mixed batches without
+    // --enable-mixed-chunk); chunked_prefill_size 8192 (its default on
+    // 80 GB-class GPUs; smaller GPUs get less: set max_num_batched_tokens);
+    // schedule_policy fcfs.
+    c.decode_first = false;
+    c.max_num_batched_tokens = 8192;
+    return c;
+  }
+  if (name == "trtllm") {
+    // TensorRT-LLM's in-flight batching (trtllm-serve defaults): context
+    // and generation requests share a step; max_batch_size 2048,
+    // max_num_tokens 8192; the GUARANTEED_NO_EVICT capacity policy admits
+    // a request only when its whole sequence fits, so nothing is ever
+    // preempted. Context chunking is on so that any prompt up to
+    // max_model_len is served (trtllm-serve leaves it off and then needs
+    // max_num_tokens to cover the longest prompt; docs/engines.md).
+    c.max_num_seqs = 2048;
+    c.max_num_batched_tokens = 8192;
+    c.admission_reserve = AdmissionReserve::sequence;
+    return c;
+  }
   if (name == "sarathi") {
     c.max_num_batched_tokens = 512;
     return c;
@@ -88,7 +120,8 @@ std::vector<std::string> scheduler_option_keys() {
   return {"max_num_batched_tokens", "max_num_seqs", "max_model_len", "enable_chunked_prefill",
           "long_prefill_token_threshold", "decode_first", "batching", "batch_size", "batch_timeout_ms",
           "order", "length_bucket_bounds", "preemption", "victim", "stop_at_eos", "max_queued_requests",
-          "max_queue_time_ms", "num_speculative_tokens"};
+          "max_queue_time_ms", "num_speculative_tokens", "async_scheduling", "admission_reserve",
+          "scheduler_reserve_full_isl"};
 }
 
 void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_view value) {
@@ -102,6 +135,12 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
     c.enable_chunked_prefill = parse_bool(key, value);
   } else if (key == "long_prefill_token_threshold") {
     c.long_prefill_token_threshold = static_cast<std::int32_t>(parse_int(key, value, 0, kIntMax));
+  } else if (key == "async_scheduling") {
+    c.async_scheduling = parse_bool(key, value);
+  } else if (key == "admission_reserve") {
+    c.admission_reserve = parse_enum(key, value, kReserves);
+  } else if (key == "scheduler_reserve_full_isl") {
+    c.admission_reserve = parse_bool(key, value) ? AdmissionReserve::prompt : AdmissionReserve::chunk;
   } else if (key == "decode_first") {
     c.decode_first = parse_bool(key, value);
   } else if (key == "batching") {
@@ -154,6 +193,13 @@ const char* victim_policy_name(VictimPolicy victim) {
     if (value == victim) return name;
   }
   return "newest";
+}
+
+const char* admission_reserve_name(AdmissionReserve reserve) {
+  for (const auto& [name, value] : kReserves) {
+    if (value == reserve) return name;
+  }
+  return "chunk";
 }
 
 std::int32_t effective_token_budget(const SchedulerConfig& c) {

@@ -25,6 +25,7 @@ enum class QueueOrder {
 };
 
 enum class PreemptionMode { recompute, swap };
+enum class AdmissionReserve { chunk, prompt, sequence };
 enum class VictimPolicy { newest, oldest, lowest_priority };
 
 // The largest count any knob takes (tokens, requests, blocks): far beyond a
@@ -60,9 +61,23 @@ struct SchedulerConfig {
   // tokens scheduled after each running decode, verified in the same step;
   // 0 = off, the default. vLLM's speculative_config.num_speculative_tokens.
   std::int32_t num_speculative_tokens = 0;
+  // vLLM's async_scheduling (on by default in vLLM >= 0.11 where supported):
+  // the engine plans step N+1 while step N runs, so a request that arrives
+  // during step N is first admitted in step N+2. Modelled as an admission
+  // horizon: a plan made as the previous step completes admits only requests
+  // added by that step's start (scheduler.md, "Async scheduling").
+  bool async_scheduling = false;
+  // What the free KV blocks must be able to hold for a waiting request to be
+  // admitted: only the tokens scheduled now (chunk); its whole prompt, with
+  // the outputs so far when resumed (prompt: vLLM 0.19's
+  // scheduler_reserve_full_isl); or prompt + every output token it may
+  // produce (sequence: TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy,
+  // which never preempts).
+  AdmissionReserve admission_reserve = AdmissionReserve::chunk;
 };
 
-// The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm.
+// The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm,
+// sglang, trtllm (docs/engines.md says what each does and where it comes from).
 std::vector<std::string> scheduler_preset_names();
 // Throws UsageError listing the known names for an unknown one.
 SchedulerConfig scheduler_preset(std::string_view name);
@@ -77,5 +92,6 @@ std::vector<std::string> scheduler_option_keys();
 // The key's text for a queue order ("fcfs", "priority", ...), as set_scheduler_option reads it.
 const char* queue_order_name(QueueOrder order);
 const char* victim_policy_name(VictimPolicy victim);
+const char* admission_reserve_name(AdmissionReserve reserve);
 
 }  // namespace twin

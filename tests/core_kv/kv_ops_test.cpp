@@ -42,7 +42,7 @@ TEST_CASE("config: block size 1..512, positive pool, watermark in 0 to 1 (exclus
   CHECK_THROWS_AS(prompt_block_hashes(iota_request(1, 10), 600), UsageError);
 }
 
-TEST_CASE("allocate grows by whole blocks - free returns them tail first in LRU order") {
+TEST_CASE("allocate grows by whole blocks - free returns them, reused before untouched ones") {
   KvCache kv(paged(10, 4));
   const Request a = length_request(1, 10);
   SeqKv sa;
@@ -62,11 +62,12 @@ TEST_CASE("allocate grows by whole blocks - free returns them tail first in LRU 
   CHECK(kv.num_free_blocks() == 10);
   CHECK(check(kv, {&sa}).empty());
 
-  // The never-used blocks come first, then a's blocks tail first.
+  // a's uncached blocks first, the last freed (its head) first, then the
+  // never-used ones.
   const Request b = length_request(2, 40);
   SeqKv sb;
   REQUIRE(kv.allocate(b, sb, 0, 40, true));
-  CHECK(sb.blocks == std::vector<BlockId>{4, 5, 6, 7, 8, 9, 3, 2, 1, 0});
+  CHECK(sb.blocks == std::vector<BlockId>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
   CHECK(kv.num_free_blocks() == 0);
   SeqKv sc;
   CHECK_FALSE(kv.allocate(length_request(3, 1), sc, 0, 1, false));
@@ -127,6 +128,7 @@ TEST_CASE("hit verification: same hash chain, different tokens is a miss") {
   const Request b = iota_request(2, 12, 100);
   SeqKv forged;
   forged.hashes = sa.hashes;  // as if b's tokens collided with a's hashes
+  forged.num_named = sa.num_named;
   CHECK(kv.lookup(b, forged) == 0);
   const Request a2 = iota_request(3, 12);
   CHECK(kv.lookup(a2, forged) == 2);

@@ -131,6 +131,9 @@ TEST_CASE("prefix hits match a brute-force reference under eviction") {
       KvCacheConfig c;
       c.num_blocks = pool;
       c.block_size = bs;
+      // The reference names prompt blocks only; a request's own generated
+      // blocks are the scheduler tests' (test_vllm_behaviours).
+      c.cache_generated_blocks = false;
       KvCache kv(c);
       ReferenceCache ref(pool, bs);
       std::vector<Live> live;

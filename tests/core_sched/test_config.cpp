@@ -36,7 +36,7 @@ TEST_CASE("presets set scheduler and KV knobs", "[config]") {
   auto short_context = v0.scheduler;
   short_context.max_model_len = 1024;
   CHECK(effective_token_budget(short_context) == 2048);
-  CHECK(replica_preset_names().size() == 7);
+  CHECK(replica_preset_names().size() == 9);
   for (const auto& name : replica_preset_names()) {
     auto c = replica_preset(name);
     c.kv.num_blocks = 10;

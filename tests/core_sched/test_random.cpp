@@ -143,11 +143,17 @@ void run_random(const Options& o) {
           REQUIRE(q.samples);
           REQUIRE(t.outputs + 1 + q.num_lookahead <= t.req.output_len);
         }
+        // A request (re)admitted this step: with its own generated blocks a
+        // resumed one may have a single token left, still an admission.
+        const bool admitted_now =
+            !t.seen || (t.preempted_since_seen && cfg.scheduler.preemption == PreemptionMode::recompute);
         if (q.num_computed != t.computed) {
-          // Only the first admission or a recompute starts from cache hits.
+          // Only the first admission or a recompute starts from cache hits,
+          // never covering the last known token (a recompute may hit its
+          // own generated blocks).
           REQUIRE((t.preempted_since_seen || !t.seen));
           REQUIRE(q.num_computed % bs == 0);
-          REQUIRE(q.num_computed < t.req.prompt_len);
+          REQUIRE(q.num_computed < t.req.prompt_len + t.outputs);
         }
         if (!t.seen) {
           t.seen = true;
@@ -159,7 +165,7 @@ void run_random(const Options& o) {
         REQUIRE(t.computed <= t.req.prompt_len + t.outputs);
         REQUIRE(q.samples == (t.computed == t.req.prompt_len + t.outputs));
         if (q.samples) ++t.outputs;
-        (q.is_prefill ? any_prefill : any_decode) = true;
+        (q.is_prefill || admitted_now ? any_prefill : any_decode) = true;
       }
       if (!cfg.scheduler.decode_first) REQUIRE(!(any_prefill && any_decode));
       outstanding.push_back(std::move(p));

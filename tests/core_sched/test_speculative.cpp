@@ -13,6 +13,7 @@ namespace {
 
 ReplicaConfig spec_config(std::int32_t k, std::int32_t blocks, std::int32_t block_size) {
   ReplicaConfig c = config_for("vllm", blocks);
+  c.scheduler.async_scheduling = false;  // arrivals admitted at the next plan: these tests pin lookahead
   c.kv.block_size = block_size;
   set_replica_option(c, "num_speculative_tokens", std::to_string(k));
   return c;

@@ -163,9 +163,11 @@ TEST_CASE("replay parity with speculative decoding (n-gram and a draft model), p
     // The simulator's acceptance_rate only lets the cluster build; the
     // replay takes the engine's recorded counts.
     // 12 blocks of 8 tokens, as the preemption test above: a burst of five
-    // requests growing to ~60 tokens each cannot all stay.
+    // requests growing to ~60 tokens each cannot all stay (admitted on their
+    // first chunk, not their whole prompt, so that some are preempted).
     auto config = tiny_cluster("vllm", 12, {{"max_model_len", "96"}, {"block_size", "8"},
-                                            {"max_num_batched_tokens", "32"}, {"num_host_blocks", "64"}});
+                                            {"max_num_batched_tokens", "32"}, {"num_host_blocks", "64"},
+                                            {"scheduler_reserve_full_isl", "false"}});
     config.groups.front().speculative = parse_speculative_config(spec, "test");
     std::vector<Request> trace = bursty_trace(20, 40.0, 30, 30);
     add_shared_prefixes(trace, 8, 1);

@@ -5,12 +5,15 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/replica.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 
 namespace twin::cli {
 
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
-  sub.add_option("--scheduler", f.preset, "Scheduler preset: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm");
+  std::string presets;
+  for (const std::string& name : replica_preset_names()) presets += (presets.empty() ? "" : ", ") + name;
+  sub.add_option("--scheduler", f.preset, "Scheduler preset (docs/engines.md): " + presets);
   sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step")
       ->check(int_range(1, kMaxKnobCount));
   sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxKnobCount));
@@ -28,12 +31,17 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
   sub.add_flag("--no-enable-chunked-prefill", f.chunked_off, "Chunked prefill off");
+  sub.add_flag("--async-scheduling", f.async_on, "vLLM's async scheduling on (the vllm preset's default)");
+  sub.add_flag("--no-async-scheduling", f.async_off, "vLLM's async scheduling off");
+  sub.add_flag("--enforce-eager", f.enforce_eager,
+               "No CUDA graphs: steps are priced at their own token counts, not padded to a capture size");
   sub.add_option("--set", f.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable; see engine/core/scheduler.md)");
 }
 
 ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
   if (f.prefix_on && f.prefix_off) throw UsageError("--enable-prefix-caching and --no-enable-prefix-caching contradict");
   if (f.chunked_on && f.chunked_off) throw UsageError("--enable-chunked-prefill and --no-enable-chunked-prefill contradict");
+  if (f.async_on && f.async_off) throw UsageError("--async-scheduling and --no-async-scheduling contradict");
   ReplicaOverrides out;
   out.max_num_batched_tokens = f.max_num_batched_tokens;
   out.max_num_seqs = f.max_num_seqs;
@@ -50,6 +58,8 @@ ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
     out.order = priority ? QueueOrder::priority : QueueOrder::fcfs;
     out.victim = priority ? VictimPolicy::lowest_priority : VictimPolicy::newest;
   }
+  if (f.async_on || f.async_off) out.options.emplace_back("async_scheduling", f.async_on ? "true" : "false");
+  if (f.enforce_eager) out.options.emplace_back("graph_capture_max_tokens", "0");
   for (const std::string& kv : f.set_options) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");

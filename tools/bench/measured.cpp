@@ -1,0 +1,224 @@
+// bench_measured: the simulator against measured runs of real engines.
+// For each run folder under MEASURED_DIR (default ../shared/measured, the
+// development data; absent on a user's machine: the bench says so and exits
+// 0) holding meta.json (the engine's arguments, its KV block count, the GPU),
+// workload.jsonl (the trace it played) and requests.jsonl (per-request server
+// timestamps), it simulates the same workload with the engine's arguments on
+// the bundled hardware profile and prints TTFT, TPOT and E2E mean and p90
+// errors against the measurement, the preemptions and the prompt tokens the
+// simulation recomputed. It runs the full vllm preset and, beside it, the
+// preset with each vLLM v1 mechanism turned off in turn, so each one's share
+// of the error shows. Nothing here is fitted to the runs (docs/engines.md).
+//
+// bench_measured [MEASURED_DIR] [WORK_DIR]. Asserts nothing.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Stats {
+  double mean = NAN, p90 = NAN;
+};
+
+// Linear between closest ranks (numpy's default), as the source's summary.
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (const double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  const double pos = 0.9 * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  s.p90 = v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  return s;
+}
+
+struct Metrics {
+  Stats ttft, tpot, e2e;
+  long preemptions = -1;
+  double recomputed_tokens = NAN;
+};
+
+// The measured side: TTFT = first_token_ts - queued_ts, TPOT = (last -
+// first) / (output - 1), latency = last - queued (the folder's README).
+Metrics measured_metrics(const fs::path& requests) {
+  std::ifstream in(requests);
+  std::vector<double> ttft, tpot, e2e;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const json r = json::parse(line);
+    const double queued = r.at("queued_ts").get<double>();
+    const double first = r.at("first_token_ts").get<double>();
+    const double last = r.at("last_token_ts").get<double>();
+    const long out = r.at("output_toks").get<long>();
+    ttft.push_back((first - queued) * 1e3);
+    e2e.push_back((last - queued) * 1e3);
+    if (out > 1) tpot.push_back((last - first) * 1e3 / static_cast<double>(out - 1));
+  }
+  return {stats_of(ttft), stats_of(tpot), stats_of(e2e)};
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) out.push_back(cell);
+  return out;
+}
+
+std::size_t column(const std::vector<std::string>& header, const std::string& name) {
+  const auto it = std::find(header.begin(), header.end(), name);
+  if (it == header.end()) throw std::runtime_error("no column " + name);
+  return static_cast<std::size_t>(it - header.begin());
+}
+
+// Prompt tokens computed by prefill work beyond each prompt's first
+// computation: what preemptions cost.
+double recomputed_tokens(const fs::path& out) {
+  std::ifstream steps(out / "steps.csv");
+  std::string line;
+  std::getline(steps, line);
+  const auto h = split_csv(line);
+  const std::size_t new_tokens = column(h, "new_tokens"), decodes = column(h, "num_decode_seqs");
+  double prefill = 0;
+  while (std::getline(steps, line)) {
+    const auto c = split_csv(line);
+    prefill += std::stod(c[new_tokens]) - std::stod(c[decodes]);
+  }
+  std::ifstream reqs(out / "requests.csv");
+  std::getline(reqs, line);
+  const auto rh = split_csv(line);
+  const std::size_t prompt = column(rh, "prompt_tokens"), cached = column(rh, "cached_prompt_tokens");
+  double first_time = 0;
+  while (std::getline(reqs, line)) {
+    const auto c = split_csv(line);
+    first_time += std::stod(c[prompt]) - std::stod(c[cached]);
+  }
+  return prefill - first_time;
+}
+
+Metrics simulated_metrics(const fs::path& out) {
+  std::ifstream in(out / "requests.csv");
+  std::string line;
+  std::getline(in, line);
+  const auto h = split_csv(line);
+  const std::size_t ttft_c = column(h, "ttft_ms"), tpot_c = column(h, "tpot_ms"), e2e_c = column(h, "e2el_ms");
+  std::vector<double> ttft, tpot, e2e;
+  while (std::getline(in, line)) {
+    const auto c = split_csv(line);
+    if (c.size() > ttft_c && !c[ttft_c].empty()) ttft.push_back(std::stod(c[ttft_c]));
+    if (c.size() > tpot_c && !c[tpot_c].empty()) tpot.push_back(std::stod(c[tpot_c]));
+    if (c.size() > e2e_c && !c[e2e_c].empty()) e2e.push_back(std::stod(c[e2e_c]));
+  }
+  Metrics m{stats_of(ttft), stats_of(tpot), stats_of(e2e)};
+  std::ifstream summary(out / "summary.json");
+  m.preemptions = json::parse(summary).value("preemptions", -1L);
+  m.recomputed_tokens = recomputed_tokens(out);
+  return m;
+}
+
+// "NVIDIA GeForce RTX 4090" -> "rtx-4090"; "meta-llama/Llama-3.1-8B" -> "llama-3.1-8b".
+std::string bundled_name(std::string s) {
+  for (const char* drop : {"NVIDIA ", "GeForce "}) {
+    if (const auto at = s.find(drop); at != std::string::npos) s.erase(at, std::string(drop).size());
+  }
+  if (const auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  for (char& ch : s) ch = ch == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+double err(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
+
+void print_row(const char* label, const Metrics& p, const Metrics& m) {
+  std::printf("  %-34s TTFT %+6.1f%% / %+6.1f%%  TPOT %+6.1f%% / %+6.1f%%  E2E %+6.1f%% / %+6.1f%%  preempt %4ld  recomputed %8.0f\n",
+              label, err(p.ttft.mean, m.ttft.mean), err(p.ttft.p90, m.ttft.p90), err(p.tpot.mean, m.tpot.mean),
+              err(p.tpot.p90, m.tpot.p90), err(p.e2e.mean, m.e2e.mean), err(p.e2e.p90, m.e2e.p90), p.preemptions,
+              p.recomputed_tokens);
+}
+
+struct Variant {
+  const char* label;
+  const char* flags;
+};
+
+void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
+  const json meta = json::parse(std::ifstream(dir / "meta.json"));
+  const json& args = meta.at("engine_kwargs");
+  const json& kv = meta.at("kv_cache");
+  const std::string model = bundled_name(meta.at("model").get<std::string>());
+  const std::string hw = bundled_name(meta.at("hardware").at("device_name").get<std::string>());
+  std::ostringstream base;
+  base << bin << " simulate --trace " << (dir / "workload.jsonl") << " --model " << model << " --hw " << hw
+       << " --tp " << args.value("tensor_parallel_size", 1) << " --max-num-seqs " << args.value("max_num_seqs", 256)
+       << " --max-num-batched-tokens " << args.value("max_num_batched_tokens", 8192) << " --max-model-len "
+       << args.value("max_model_len", 8192) << " --block-size " << kv.value("block_size", 16)
+       << " --gpu-memory-utilization " << kv.value("gpu_memory_utilization", 0.9)
+       << (kv.value("enable_prefix_caching", true) ? "" : " --no-enable-prefix-caching") << " --quiet --overwrite";
+  const Metrics m = measured_metrics(dir / "requests.jsonl");
+  std::printf("== %s (%s on %s; vLLM's KV: %ld blocks)\n", dir.filename().c_str(), model.c_str(), hw.c_str(),
+              kv.value("num_gpu_blocks", 0L));
+  std::printf("  measured: TTFT mean %.1f p90 %.1f ms, TPOT mean %.2f p90 %.2f ms, E2E mean %.1f p90 %.1f ms\n",
+              m.ttft.mean, m.ttft.p90, m.tpot.mean, m.tpot.p90, m.e2e.mean, m.e2e.p90);
+  std::printf("  errors as mean / p90:\n");
+  const std::string vllm_blocks = " --num-gpu-blocks " + std::to_string(kv.value("num_gpu_blocks", 0L));
+  const Variant variants[] = {
+      {"vllm preset, our memory plan", ""},
+      {"vllm preset, vLLM's KV blocks", vllm_blocks.c_str()},
+      {"  without async scheduling", " --no-async-scheduling"},
+      {"  without own-block caching", " --set cache_generated_blocks=false"},
+      {"  without full-prompt admission", " --set admission_reserve=chunk"},
+  };
+  int i = 0;
+  for (const Variant& v : variants) {
+    const fs::path out = work / dir.filename() / std::to_string(i++);
+    // The later variants start from vLLM's block count: they isolate a
+    // scheduling mechanism, not the memory plan.
+    const std::string blocks = i > 2 ? vllm_blocks : "";
+    const std::string cmd = base.str() + v.flags + blocks + " --out " + out.string() + " > /dev/null";
+    if (std::system(cmd.c_str()) != 0) {
+      std::printf("  %-34s simulate failed: %s\n", v.label, cmd.c_str());
+      continue;
+    }
+    print_row(v.label, simulated_metrics(out), m);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path bin = fs::absolute(fs::path(argv[0])).parent_path() / "twinserve";
+  const fs::path root = argc > 1 ? fs::path(argv[1]) : fs::path("../shared/measured");
+  const fs::path work = fs::absolute(argc > 2 ? fs::path(argv[2]) : fs::path("bench_measured_out"));
+  if (!fs::is_directory(root)) {
+    std::printf("bench_measured: skipped, no measured runs at %s\n", root.c_str());
+    return 0;
+  }
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "meta.json") && fs::exists(e.path() / "workload.jsonl")) runs.push_back(e.path());
+  }
+  std::sort(runs.begin(), runs.end());
+  for (const fs::path& run : runs) {
+    try {
+      bench_run(bin, run, work);
+    } catch (const std::exception& e) {
+      std::printf("== %s: %s\n", run.filename().c_str(), e.what());
+    }
+  }
+  return 0;
+}
