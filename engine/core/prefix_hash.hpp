@@ -43,4 +43,18 @@ struct TraceSegment {
 // `parent`.
 BlockHash hash_trace_block(BlockHash parent, std::span<const TraceSegment> segments);
 
+inline constexpr BlockHash kGeneratedChainSeed = 0x5457494E47454E31ull;  // "TWINGEN1"
+
+// The name of block `block_index` (tokens [index * B, (index + 1) * B)) of
+// request `request`'s sequence when its last token is one the request
+// generated, chained on `parent` (the block before it in the same chain).
+// The request's prompt and its output fix every token up to there, so the
+// request and the index name the content. The KV cache names the full blocks
+// a request generates so, and a later prompt that repeats the sequence (a
+// session's next turn: Request::generated) names them alike, so it hits them.
+constexpr BlockHash generated_block_hash(BlockHash parent, RequestId request, std::int32_t block_index) {
+  const std::uint64_t h = hash_combine(hash_combine(kGeneratedChainSeed, parent), static_cast<std::uint64_t>(request));
+  return hash_combine(h, static_cast<std::uint64_t>(static_cast<std::uint32_t>(block_index)));
+}
+
 }  // namespace twin
