@@ -111,7 +111,7 @@ TEST_CASE("a closed loop keeps N requests in flight and replaces an ended one at
   }
 }
 
-TEST_CASE("--max-concurrency sends a request at the later of its trace time and a free slot") {
+TEST_CASE("max-concurrency: a request goes out at the later of its trace time and a free slot") {
   ListSource trace = trace_of(150, 2 * kNsPerMs);
   const std::vector<Request> rows = trace.requests;
   ClientOptions o;
@@ -148,7 +148,7 @@ TEST_CASE("throughput and TPOT rise with the closed loop's clients") {
   CHECK(mean_tpot_s(c32) > mean_tpot_s(c8));
 }
 
-TEST_CASE("--request-rate inf alone sends the whole trace at 0") {
+TEST_CASE("request rate inf alone sends the whole trace at 0") {
   ListSource trace = trace_of(20, kNsPerSec);
   ClientOptions o;
   o.at_once = true;
