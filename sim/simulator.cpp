@@ -62,7 +62,16 @@ const Replica& Simulator::replica(std::int32_t index) const {
 }
 
 SimStats Simulator::run(RequestSource& source, RecordSink& sink) {
-  if (windowed_) return windowed_->run(source, sink);
+  if (windowed_) {
+    if (dynamic_cast<ClientSource*>(&source)) {
+      throw UsageError(
+          "closed-loop clients (--max-concurrency, --request-rate inf, --sessions) need a router refresh period of 0 "
+          "(--router-refresh-s, cluster key router_refresh_s; so no --jobs > 1 and no MPI ranks): with a period the "
+          "replicas advance apart between refreshes, so a request that ends on one cannot send its client's next "
+          "request to another at that instant");
+    }
+    return windowed_->run(source, sink);
+  }
   ServingLoop<VirtualClock> loop(state_->replicas, state_->clock, state_->options);
   return loop.run(source, sink);
 }

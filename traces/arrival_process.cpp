@@ -25,6 +25,7 @@ ArrivalProcess::ArrivalProcess(const ArrivalOptions& options)
   if (options_.kind == ArrivalKind::gamma && !(options_.cv > 0 && std::isfinite(options_.cv)))
     throw UsageError("--cv must be a number > 0");
   if (options_.kind == ArrivalKind::replay) throw UsageError("replayed arrivals need a trace, not a rate");
+  if (options_.kind == ArrivalKind::burst) throw UsageError("burst arrivals are trace generate's, not a rate's");
 }
 
 Time ArrivalProcess::next() {
@@ -43,6 +44,8 @@ Time ArrivalProcess::next() {
       case ArrivalKind::constant:
       case ArrivalKind::replay:
         clock_s_ += mean;
+        break;
+      case ArrivalKind::burst:
         break;
     }
   }

@@ -10,7 +10,8 @@
 
 namespace twin {
 
-enum class ArrivalKind { poisson, gamma, constant, replay };
+// burst: every arrival at 0 (the generator's, for static-batch experiments).
+enum class ArrivalKind { poisson, gamma, constant, replay, burst };
 
 struct ArrivalOptions {
   ArrivalKind kind = ArrivalKind::poisson;  // poisson, gamma or constant (replay is the generator's)

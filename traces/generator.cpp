@@ -46,11 +46,13 @@ void parse_arrivals(std::string_view spec, GeneratorOptions& o) {
     o.arrivals = ArrivalKind::gamma;
   } else if (spec == "constant") {
     o.arrivals = ArrivalKind::constant;
+  } else if (spec == "burst") {
+    o.arrivals = ArrivalKind::burst;
   } else if (spec.substr(0, 6) == "trace:" && spec.size() > 6) {
     o.arrivals = ArrivalKind::replay;
     o.replay_path = std::string(spec.substr(6));
   } else {
-    throw UsageError("--arrivals '" + excerpt(spec, 80) + "': known: poisson, gamma, constant, trace:PATH");
+    throw UsageError("--arrivals '" + excerpt(spec, 80) + "': known: poisson, gamma, constant, burst, trace:PATH");
   }
 }
 
@@ -110,7 +112,9 @@ struct TraceGenerator::Impl {
       throw UsageError("--duration-s must be from 0 to 9e9 seconds");
     if (o.max_requests == 0 && o.duration_s == 0 && o.arrivals != ArrivalKind::replay)
       throw UsageError("give --requests or --duration-s (or both) so the trace ends");
-    if (o.arrivals != ArrivalKind::replay && !(o.rate > 0 && std::isfinite(o.rate)))
+    if (o.arrivals == ArrivalKind::burst && o.max_requests == 0)
+      throw UsageError("--arrivals burst needs --requests: every request arrives at 0, so --duration-s never ends it");
+    if (o.arrivals != ArrivalKind::replay && o.arrivals != ArrivalKind::burst && !(o.rate > 0 && std::isfinite(o.rate)))
       throw UsageError("--rate must be a number > 0");
     if (o.arrivals == ArrivalKind::gamma && !(o.cv > 0 && std::isfinite(o.cv)))
       throw UsageError("--cv must be a number > 0");
@@ -171,6 +175,8 @@ struct TraceGenerator::Impl {
         case ArrivalKind::replay:
           clock_s += mean;
           break;
+        case ArrivalKind::burst:
+          break;  // every arrival at 0
       }
     }
     started = true;  // the first request arrives at 0

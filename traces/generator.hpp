@@ -14,7 +14,7 @@ namespace twin {
 struct GeneratorOptions {
   std::int64_t max_requests = 1000;  // stop after this many (0: no limit; then duration_s is needed)
   double duration_s = 0;             // stop at this arrival time (0: no limit)
-  ArrivalKind arrivals = ArrivalKind::poisson;
+  ArrivalKind arrivals = ArrivalKind::poisson;  // burst: every arrival at 0 (rate unused)
   double rate = 1.0;                 // requests (or, with sessions, new sessions) per second
   double cv = 1.0;                   // gamma: coefficient of variation of the gaps
   std::string replay_path;           // replay: the trace whose arrival times are reused

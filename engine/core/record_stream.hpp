@@ -47,6 +47,24 @@ class LiveRequestSource : public RequestSource {
   virtual bool next_cancel(RequestId& id) = 0;
 };
 
+// A source whose requests depend on how its earlier ones ended: clients
+// that keep N requests in flight, chat sessions whose next turn waits for the
+// answer (traces/clients.hpp). The loop asks when the next request is due
+// after every request it takes and every one that ends, and takes it when its
+// clock reaches that time; a due time may move earlier once a request ends,
+// never before the loop's present.
+class ClientSource : public RequestSource {
+ public:
+  // When the request next() would give is due: no earlier than the latest
+  // time given to on_ended() or the latest request given; kNoTime while none
+  // is (until another request ends, or for good).
+  virtual Time next_due() = 0;
+  // Gives the request due (next_due() != kNoTime), its arrival that due time.
+  bool next(Request& out) override = 0;
+  // A request this source gave ended (finished, aborted, rejected) at `now`.
+  virtual void on_ended(const RequestRecord& record, Time now) = 0;
+};
+
 // A list of requests owned by the source (validation loads, floors, tests).
 class VectorSource final : public RequestSource {
  public:

@@ -9,6 +9,17 @@
 
 namespace twin {
 
+// Prompt tokens [begin, end) that request `request` generated: a session's
+// earlier answer, which the prompt repeats (traces/clients.hpp). That
+// request's own sequence, its prompt and output, is the prompt's first `end`
+// tokens, so the blocks it generated are named as it named them
+// (generated_block_hash, engine/core/prefix_hash.hpp) and hit in the cache.
+struct GeneratedSpan {
+  RequestId request = 0;
+  std::int32_t begin = 0;
+  std::int32_t end = 0;
+};
+
 struct Request {
   RequestId id = 0;
   Time arrival = 0;
@@ -31,6 +42,9 @@ struct Request {
   // leading run of ids share that prompt prefix.
   std::vector<std::uint64_t> hash_ids;
   std::int32_t hash_block_size = 0;
+  // Earlier answers inside the prompt, ascending and disjoint (empty for a
+  // trace's requests); positions outside them are named by hash_ids.
+  std::vector<GeneratedSpan> generated;
 
   std::int32_t priority = 0;       // smaller is more urgent (as vLLM)
   std::int64_t session_id = -1;    // multi-turn conversation, -1 if none

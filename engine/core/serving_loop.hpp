@@ -20,6 +20,12 @@
 // nothing is left to happen, requests still admitted can never be served:
 // they end as "aborted" rather than vanish.
 //
+// A client source (record_stream.hpp: closed-loop clients, sessions) hears
+// of every request that ends as it ends, and its next request is due when it
+// says: one arrival event waits for it, brought forward when an end makes a
+// request due earlier, so a request that ends frees its client's slot at the
+// same instant. Other sources are read one arrival ahead, in trace order.
+//
 // Disaggregation (disaggregation.hpp), when some replica has a pool role:
 // an arrival goes to the prefill pool's router or the decode pool's as the
 // mode says; a prefill replica's hand-off goes to the decode replica the
@@ -218,10 +224,15 @@ class ServingLoop {
   void begin(RequestSource& source, RecordSink& sink) {
     sink_ = &sink;
     source_ = &source;
+    client_ = dynamic_cast<ClientSource*>(&source);
   }
 
   void advance_through(Time last) {
-    if (!arrival_pending_) pull_arrival();
+    if (client_) {
+      arm_client();
+    } else if (!arrival_pending_) {
+      pull_arrival();
+    }
     constexpr std::int64_t kProgressEvery = 1 << 14;
     while (!events_.empty() && events_.top().time <= last) {
       if (clock_.stop_requested() && plans_in_flight_ == 0) {
@@ -237,7 +248,11 @@ class ServingLoop {
       if (options_.progress && (stats_.events % kProgressEvery) == 0) options_.progress(now_, stats_.arrivals);
       switch (e.kind) {
         case EventKind::arrival:
-          take_arrival();
+          if (client_) {
+            take_client_arrival(e.time);
+          } else {
+            take_arrival();
+          }
           break;
         case EventKind::plan_done: {
           Lane& lane = lanes_[e.replica];
@@ -276,6 +291,7 @@ class ServingLoop {
 
   // Ends the run once nothing is left to happen.
   ServingStats finish() {
+    finishing_ = true;  // a client's answer to these ends would never be taken
     // Nothing left to happen, yet requests remain: the policy can never serve
     // them (it would otherwise have planned or asked for a wakeup).
     if (!stats_.stopped) stats_.unserved = end_all("aborted");
@@ -346,6 +362,46 @@ class ServingLoop {
 
   void take_arrival() {
     arrival_pending_ = false;
+    const std::int32_t target = admit_next();
+    pull_arrival();
+    mark(target);
+  }
+
+  // ---- client sources ----------------------------------------------------
+
+  // One arrival event waits for the client's next request: at its due time,
+  // or earlier once an end brings it forward (the later event then finds
+  // client_due_ changed and does nothing).
+  void arm_client() {
+    if (finishing_) return;
+    const Time due = client_->next_due();
+    if (due == kNoTime) return;
+    if (due < now_) {
+      throw Error("request source: its next request is due at " + std::to_string(due) +
+                  " ns, before the serving loop's present (" + std::to_string(now_) + " ns)");
+    }
+    if (client_due_ != kNoTime && client_due_ <= due) return;
+    client_due_ = due;
+    events_.push(due, EventKind::arrival);
+  }
+
+  void take_client_arrival(Time at) {
+    if (at != client_due_) return;
+    client_due_ = kNoTime;
+    if (client_->next_due() != now_) {
+      arm_client();
+      return;
+    }
+    if (!client_->next(next_)) throw Error("request source: no request at the time it said one was due");
+    check_arrival_order(next_, last_arrival_);
+    last_arrival_ = next_.arrival;
+    const std::int32_t target = admit_next();
+    arm_client();
+    mark(target);
+  }
+
+  // Routes next_ to a replica and adds it; returns the replica.
+  std::int32_t admit_next() {
     ++stats_.arrivals;
     const std::int32_t target = disagg_ ? route_to_pool() : router_.pick(next_, replica_ptrs_);
     if (target < 0 || target >= static_cast<std::int32_t>(replicas_.size())) {
@@ -359,8 +415,7 @@ class ServingLoop {
     ++in_flight_;
     stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight_);
     drain(target);  // rejected at once
-    pull_arrival();
-    mark(target);
+    return target;
   }
 
   // Records go out as they appear; buffers trade places with the replica's.
@@ -372,7 +427,9 @@ class ServingLoop {
       if (disagg_) release_prefill_side(record.id);
       clock_.on_ended(record);
       sink_->on_request(record);
+      if (client_) client_->on_ended(record, now_);
     }
+    if (client_ && !finished_.empty()) arm_client();
     if (options_.record_steps) {
       replica.take_steps(steps_);
       for (const StepRecord& step : steps_) sink_->on_step(step);
@@ -602,6 +659,9 @@ class ServingLoop {
   std::vector<Lane> lanes_;
   EventQueue events_;
   RequestSource* source_ = nullptr;
+  ClientSource* client_ = nullptr;  // source_, when its requests answer ends
+  Time client_due_ = kNoTime;       // the client's arrival event waiting, if any
+  bool finishing_ = false;
   RecordSink* sink_ = nullptr;
   Request next_;  // the arrival in the event queue
   bool arrival_pending_ = false;  // next_ holds it

@@ -112,6 +112,23 @@ TEST_CASE("Constant arrivals and duration limit", "[traces]") {
   CHECK(st.span_s == Approx(10));
 }
 
+TEST_CASE("Burst arrivals: every request at 0, and --requests is needed", "[traces]") {
+  GeneratorOptions o;
+  o.max_requests = 50;
+  parse_arrivals("burst", o);
+  TraceGenerator gen(o);
+  Request r;
+  int n = 0;
+  while (gen.next(r)) {
+    CHECK(r.arrival == 0);
+    ++n;
+  }
+  CHECK(n == 50);
+  o.max_requests = 0;
+  o.duration_s = 5;
+  CHECK_THROWS_AS(TraceGenerator(o), UsageError);
+}
+
 TEST_CASE("Length distributions: forms, means and errors", "[traces]") {
   Rng rng(1);
   auto mean_of = [&](const char* spec) {

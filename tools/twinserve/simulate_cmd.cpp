@@ -25,6 +25,7 @@
 #include "sim/rank_group.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
+#include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
@@ -40,6 +41,7 @@ namespace {
 
 struct SimulateArgs {
   TraceInputFlags in;
+  ClientFlags clients;  // how the trace's requests are sent
   OutputFlags out;
   std::string config_path;
   std::optional<std::string> model, hardware, dtype, kv_dtype, quantization, router, slo, replay;
@@ -186,6 +188,7 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   }
   if (a.in.path.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
+  Clients clients(source, client_options(a.clients));
   // Under mpirun every rank simulates its share of the replicas; rank 0
   // gets every record and alone writes and prints.
   const bool root = mpi.rank() == 0;
@@ -215,8 +218,9 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
+  echo_client_options(a.clients, extra);
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
-  const RunResult result = run_simulation(config, source, outputs, extra);
+  const RunResult result = run_simulation(config, clients.source(), outputs, extra);
   progress.finish();
   if (!root) return;
   if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
@@ -226,6 +230,11 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   if (report.skipped_bad > 0 || report.skipped_failed > 0 || report.reordered > 0) {
     std::cerr << "trace: " << report.skipped_bad << " bad rows skipped, " << report.skipped_failed
               << " failed requests skipped, " << report.reordered << " rows out of order clamped\n";
+  }
+  if (const std::int64_t short_turns = clients.report().short_turn_prompts; short_turns > 0) {
+    std::cerr << "sessions: " << short_turns
+              << " turns' trace prompts were shorter than the conversation so far; each was taken as the new user "
+                 "message alone\n";
   }
   if (result.stats.unserved > 0) {
     std::cerr << "warning: " << result.stats.unserved
@@ -243,6 +252,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
   auto& a = *args;
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", false);
+  add_client_flags(*sub, a.clients);
   sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
   sub->add_option("--explain-ops", a.explain_ops,
                   "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "

@@ -219,7 +219,7 @@ void install(CLI::App& root) {
     sub->add_option("--duration-s", o->duration_s, "Stop at this arrival time in seconds (0: no limit)")->check(real_range(0, 9e9));
     sub->add_option("--rate", o->rate, "Mean arrivals per second (new sessions per second with --sessions)")
         ->capture_default_str()->check(real_range(0, 1e9, true));
-    sub->add_option("--arrivals", *arrivals, "poisson | gamma | constant | trace:PATH (replay its arrival times)")
+    sub->add_option("--arrivals", *arrivals, "poisson | gamma | constant | burst (every request at 0: static-batch experiments) | trace:PATH (replay its arrival times)")
         ->capture_default_str();
     sub->add_option("--cv", o->cv, "Gamma arrivals: coefficient of variation of the gaps (>1 is bursty)")
         ->capture_default_str()->check(real_range(0, 1e3, true));
