@@ -106,6 +106,42 @@ TEST_CASE("qwen2-style QKV bias and tied embeddings equal the reference") {
   check_against_reference(f, *runner, 20, 2);
 }
 
+// Qwen3's q/k norm: every head of Q and K normalised with its own RMS
+// before the rotary embedding, through the engine's config.json reader.
+TEST_CASE("qwen3-style per-head q/k norm equals the reference, loaded from its config.json") {
+  ModelConfig config = tiny_config();
+  config.qk_norm = true;
+  const WeightMap weights = random_weights(config, 7);
+  Fixture f("qwen3");
+  f.config = config;
+  f.weights = weights;
+  f.dir = write_checkpoint(temp_dir("qwen3"), config, weights);
+  const ModelDesc desc = resolve_model(f.dir);
+  CHECK(desc.qk_norm == QkNorm::per_head);
+  CHECK(model_config_from(desc).qk_norm);
+  auto runner = make_runner(model_config_from(desc), f.dir);
+  check_against_reference(f, *runner, 23, 3);
+  // The norm matters: the same weights without it are another model.
+  ModelConfig without = config;
+  without.qk_norm = false;
+  CHECK(max_abs_diff(reference_logits(config, weights, {1, 2, 3}).back().data(),
+                     reference_logits(without, weights, {1, 2, 3}).back().data(), 256) > 10 * kTol);
+}
+
+TEST_CASE("MoE model types the engine cannot run are refused by name") {
+  for (const std::string name : {"qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH(model_config_from(resolve_model(name)),
+                      Catch::Contains("model_type qwen3_moe") && Catch::Contains("simulator only"));
+  }
+  ModelDesc minimax = resolve_model("tiny");
+  minimax.model_type = "minimax_m2";
+  CHECK_THROWS_WITH(model_config_from(minimax), Catch::Contains("model_type minimax_m2"));
+  ModelDesc per_layer = resolve_model("tiny");
+  per_layer.qk_norm = QkNorm::per_layer;
+  CHECK_THROWS_WITH(model_config_from(per_layer), Catch::Contains("per-layer q/k norm"));
+}
+
 TEST_CASE("mixtral-style MoE equals the reference") {
   Fixture f("moe", false, false, 4);
   auto runner = make_runner(f.config, f.dir, 64, 16);
