@@ -301,9 +301,16 @@ TEST_CASE("greedy decoding is deterministic and sampling with a seed repeats") {
 }
 
 TEST_CASE("timed ops: every op of a step gets its time, within the step, and the results do not change") {
-  for (std::int64_t experts : {std::int64_t{0}, std::int64_t{4}}) {
-    CAPTURE(experts);
+  // Dense, MoE, and dense with Qwen3's q/k norm (its own timed op).
+  for (const auto& [experts, qk_norm] : {std::pair{std::int64_t{0}, false}, std::pair{std::int64_t{4}, false},
+                                         std::pair{std::int64_t{0}, true}}) {
+    CAPTURE(experts, qk_norm);
     Fixture f(experts > 0 ? "timed_moe" : "timed", false, false, experts);
+    if (qk_norm) {
+      f.config.qk_norm = true;
+      f.weights = random_weights(f.config, 7);
+      f.dir = write_checkpoint(temp_dir("timed_qk_norm"), f.config, f.weights);
+    }
     auto runner = make_runner(f.config, f.dir, 64, 4);
     const auto tokens = some_tokens(20, 256, 9);
     const auto table = scattered_blocks(8, 64, 10);
@@ -329,7 +336,7 @@ TEST_CASE("timed ops: every op of a step gets its time, within the step, and the
       CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
       const bool dense_only = op == TimedOp::gate_up_proj || op == TimedOp::silu_mul || op == TimedOp::down_proj;
       const bool moe_only = op == TimedOp::moe_router || op == TimedOp::moe_experts;
-      if ((moe && dense_only) || (!moe && moe_only)) {
+      if ((moe && dense_only) || (!moe && moe_only) || (op == TimedOp::qk_norm && !qk_norm)) {
         CHECK(at(op) == 0);
       } else {
         CHECK(at(op) > 0);
