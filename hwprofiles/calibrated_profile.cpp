@@ -164,6 +164,7 @@ TableKind table_kind(OpKind op) {
       return TableKind::gemm;
     case OpKind::embed:
     case OpKind::rmsnorm:
+    case OpKind::qk_norm:
     case OpKind::rotary:
     case OpKind::silu_mul:
     case OpKind::final_norm:

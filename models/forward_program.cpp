@@ -14,6 +14,7 @@ constexpr ForwardCallInfo kCalls[kNumForwardCalls] = {
     {C::embed, "embed", T::embed, P::prologue, R::tokens, {K::embed}, 1, true},
     {C::input_norm, "input_norm", T::rmsnorm, P::layer, R::tokens, {K::rmsnorm}, 1, false},
     {C::qkv_proj, "qkv_proj", T::qkv_proj, P::layer, R::tokens, {K::qkv_proj}, 1, false},
+    {C::qk_norm, "qk_norm", T::qk_norm, P::layer, R::tokens, {K::qk_norm}, 1, false},
     {C::rotary, "rotary", T::rotary, P::layer, R::tokens, {K::rotary}, 1, false},
     {C::attention, "attention", T::attention, P::layer, R::attention, {K::attn_prefill, K::attn_decode}, 2, false},
     {C::o_proj, "o_proj", T::o_proj, P::layer, R::tokens, {K::o_proj}, 1, true},
@@ -35,6 +36,13 @@ constexpr ForwardCall kDense[] = {C::embed,     C::input_norm,   C::qkv_proj, C:
 constexpr ForwardCall kMoe[] = {C::embed,     C::input_norm, C::qkv_proj,  C::rotary,     C::attention,
                                 C::o_proj,    C::post_norm,  C::moe_router, C::moe_experts, C::final_norm,
                                 C::lm_head,   C::sample};
+// The same with the q/k norm between the QKV projection and the rotary embedding.
+constexpr ForwardCall kDenseQkNorm[] = {C::embed,       C::input_norm, C::qkv_proj,  C::qk_norm,  C::rotary,
+                                        C::attention,   C::o_proj,     C::post_norm, C::gate_up_proj,
+                                        C::silu_mul,    C::down_proj,  C::final_norm, C::lm_head, C::sample};
+constexpr ForwardCall kMoeQkNorm[] = {C::embed,     C::input_norm, C::qkv_proj,   C::qk_norm,     C::rotary,
+                                      C::attention, C::o_proj,     C::post_norm,  C::moe_router,  C::moe_experts,
+                                      C::final_norm, C::lm_head,   C::sample};
 
 constexpr bool table_in_order() {
   for (int i = 0; i < kNumForwardCalls; ++i)
@@ -47,13 +55,14 @@ static_assert(table_in_order(), "kCalls must be indexed by ForwardCall");
 
 const ForwardCallInfo& call_info(ForwardCall call) { return kCalls[static_cast<int>(call)]; }
 
-std::span<const ForwardCall> forward_program(bool moe) {
-  if (moe) return kMoe;
-  return kDense;
+std::span<const ForwardCall> forward_program(bool moe, bool qk_norm) {
+  if (moe) return qk_norm ? std::span<const ForwardCall>(kMoeQkNorm) : std::span<const ForwardCall>(kMoe);
+  return qk_norm ? std::span<const ForwardCall>(kDenseQkNorm) : std::span<const ForwardCall>(kDense);
 }
 
 int call_of(OpKind kind, bool moe) {
-  for (ForwardCall c : forward_program(moe))
+  // The program with the q/k norm: it adds only its own kind.
+  for (ForwardCall c : forward_program(moe, true))
     for (OpKind k : call_info(c).priced_as())
       if (k == kind) return static_cast<int>(c);
   return -1;

@@ -27,6 +27,7 @@ enum class TimedOp : std::uint8_t {
   embed,
   rmsnorm,
   qkv_proj,
+  qk_norm,
   rotary,
   attention,
   o_proj,
@@ -41,8 +42,8 @@ enum class TimedOp : std::uint8_t {
 };
 inline constexpr int kNumTimedOps = static_cast<int>(TimedOp::sample) + 1;
 inline constexpr std::array<std::string_view, kNumTimedOps> kTimedOpNames = {
-    "embed",     "rmsnorm",    "qkv_proj",    "rotary",     "attention", "o_proj",  "gate_up_proj",
-    "silu_mul",  "down_proj",  "moe_router",  "moe_experts", "final_norm", "lm_head", "sample"};
+    "embed",     "rmsnorm",   "qkv_proj",    "qk_norm",    "rotary",  "attention", "o_proj", "gate_up_proj",
+    "silu_mul",  "down_proj", "moe_router",  "moe_experts", "final_norm", "lm_head", "sample"};
 using OpTimes = std::array<double, kNumTimedOps>;  // ns per timed op
 
 // One kernel call (or fused group) of the engine's forward pass.
@@ -50,6 +51,7 @@ enum class ForwardCall : std::uint8_t {
   embed,         // token ids -> rows of the embedding table
   input_norm,    // the layer's input RMSNorm; after layer 0, fused with the residual add
   qkv_proj,      // one GEMM for Q, K and V (plus the bias where the model has one)
+  qk_norm,       // RMSNorm of Q and K (Qwen3, MiniMax-M2: ModelDesc::qk_norm); only in such models' programs
   rotary,        // RoPE on Q and K
   attention,     // writes the new K and V to the paged cache, attends over it
   o_proj,        // attention output GEMM
@@ -94,11 +96,13 @@ const ForwardCallInfo& call_info(ForwardCall call);
 
 // The calls of a forward pass in execution order: the prologue, one layer
 // (executed once per layer), the epilogue. `moe`: a mixture-of-experts layer
-// (router + experts) in place of the dense MLP.
-std::span<const ForwardCall> forward_program(bool moe);
+// (router + experts) in place of the dense MLP; `qk_norm`: the layer
+// normalises Q and K after the QKV projection (ModelDesc::has_qk_norm).
+std::span<const ForwardCall> forward_program(bool moe, bool qk_norm);
 
 // The call that runs one instance of step_ops' op `kind` in a model of this
-// kind (`moe`), or nullopt-like -1 for kinds the one-device engine has no
+// kind (`moe`; qk_norm's call for its kind, which only models with it
+// price), or nullopt-like -1 for kinds the one-device engine has no
 // call for (TP/PP traffic). For kinds priced inside a fused call
 // (moe_gate_up_proj, moe_down_proj, a MoE silu_mul) it is that fused call.
 int call_of(OpKind kind, bool moe);

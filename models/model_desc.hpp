@@ -4,7 +4,8 @@
 // blocks (RMSNorm, rotary, gated SiLU MLP); Mixtral-style MoE when
 // num_local_experts > 0, with DeepSeek-style shared experts, expert width
 // and leading dense layers where the config has them (the simulator prices
-// them; the engine runs Mixtral-style MoE only).
+// them; the engine runs Mixtral-style MoE only). Qwen3 and MiniMax-M2 add
+// an RMSNorm of the queries and keys before the rotary embedding (QkNorm).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,13 +26,24 @@ struct RopeScalingDesc {
   int64_t original_max_position_embeddings = 0;  // llama3 (and others that carry it)
 };
 
+// An RMSNorm of Q and K between the QKV projection and the rotary
+// embedding. per_head (Qwen3, qwen3_moe): each head's head_dim values
+// normalised on their own, one weight vector of head_dim shared by the
+// heads (q_norm and k_norm). per_layer (MiniMax-M2's qk_norm_type
+// "per_layer"): all the heads' values of a token normalised together, a
+// weight per value; under TP the sum of squares is all-reduced (vLLM's
+// MiniMaxText01RMSNormTP).
+enum class QkNorm { none, per_head, per_layer };
+// "none", "per_head", "per_layer" (MiniMax-M2's qk_norm_type spelling).
+const char* qk_norm_name(QkNorm q);
+
 struct ModelDesc {
   std::string name;        // our name, e.g. "llama-2-7b"
   // The Hugging Face repository of the published weights ("hf_id" in a
   // descriptor, "_name_or_path" in a config.json); empty when unknown. For
   // the `vllm serve` line `plan` prints.
   std::string hf_id;
-  std::string model_type;  // llama, mistral, mixtral, qwen2
+  std::string model_type;  // llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, minimax_m2, deepseek_v3
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;  // per expert for MoE
   int64_t num_hidden_layers = 0;
@@ -47,6 +59,7 @@ struct ModelDesc {
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // Q, K, V projections carry a bias (Qwen2)
   bool mlp_bias = false;          // MLP projections carry biases (the engine refuses them)
+  QkNorm qk_norm = QkNorm::none;  // Qwen3: per_head; MiniMax-M2: per_layer
   std::string hidden_act = "silu";  // the MLP's activation (the engine runs silu only)
   int64_t num_local_experts = 0;  // 0: dense MLP (DeepSeek's configs: n_routed_experts)
   int64_t num_experts_per_tok = 0;
@@ -64,6 +77,7 @@ struct ModelDesc {
   int64_t dense_layers() const { return is_moe() ? first_k_dense_replace : num_hidden_layers; }
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
+  bool has_qk_norm() const { return qk_norm != QkNorm::none; }
 };
 
 // Names of the bundled descriptors, sorted.

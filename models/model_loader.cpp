@@ -15,7 +15,14 @@ namespace {
 
 // Architectures whose blocks match the op list in step_ops.hpp. Others (GPT-2,
 // Gemma, DeepSeek MLA, ...) differ in ways we would silently get wrong.
-constexpr const char* kSupportedTypes[] = {"llama", "mistral", "mixtral", "qwen2", "deepseek_v3"};
+constexpr const char* kSupportedTypes[] = {"llama",     "mistral",    "mixtral",    "qwen2",
+                                           "qwen3",     "qwen3_moe",  "minimax_m2", "deepseek_v3"};
+
+std::string supported_types_text() {
+  std::string out;
+  for (const char* t : kSupportedTypes) out += (out.empty() ? "" : ", ") + std::string(t);
+  return out;
+}
 
 void require_positive(const std::string& origin, const char* key, int64_t v) {
   if (v <= 0) json_field_error(origin, key, "expected a positive integer, got " + std::to_string(v));
@@ -56,6 +63,44 @@ RopeScalingDesc rope_scaling_from_json(const nlohmann::json& j, const std::strin
   return r;
 }
 
+// The keys of Qwen3, Qwen3-MoE and MiniMax-M2 configs that change the
+// layer: the q/k norm (implied by the Qwen3 types; MiniMax-M2's
+// use_qk_norm and qk_norm_type), and the layer mixes this registry does
+// not describe (Qwen3-MoE dense layers between sparse ones, MiniMax's
+// linear-attention layers, shared experts), refused by name.
+void read_qk_norm_and_moe_layout(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
+  if (m.model_type == "qwen3" || m.model_type == "qwen3_moe") m.qk_norm = QkNorm::per_head;
+  if (m.model_type == "qwen3_moe") {
+    if (present("decoder_sparse_step") && json_int(j, "decoder_sparse_step", origin) != 1)
+      json_field_error(origin, "decoder_sparse_step", "expected 1 (dense MLP layers between sparse ones are not modelled)");
+    if (present("mlp_only_layers") && !(j.at("mlp_only_layers").is_array() && j.at("mlp_only_layers").empty()))
+      json_field_error(origin, "mlp_only_layers", "expected [] (dense MLP layers among the sparse ones are not modelled)");
+    if (present("shared_expert_intermediate_size") && json_int(j, "shared_expert_intermediate_size", origin) != 0)
+      json_field_error(origin, "shared_expert_intermediate_size", "expected 0 (Qwen3-MoE has no shared expert)");
+  }
+  if (m.model_type != "minimax_m2") return;
+  if (!present("use_qk_norm") || json_bool(j, "use_qk_norm", origin)) {
+    const std::string type = present("qk_norm_type") ? json_string(j, "qk_norm_type", origin) : "per_layer";
+    if (type == "per_layer")
+      m.qk_norm = QkNorm::per_layer;
+    else if (type == "per_head")
+      m.qk_norm = QkNorm::per_head;
+    else
+      json_field_error(origin, "qk_norm_type", "expected \"per_layer\" or \"per_head\", got \"" + excerpt(type) + "\"");
+  }
+  if (present("attn_type_list")) {
+    const auto& list = j.at("attn_type_list");
+    if (!list.is_array()) json_field_error(origin, "attn_type_list", "expected an array of 1s (full attention)");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      if (!list[i].is_number_integer() || list[i].get<int64_t>() != 1)
+        json_field_error(origin, "attn_type_list[" + std::to_string(i) + "]",
+                         "expected 1 (full attention; MiniMax's lightning-attention layers are not modelled)");
+  }
+  if (present("shared_intermediate_size") && json_int(j, "shared_intermediate_size", origin) != 0)
+    json_field_error(origin, "shared_intermediate_size", "expected 0 (MiniMax-M2's shared experts are not modelled)");
+}
+
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                           const std::string& default_name) {
   ModelDesc m;
@@ -68,7 +113,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
                    [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
     json_field_error(origin, "model_type",
-                     "unsupported '" + excerpt(m.model_type) + "'; supported: llama, mistral, mixtral, qwen2, deepseek_v3");
+                     "unsupported '" + excerpt(m.model_type) + "'; supported: " + supported_types_text());
   // DeepSeek's own config.json describes multi-head latent attention, which
   // this registry does not: priced as its num_key_value_heads it would be
   // wrong by far, so it is refused (the bundled deepseek-v3 gives GQA heads
@@ -132,7 +177,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   // Mistral-style sliding-window attention (null: none). Qwen2 configs carry
   // a sliding_window they apply only with use_sliding_window, and then to
   // some layers only: that mix is refused rather than modelled wrongly.
-  if (m.model_type == "qwen2") {
+  if (m.model_type == "qwen2" || m.model_type == "qwen3" || m.model_type == "qwen3_moe") {
     if (present("use_sliding_window") && json_bool(j, "use_sliding_window", origin))
       json_field_error(origin, "use_sliding_window",
                        "false (per-layer sliding windows are not supported)");
@@ -147,10 +192,12 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                                                : m.model_type == "qwen2";
   if (present("mlp_bias")) m.mlp_bias = json_bool(j, "mlp_bias", origin);
   if (present("hidden_act")) m.hidden_act = json_string(j, "hidden_act", origin);
-  // DeepSeek's configs call the routed experts n_routed_experts.
+  read_qk_norm_and_moe_layout(j, origin, m);
+  // DeepSeek's configs call the routed experts n_routed_experts, Qwen3-MoE's num_experts.
   const char* experts_key = present("num_local_experts") ? "num_local_experts"
                             : present("n_routed_experts") ? "n_routed_experts"
-                                                          : nullptr;
+                            : (m.model_type == "qwen3_moe" && present("num_experts")) ? "num_experts"
+                                                                                      : nullptr;
   if (experts_key) {
     m.num_local_experts = json_int(j, experts_key, origin);
     if (m.num_local_experts < 0) json_field_error(origin, experts_key, "expected >= 0");
@@ -219,6 +266,15 @@ std::string known_names_text() {
 }
 
 }  // namespace
+
+const char* qk_norm_name(QkNorm q) {
+  switch (q) {
+    case QkNorm::none: return "none";
+    case QkNorm::per_head: return "per_head";
+    case QkNorm::per_layer: return "per_layer";
+  }
+  return "none";
+}
 
 ModelDesc parse_model_json(const std::string& text, const std::string& origin,
                            const std::string& default_name) {

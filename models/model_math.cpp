@@ -12,6 +12,12 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The q/k norm weights on one GPU: per head, head_dim each for q and k
+// (replicated); per layer, one per value of the GPU's heads (sharded with them).
+int64_t qk_norm_params(const ModelDesc& m, int64_t q, int64_t kv) {
+  return m.qk_norm == QkNorm::per_head ? 2 * m.head_dim : m.qk_norm == QkNorm::per_layer ? q + kv : 0;
+}
+
 // Parameters of one layer, split over `tp` GPUs (tp = 1: the whole layer).
 // Norm weights are replicated on every GPU. `active_experts` < 0: all the
 // experts on the GPU (num_local_experts / ep). A MoE model's dense layers
@@ -20,7 +26,7 @@ int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep,
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
-  int64_t attn = h * (q + 2 * kv) + q * h;
+  int64_t attn = h * (q + 2 * kv) + q * h + qk_norm_params(m, q, kv);
   if (m.attention_bias) attn += q + 2 * kv;
   int64_t mlp = 3 * h * (m.intermediate_size / tp);
   if (moe_layer) {
@@ -40,7 +46,7 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p, int ep,
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t inter = m.intermediate_size / tp;
-  int64_t dense = 2 * h;
+  int64_t dense = 2 * h + qk_norm_params(m, q, kv);
   if (m.attention_bias) dense += q + 2 * kv;
   double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
   if (moe_layer) {

@@ -16,12 +16,13 @@ constexpr std::string_view kOpNames[kNumOpKinds] = {
     "attn_decode",  "o_proj",     "tp_allreduce",     "gate_up_proj",  "silu_mul",
     "down_proj",    "moe_router", "moe_gate_up_proj", "moe_down_proj", "final_norm",
     "lm_head",      "tp_gather",  "sample",           "pp_send",       "ep_dispatch",
-    "ep_combine",
+    "ep_combine",   "qk_norm",
 };
 
 // Rough per-element costs of the elementwise kernels; they are memory bound,
 // so these only keep the flops honest, not the time.
 constexpr double kNormFlopsPerElem = 5;    // residual add, square, sum, scale, weight
+constexpr double kQkNormFlopsPerElem = 4;  // square, sum, scale, weight
 constexpr double kRotaryFlopsPerElem = 3;  // two multiplies and an add per rotated pair half
 constexpr double kSiluFlopsPerElem = 5;    // exp, add, divide, two multiplies
 constexpr double kSampleFlopsPerElem = 5;  // max, exp, sum, scale, compare
@@ -266,6 +267,20 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
       case ForwardCall::qkv_proj:
         out.push_back(linear(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, weights, instances, m.attention_bias));
         break;
+      case ForwardCall::qk_norm: {
+        // Read and written in place; the weights: head_dim each for q and k
+        // per head, one per value per layer.
+        const int64_t width = q_dim + kv_dim;
+        const bool per_head = m.qk_norm == QkNorm::per_head;
+        const double weights_bytes = static_cast<double>(per_head ? 2 * m.head_dim : width) * wb;
+        Op norm = elementwise(OpKind::qk_norm, tokens, width, kQkNormFlopsPerElem, 2.0 * act, weights_bytes, instances);
+        norm.num_seqs = per_head ? q_heads + kv_dim / m.head_dim : 2;
+        out.push_back(norm);
+        // vLLM's MiniMaxText01RMSNormTP: the q and k sums of squares of each
+        // token are all-reduced over the TP group (fp32).
+        if (!per_head && tp > 1) out.push_back(collective(OpKind::tp_allreduce, tokens, 2, 4.0, tp, instances));
+        break;
+      }
       case ForwardCall::rotary:
         out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
                                   static_cast<double>(tokens * m.head_dim) * act, instances));
@@ -355,7 +370,8 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   // only in a step that samples). Under TP each call the program marks is
   // followed by an all-reduce, priced as one op of all of them.
   int64_t allreduces = 0;
-  for (ForwardCall call : forward_program(moe)) {
+  const bool qk_norm = m.has_qk_norm();
+  for (ForwardCall call : forward_program(moe, qk_norm)) {
     const ForwardCallInfo& info = call_info(call);
     if (info.part == CallPart::epilogue) continue;
     if (info.part == CallPart::prologue ? !first : layers == 0) continue;
@@ -376,7 +392,7 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   }
   if (tp > 1 && allreduces > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, allreduces));
   if (last) {
-    for (ForwardCall call : forward_program(moe)) {
+    for (ForwardCall call : forward_program(moe, qk_norm)) {
       const ForwardCallInfo& info = call_info(call);
       if (info.part != CallPart::epilogue || (info.rows == CallRows::sampling && sampling == 0)) continue;
       price(call, 1);

@@ -40,6 +40,11 @@ struct BatchShape {
 //     stage) before the router.
 //   embed, rmsnorm, final_norm, rotary, silu_mul: tokens rows of width n
 //     (final_norm: num_seqs = the sampling seqs, whose rows it gathers).
+//   qk_norm (models with ModelDesc::qk_norm; after qkv_proj): tokens rows
+//     of the GPU's Q and K, n = (q heads + kv heads) x head_dim, normalised
+//     in place (per head: num_seqs = the heads, one RMS each; per layer: the
+//     Q and K parts of the row, plus under TP an all-reduce of the two sums
+//     of squares per token, a tp_allreduce op of its own, fp32).
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
 //     with context. num_seqs, tokens = sum of new, context = sum of context
 //     (of the context inside the sliding window, for a windowed model)
@@ -80,8 +85,9 @@ enum class OpKind : int32_t {
   pp_send,
   ep_dispatch,
   ep_combine,
+  qk_norm,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::ep_combine) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::qk_norm) + 1;
 
 // Static snake_case name ("qkv_proj"); "unknown" for out-of-range values.
 std::string_view op_name(OpKind kind);

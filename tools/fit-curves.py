@@ -100,7 +100,7 @@ ACT = 2.0  # fp16 activations, weights and KV
 # Elementwise kernels run on the CUDA cores, not the tensor cores: their
 # compute roof is the fp32 peak over the fp16 tensor peak, flat (one point).
 CUDA_CORES = {"a100-80gb": 19.5 / 312.0, "h100-80gb": 66.9 / 989.4, "h200": 66.9 / 989.4}
-CUDA_CORE_OPS = ["embed", "rmsnorm", "final_norm", "rotary", "silu_mul", "sample"]
+CUDA_CORE_OPS = ["embed", "rmsnorm", "qk_norm", "final_norm", "rotary", "silu_mul", "sample"]
 
 
 def op_size(model, tp, op, batch, tokens, context):

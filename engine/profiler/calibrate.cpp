@@ -204,7 +204,7 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // token-row call as (a MoE's router and expert GEMMs in place of the dense
   // MLP), one per sampling-row call, and the attention grids.
   std::vector<OpKind> token_ops, seq_ops;
-  for (ForwardCall call : forward_program(model.is_moe())) {
+  for (ForwardCall call : forward_program(model.is_moe(), model.has_qk_norm())) {
     const ForwardCallInfo& info = call_info(call);
     if (info.rows == CallRows::attention) continue;
     std::vector<OpKind>& list = info.rows == CallRows::sampling ? seq_ops : token_ops;

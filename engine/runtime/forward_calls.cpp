@@ -82,6 +82,18 @@ void run_call(ForwardCall call, const ForwardArgs& a, std::size_t layer) {
       b.gemm(rows(s.h), L.qkv, rows(s.qkv), o);
       return;
     }
+    case ForwardCall::qk_norm: {
+      // Each head's slice of every token row, normalised in place: one
+      // strided [T, head_dim] view per head (the backend's rmsnorm takes a
+      // row stride), the q heads with q_norm, the k heads with k_norm.
+      const TensorView qkv = rows(s.qkv);
+      const std::int64_t hd = a.config->head_dim;
+      for (std::int64_t c = 0; c < qd + kvd; c += hd) {
+        const TensorView head = qkv.slice_cols(c, hd);
+        b.rmsnorm(head, c < qd ? L.q_norm : L.k_norm, a.eps, head);
+      }
+      return;
+    }
     case ForwardCall::rotary: {
       const TensorView qkv = rows(s.qkv);
       b.rotary(qkv.slice_cols(0, qd), qkv.slice_cols(qd, kvd), a.positions.first(static_cast<std::size_t>(T)), a.rope);

@@ -6,6 +6,20 @@
 namespace twin {
 
 ModelConfig model_config_from(const ModelDesc& d) {
+  // Model types the simulator prices and the engine cannot run, by name:
+  // Qwen3-MoE's experts are narrower than its dense width and renormalised
+  // as norm_topk_prob says; MiniMax-M2 routes by sigmoid scores with a
+  // bias, normalises Q and K over the whole layer and rotates part of each
+  // head.
+  if (d.model_type == "qwen3_moe" || d.model_type == "minimax_m2") {
+    throw Error("model '" + excerpt(d.name, 80) + "': model_type " + d.model_type +
+                " is priced by the simulator only; the engine does not run it (it runs llama, mistral, mixtral, "
+                "qwen2 and qwen3)");
+  }
+  if (d.qk_norm == QkNorm::per_layer) {
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': a per-layer q/k norm is priced by the simulator only; the engine runs Qwen3's per-head one");
+  }
   ModelConfig c;
   c.name = d.name;
   c.hidden_size = d.hidden_size;
@@ -46,6 +60,7 @@ ModelConfig model_config_from(const ModelDesc& d) {
   }
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
+  c.qk_norm = d.qk_norm == QkNorm::per_head;
   c.num_experts = d.num_local_experts;
   c.experts_per_token = d.num_experts_per_tok;
   check_model_config(c);

@@ -30,6 +30,9 @@ struct ModelConfig {
   std::int64_t sliding_window = 0;  // 0: full attention
   bool tie_word_embeddings = false;
   bool attention_bias = false;
+  // Qwen3's per-head RMSNorm of Q and K (q_norm, k_norm: [head_dim] each)
+  // between the QKV projection and the rotary embedding.
+  bool qk_norm = false;
   std::int64_t num_experts = 0;  // 0: dense MLP
   std::int64_t experts_per_token = 0;
 

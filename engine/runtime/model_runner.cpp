@@ -174,7 +174,7 @@ struct ModelRunner::Impl {
     if (!time_ops) return;
     // Mark 0, then one per call of the program (the layer's once per layer).
     std::size_t marks = 1;
-    for (ForwardCall call : forward_program(config.is_moe()))
+    for (ForwardCall call : forward_program(config.is_moe(), config.qk_norm))
       marks += call_info(call).part == CallPart::layer ? weights->layers.size() : 1;
     backend->begin_op_timing(marks);
     mark_ops.clear();
@@ -266,7 +266,7 @@ struct ModelRunner::Impl {
     args.rope = rope;
     args.eps = static_cast<float>(config.rms_norm_eps);
 
-    const std::span<const ForwardCall> program = forward_program(config.is_moe());
+    const std::span<const ForwardCall> program = forward_program(config.is_moe(), config.qk_norm);
     if (bucket > 0) {
       // The padded path: every call but sampling over the padded rows
       // (through a graph where one is kept), then the real rows sampled.

@@ -121,6 +121,10 @@ std::vector<Target> plan_targets(const ModelConfig& c, ModelWeights& w) {
                    {vec(p + "self_attn.q_proj.bias", qd, 0.02), vec(p + "self_attn.k_proj.bias", kvd, 0.02),
                     vec(p + "self_attn.v_proj.bias", kvd, 0.02)}});
     }
+    if (c.qk_norm) {
+      t.push_back({&L.q_norm, 1, c.head_dim, true, {vec(p + "self_attn.q_norm.weight", c.head_dim, 0)}});
+      t.push_back({&L.k_norm, 1, c.head_dim, true, {vec(p + "self_attn.k_norm.weight", c.head_dim, 0)}});
+    }
     t.push_back({&L.o, H, qd, false, {mat(p + "self_attn.o_proj.weight", H, qd, in_q)}, &L.o_scales});
     t.push_back({&L.post_norm, 1, H, true, {vec(p + "post_attention_layernorm.weight", H, 0)}});
     if (!c.is_moe()) {

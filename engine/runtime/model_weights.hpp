@@ -16,6 +16,7 @@ struct LayerWeights {
   TensorView input_norm;     // [1, H]
   TensorView qkv;            // [q_dim + 2 kv_dim, H]
   TensorView qkv_bias;       // [1, q_dim + 2 kv_dim] or empty (data == nullptr)
+  TensorView q_norm, k_norm; // Qwen3: [1, head_dim] each, or empty
   TensorView o;              // [H, q_dim]
   TensorView post_norm;      // [1, H]
   TensorView gate_up;        // dense: [2I, H]

@@ -46,7 +46,8 @@ std::string load_error(const nlohmann::json& j) {
 
 TEST_CASE("every bundled profile loads, with a source for every number") {
   const auto names = hardware_names();
-  REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "cpu", "h100-80gb", "h200", "l40s"});
+  REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "cpu", "h100-80gb", "h200", "l40s", "rtx-4090",
+                                            "rtx-pro-6000-blackwell-server", "rtx-pro-6000-blackwell-workstation"});
   for (const auto& name : names) {
     INFO(name);
     auto hw = resolve_hardware(name);
@@ -188,8 +189,52 @@ TEST_CASE("the hardware profile of the device an engine ran on") {
   CHECK(hardware_for_device("cuda", "NVIDIA H100 80GB HBM3") == "h100-80gb");
   CHECK(hardware_for_device("cuda", "NVIDIA A100-SXM4-80GB") == "a100-80gb");
   CHECK(hardware_for_device("cuda", "NVIDIA L40S") == "l40s");
-  CHECK_THROWS_WITH(hardware_for_device("cuda", "NVIDIA GeForce RTX 4090"),
-                    Catch::Contains("RTX 4090") && Catch::Contains("--hw"));
+  CHECK(hardware_for_device("cuda", "NVIDIA GeForce RTX 4090") == "rtx-4090");
+  CHECK(hardware_for_device("cuda", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition") ==
+        "rtx-pro-6000-blackwell-workstation");
+  CHECK(hardware_for_device("cuda", "NVIDIA RTX PRO 6000 Blackwell Server Edition") == "rtx-pro-6000-blackwell-server");
+  CHECK_THROWS_WITH(hardware_for_device("cuda", "NVIDIA GeForce RTX 3090"),
+                    Catch::Contains("RTX 3090") && Catch::Contains("--hw"));
+}
+
+// The datasheet figures of the PCIe cards users run, and what sets the two
+// RTX PRO 6000 editions apart: the Server Edition's memory is slower (1,597
+// against 1,792 GB/s) and its clocks lower (120 against 125 FP32 TFLOPS).
+TEST_CASE("the RTX 4090 and the RTX PRO 6000 Blackwell editions carry their datasheet figures") {
+  const HardwareDesc g = resolve_hardware("rtx-4090");
+  // Ada whitepaper: dense FP16/BF16 with FP32 accumulate, half the FP16-accumulate 330.3.
+  CHECK(peak_flops(g, Dtype::bf16) == Approx(165.2e12));
+  CHECK(peak_flops(g, Dtype::fp16) == Approx(165.2e12));
+  CHECK(peak_flops(g, Dtype::fp8) == Approx(330.3e12));
+  CHECK(g.memory_bandwidth_gbps == 1008);
+  CHECK(memory_bytes(g) == 25'250'627'584.0);  // as torch reports it: what vLLM plans from
+  CHECK(g.memory_reported == "25250627584 bytes");
+  CHECK(g.interconnect == "pcie");  // no NVLink, no P2P: collectives through host memory
+  CHECK(g.pcie_bandwidth_gbps == 32);
+  CHECK(g.sources.at("nvlink_bandwidth_gbps").find("no peer-to-peer") != std::string::npos);
+  // The same AD102 die as the L40S: its efficiency assumptions and curve shape.
+  const HardwareDesc l40s = resolve_hardware("l40s");
+  CHECK(g.compute_efficiency == l40s.compute_efficiency);
+  CHECK(g.memory_efficiency == l40s.memory_efficiency);
+  REQUIRE(g.gemm_curve.size() == l40s.gemm_curve.size());
+  CHECK(g.gemm_curve.back().efficiency == l40s.gemm_curve.back().efficiency);
+  // Small GEMMs: the same fixed 5 us at a lower peak is a smaller share of it.
+  CHECK(gemm_efficiency(g, 1e9) > gemm_efficiency(l40s, 1e9));
+
+  const HardwareDesc ws = resolve_hardware("rtx-pro-6000-blackwell-workstation");
+  const HardwareDesc sv = resolve_hardware("rtx-pro-6000-blackwell-server");
+  CHECK(peak_flops(ws, Dtype::bf16) == Approx(503.8e12));
+  CHECK(ws.peak_tflops.fp32 == 125.0);
+  CHECK(sv.peak_tflops.fp32 == 120.0);
+  CHECK(peak_flops(sv, Dtype::bf16) == Approx(503.8e12 * 120 / 125).epsilon(1e-3));
+  CHECK(ws.memory_bandwidth_gbps == 1792);
+  CHECK(sv.memory_bandwidth_gbps == 1597);
+  for (const HardwareDesc* pro : {&ws, &sv}) {
+    CHECK(memory_bytes(*pro) == 97887.0 * 1024 * 1024);
+    CHECK(pro->interconnect == "pcie");
+    CHECK(pro->pcie_bandwidth_gbps == 64);  // PCIe 5.0 x16
+    CHECK(supports(*pro, Dtype::fp8));
+  }
 }
 
 TEST_CASE("named efficiency curves are read, checked and need a source") {

@@ -36,6 +36,19 @@ TEST_CASE("models list and show print every bundled model") {
   auto show = run_twinserve("models show llama-3.1-8b");
   REQUIRE(show.exit_code == 0);
   CHECK(show.out.find("131072") != std::string::npos);  // bf16 KV bytes per token
+  for (const char* name : {"qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    CAPTURE(name);
+    CHECK(r.out.find(name) != std::string::npos);
+    const auto q = run_twinserve(std::string("models show ") + name);
+    REQUIRE(q.exit_code == 0);
+    CHECK(q.out.find("per head (Qwen3)") != std::string::npos);
+  }
+  const auto a3b = nlohmann::json::parse(run_twinserve("models show qwen3-30b-a3b --json").out);
+  CHECK(a3b["model_type"] == "qwen3_moe");
+  CHECK(a3b["qk_norm"] == "per_head");
+  CHECK(a3b["num_local_experts"] == 128);
+  CHECK(a3b["moe_intermediate_size"] == 768);
+  CHECK(nlohmann::json::parse(run_twinserve("models show llama-3.1-8b --json").out)["qk_norm"] == "none");
 }
 
 TEST_CASE("unknown names exit 2 and list the known ones") {
@@ -62,6 +75,16 @@ TEST_CASE("hw show --json round-trips the profile with its sources") {
   auto list = run_twinserve("hw list");
   CHECK(list.exit_code == 0);
   CHECK(list.out.find("l40s") != std::string::npos);
+  for (const char* name : {"rtx-4090", "rtx-pro-6000-blackwell-workstation", "rtx-pro-6000-blackwell-server"})
+    CHECK(list.out.find(name) != std::string::npos);
+  auto g = nlohmann::json::parse(run_twinserve("hw show rtx-4090 --json").out);
+  CHECK(g["peak_tflops"]["bf16"] == 165.2);
+  CHECK(g["memory_bandwidth_gbps"] == 1008);
+  CHECK(g["interconnect"] == "pcie");
+  CHECK(g["sources"].contains("memory_bytes"));
+  auto server = nlohmann::json::parse(run_twinserve("hw show rtx-pro-6000-blackwell-server --json").out);
+  CHECK(server["memory_bandwidth_gbps"] == 1597);
+  CHECK(run_twinserve("hw show rtx-pro-6000-blackwell-workstation").out.find("1792") != std::string::npos);
 }
 
 TEST_CASE("every command that reads a trace and writes results takes the same flag groups") {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/forward_program.hpp"
@@ -28,9 +29,9 @@ std::set<OpKind> priced_kinds(const ModelDesc& m) {
   return kinds;
 }
 
-std::set<OpKind> program_kinds(bool moe) {
+std::set<OpKind> program_kinds(bool moe, bool qk_norm) {
   std::set<OpKind> kinds;
-  for (ForwardCall c : forward_program(moe))
+  for (ForwardCall c : forward_program(moe, qk_norm))
     for (OpKind k : call_info(c).priced_as()) kinds.insert(k);
   return kinds;
 }
@@ -38,10 +39,11 @@ std::set<OpKind> program_kinds(bool moe) {
 }  // namespace
 
 TEST_CASE("the forward program runs exactly the op kinds step_ops prices, dense and MoE") {
-  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b"}) {
+  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b", "qwen3-8b", "qwen3-30b-a3b"}) {
     CAPTURE(name);
     const ModelDesc m = resolve_model(name);
-    CHECK(priced_kinds(m) == program_kinds(m.is_moe()));
+    CHECK(priced_kinds(m) == program_kinds(m.is_moe(), m.has_qk_norm()));
+    CHECK(priced_kinds(m).count(OpKind::qk_norm) == (m.has_qk_norm() ? 1u : 0u));
     for (OpKind k : priced_kinds(m)) {
       CAPTURE(op_name(k));
       const int c = call_of(k, m.is_moe());
@@ -57,9 +59,9 @@ TEST_CASE("the forward program runs exactly the op kinds step_ops prices, dense 
 }
 
 TEST_CASE("the program is a prologue, a layer and an epilogue, each call once, sampling calls last") {
-  for (bool moe : {false, true}) {
-    CAPTURE(moe);
-    const auto program = forward_program(moe);
+  for (const auto& [moe, qk_norm] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+    CAPTURE(moe, qk_norm);
+    const auto program = forward_program(moe, qk_norm);
     std::set<ForwardCall> seen;
     int part = 0;
     for (ForwardCall c : program) {
@@ -74,7 +76,13 @@ TEST_CASE("the program is a prologue, a layer and an epilogue, each call once, s
     CHECK(call_info(program.back()).rows == CallRows::sampling);
     CHECK(seen.count(ForwardCall::moe_experts) == (moe ? 1u : 0u));
     CHECK(seen.count(ForwardCall::gate_up_proj) == (moe ? 0u : 1u));
+    // The q/k norm runs between the QKV projection and the rotary embedding.
+    const auto at = [&](ForwardCall c) { return std::find(program.begin(), program.end(), c) - program.begin(); };
+    CHECK(seen.count(ForwardCall::qk_norm) == (qk_norm ? 1u : 0u));
+    if (qk_norm) CHECK(at(ForwardCall::qk_norm) == at(ForwardCall::qkv_proj) + 1);
+    CHECK(at(ForwardCall::rotary) == at(ForwardCall::qkv_proj) + (qk_norm ? 2 : 1));
   }
+  CHECK(timed_op_of(OpKind::qk_norm, false) == static_cast<int>(TimedOp::qk_norm));
   // Both norms of a layer share the rmsnorm bucket; collectives have no call.
   CHECK(call_info(ForwardCall::input_norm).timed == TimedOp::rmsnorm);
   CHECK(call_info(ForwardCall::post_norm).timed == TimedOp::rmsnorm);
@@ -86,10 +94,10 @@ TEST_CASE("the program is a prologue, a layer and an epilogue, each call once, s
 }
 
 TEST_CASE("step_ops prices the program's calls in the program's order, collectives after the calls they follow") {
-  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b"}) {
+  for (const std::string name : {"tiny", "llama-3.1-8b", "mixtral-8x7b", "qwen3-32b", "qwen3-235b-a22b"}) {
     CAPTURE(name);
     const ModelDesc m = resolve_model(name);
-    const auto program = forward_program(m.is_moe());
+    const auto program = forward_program(m.is_moe(), m.has_qk_norm());
     std::vector<Op> ops;
     step_ops(m, BatchShape{{{8, 0, true}, {1, 20, true}}}, ParallelLayout{2, 1}, Dtype::bf16, Dtype::bf16, 0, ops);
     int last_position = -1;

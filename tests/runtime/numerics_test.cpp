@@ -106,6 +106,42 @@ TEST_CASE("qwen2-style QKV bias and tied embeddings equal the reference") {
   check_against_reference(f, *runner, 20, 2);
 }
 
+// Qwen3's q/k norm: every head of Q and K normalised with its own RMS
+// before the rotary embedding, through the engine's config.json reader.
+TEST_CASE("qwen3-style per-head q/k norm equals the reference, loaded from its config.json") {
+  ModelConfig config = tiny_config();
+  config.qk_norm = true;
+  const WeightMap weights = random_weights(config, 7);
+  Fixture f("qwen3");
+  f.config = config;
+  f.weights = weights;
+  f.dir = write_checkpoint(temp_dir("qwen3"), config, weights);
+  const ModelDesc desc = resolve_model(f.dir);
+  CHECK(desc.qk_norm == QkNorm::per_head);
+  CHECK(model_config_from(desc).qk_norm);
+  auto runner = make_runner(model_config_from(desc), f.dir);
+  check_against_reference(f, *runner, 23, 3);
+  // The norm matters: the same weights without it are another model.
+  ModelConfig without = config;
+  without.qk_norm = false;
+  CHECK(max_abs_diff(reference_logits(config, weights, {1, 2, 3}).back().data(),
+                     reference_logits(without, weights, {1, 2, 3}).back().data(), 256) > 10 * kTol);
+}
+
+TEST_CASE("MoE model types the engine cannot run are refused by name") {
+  for (const std::string name : {"qwen3-30b-a3b", "qwen3-235b-a22b"}) {
+    CAPTURE(name);
+    CHECK_THROWS_WITH(model_config_from(resolve_model(name)),
+                      Catch::Contains("model_type qwen3_moe") && Catch::Contains("simulator only"));
+  }
+  ModelDesc minimax = resolve_model("tiny");
+  minimax.model_type = "minimax_m2";
+  CHECK_THROWS_WITH(model_config_from(minimax), Catch::Contains("model_type minimax_m2"));
+  ModelDesc per_layer = resolve_model("tiny");
+  per_layer.qk_norm = QkNorm::per_layer;
+  CHECK_THROWS_WITH(model_config_from(per_layer), Catch::Contains("per-layer q/k norm"));
+}
+
 TEST_CASE("mixtral-style MoE equals the reference") {
   Fixture f("moe", false, false, 4);
   auto runner = make_runner(f.config, f.dir, 64, 16);
@@ -265,9 +301,16 @@ TEST_CASE("greedy decoding is deterministic and sampling with a seed repeats") {
 }
 
 TEST_CASE("timed ops: every op of a step gets its time, within the step, and the results do not change") {
-  for (std::int64_t experts : {std::int64_t{0}, std::int64_t{4}}) {
-    CAPTURE(experts);
+  // Dense, MoE, and dense with Qwen3's q/k norm (its own timed op).
+  for (const auto& [experts, qk_norm] : {std::pair{std::int64_t{0}, false}, std::pair{std::int64_t{4}, false},
+                                         std::pair{std::int64_t{0}, true}}) {
+    CAPTURE(experts, qk_norm);
     Fixture f(experts > 0 ? "timed_moe" : "timed", false, false, experts);
+    if (qk_norm) {
+      f.config.qk_norm = true;
+      f.weights = random_weights(f.config, 7);
+      f.dir = write_checkpoint(temp_dir("timed_qk_norm"), f.config, f.weights);
+    }
     auto runner = make_runner(f.config, f.dir, 64, 4);
     const auto tokens = some_tokens(20, 256, 9);
     const auto table = scattered_blocks(8, 64, 10);
@@ -293,7 +336,7 @@ TEST_CASE("timed ops: every op of a step gets its time, within the step, and the
       CAPTURE(kTimedOpNames[static_cast<std::size_t>(k)]);
       const bool dense_only = op == TimedOp::gate_up_proj || op == TimedOp::silu_mul || op == TimedOp::down_proj;
       const bool moe_only = op == TimedOp::moe_router || op == TimedOp::moe_experts;
-      if ((moe && dense_only) || (!moe && moe_only)) {
+      if ((moe && dense_only) || (!moe && moe_only) || (op == TimedOp::qk_norm && !qk_norm)) {
         CHECK(at(op) == 0);
       } else {
         CHECK(at(op) > 0);

@@ -44,6 +44,12 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
   return y;
 }
 
+// One head's d values normalised in place (Qwen3's q_norm / k_norm).
+void norm_head(float* head, std::int64_t d, const Vec& w, double eps) {
+  const Vec y = rmsnorm(Vec(head, head + d), w, eps);
+  std::copy(y.begin(), y.end(), head);
+}
+
 // The frequency of rotated pair i, with the config's rope_scaling written
 // from the Hugging Face formulas on their own (not rope.cpp's code).
 double rope_freq(const ModelConfig& c, std::int64_t i, std::int64_t d) {
@@ -123,6 +129,10 @@ WeightMap random_weights(const ModelConfig& c, std::uint64_t seed) {
     fill(p + "self_attn.k_proj.weight", kvd * H, sh * 2);
     fill(p + "self_attn.v_proj.weight", kvd * H, sh);
     fill(p + "self_attn.o_proj.weight", H * qd, sq);
+    if (c.qk_norm) {
+      fill(p + "self_attn.q_norm.weight", c.head_dim, 0.1, 1.0);
+      fill(p + "self_attn.k_norm.weight", c.head_dim, 0.1, 1.0);
+    }
     if (c.attention_bias) {
       fill(p + "self_attn.q_proj.bias", qd, 0.1);
       fill(p + "self_attn.k_proj.bias", kvd, 0.1);
@@ -186,7 +196,7 @@ std::string write_checkpoint(const std::string& dir, const ModelConfig& c, const
     tensors.push_back({name, dtype, shape_of(name, v.size()), storage.back()});
   }
   write_safetensors(dir + "/model.safetensors", tensors);
-  nlohmann::json cfg = {{"model_type", c.is_moe() ? "mixtral" : "llama"},
+  nlohmann::json cfg = {{"model_type", c.is_moe() ? "mixtral" : (c.qk_norm ? "qwen3" : "llama")},
                         {"hidden_size", c.hidden_size},
                         {"intermediate_size", c.intermediate_size},
                         {"num_hidden_layers", c.num_layers},
@@ -198,6 +208,7 @@ std::string write_checkpoint(const std::string& dir, const ModelConfig& c, const
                         {"rope_theta", c.rope_theta},
                         {"tie_word_embeddings", c.tie_word_embeddings},
                         {"attention_bias", c.attention_bias},
+                        {"head_dim", c.head_dim},
                         {"torch_dtype", "float32"}};
   if (c.rope_scaling != RopeScaling::none) {
     cfg["rope_scaling"] = {{"rope_type", c.rope_scaling == RopeScaling::llama3 ? "llama3" : "linear"},
@@ -235,6 +246,12 @@ std::vector<std::vector<float>> reference_logits(const ModelConfig& c, const Wei
       q[ti] = matvec(w.at(p + "self_attn.q_proj.weight"), h, nh * d, b ? &w.at(p + "self_attn.q_proj.bias") : nullptr);
       k[ti] = matvec(w.at(p + "self_attn.k_proj.weight"), h, nkv * d, b ? &w.at(p + "self_attn.k_proj.bias") : nullptr);
       v[ti] = matvec(w.at(p + "self_attn.v_proj.weight"), h, nkv * d, b ? &w.at(p + "self_attn.v_proj.bias") : nullptr);
+      if (c.qk_norm) {  // Qwen3: each head's values normalised on their own, then rotated
+        const Vec& qn = w.at(p + "self_attn.q_norm.weight");
+        const Vec& kn = w.at(p + "self_attn.k_norm.weight");
+        for (std::int64_t hh = 0; hh < nh; ++hh) norm_head(q[ti].data() + hh * d, d, qn, c.rms_norm_eps);
+        for (std::int64_t hh = 0; hh < nkv; ++hh) norm_head(k[ti].data() + hh * d, d, kn, c.rms_norm_eps);
+      }
       for (std::int64_t hh = 0; hh < nh; ++hh) rope(q[ti].data() + hh * d, d, t, c);
       for (std::int64_t hh = 0; hh < nkv; ++hh) rope(k[ti].data() + hh * d, d, t, c);
     }

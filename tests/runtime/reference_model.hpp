@@ -26,7 +26,8 @@ std::vector<std::vector<float>> reference_logits(const ModelConfig& config, cons
                                                  const std::vector<std::int32_t>& tokens);
 
 // The tiny test model (models/descriptors/tiny.json's shape), optionally with
-// QKV bias, tied embeddings or experts.
+// QKV bias, tied embeddings or experts; config.qk_norm set after it gives
+// Qwen3's per-head q/k norms (written as model_type qwen3).
 ModelConfig tiny_config(bool bias = false, bool tied = false, std::int64_t experts = 0);
 
 // A temp folder unique to this process and name.

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -16,12 +17,15 @@ using namespace twin;
 const char* kind_name(DeviceKind k) { return k == DeviceKind::gpu ? "gpu" : "cpu"; }
 
 void list_hardware() {
-  std::printf("%-10s %-4s %10s %10s %8s %10s %8s\n", "name", "kind", "bf16 TF/s", "fp8 TF/s", "mem GiB",
+  // The name column as wide as the longest name (rtx-pro-6000-blackwell-workstation).
+  int width = 4;
+  for (const auto& name : hardware_names()) width = std::max(width, static_cast<int>(name.size()));
+  std::printf("%-*s %-4s %10s %10s %8s %10s %8s\n", width, "name", "kind", "bf16 TF/s", "fp8 TF/s", "mem GiB",
               "mem GB/s", "$/hour");
   for (const auto& name : hardware_names()) {
     auto hw = resolve_hardware(name);
     auto tf = [](double v) { return v > 0 ? std::to_string(static_cast<long long>(v + 0.5)) : std::string("-"); };
-    std::printf("%-10s %-4s %10s %10s %8.0f %10.0f %8.2f\n", name.c_str(), kind_name(hw.kind),
+    std::printf("%-*s %-4s %10s %10s %8.0f %10.0f %8.2f\n", width, name.c_str(), kind_name(hw.kind),
                 tf(hw.peak_tflops.bf16).c_str(), tf(hw.peak_tflops.fp8).c_str(), hw.memory_capacity_bytes / (1024.0 * 1024 * 1024),
                 hw.memory_bandwidth_gbps, hw.price_per_gpu_hour);
   }

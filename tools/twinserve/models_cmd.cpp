@@ -28,11 +28,11 @@ std::string gib(int64_t bytes) {
 }
 
 void list_models() {
-  std::printf("%-16s %-8s %9s %9s %6s %6s %6s %4s %8s\n", "name", "type", "params", "active",
+  std::printf("%-16s %-11s %9s %9s %6s %6s %6s %4s %8s\n", "name", "type", "params", "active",
               "layers", "hidden", "heads", "kv", "context");
   for (const auto& name : model_names()) {
     auto m = resolve_model(name);
-    std::printf("%-16s %-8s %9s %9s %6lld %6lld %6lld %4lld %8lld\n", name.c_str(), m.model_type.c_str(),
+    std::printf("%-16s %-11s %9s %9s %6lld %6lld %6lld %4lld %8lld\n", name.c_str(), m.model_type.c_str(),
                 billions(param_count(m)).c_str(), billions(active_param_count(m)).c_str(),
                 static_cast<long long>(m.num_hidden_layers), static_cast<long long>(m.hidden_size),
                 static_cast<long long>(m.num_attention_heads), static_cast<long long>(m.num_key_value_heads),
@@ -61,6 +61,7 @@ nlohmann::ordered_json model_json(const ModelDesc& m) {
   if (m.n_shared_experts > 0) j["n_shared_experts"] = m.n_shared_experts;
   if (m.first_k_dense_replace > 0) j["first_k_dense_replace"] = m.first_k_dense_replace;
   j["attention_bias"] = m.attention_bias;
+  j["qk_norm"] = qk_norm_name(m.qk_norm);
   j["tie_word_embeddings"] = m.tie_word_embeddings;
   j["rms_norm_eps"] = m.rms_norm_eps;
   j["rope_theta"] = m.rope_theta;
@@ -88,9 +89,12 @@ void show_model(const std::string& name, bool json) {
   line("active parameters", billions(active_param_count(m)) + " (" + num(active_param_count(m)) + ")");
   line("layers", num(m.num_hidden_layers));
   line("hidden size", num(m.hidden_size));
-  if (m.is_moe() && (m.moe_intermediate_size > 0 || m.first_k_dense_replace > 0)) {
+  if (m.is_moe() && m.first_k_dense_replace > 0) {
     line("intermediate size", num(m.intermediate_size) + " (dense layers), " + num(m.expert_intermediate_size()) +
                                   " per expert");
+  } else if (m.is_moe() && m.moe_intermediate_size > 0) {
+    // Qwen3-MoE: every layer sparse; its config's dense width is unused.
+    line("intermediate size", num(m.expert_intermediate_size()) + " per expert (no dense layers)");
   } else {
     line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
   }
@@ -106,6 +110,9 @@ void show_model(const std::string& name, bool json) {
                                                                 : "")
                               : "none (dense)");
   line("QKV bias", m.attention_bias ? "yes" : "no");
+  line("q/k norm", m.qk_norm == QkNorm::per_head    ? "per head (Qwen3)"
+                   : m.qk_norm == QkNorm::per_layer ? "per layer (MiniMax-M2)"
+                                                    : "no");
   line("tied embeddings", m.tie_word_embeddings ? "yes" : "no");
   line("published dtype", std::string(dtype_name(m.torch_dtype)));
   std::printf("\n%-6s %18s %14s\n", "dtype", "KV bytes/token", "weights");
