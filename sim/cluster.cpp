@@ -99,7 +99,7 @@ void settle_max_model_len(GroupPlan& g, bool auto_len, StartUpCheck check) {
   if (auto_len && !fit.fits() && fit.largest_fitting > 0) {
     g.memory.auto_fitted_from = fit.max_model_len;
     set_replica_option(g.replica, "max_model_len", std::to_string(fit.largest_fitting));
-    fit = check_kv_fit(fit.available_bytes, g.memory.block_bytes, g.replica.kv.block_size, fit.largest_fitting);
+    fit = check_kv_fit(fit.available_bytes, fit.block_bytes, fit.block_size, fit.largest_fitting);
   }
   if (fit.fits() || check == StartUpCheck::report) return;
   throw Error(describe(g) + ": vLLM would refuse to start: " + kv_fit_refusal(fit) +

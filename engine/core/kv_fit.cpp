@@ -27,6 +27,8 @@ KvFit check_kv_fit(double available_bytes, double block_bytes, std::int32_t bloc
   if (max_model_len < 1) throw UsageError("KV fit check: max_model_len must be >= 1");
   KvFit fit;
   fit.max_model_len = max_model_len;
+  fit.block_size = block_size;
+  fit.block_bytes = block_bytes;
   fit.available_bytes = available_bytes;
   fit.needed_bytes = kv_bytes_for_tokens(max_model_len, block_size, block_bytes);
   const auto fits = [&](std::int64_t len) { return kv_bytes_for_tokens(len, block_size, block_bytes) <= available_bytes; };

@@ -14,6 +14,8 @@ namespace twin {
 
 struct KvFit {
   std::int32_t max_model_len = 0;      // the length checked
+  std::int32_t block_size = 0;         // tokens per block
+  double block_bytes = 0;              // one block (per GPU)
   double needed_bytes = 0;             // KV one request of that length needs (per GPU)
   double available_bytes = 0;          // KV memory the plan left (per GPU)
   std::int32_t largest_fitting = 0;    // the largest max_model_len that fits, at most max_model_len; 0: none

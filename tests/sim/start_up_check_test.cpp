@@ -79,7 +79,7 @@ TEST_CASE("the verdict is printed by explain_memory_plan either way") {
   CHECK_THAT(explain_memory_plan(ok.groups.front().memory, ""), Catch::Contains("GiB available: ok"));
 }
 
-TEST_CASE("the config file's top-level scheduler takes max_model_len auto; a group's does not") {
+TEST_CASE("the config file's top-level scheduler takes max_model_len auto, a group's does not") {
   const nlohmann::json top = {{"groups", {{{"model", "llama-3.1-70b"}, {"hardware", "a100-80gb"}, {"tp", 2}}}},
                               {"scheduler", {{"max_model_len", "auto"}}}};
   const ClusterConfig parsed = parse_cluster_config(top, "c.json");
