@@ -1,17 +1,17 @@
 #include "engine/core/kv_fit.hpp"
 
-#include <cstdio>
+#include <cmath>
 
 #include "base/error.hpp"
 
 namespace twin {
 namespace {
 
-// vLLM's format_gib: two decimals of GiB.
+// vLLM's format_gib: two decimals of GiB (no printf here: the core does no I/O).
 std::string gib(double bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", bytes / (1024.0 * 1024.0 * 1024.0));
-  return buf;
+  const long long hundredths = std::llround(bytes / (1024.0 * 1024.0 * 1024.0) * 100.0);
+  const std::string cents = std::to_string(hundredths % 100);
+  return std::to_string(hundredths / 100) + "." + (cents.size() < 2 ? "0" : "") + cents;
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST_CASE("the engine sizes its KV cache from the real KV dtype and the replica 
   CHECK_THROWS_WITH(Engine(tiny_kv), Catch::Contains("holds no KV block"));
 }
 
-TEST_CASE("the engine makes vLLM's start-up check on the cache it sized; auto lowers max_model_len to what fits") {
+TEST_CASE("the engine makes vLLM's start-up check on the cache it sized, and auto lowers max_model_len to what fits") {
   // Random weights are f32, and so is the KV cache (auto).
   const std::int64_t block = kv_block_bytes(model_config_from(resolve_model("tiny")), 16, "f32");
   EngineSettings s = tiny_settings();  // max_model_len 256
