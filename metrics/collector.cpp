@@ -412,6 +412,7 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   const BacklogTrend trend = backlog_trend(std::move(arrival_ttft), num_requests_, first_arrival_, last_arrival_);
   s.offered_rate = trend.offered_rate;
   if (auto warning = backlog_warning(trend, s.request_throughput)) s.warnings.push_back(std::move(*warning));
+  s.overloaded = trend.falling_behind;
 
   s.kv_blocks_capacity = context.kv_blocks_capacity;
   s.simulated_time_s = context.simulated_time_s;

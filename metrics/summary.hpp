@@ -109,6 +109,9 @@ struct Summary {
   // What a reader should know before trusting the figures (e.g. the load
   // outgrew the cluster: metrics/backlog.hpp); empty for a healthy run.
   std::vector<std::string> warnings;
+  // The overload warning is among them: the queue grew all along
+  // (metrics/backlog.hpp). Sweep rows and plan probes carry the flag.
+  bool overloaded = false;
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
 };
 

@@ -27,7 +27,8 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   p.e2el_ms = summary.e2el_ms;
   p.output_throughput = summary.output_throughput;
   p.request_throughput = summary.request_throughput;
-  bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0;
+  p.overloaded = summary.overloaded;
+  bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0 && !summary.overloaded;
   double worst = 0;
   for (const SloResult& r : summary.slos) {
     p.slo_measured_ms.push_back(r.measured_ms);

@@ -33,6 +33,10 @@ struct ProbeResult {
   // its SLOs say (a short probe's burst can meet them without being
   // sustainable).
   bool above_saturation = false;
+  // simulate's overload warning held for this run (metrics/backlog.hpp): the
+  // queue grew all along, so its latencies measure the queue. It fails the
+  // SLO verdict whatever the latencies say: the rate is not sustained.
+  bool overloaded = false;
 };
 
 // One statistic of a metric (e.g. &LatencyStats::p90), NaN without data (a
@@ -41,7 +45,7 @@ double stat_or_nan(const LatencyStats& stats, double LatencyStats::*field);
 
 // The SLO verdict of one run: every SLO with a percentile within its
 // threshold, every per-request SLO met by every request, nothing aborted or
-// left unserved.
+// left unserved, and not overloaded.
 ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate);
 
 struct CapacityOptions {

@@ -86,11 +86,18 @@ ChartSpec pareto_chart(const PlanResult& p) {
   return spec;
 }
 
+// "2 of 9" capacity probes and cluster checks flagged by simulate's overload
+// warning (the queue grew all along); "-" without runs.
+std::string overload_cell(const CandidateResult& c) {
+  const OverloadCount n = overload_count(c);
+  return n.runs == 0 ? "-" : std::to_string(n.overloaded) + " of " + std::to_string(n.runs);
+}
+
 std::string table(const PlanResult& p) {
   std::string out =
       "<table>\n<tr><th>rank</th><th>configuration</th><th>capacity (req/s per replica)</th><th>replicas</th>"
       "<th>GPUs</th><th>$/h</th><th>$/M output tokens</th><th>$/M at capacity</th><th>" +
-      xml_escape(p.latency_metric) + " (ms)</th><th>status</th></tr>\n";
+      xml_escape(p.latency_metric) + " (ms)</th><th>overloaded runs</th><th>status</th></tr>\n";
   std::vector<std::size_t> order = p.ranking;
   for (std::size_t i = 0; i < p.candidates.size(); ++i) {
     if (p.candidates[i].status != CandidateStatus::ok) order.push_back(i);
@@ -106,7 +113,7 @@ std::string table(const PlanResult& p) {
            "</td><td>" + (c.gpus ? fixed(c.cost_per_hour, 2) : "-") + "</td><td>" +
            (c.gpus ? fixed(c.cost_per_m_output_tokens, 3) : "-") + "</td><td>" +
            (c.capacity.feasible ? fixed(c.cost_per_m_output_tokens_at_capacity, 3) : "-") + "</td><td>" +
-           fixed(c.latency_ms, 1) + "</td><td>" + xml_escape(ranked ? "ok" : std::string(status_name(c.status)) + ": " + c.reason) +
+           fixed(c.latency_ms, 1) + "</td><td>" + overload_cell(c) + "</td><td>" + xml_escape(ranked ? "ok" : std::string(status_name(c.status)) + ": " + c.reason) +
            "</td></tr>\n";
   }
   return out + "</table>\n";
@@ -151,7 +158,10 @@ std::string plan_html(const PlanResult& p) {
   out += "<h2>Throughput per GPU against speed per user</h2>\n<p>Every probe of every candidate; the front is the "
          "best throughput per GPU at each speed a user sees.</p>\n";
   out += svg_chart(pareto_chart(p));
-  out += "<h2>Candidates</h2>\n" + table(p);
+  out += "<h2>Candidates</h2>\n<p><i>Overloaded runs</i>: the candidate's capacity probes and cluster checks in "
+         "which simulate's overload warning held (the queue grew all along, so the latencies measure it); such a run "
+         "fails its SLOs. A pruned candidate's status gives the reason, e.g. vLLM's start-up check.</p>\n" +
+         table(p);
   out += "<p>Written by <code>twinserve plan</code>; the data is in plan.json beside this page.</p>\n</body>\n</html>\n";
   return out;
 }

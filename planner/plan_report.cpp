@@ -48,6 +48,12 @@ std::string slo_cells(const PlanResult& plan, const CandidateResult& c) {
   return out;
 }
 
+// "2/9": overloaded runs of all the candidate's runs; "-" without runs.
+std::string overload_cell(const CandidateResult& c) {
+  const OverloadCount n = overload_count(c);
+  return n.runs == 0 ? "-" : std::to_string(n.overloaded) + "/" + std::to_string(n.runs);
+}
+
 }  // namespace
 
 nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
@@ -85,6 +91,9 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   search["max_num_batched_tokens"] = o.space.max_num_batched_tokens;
   search["max_num_seqs"] = o.space.max_num_seqs;
   search["router"] = o.space.routers;
+  // Only where given: other plans' files stay as they were.
+  if (o.space.max_model_len == kMaxModelLenAuto) search["max_model_len"] = "auto";
+  if (o.space.max_model_len > 0) search["max_model_len"] = o.space.max_model_len;
   search["max_gpus"] = o.space.max_gpus ? nlohmann::ordered_json(*o.space.max_gpus) : nullptr;
   search["budget"] = o.space.budget ? nlohmann::ordered_json(*o.space.budget) : nullptr;
   j["search"] = std::move(search);
@@ -116,7 +125,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
 void write_plan_csv(std::ostream& out, const PlanResult& p) {
   out << "rank,index,label,hardware,tp,pp,preset,max_num_batched_tokens,max_num_seqs,router,status,capacity_rps,"
          "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms,"
-         "planned_rate_rps";
+         "planned_rate_rps,overloaded_runs";
   std::string slos = p.slos;
   std::size_t start = 0;
   while (!slos.empty()) {
@@ -138,7 +147,8 @@ void write_plan_csv(std::ostream& out, const PlanResult& p) {
         << (c.capacity.feasible ? cell(c.capacity.capacity, 4) : "") << "," << (c.replicas ? std::to_string(c.replicas) : "")
         << "," << (c.gpus ? std::to_string(c.gpus) : "") << "," << (c.gpus ? cell(c.cost_per_hour, 2) : "") << ","
         << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.cost_per_m_output_tokens_at_capacity, 4)
-        << "," << cell(c.latency_ms, 3) << "," << cell(p.planned_rate, 4) << slo_cells(p, c) << ","
+        << "," << cell(c.latency_ms, 3) << "," << cell(p.planned_rate, 4) << "," << overload_count(c).overloaded
+        << slo_cells(p, c) << ","
         << quote(c.reason) << "\n";
   }
 }
@@ -165,7 +175,8 @@ void print_plan(std::ostream& out, const PlanResult& p) {
       << (p.rate_is_target ? fixed(p.planned_rate, 3) + " req/s" : std::string("the trace's rate")) << "\n\n";
   out << std::left << std::setw(5) << "rank" << std::setw(48) << "configuration" << std::right << std::setw(12)
       << "cap req/s" << std::setw(9) << "replicas" << std::setw(6) << "GPUs" << std::setw(10) << "$/h" << std::setw(10)
-      << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << "  status\n";
+      << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << std::setw(11)
+      << "overloaded" << "  status\n";
   std::vector<std::size_t> order = p.ranking;
   for (std::size_t i = 0; i < p.candidates.size(); ++i) {
     const auto s = p.candidates[i].status;
@@ -180,9 +191,10 @@ void print_plan(std::ostream& out, const PlanResult& p) {
         << std::setw(10) << (c.gpus ? fixed(c.cost_per_hour, 2) : "-") << std::setw(10)
         << (c.gpus ? fixed(c.cost_per_m_output_tokens, 3) : "-") << std::setw(10)
         << (c.capacity.feasible ? fixed(c.cost_per_m_output_tokens_at_capacity, 3) : "-") << std::setw(14)
-        << fixed(c.latency_ms, 1) << "  "
-        << status_name(c.status) << "\n";
+        << fixed(c.latency_ms, 1) << std::setw(11) << overload_cell(c) << "  " << status_name(c.status) << "\n";
   }
+  out << "(overloaded: runs of the candidate, capacity probes and cluster checks, that simulate's overload warning "
+         "flags, the queue growing all along; such a run fails its SLOs)\n";
   std::size_t pruned = 0;
   for (const auto& c : p.candidates) pruned += c.status == CandidateStatus::pruned;
   if (pruned) {

@@ -81,6 +81,7 @@ nlohmann::ordered_json probe_json(const ProbeResult& p) {
   j["unserved"] = p.unserved;
   j["worst_ratio"] = num(p.worst_ratio);
   j["above_saturation"] = p.above_saturation;
+  j["overloaded"] = p.overloaded;
   return j;
 }
 
@@ -100,6 +101,7 @@ ProbeResult probe_from(const nlohmann::json& j) {
   p.unserved = j.at("unserved").get<std::uint64_t>();
   p.worst_ratio = num_from(j.at("worst_ratio"));
   p.above_saturation = j.value("above_saturation", false);
+  p.overloaded = j.value("overloaded", false);
   return p;
 }
 
@@ -155,6 +157,7 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     const Cluster cluster = build_cluster(one);
     r.price_per_gpu_hour = cluster.groups.front().hardware.price_per_gpu_hour;
     r.num_gpu_blocks = cluster.groups.front().memory.num_blocks;
+    r.max_model_len = cluster.groups.front().replica.scheduler.max_model_len;
   } catch (const Error& e) {  // the layout, the memory plan or the knobs rule it out
     r.reason = e.what();
     return r;
@@ -305,6 +308,14 @@ PlanResult run_plan(const LoadedTrace& trace, const PlanOptions& o) {
   return assemble_plan(trace, o, evaluate_some(candidates, all, trace, o));
 }
 
+OverloadCount overload_count(const CandidateResult& r) {
+  OverloadCount n;
+  for (const ProbeResult& p : r.capacity.probes) n.overloaded += p.overloaded;
+  for (const VerifyRun& v : r.verify) n.overloaded += v.result.overloaded;
+  n.runs = r.capacity.probes.size() + r.verify.size();
+  return n;
+}
+
 nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   nlohmann::ordered_json j;
   j["candidate"] = candidate_json(r.candidate);
@@ -313,6 +324,7 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   j["gpus_per_replica"] = r.gpus_per_replica;
   j["price_per_gpu_hour"] = num(r.price_per_gpu_hour);
   j["num_gpu_blocks"] = r.num_gpu_blocks;
+  j["max_model_len"] = r.max_model_len;
   j["capacity_rps"] = num(r.capacity.capacity);
   j["capacity_upper_rps"] = num(r.capacity.upper);
   j["saturated_rps"] = num(r.capacity.saturated_rps);
@@ -339,6 +351,7 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
     verify.push_back(std::move(x));
   }
   j["verify"] = std::move(verify);
+  j["overloaded_runs"] = overload_count(r).overloaded;  // derived: the probes' and checks' flags
   return j;
 }
 
@@ -359,11 +372,16 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.candidate.max_num_batched_tokens = c.at("max_num_batched_tokens").is_null() ? 0 : c.at("max_num_batched_tokens").get<std::int32_t>();
   r.candidate.max_num_seqs = c.at("max_num_seqs").is_null() ? 0 : c.at("max_num_seqs").get<std::int32_t>();
   r.candidate.router = c.at("router").get<std::string>();
+  if (c.contains("max_model_len")) {
+    const auto& m = c.at("max_model_len");
+    r.candidate.max_model_len = m.is_string() ? kMaxModelLenAuto : m.get<std::int32_t>();
+  }
   r.status = status_from(j.at("status").get<std::string>());
   r.reason = j.at("reason").get<std::string>();
   r.gpus_per_replica = j.at("gpus_per_replica").get<std::int32_t>();
   r.price_per_gpu_hour = num_from(j.at("price_per_gpu_hour"));
   r.num_gpu_blocks = j.at("num_gpu_blocks").get<std::int32_t>();
+  r.max_model_len = j.value("max_model_len", 0);
   r.capacity.capacity = num_from(j.at("capacity_rps"));
   r.capacity.upper = num_from(j.at("capacity_upper_rps"));
   r.capacity.saturated_rps = j.contains("saturated_rps") ? num_from(j.at("saturated_rps")) : 0;

@@ -48,6 +48,7 @@ struct CandidateResult {
   std::int32_t gpus_per_replica = 0;
   double price_per_gpu_hour = 0;
   std::int32_t num_gpu_blocks = 0;  // per replica
+  std::int32_t max_model_len = 0;   // what a replica serves (with auto: what fits); 0: not built
   CapacityResult capacity;
   std::int32_t replicas_estimated = 0, replicas = 0, gpus = 0;
   std::vector<VerifyRun> verify;  // cluster checks, in order
@@ -100,6 +101,13 @@ std::vector<Candidate> plan_candidates(const PlanOptions& options);
 std::vector<CandidateResult> evaluate_some(const std::vector<Candidate>& candidates, const std::vector<std::size_t>& which,
                                            const LoadedTrace& trace, const PlanOptions& options);
 PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& options, std::vector<CandidateResult> results);
+
+// Runs of a candidate (capacity probes and cluster checks) and how many of
+// them simulate's overload warning flagged (ProbeResult::overloaded).
+struct OverloadCount {
+  std::size_t overloaded = 0, runs = 0;
+};
+OverloadCount overload_count(const CandidateResult& r);
 
 // Exact round trip (doubles in shortest round-trip form, NaN as null): how
 // results travel between ranks, and the candidate entries of plan.json.

@@ -149,8 +149,9 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
     } else if (key == "max_num_seqs") {
       s.max_num_seqs = ints(v, origin, key);
     } else if (key == "max_model_len") {
-      if (v.is_array()) fail(origin, key, "expected one positive integer (prompt + output tokens at most)");
-      s.max_model_len = ints(v, origin, key).front();
+      if (v.is_array()) fail(origin, key, "expected one positive integer (prompt + output tokens at most) or \"auto\"");
+      const bool auto_len = v.is_string() ? is_auto_max_model_len(v.get<std::string>()) : v == -1;
+      s.max_model_len = auto_len ? kMaxModelLenAuto : ints(v, origin, key).front();
     } else if (key == "max_gpus") {
       s.max_gpus = ints(v, origin, key).front();
       if (v.is_array()) fail(origin, key, "expected one positive integer");
@@ -258,6 +259,9 @@ nlohmann::ordered_json candidate_json(const Candidate& c) {
   j["max_num_batched_tokens"] = c.max_num_batched_tokens > 0 ? nlohmann::ordered_json(c.max_num_batched_tokens) : nullptr;
   j["max_num_seqs"] = c.max_num_seqs > 0 ? nlohmann::ordered_json(c.max_num_seqs) : nullptr;
   j["router"] = c.router;
+  // Only where given: other plans' files stay as they were.
+  if (c.max_model_len == kMaxModelLenAuto) j["max_model_len"] = "auto";
+  if (c.max_model_len > 0) j["max_model_len"] = c.max_model_len;
   return j;
 }
 
@@ -291,6 +295,7 @@ ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const 
   if (c.max_num_batched_tokens > 0) config.overrides.max_num_batched_tokens = c.max_num_batched_tokens;
   if (c.max_num_seqs > 0) config.overrides.max_num_seqs = c.max_num_seqs;
   if (c.max_model_len > 0) config.overrides.max_model_len = c.max_model_len;
+  config.max_model_len_auto = c.max_model_len == kMaxModelLenAuto;
   config.router = c.router;
   config.slos = slos;
   config.seed = seed;

@@ -14,6 +14,11 @@
 
 namespace twin {
 
+// max_model_len "auto" (vLLM's -1) in a search space and a candidate: each
+// candidate serves the largest max_model_len its KV cache holds one request
+// of (sim/cluster_config.hpp, max_model_len_auto), at most the model's context.
+inline constexpr std::int32_t kMaxModelLenAuto = -1;
+
 struct SearchSpace {
   std::string model = "llama-3.1-8b";
   std::string dtype;  // empty: the model's
@@ -29,7 +34,7 @@ struct SearchSpace {
   std::vector<std::string> presets = {"vllm"};
   std::vector<std::int32_t> max_num_batched_tokens;  // empty: the preset's
   std::vector<std::int32_t> max_num_seqs;            // empty: the preset's
-  std::int32_t max_model_len = 0;                    // 0: the model's context
+  std::int32_t max_model_len = 0;                    // 0: the model's context; kMaxModelLenAuto: what fits
   std::vector<std::string> routers = {"least_outstanding"};
   std::optional<std::int32_t> max_gpus;
   std::optional<double> budget;  // $ per hour
@@ -46,7 +51,7 @@ struct Candidate {
   std::int32_t replicas_per_unit() const { return disaggregated() ? prefill + decode : 1; }
   std::int32_t max_num_batched_tokens = 0;  // 0: the preset's
   std::int32_t max_num_seqs = 0;            // 0: the preset's
-  std::int32_t max_model_len = 0;           // 0: the model's context
+  std::int32_t max_model_len = 0;           // 0: the model's context; kMaxModelLenAuto: what fits
 };
 
 // Applies the keys of a search file over `space`. Throws UsageError naming

@@ -1,5 +1,6 @@
 #include "planner/sweep.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -134,7 +135,10 @@ void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axe
       try {
         if (kind == KeyKind::scheduler) {
           ReplicaConfig probe = replica_preset(base.scheduler_preset);
-          set_replica_option(probe, scheduler_key(axis.key), v);
+          // max_model_len=auto is the cluster's to settle (build_cluster).
+          if (scheduler_key(axis.key) != "max_model_len" || !is_auto_max_model_len(v)) {
+            set_replica_option(probe, scheduler_key(axis.key), v);
+          }
         } else if (kind == KeyKind::preset) {
           (void)replica_preset(v);
         } else if (axis.key == "router") {
@@ -208,7 +212,7 @@ const char* const kColumns[] = {"status", "replicas", "gpus", "cost_per_hour", "
                                 "rejected", "aborted", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_p50_ms",
                                 "tpot_p90_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p50_ms", "e2el_p90_ms",
                                 "request_throughput", "output_throughput", "goodput", "slo_met", "prefix_cache_hit_rate",
-                                "preemptions"};
+                                "preemptions", "overloaded"};
 
 std::vector<std::string> point_cells(const SweepPoint& p) {
   if (!p.error.empty()) return {"error"};
@@ -217,12 +221,15 @@ std::vector<std::string> point_cells(const SweepPoint& p) {
     return fixed(stat_or_nan(stats, stat), 3);
   };
   using S = LatencyStats;
-  return {"ok", std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.cost_per_hour, 2), fixed(r.rate, 4),
+  // An overloaded point (simulate's warning: the queue grew all along) is
+  // not "ok": its latencies measure the queue.
+  return {r.overloaded ? "overloaded" : "ok", std::to_string(p.replicas), std::to_string(p.gpus), fixed(p.cost_per_hour, 2), fixed(r.rate, 4),
           std::to_string(p.num_requests), std::to_string(r.completed), std::to_string(r.rejected), std::to_string(r.aborted),
           ms(r.ttft_ms, &S::p50), ms(r.ttft_ms, &S::p90), ms(r.ttft_ms, &S::p99), ms(r.tpot_ms, &S::p50),
           ms(r.tpot_ms, &S::p90), ms(r.tpot_ms, &S::p99), fixed(p.itl_p99_ms, 3), ms(r.e2el_ms, &S::p50),
           ms(r.e2el_ms, &S::p90), fixed(p.request_throughput, 4), fixed(r.output_throughput, 2), fixed(p.goodput, 4),
-          p.has_slos ? (r.pass ? "yes" : "no") : "", fixed(p.prefix_cache_hit_rate, 4), std::to_string(p.preemptions)};
+          p.has_slos ? (r.pass ? "yes" : "no") : "", fixed(p.prefix_cache_hit_rate, 4), std::to_string(p.preemptions),
+          r.overloaded ? "yes" : "no"};
 }
 
 std::string csv_text(const std::string& s) {
@@ -254,7 +261,7 @@ void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, con
   for (const auto& a : axes) out << std::left << std::setw(std::max<int>(12, static_cast<int>(a.key.size()) + 2)) << a.key;
   out << std::right << std::setw(11) << "ttft_p90" << std::setw(11) << "ttft_p99" << std::setw(10) << "tpot_p90"
       << std::setw(10) << "tpot_p99" << std::setw(11) << "e2el_p90" << std::setw(10) << "req/s" << std::setw(10) << "tok/s"
-      << std::setw(10) << "goodput" << std::setw(6) << "SLO" << std::setw(8) << "$/h" << "\n";
+      << std::setw(10) << "goodput" << std::setw(6) << "SLO" << std::setw(8) << "$/h" << "  status\n";
   for (const auto& p : points) {
     for (std::size_t i = 0; i < axes.size(); ++i) {
       out << std::left << std::setw(std::max<int>(12, static_cast<int>(axes[i].key.size()) + 2)) << p.values[i];
@@ -271,13 +278,33 @@ void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, con
         << std::setw(11) << show(stat_or_nan(r.e2el_ms, &S::p90), 1)
         << std::setw(10) << show(p.request_throughput, 3) << std::setw(10) << show(r.output_throughput, 1) << std::setw(10)
         << show(p.goodput, 3) << std::setw(6) << (p.has_slos ? (r.pass ? "yes" : "no") : "-") << std::setw(8)
-        << show(p.cost_per_hour, 2) << "\n";
+        << show(p.cost_per_hour, 2) << "  " << (r.overloaded ? "OVERLOADED" : "ok") << "\n";
   }
-  out << "(latencies in ms; " << points.size() << " points)\n";
+  out << "(latencies in ms; " << points.size() << " points";
+  const auto overloaded = std::count_if(points.begin(), points.end(), [](const SweepPoint& p) { return p.error.empty() && p.result.overloaded; });
+  if (overloaded > 0) {
+    out << "; OVERLOADED: the queue grew all along (simulate's warning), so those latencies measure the queue";
+  }
+  out << ")\n";
 }
 
 std::vector<std::string> sweep_warnings(const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points) {
   std::vector<std::string> out;
+  std::string overloaded;
+  std::size_t count = 0;
+  for (const SweepPoint& p : points) {
+    if (!p.error.empty() || !p.result.overloaded) continue;
+    ++count;
+    std::string at;
+    for (std::size_t i = 0; i < axes.size(); ++i) at += (i ? " " : "") + axes[i].key + "=" + p.values[i];
+    if (count <= 4) overloaded += (count > 1 ? "; " : "") + at;
+  }
+  if (count > 0) {
+    out.push_back("overloaded: " + std::to_string(count) + " of " + std::to_string(points.size()) + " points (" +
+                  overloaded + (count > 4 ? "; ..." : "") +
+                  ") served fewer requests per second than arrived and their queue grew all along: their latencies "
+                  "measure the queue (status 'overloaded' in sweep.csv)");
+  }
   for (std::size_t a = 0; a < axes.size(); ++a) {
     // The row of the first point seen for each setting of the other axes.
     std::map<std::vector<std::string>, std::vector<std::string>> row_of_others;

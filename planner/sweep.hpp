@@ -60,7 +60,8 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
 void write_sweep_csv(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points);
 void print_sweep_table(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points);
 
-// One line per axis whose values changed no figure: every point that
+// One line naming the overloaded points (simulate's warning held: the
+// queue grew all along), then one line per axis whose values changed no figure: every point that
 // differs from another only on that axis has the same row (a knob the trace
 // or configuration does not exercise, e.g. prefix caching without prefix
 // hash ids). Points that failed are left out.

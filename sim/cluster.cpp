@@ -89,6 +89,23 @@ void set_up_pools(Cluster& cluster, const ClusterConfig& config) {
   }
 }
 
+// vLLM's start-up check on the planned KV cache (engine/core/kv_fit.hpp):
+// with `auto_len` (--max-model-len auto, vLLM's -1) max_model_len comes
+// down to the largest that fits; otherwise a cache that cannot hold one
+// request of max_model_len is refused in vLLM's words, as vLLM refuses to
+// start, unless `check` asks only for the verdict (--explain-memory).
+void settle_max_model_len(GroupPlan& g, bool auto_len, StartUpCheck check) {
+  KvFit& fit = g.memory.fit;
+  if (auto_len && !fit.fits() && fit.largest_fitting > 0) {
+    g.memory.auto_fitted_from = fit.max_model_len;
+    set_replica_option(g.replica, "max_model_len", std::to_string(fit.largest_fitting));
+    fit = check_kv_fit(fit.available_bytes, fit.block_bytes, fit.block_size, fit.largest_fitting);
+  }
+  if (fit.fits() || check == StartUpCheck::report) return;
+  throw Error(describe(g) + ": vLLM would refuse to start: " + kv_fit_refusal(fit) +
+              (auto_len ? "" : " (--max-model-len auto lowers it to what fits)"));
+}
+
 }  // namespace
 
 DisaggOptions disagg_options(const DisaggregationConfig& d, RouterPolicy router) {
@@ -148,7 +165,7 @@ NodeLinks node_links(const HardwareDesc& hw) {
   return l;
 }
 
-Cluster build_cluster(const ClusterConfig& config) {
+Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
   Cluster cluster;
   cluster.router = router_policy(config.router);
   std::vector<ReplicaGroupConfig> groups = config.groups;
@@ -291,6 +308,7 @@ Cluster build_cluster(const ClusterConfig& config) {
       // pool lives in the (1 - utilization) headroom, not in this budget.
       mem.cuda_graph_reserve_bytes = 0;
       bool first = true;
+      KvFit worst_fit;
       for (int stage = 0; stage < g.layout.pp; ++stage) {
         MemoryPlanInput s = mem;
         s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.precision, g.layout, stage));
@@ -314,9 +332,16 @@ Cluster build_cluster(const ClusterConfig& config) {
               static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype, gc.tp));
         }
         const MemoryPlan plan = plan_memory(s, describe(g));
+        // vLLM checks every worker: the stage with the least KV memory per
+        // block decides (with an override, the memory plan's figure still).
+        const KvFit fit = check_kv_fit(plan.kv_bytes, plan.block_bytes, g.replica.kv.block_size,
+                                       g.replica.scheduler.max_model_len);
+        if (first || fit.largest_fitting < worst_fit.largest_fitting) worst_fit = fit;
         if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
         first = false;
       }
+      g.memory.fit = worst_fit;
+      settle_max_model_len(g, config.max_model_len_auto, check);
       g.replica.kv.num_blocks = g.memory.num_blocks;
       validate(g.replica);
 

@@ -67,8 +67,15 @@ NodeLinks node_links(const HardwareDesc& hw);
 // cluster and the engine's pools (`run --prefill-replicas`) both use it.
 DisaggOptions disagg_options(const DisaggregationConfig& config, RouterPolicy router);
 
+// What build_cluster does with vLLM's start-up check (engine/core/kv_fit.hpp)
+// when a replica's KV cache cannot hold one request of max_model_len:
+// refuse (throw Error in vLLM's words, as vLLM refuses to start), or only
+// report it in GroupPlan::memory.fit (--explain-memory prints the verdict).
+enum class StartUpCheck { refuse, report };
+
 // Throws UsageError for unknown names, bad layouts or options (naming them),
-// Error when a model does not fit (with the numbers).
-Cluster build_cluster(const ClusterConfig& config);
+// Error when a model does not fit (with the numbers) or, under
+// StartUpCheck::refuse, when its KV cache cannot hold max_model_len.
+Cluster build_cluster(const ClusterConfig& config, StartUpCheck check = StartUpCheck::refuse);
 
 }  // namespace twin

@@ -75,7 +75,8 @@ void core_check(const std::string& origin, const std::string& key, Check check) 
 
 // Scheduler values go to set_replica_option as text, which checks them (on a
 // scratch config here; cross-option checks happen when the cluster is built).
-OptionList get_options(const Json& obj, const std::string& origin, const std::string& where, std::string* preset) {
+OptionList get_options(const Json& obj, const std::string& origin, const std::string& where, std::string* preset,
+                       bool* max_model_len_auto) {
   if (!obj.is_object()) fail(origin, where, "expected a JSON object of scheduler / KV options");
   OptionList out;
   ReplicaConfig scratch = replica_preset("vllm");
@@ -85,6 +86,12 @@ OptionList get_options(const Json& obj, const std::string& origin, const std::st
       if (!preset) fail(origin, name, "a preset applies to the whole cluster: set it in the top-level scheduler");
       *preset = get_string(value, origin, name);
       core_check(origin, name, [&] { (void)replica_preset(*preset); });
+      continue;
+    }
+    if (key == "max_model_len" && is_auto_max_model_len(value.is_string() ? value.get<std::string>() : value.dump())) {
+      // vLLM's "auto" (or -1): the largest that fits, settled when the cluster is built.
+      if (!max_model_len_auto) fail(origin, name, "'auto' applies to the whole cluster: set it in the top-level scheduler");
+      *max_model_len_auto = true;
       continue;
     }
     if (value.is_string()) {
@@ -143,7 +150,7 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
     else if (key == "gpu_memory_utilization") out.gpu_memory_utilization = get_fraction(v, origin, name);
     else if (key == "num_gpu_blocks_override")
       out.num_gpu_blocks_override = static_cast<std::int32_t>(get_int(v, origin, name, 0, std::numeric_limits<std::int32_t>::max()));
-    else if (key == "scheduler") out.scheduler_options = get_options(v, origin, name, nullptr);
+    else if (key == "scheduler") out.scheduler_options = get_options(v, origin, name, nullptr, nullptr);
     else if (key == "replay") out.replay = get_string(v, origin, name);
     else if (key == "profile") out.profile = get_string(v, origin, name);
     else if (key == "speculative_config") out.speculative = speculative_config_from_json(v, origin + ": " + name);
@@ -232,7 +239,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
         out.groups.push_back(parse_group(v[i], origin, "groups[" + std::to_string(i) + "]"));
       }
     } else if (key == "scheduler") {
-      out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset);
+      out.scheduler_options = get_options(v, origin, key, &out.scheduler_preset, &out.max_model_len_auto);
     } else if (key == "disaggregation") {
       out.disaggregation = parse_disaggregation(v, origin);
     } else if (key == "kv_tiers") {
@@ -274,6 +281,8 @@ void check_router_refresh(double seconds, const std::string& what) {
                      buf);
   }
 }
+
+bool is_auto_max_model_len(const std::string& text) { return text == "auto" || text == "-1"; }
 
 bool has_pools(const ClusterConfig& config) {
   for (const auto& g : config.groups) {
@@ -321,6 +330,7 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
   sched["preset"] = config.scheduler_preset;
   for (const auto& [k, v] : config.scheduler_options) sched[k] = v;
   for (const auto& [k, v] : override_options(config.overrides)) sched[k] = v;
+  if (config.max_model_len_auto) sched["max_model_len"] = "auto";
   out["scheduler"] = std::move(sched);
   out["router"] = config.router;
   // Only a run with a refresh period echoes it: other runs' summaries stay as they were.

@@ -83,6 +83,10 @@ struct ClusterConfig {
   std::string scheduler_preset = "vllm";
   OptionList scheduler_options;            // the file's, applied first
   ReplicaOverrides overrides;              // flags and planner candidates: then these, then a group's options
+  // vLLM's --max-model-len auto (or -1): each group's max_model_len is the
+  // largest its KV cache holds one request of, at most the model's context
+  // (engine/core/kv_fit.hpp). Its scheduler key: "max_model_len": "auto".
+  bool max_model_len_auto = false;
   std::string router = "round_robin";
   // How often the router's view of the replicas is refreshed, in seconds
   // (docs/simulate.md, "Router refresh"): 0 (default) routes on every
@@ -118,6 +122,8 @@ ClusterConfig parse_cluster_config(const nlohmann::json& json, const std::string
 ClusterConfig load_cluster_config(const std::string& path);
 // The config as JSON in the input format (for the summary's config echo).
 nlohmann::ordered_json cluster_config_json(const ClusterConfig& config);
+// vLLM's spellings of an automatic max_model_len: "auto" or "-1".
+bool is_auto_max_model_len(const std::string& text);
 // True when some group has the prefill or decode role.
 bool has_pools(const ClusterConfig& config);
 

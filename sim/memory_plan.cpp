@@ -102,6 +102,11 @@ std::string explain_memory_plan(const MemoryPlan& p, const std::string& indent) 
   std::snprintf(buf, sizeof buf, "%s= %-34s %10d%s\n", indent.c_str(), "KV blocks", p.num_blocks,
                 p.overridden ? " (num_gpu_blocks_override)" : "");
   out += buf;
+  if (p.auto_fitted_from > 0) {
+    out += indent + "--max-model-len auto: max_model_len lowered from " + std::to_string(p.auto_fitted_from) + " to " +
+           std::to_string(p.fit.max_model_len) + ", the largest that fits\n";
+  }
+  if (p.fit.max_model_len > 0) out += indent + kv_fit_verdict(p.fit) + "\n";
   return out;
 }
 

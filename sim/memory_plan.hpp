@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/core/kv_fit.hpp"
+
 namespace twin {
 
 struct MemoryPlanInput {
@@ -40,6 +42,12 @@ struct MemoryPlan {
   std::int32_t num_blocks = 0;  // the replica's: per GPU x attention ranks
   std::int32_t attention_ranks = 1;
   bool overridden = false;
+  // vLLM's start-up check (engine/core/kv_fit.hpp) on the fullest GPU, at
+  // the replica's max_model_len; max_model_len 0: not checked.
+  KvFit fit;
+  // --max-model-len auto lowered max_model_len from this (the model's
+  // context) to fit.largest_fitting; 0: not lowered.
+  std::int32_t auto_fitted_from = 0;
 };
 
 // The most KV blocks a simulated replica holds (2^26: a billion tokens at
@@ -55,7 +63,8 @@ constexpr std::int32_t kMaxSimulatedBlocks = std::int32_t{1} << 26;
 MemoryPlan plan_memory(const MemoryPlanInput& input, const std::string& what);
 
 // The plan term by term, one line each with GiB and bytes, as
-// `simulate --explain-memory` prints it. `indent` starts every line.
+// `simulate --explain-memory` prints it, then the start-up check's verdict.
+// `indent` starts every line.
 std::string explain_memory_plan(const MemoryPlan& plan, const std::string& indent);
 
 }  // namespace twin

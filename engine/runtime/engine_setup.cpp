@@ -16,6 +16,7 @@ EngineSettings engine_settings(const EngineSetup& setup) {
   s.sampling = setup.sampling;
   s.speculative = setup.speculative;
   s.time_ops = setup.time_ops;
+  s.max_model_len_auto = setup.max_model_len_auto;
   s.roles = setup.roles;
   s.disagg = setup.disagg;
   const ModelConfig model = engine_model_config(s);

@@ -22,6 +22,8 @@ struct EngineSetup {
   // one is refused); num_gpu_blocks unset: runner.num_blocks, else the
   // memory plan.
   ReplicaOverrides overrides;
+  // --max-model-len auto (EngineSettings::max_model_len_auto).
+  bool max_model_len_auto = false;
   // Backend, threads, weights, seed, dtypes and KV memory
   // (--kv-cache-memory-bytes, --swap-space, --gpu-memory-utilization).
   RunnerOptions runner;

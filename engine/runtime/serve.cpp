@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/error.hpp"
+#include "engine/core/kv_fit.hpp"
 #include "engine/runtime/draft_proposer.hpp"
 #include "engine/runtime/model_weights.hpp"
 #include "engine/runtime/ngram_proposer.hpp"
@@ -18,6 +19,23 @@ std::string gib(std::int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / static_cast<double>(std::int64_t{1} << 30));
   return buf;
+}
+
+// vLLM's start-up check on the KV cache the runner sized from memory (an
+// override is taken as given): it must hold one request of max_model_len,
+// which --max-model-len auto lowers to the largest that fits.
+void check_start_up(const ModelRunner& runner, std::int32_t shares, bool auto_len, ReplicaConfig& rc) {
+  const double block_bytes = static_cast<double>(runner.kv_block_bytes());
+  const std::optional<KvMemoryPlan>& plan = runner.memory_plan();
+  const double available = plan ? static_cast<double>(plan->kv_bytes) / shares
+                                 : static_cast<double>(runner.num_blocks()) * block_bytes;
+  KvFit fit = check_kv_fit(available, block_bytes, rc.kv.block_size, rc.scheduler.max_model_len);
+  if (fit.fits()) return;
+  if (auto_len && fit.largest_fitting > 1) {
+    set_replica_option(rc, "max_model_len", std::to_string(fit.largest_fitting));
+    return;
+  }
+  throw Error("vLLM would refuse to start: " + kv_fit_refusal(fit) + " (--max-model-len auto lowers it to what fits)");
 }
 
 }  // namespace
@@ -88,8 +106,10 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
     // Every lookahead token of a decode is a sampled row.
     ro.max_num_seqs = std::min(ro.max_num_batched_tokens, rc.scheduler.max_num_seqs * (1 + spec->num_speculative_tokens));
   }
+  const bool blocks_from_memory = rc.kv.num_blocks <= 0;
   runner_ = std::make_unique<ModelRunner>(model_, ro);
   ro = runner_->options();  // the resolved KV dtype and block counts
+  if (blocks_from_memory) check_start_up(*runner_, num_replicas(), settings_.max_model_len_auto, rc);
   rc.kv.num_blocks = runner_->num_blocks();
   rc.kv.num_host_blocks = runner_->num_host_blocks();
   // KV tiers below the device: the core keeps their books and records the

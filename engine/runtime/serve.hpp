@@ -39,6 +39,11 @@ struct EngineSettings {
   // Scheduler and KV policy. kv.num_blocks > 0 fixes the device blocks
   // (--num-gpu-blocks-override); 0 leaves them to the runner's memory plan.
   ReplicaConfig replica;
+  // vLLM's --max-model-len auto: once the runner has sized the KV cache from
+  // memory, max_model_len comes down to the largest one request of which it
+  // holds (engine/core/kv_fit.hpp). Without it a cache that cannot hold
+  // max_model_len is refused, as vLLM refuses to start.
+  bool max_model_len_auto = false;
   ExecutorOptions sampling;
   // Time each op of every step (ModelRunner::set_time_ops): a clock read per
   // op on the CPU, an event recorded per op on a GPU (no synchronisation,

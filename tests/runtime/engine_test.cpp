@@ -113,6 +113,31 @@ TEST_CASE("the engine sizes its KV cache from the real KV dtype and the replica 
   CHECK_THROWS_WITH(Engine(tiny_kv), Catch::Contains("holds no KV block"));
 }
 
+TEST_CASE("the engine makes vLLM's start-up check on the cache it sized, and auto lowers max_model_len to what fits") {
+  // Random weights are f32, and so is the KV cache (auto).
+  const std::int64_t block = kv_block_bytes(model_config_from(resolve_model("tiny")), 16, "f32");
+  EngineSettings s = tiny_settings();  // max_model_len 256
+  s.runner.kv_cache_memory_bytes = 10 * block + block / 2;  // 10 whole blocks: 160 tokens
+  CHECK_THROWS_WITH(Engine(s), Catch::Contains("vLLM would refuse to start") &&
+                                   Catch::Contains("models's max seq len (256)") &&
+                                   Catch::Contains("the estimated maximum model length is 160"));
+  s.max_model_len_auto = true;
+  const Engine fitted(s);
+  CHECK(fitted.replica_config().scheduler.max_model_len == 160);
+  CHECK(fitted.replica_config().kv.max_model_len == 160);
+  CHECK(fitted.config_echo()["max_model_len"] == 160);
+  // Where it fits, auto changes nothing.
+  EngineSettings roomy = tiny_settings();
+  roomy.runner.kv_cache_memory_bytes = 64 * block;
+  roomy.max_model_len_auto = true;
+  CHECK(Engine(roomy).replica_config().scheduler.max_model_len == 256);
+  // A block count given by override is taken as given, as vLLM checks the
+  // memory before applying it.
+  EngineSettings fixed = tiny_settings();
+  fixed.replica.kv.num_blocks = 10;
+  CHECK(Engine(fixed).replica_config().scheduler.max_model_len == 256);
+}
+
 TEST_CASE("the engine's scratch is sized for the scheduler's limits up front and serving does not regrow it") {
   EngineSettings s = tiny_settings();
   set_replica_option(s.replica, "max_num_batched_tokens", "64");

@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "engine/core/scheduler_config.hpp"
+#include "sim/cluster_config.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/trace_format.hpp"
 
@@ -75,8 +76,10 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
 }
 
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
-  sub.add_option("--max-model-len", f.max_model_len, "Prompt + output tokens at most (default: the model's context)")
-      ->check(int_range(2, kMaxKnobCount));
+  sub.add_option("--max-model-len", f.max_model_len,
+                 "Prompt + output tokens at most (default: the model's context); auto (or -1, vLLM's): the largest "
+                 "the KV cache holds one request of")
+      ->check(max_model_len_value(2, kMaxKnobCount));
   sub.add_option("--num-gpu-blocks-override,--num-gpu-blocks", f.num_gpu_blocks,
                  "KV blocks (default: the memory plan: 1 GiB on the cpu, device memory on cuda)")
       ->check(int_range(1, kMaxKnobCount));
@@ -100,6 +103,13 @@ void add_kv_offload_flags(CLI::App& sub, EngineMemoryFlags& f) {
   sub.add_option("--kv-offload-ssd-dir", f.kv_offload_ssd_dir,
                  "Folder for the SSD tier's file (default: the temporary directory; the file is removed on open)");
 }
+
+std::optional<std::int32_t> max_model_len_number(const std::optional<std::string>& flag) {
+  if (!flag || max_model_len_is_auto(flag)) return std::nullopt;
+  return static_cast<std::int32_t>(std::stol(*flag));
+}
+
+bool max_model_len_is_auto(const std::optional<std::string>& flag) { return flag && is_auto_max_model_len(*flag); }
 
 RunnerOptions runner_options(const EngineFlags& engine, const EngineMemoryFlags* memory, std::uint64_t seed) {
   RunnerOptions o;

@@ -64,7 +64,7 @@ void add_engine_flags(CLI::App& sub, EngineFlags& flags);
 // (alias --num-gpu-blocks), --kv-cache-memory-bytes,
 // --gpu-memory-utilization, --swap-space (run, validate).
 struct EngineMemoryFlags {
-  std::optional<std::int32_t> max_model_len;   // unset: the model's context
+  std::optional<std::string> max_model_len;    // unset: the model's context; "auto": what fits (max_model_len_flag)
   std::optional<std::int32_t> num_gpu_blocks;  // unset: the memory plan
   std::optional<std::int64_t> kv_cache_memory_bytes;  // unset: the memory plan
   double gpu_memory_utilization = 0.9;
@@ -77,6 +77,12 @@ void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& flags);
 // --kv-offload-dram-gib, --kv-offload-ssd-gib, --kv-offload-ssd-dir: the
 // engine's KV tiers (run; simulate has its own, with the same names).
 void add_kv_offload_flags(CLI::App& sub, EngineMemoryFlags& flags);
+
+// --max-model-len as typed (max_model_len_value checked it): the number, or
+// nothing for unset and for vLLM's "auto" / -1, which is_auto_max_model_len
+// (sim/cluster_config.hpp) tells.
+std::optional<std::int32_t> max_model_len_number(const std::optional<std::string>& flag);
+bool max_model_len_is_auto(const std::optional<std::string>& flag);
 
 // The runner the flags describe (seed: weights, prompt tokens); memory may
 // be null (calibrate sizes its own caches). The block count and

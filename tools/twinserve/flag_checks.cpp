@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "sim/cluster_config.hpp"
 
 namespace twin::cli {
 namespace {
@@ -33,6 +34,18 @@ CLI::Validator int_range(std::int64_t lo, std::int64_t hi) {
         return {};
       },
       "INT in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
+CLI::Validator max_model_len_value(std::int64_t lo, std::int64_t hi) {
+  CLI::Validator range = int_range(lo, hi);
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        if (is_auto_max_model_len(text)) return {};
+        std::string problem = range(text);
+        if (!problem.empty()) problem += " (or auto: the largest the KV cache holds)";
+        return problem;
+      },
+      "INT or auto");
 }
 
 CLI::Validator real_range(double lo, double hi, bool lo_open, bool hi_open) {

@@ -17,6 +17,10 @@ inline constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max
 // An integer from lo to hi (both included).
 CLI::Validator int_range(std::int64_t lo, std::int64_t hi);
 
+// --max-model-len: an integer from lo to hi, or vLLM's "auto" (also -1):
+// the largest the KV cache holds one request of (sim/cluster_config.hpp).
+CLI::Validator max_model_len_value(std::int64_t lo, std::int64_t hi);
+
 // A finite real number from lo to hi; the ends are included unless open.
 // NaN and infinities are refused whatever the range.
 CLI::Validator real_range(double lo, double hi, bool lo_open = false, bool hi_open = false);

@@ -37,7 +37,8 @@ struct PlanArgs {
   std::vector<std::int32_t> ep;        // expert parallel sizes (MoE)
   std::vector<std::string> pd;         // prefill:decode splits, "none" co-located
   std::vector<double> kv_dram_gib;     // host DRAM KV tier sizes per replica
-  std::optional<std::int32_t> max_gpus, max_model_len;
+  std::optional<std::int32_t> max_gpus;
+  std::optional<std::string> max_model_len;  // a number, or vLLM's "auto" / -1
   std::optional<double> budget, target_rate;
   double tolerance = 0.02;
   std::int64_t probe_requests = 2000, verify_requests = 0;
@@ -66,7 +67,7 @@ PlanOptions make_options(const PlanArgs& a) {
   if (!a.max_num_batched_tokens.empty()) o.space.max_num_batched_tokens = a.max_num_batched_tokens;
   if (!a.max_num_seqs.empty()) o.space.max_num_seqs = a.max_num_seqs;
   if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
-  if (a.max_model_len) o.space.max_model_len = *a.max_model_len;
+  if (a.max_model_len) o.space.max_model_len = max_model_len_number(a.max_model_len).value_or(kMaxModelLenAuto);
   if (a.budget) o.space.budget = *a.budget;
   if (a.target_rate) o.target_rate = *a.target_rate;
   o.slos = a.slo;
@@ -169,7 +170,11 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
                   "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
   sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
   sub->add_option("--router", a.routers, "Routers to try for the replicas (default least_outstanding)")->delimiter(',');
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(2, kMaxInt32));
+  sub->add_option("--max-model-len", a.max_model_len,
+                  "Prompt + output tokens at most (default: the model's context; a candidate whose KV cache cannot "
+                  "hold one such request is pruned, as vLLM refuses to start); auto (or -1): each candidate the "
+                  "largest its KV cache holds")
+      ->check(max_model_len_value(2, kMaxInt32));
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
   sub->add_option("--target-rate", a.target_rate,

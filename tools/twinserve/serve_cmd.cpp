@@ -121,7 +121,8 @@ Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, 
   c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
   if (a.memory.num_gpu_blocks) c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
   c.overrides = scheduler_overrides(a.sched);
-  c.overrides.max_model_len = a.memory.max_model_len;
+  c.overrides.max_model_len = max_model_len_number(a.memory.max_model_len);
+  c.max_model_len_auto = max_model_len_is_auto(a.memory.max_model_len);
   // The engine's KV tier flags, priced as simulate prices its own (DRAM above SSD).
   for (const auto& [name, gib] : {std::pair{"dram", a.memory.kv_offload_dram_gib}, std::pair{"ssd", a.memory.kv_offload_ssd_gib}}) {
     if (gib <= 0) continue;

@@ -46,7 +46,8 @@ struct SimulateArgs {
   std::string config_path;
   std::optional<std::string> model, hardware, dtype, kv_dtype, quantization, router, slo, replay;
   std::optional<std::string> profile;  // calibrated profile (twinserve calibrate)
-  std::optional<std::int32_t> tp, pp, replicas, max_model_len, num_gpu_blocks_override;
+  std::optional<std::int32_t> tp, pp, replicas, num_gpu_blocks_override;
+  std::optional<std::string> max_model_len;  // a number, or vLLM's "auto" / -1
   std::optional<std::int32_t> ep;              // expert parallel ranks (MoE)
   std::optional<double> expert_busiest_share;  // the busiest EP rank's share of the routed tokens
   DisaggFlags disagg;  // prefill/decode disaggregation (docs/disaggregation.md)
@@ -112,7 +113,8 @@ ClusterConfig make_config(const SimulateArgs& a) {
     for (auto& g : c.groups) g.num_gpu_blocks_override = -1;
   }
   c.overrides = scheduler_overrides(a.sched);
-  c.overrides.max_model_len = a.max_model_len;
+  c.overrides.max_model_len = max_model_len_number(a.max_model_len);
+  if (a.max_model_len) c.max_model_len_auto = max_model_len_is_auto(a.max_model_len);
   // A size flag sets that tier's capacity (added in DRAM-then-SSD order if
   // the config lacks it); 0 removes it.
   auto set_tier = [&](const char* name, const std::optional<double>& gib) {
@@ -143,7 +145,9 @@ ClusterConfig make_config(const SimulateArgs& a) {
 // The memory plan of every group, term by term, as vLLM's startup log
 // gives it; nothing is simulated.
 void explain_memory(const ClusterConfig& config) {
-  const Cluster cluster = build_cluster(config);
+  // The plan is printed whatever vLLM's start-up check says; a refusal is
+  // then the command's error (exit 1), as vLLM's start would fail.
+  const Cluster cluster = build_cluster(config, StartUpCheck::report);
   for (std::size_t i = 0; i < cluster.groups.size(); ++i) {
     const GroupPlan& g = cluster.groups[i];
     const SchedulerConfig& s = g.replica.scheduler;
@@ -160,6 +164,8 @@ void explain_memory(const ClusterConfig& config) {
     std::cout << "  tokens in the cache: " << static_cast<std::int64_t>(g.memory.num_blocks) * g.replica.kv.block_size
               << "\n";
   }
+  std::cout.flush();
+  (void)build_cluster(config);  // throws vLLM's refusal where a group's check failed
 }
 
 // The MPI ranks of `mpirun -n K twinserve simulate ...` as the simulator sees them.
@@ -286,7 +292,10 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
   sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len, "Prompt + output tokens at most (default: the model's context)")->check(int_range(1, kMaxInt32));
+  sub->add_option("--max-model-len", a.max_model_len,
+                  "Prompt + output tokens at most (default: the model's context); auto (or -1, vLLM's): the largest "
+                  "each replica's KV cache holds one request of")
+      ->check(max_model_len_value(1, kMaxInt32));
   sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
   sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
   sub->add_option("--kv-offload-dram-gib", a.kv_offload_dram_gib,

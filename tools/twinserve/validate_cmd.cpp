@@ -59,7 +59,8 @@ ClusterConfig measured_cluster(const ValidateArgs& a, const CLI::App& sub) {
   }
   if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
   c.overrides = scheduler_overrides(a.sched);
-  c.overrides.max_model_len = a.memory.max_model_len;
+  c.overrides.max_model_len = max_model_len_number(a.memory.max_model_len);
+  c.max_model_len_auto = max_model_len_is_auto(a.memory.max_model_len);
   if (a.memory.num_gpu_blocks) {
     c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
     for (ReplicaGroupConfig& g : c.groups) g.num_gpu_blocks_override = -1;
