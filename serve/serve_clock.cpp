@@ -143,6 +143,10 @@ void ServeClock::on_ended(const RequestRecord& record) {
   end.prompt_tokens = record.prompt_tokens;
   end.completion_tokens = record.output_tokens;
   end.cached_tokens = record.cached_prompt_tokens;
+  end.id = record.id;
+  end.arrival = record.arrival;
+  end.first_token = record.first_token;
+  end.finish = record.finish;
   const auto it = live_.find(record.id);
   if (it == live_.end()) {
     metrics_.on_request_end(record, "");

@@ -22,6 +22,11 @@ struct StreamEnd {
   std::int32_t prompt_tokens = 0;
   std::int32_t completion_tokens = 0;
   std::int32_t cached_tokens = 0;
+  // The server's record of the request (requests.csv's id and times, ns on
+  // the serving loop's clock), so a response can carry it: a client compares
+  // its own timing with the server's for the same request.
+  RequestId id = -1;
+  Time arrival = kNoTime, first_token = kNoTime, finish = kNoTime;
 };
 
 // A copy of what the reader has not seen yet.

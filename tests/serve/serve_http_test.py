@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 FAILURES = []
 
@@ -40,10 +41,15 @@ def request(port, method, path, body=None):
     return resp.status, data
 
 
-def stream_events(port, path, body, stop_after=None):
+def stream_events(port, path, body, stop_after=None, times=None):
     """POSTs with stream: true; returns (status, events as parsed JSON, saw_done).
-    stop_after=N closes the connection after N token events (a cancel)."""
+    stop_after=N closes the connection after N token events (a cancel).
+    times: a list that gets the send instant, then each event's arrival
+    (time.monotonic(), s)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.connect()
+    if times is not None:
+        times.append(time.monotonic())
     conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
     resp = conn.getresponse()
     if resp.status != 200:
@@ -65,6 +71,8 @@ def stream_events(port, path, body, stop_after=None):
             done = True
             break
         events.append(json.loads(data))
+        if times is not None:
+            times.append(time.monotonic())
         if stop_after is not None and len(events) >= stop_after:
             conn.sock.close()  # the client goes away mid-stream
             conn.close()
@@ -113,6 +121,7 @@ def main():
 
 
 SEEN = {}  # request id in the response ("cmpl-7") -> tokens the client counted
+RECORDS = {}  # request id -> the server's record sent in its stream (the "twinserve" key)
 CANCELLED = []
 
 
@@ -158,12 +167,25 @@ def run_client(port):
     SEEN[rid(events[0])] = len(tokens)
 
     # Streamed chat with the usage chunk.
+    times = []
     status, events, done = stream_events(port, "/v1/chat/completions",
                                          {"model": model, "messages": [{"role": "user", "content": "hi"}],
                                           "max_tokens": 4, "stream": True,
-                                          "stream_options": {"include_usage": True}})
+                                          "stream_options": {"include_usage": True}}, times=times)
     check(status == 200 and done, "chat stream ends with [DONE]")
     check(events[0]["choices"][0]["delta"].get("role") == "assistant", "chat stream opens with the role")
+    # The role goes out with the first token (vLLM's order), not at arrival:
+    # the client cannot have it sooner after sending than the server's own
+    # record has its first token after the arrival (one monotonic clock;
+    # durations compared, up to the record's rounding). No speed is assumed.
+    record = [e["twinserve"] for e in events if "twinserve" in e]
+    check(len(record) == 1 and record[0]["id"] == rid(events[0]), "the finish event carries the server's record")
+    if record:
+        RECORDS[rid(events[0])] = record[0]
+        server_ttft = record[0]["first_token_s"] - record[0]["arrival_s"]
+        check(times[1] - times[0] >= server_ttft - 1e-5,
+              "the role delta came %.3f ms after the send, before the server's first token (%.3f ms)"
+              % ((times[1] - times[0]) * 1e3, server_ttft * 1e3))
     usage = [e for e in events if e.get("usage")]
     check(len(usage) == 1 and usage[0]["usage"]["completion_tokens"] == 4, "one usage chunk, 4 tokens")
     content = [e for e in events[1:] if e["choices"] and e["choices"][0]["finish_reason"] is None]
@@ -232,6 +254,13 @@ def check_records(out_dir):
             check(r["outcome"] == "finished", "request %d finished (%s)" % (id_, r["outcome"]))
             check(int(r["output_tokens"]) == tokens,
                   "request %d: %s tokens recorded, the client saw %d" % (id_, r["output_tokens"], tokens))
+    # The record a stream carried is requests.csv's row.
+    for id_, record in RECORDS.items():
+        r = rows.get(id_)
+        if r:
+            for key in ("arrival_s", "first_token_s", "finish_s"):
+                check(abs(float(r[key]) - record[key]) < 1e-6,
+                      "request %d: %s %s in requests.csv, %s in its stream" % (id_, key, r[key], record[key]))
     # On the simulated engine tokens come paced by the cost model (2000
     # tokens take many seconds), so the close always lands mid-stream. The
     # tiny CPU engine makes 2000 tokens in under a second: a client held off

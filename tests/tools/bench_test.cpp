@@ -28,12 +28,14 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_cli.hpp"
+#include "tests/support/twin_server.hpp"
 #include "tools/twinserve/sse_stream.hpp"
 
 extern char** environ;
 
 namespace fs = std::filesystem;
 using twin::test::run_twinserve;
+using twin::test::TwinServer;
 
 namespace {
 
@@ -46,13 +48,15 @@ fs::path fresh_dir(const std::string& name) {
 
 bool have_python() { return std::system("python3 -c 'import http.server' >/dev/null 2>&1") == 0; }
 
-// The fake server as a child process; killed when the test ends.
+// The fake server as a child process; killed when the test ends. With
+// `metrics_ttft_s` it serves /metrics claiming that TTFT for every request.
 class FakeServer {
  public:
-  explicit FakeServer(const fs::path& dir) : log_(dir / "requests.log") {
+  explicit FakeServer(const fs::path& dir, const std::string& metrics_ttft_s = "") : log_(dir / "requests.log") {
     const fs::path port_file = dir / "port";
     const std::string script = std::string(TWIN_SOURCE_DIR) + "/tests/tools/fake_openai_server.py";
     std::vector<std::string> args = {"python3", script, port_file.string(), log_.string()};
+    if (!metrics_ttft_s.empty()) args.push_back(metrics_ttft_s);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -176,6 +180,10 @@ TEST_CASE("bench replays a trace against an OpenAI-compatible server and writes 
   CHECK(summary["total_input_tokens"] == 12 + 30 + 20 + 16 + 5);
   // ITL gaps of the one-token-per-chunk requests: 3 + 0 + 5 + 2.
   CHECK(summary["itl_ms"]["count"] == 10);
+  // A server with no record of its own and no /metrics: not compared, and said so.
+  CHECK(summary["server_ttft"]["source"].is_null());
+  CHECK(summary["server_ttft"]["note"].get<std::string>().find("not compared") != std::string::npos);
+  CHECK_FALSE(summary.contains("warnings"));
 
   // vllm_result.json: vLLM's summary keys and the --save-detailed lists, in trace order.
   std::ifstream vllm_in(out / "vllm_result.json");
@@ -216,6 +224,41 @@ TEST_CASE("bench replays a trace against an OpenAI-compatible server and writes 
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(server.requests().back()["body"]["messages"][0]["role"] == "user");
+  // The role delta sent before the tokens is not a token: one chunk per
+  // token still gives one gap fewer than tokens.
+  std::ifstream chat_in(dir / "chat" / "vllm_result.json");
+  const auto chat = nlohmann::json::parse(chat_in);
+  CHECK(chat["output_lens"] == nlohmann::json::array({4, 1, 0, 9, 6, 3}));
+  for (const std::size_t i : {0, 1, 4, 5}) CHECK(chat["itls"][i].size() + 1 == chat["output_lens"][i].get<std::size_t>());
+}
+
+TEST_CASE("bench sets its TTFT against a server's /metrics histogram and warns when they disagree") {
+  if (!have_python()) {
+    WARN("python3 not found: the stand-in server cannot start (tools/install-deps installs it)");
+    return;
+  }
+  const fs::path dir = fresh_dir("metrics");
+  const std::string trace = write_trace(dir);
+  // The server claims 600 ms for every first token; it sends them at once.
+  FakeServer server(dir, "0.6");
+  const fs::path out = dir / "out";
+  const auto r = run_twinserve("bench --trace " + trace + " --base-url " + server.url() + " --quiet --out " + out.string(),
+                               true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("warning: client TTFT median") != std::string::npos);
+  std::ifstream summary_in(out / "summary.json");
+  const auto summary = nlohmann::json::parse(summary_in);
+  const auto& check = summary["server_ttft"];
+  CHECK(check["source"] == "/metrics histogram");
+  CHECK(check["requests"] == 5);  // the completed ones; the 503 is not in the histogram either
+  CHECK(check["server_bucket_ms"] == nlohmann::json::array({500.0, 750.0}));
+  CHECK(check["server_p50_ms"].get<double>() > 500.0);
+  CHECK(check["server_p50_ms"].get<double>() <= 750.0);
+  CHECK(check["agrees"] == false);
+  CHECK(check["note"].get<std::string>().find("counted") == std::string::npos);  // 5 counted, 5 completed
+  REQUIRE(summary.contains("warnings"));
+  CHECK(summary["warnings"][0].get<std::string>().find("(500, 750] ms") != std::string::npos);
 }
 
 TEST_CASE("bench names the URL it cannot reach") {
@@ -231,53 +274,6 @@ TEST_CASE("bench names the URL it cannot reach") {
   CHECK(bad.exit_code == 2);
   CHECK(bad.out.find("expected http://HOST") != std::string::npos);
 }
-
-namespace {
-
-// `twinserve serve` as a child process, its stdout in a file; the port is
-// the one it prints ("listening on http://127.0.0.1:PORT").
-class TwinServer {
- public:
-  TwinServer(const fs::path& dir, const std::vector<std::string>& flags) {
-    const fs::path log = dir / "serve.stdout";
-    std::vector<std::string> args = {std::getenv("TWIN_BIN"), "serve", "--port", "0", "--shutdown-timeout", "0"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::posix_spawn_file_actions_addopen(&actions, 2, (dir / "serve.stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    REQUIRE(::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) == 0);
-    ::posix_spawn_file_actions_destroy(&actions);
-    const std::string mark = "listening on http://127.0.0.1:";
-    for (int i = 0; i < 1200 && port_ == 0; ++i) {  // a readiness wait, bounded
-      std::ifstream in(log);
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (const auto at = text.find(mark); at != std::string::npos) port_ = std::atoi(text.c_str() + at + mark.size());
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    REQUIRE(port_ > 0);
-  }
-  // SIGTERM: the server finishes and writes its result files; its exit code.
-  int stop() {
-    if (pid_ == 0) return -1;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  ~TwinServer() { stop(); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  pid_t pid_ = 0;
-  int port_ = 0;
-};
-
-}  // namespace
 
 TEST_CASE("end to end: bench against twinserve serve --simulate, then validate --measured on what bench saw") {
   const fs::path dir = fresh_dir("serve");

@@ -4,12 +4,15 @@ Python's standard library only. It streams server-sent events over HTTP/1.1
 chunked responses on a kept-alive connection, one token per chunk, then the
 usage chunk and [DONE], and logs every request body it gets.
 
-    fake_openai_server.py PORT_FILE LOG_FILE
+    fake_openai_server.py PORT_FILE LOG_FILE [METRICS_TTFT_S]
 
 It binds 127.0.0.1 on a free port, writes the port to PORT_FILE (renamed into
 place, so a reader never sees half of it) and serves until killed. Special
 output lengths: max_tokens 7 is refused with 503 and OpenAI's error shape;
 max_tokens 9 streams three tokens per chunk (usage still says 9).
+With METRICS_TTFT_S it serves /metrics: vLLM's TTFT histogram, each
+streamed request counted at that TTFT (what it claims, not what it took);
+without, /metrics is a 404 as on a server that has none.
 """
 import json
 import os
@@ -18,6 +21,23 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG_LOCK = threading.Lock()
+METRICS_TTFT_S = None  # the TTFT /metrics claims for every request; None: no /metrics
+STREAMED = [0]  # requests streamed, for /metrics
+# vLLM's bucket bounds of vllm:time_to_first_token_seconds (a prefix of them).
+TTFT_BOUNDS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5]
+
+
+def metrics_text():
+    name = "vllm:time_to_first_token_seconds"
+    lines = ["# TYPE %s histogram" % name]
+    with LOG_LOCK:
+        n = STREAMED[0]
+    for le in TTFT_BOUNDS:
+        lines.append('%s_bucket{le="%s",model_name="tiny"} %d' % (name, le, n if METRICS_TTFT_S <= le else 0))
+    lines.append('%s_bucket{le="+Inf",model_name="tiny"} %d' % (name, n))
+    lines.append('%s_count{model_name="tiny"} %d' % (name, n))
+    lines.append('%s_sum{model_name="tiny"} %f' % (name, n * METRICS_TTFT_S))
+    return "\n".join(lines) + "\n"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -44,6 +64,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
         elif self.path == "/health":
             self.send_json(200, {})
+        elif self.path == "/metrics" and METRICS_TTFT_S is not None:
+            body = metrics_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
         else:
             self.send_json(404, {"error": {"message": "no route " + self.path, "type": "not_found"}})
 
@@ -63,7 +90,12 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        with LOG_LOCK:  # counted at its first token, as vLLM counts it
+            STREAMED[0] += 1
         per_chunk = 3 if max_tokens == 9 else 1
+        if chat:  # OpenAI's role delta at once, before any token (not a token)
+            start = {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+            self.chunk(json.dumps({"id": "cmpl-1", "object": "chat.completion.chunk", "choices": [start]}))
         sent = 0
         while sent < max_tokens:
             n = min(per_chunk, max_tokens - sent)
@@ -90,6 +122,8 @@ class Handler(BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     port_file, LOG_FILE = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 3:
+        METRICS_TTFT_S = float(sys.argv[3])
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     with open(port_file + ".tmp", "w") as f:

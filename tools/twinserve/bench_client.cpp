@@ -29,23 +29,43 @@ std::string reason_of(const std::string& body) {
   return excerpt(body, 200);
 }
 
-// A chunk carries a token unless every choice in it only ends the stream:
-// a finish_reason with no text (OpenAI's closing chunk, which twinserve
-// serve also sends) is the end, not a token.
+bool has_text(const nlohmann::json& object, const char* key) {
+  const auto v = object.find(key);
+  return v != object.end() && v->is_string() && !v->get_ref<const std::string&>().empty();
+}
+
+// A chunk carries a token unless every choice in it only ends the stream
+// or only opens it: a finish_reason with no text (OpenAI's closing chunk,
+// which twinserve serve also sends) is the end, and a chat delta with the
+// role and no content the start (OpenAI sends it at once, vLLM and
+// twinserve serve with the first token), not a token. A token's chunk may
+// have empty text (a character not complete yet).
 bool carries_token(const nlohmann::json& choices) {
   for (const auto& c : choices) {
     if (!c.is_object()) return true;
-    const auto finish = c.find("finish_reason");
-    if (finish == c.end() || finish->is_null()) return true;
-    const auto text = c.find("text");
-    if (text != c.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) return true;
     const auto delta = c.find("delta");
-    if (delta != c.end() && delta->is_object()) {
-      const auto content = delta->find("content");
-      if (content != delta->end() && content->is_string() && !content->get_ref<const std::string&>().empty()) return true;
-    }
+    const bool role_only = delta != c.end() && delta->is_object() && delta->contains("role") && !has_text(*delta, "content");
+    const auto finish = c.find("finish_reason");
+    if ((finish == c.end() || finish->is_null()) && !role_only) return true;
+    if (has_text(c, "text")) return true;
+    if (delta != c.end() && delta->is_object() && has_text(*delta, "content")) return true;
   }
   return false;
+}
+
+// twinserve serve's record of the request (its last chunk's `twinserve`
+// key): the server's TTFT, when the request has a first token.
+std::optional<Time> server_ttft_of(const nlohmann::json& chunk) {
+  const auto record = chunk.find("twinserve");
+  if (record == chunk.end() || !record->is_object()) return std::nullopt;
+  const auto arrival = record->find("arrival_s");
+  const auto first = record->find("first_token_s");
+  if (arrival == record->end() || first == record->end() || !arrival->is_number() || !first->is_number()) {
+    return std::nullopt;
+  }
+  const double ttft_s = first->get<double>() - arrival->get<double>();
+  if (!std::isfinite(ttft_s) || ttft_s < 0) return std::nullopt;
+  return static_cast<Time>(std::llround(ttft_s * 1e9));
 }
 
 }  // namespace
@@ -70,6 +90,10 @@ CompletionClient::CompletionClient(const BaseUrl& url, std::string endpoint, dou
     : url_(url), endpoint_(std::move(endpoint)), http_(std::make_unique<httplib::Client>(url.scheme_host_port)) {
   const auto timeout = std::chrono::microseconds(static_cast<std::int64_t>(std::ceil(timeout_s * 1e6)));
   http_->set_keep_alive(true);
+  // Nagle's algorithm off: cpp-httplib writes a request's headers and body
+  // as two writes, and with it on the body waits for the server's delayed
+  // ACK of the headers (40 ms on Linux) on a kept-alive connection.
+  http_->set_tcp_nodelay(true);
   http_->set_connection_timeout(timeout);
   http_->set_read_timeout(timeout);
   http_->set_write_timeout(timeout);
@@ -119,6 +143,7 @@ StreamResult CompletionClient::stream(const std::string& body, const std::functi
     if (choices != chunk.end() && choices->is_array() && !choices->empty() && carries_token(*choices)) {
       out.token_chunks.push_back(now());
     }
+    if (auto t = server_ttft_of(chunk)) out.server_ttft = t;
     const auto usage = chunk.find("usage");
     if (usage != chunk.end() && usage->is_object()) {
       const auto count = [&](const char* key) -> std::optional<std::int32_t> {

@@ -3,9 +3,11 @@
 // an OpenAI-compatible server (cpp-httplib's client): the body is sent, the
 // server-sent events are read as they come, and the instant of each chunk
 // that carries a token (a non-empty `choices`, other than a closing chunk
-// with a finish_reason and no text) is kept, with the usage
-// counts when the server gives them (`stream_options.include_usage`).
-// docs/bench.md.
+// with a finish_reason and no text or a chat role delta with no content)
+// is kept, with the usage counts when the server gives them
+// (`stream_options.include_usage`) and the server's own record of the
+// request when it is twinserve serve's (the `twinserve` key of the last
+// chunk). docs/bench.md.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,6 +35,9 @@ struct StreamResult {
   Time sent = 0;
   std::vector<Time> token_chunks;  // when each chunk with a token arrived
   std::optional<std::int32_t> completion_tokens, prompt_tokens;  // usage, when given
+  // The server's TTFT of this request by its own record (twinserve serve's
+  // `twinserve` key: first_token_s - arrival_s), when it sends one.
+  std::optional<Time> server_ttft;
   int http_status = 0;
   // Empty on success (a 200 with at least one token chunk); otherwise what
   // went wrong, naming the URL.

@@ -25,6 +25,7 @@
 #include "metrics/vllm_result.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/bench_replay.hpp"
+#include "tools/twinserve/bench_server_check.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
@@ -76,6 +77,26 @@ std::int64_t vocab_for(const BenchArgs& a, const std::string& model) {
   }
 }
 
+// The server's /metrics, or "" when it has none (not every server does).
+std::string scrape_metrics(CompletionClient& client) {
+  std::string error;
+  return client.get("/metrics", error).value_or("");
+}
+
+// The client's TTFT against the server's: its records of the same requests
+// when it sent them (twinserve serve), else its /metrics histogram.
+ServerTtftCheck compare_with_server(const BenchResult& result, const BenchOptions& o, double timeout_s,
+                                    const std::string& metrics_before) {
+  std::string metrics_after;
+  const bool records = std::any_of(result.ttfts.begin(), result.ttfts.end(),
+                                   [](const TtftPair& t) { return t.server.has_value(); });
+  if (!records && !result.ttfts.empty()) {
+    CompletionClient client(o.url, o.endpoint, std::min(timeout_s, 30.0));
+    metrics_after = scrape_metrics(client);
+  }
+  return check_server_ttft(result.ttfts, metrics_before, metrics_after);
+}
+
 std::vector<Request> read_requests(const BenchArgs& a) {
   TraceReader reader(a.in.path, trace_read_options(a.in));
   std::vector<Request> out;
@@ -87,12 +108,46 @@ std::vector<Request> read_requests(const BenchArgs& a) {
   return out;
 }
 
+SummaryContext summary_context(const BenchArgs& a, const BenchOptions& o, const BenchResult& result) {
+  SummaryContext context;
+  context.num_replicas = 1;
+  context.simulated_time_s = to_seconds(result.wall);
+  context.wall_time_s = to_seconds(result.wall);
+  context.config["client"] = "twinserve bench";
+  context.config["base_url"] = a.base_url;
+  context.config["endpoint"] = o.endpoint;
+  context.config["model"] = o.model;
+  context.config["trace"] = a.in.path;
+  if (a.in.max_requests > 0) context.config["max_requests"] = a.in.max_requests;
+  context.config["prompt_format"] = o.prompt_format;
+  context.config["asap"] = a.asap;
+  context.config["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
+  if (result.interrupted) context.config["interrupted"] = true;
+  return context;
+}
+
+// summary.json (with the server check last) and vllm_result.json.
+void write_json_files(const OutputDir& out, const Summary& summary, const ServerTtftCheck& server_check,
+                      const BenchArgs& a, const BenchOptions& o, const BenchResult& result) {
+  std::ofstream json = out.open("summary.json");
+  nlohmann::ordered_json summary_json = summary_to_json(summary);
+  summary_json["server_ttft"] = server_ttft_json(server_check);
+  json << summary_json.dump(2) << "\n";
+  if (!json) throw Error((out.path() / "summary.json").string() + ": write failed");
+  nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-bench", o.model});
+  vllm["endpoint_type"] = is_chat(o.endpoint) ? "openai-chat" : "openai";
+  vllm["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
+  add_vllm_detailed(vllm, result.entries);
+  std::ofstream vllm_file = out.open("vllm_result.json");
+  vllm_file << vllm.dump(2) << "\n";
+  if (!vllm_file) throw Error((out.path() / "vllm_result.json").string() + ": write failed");
+}
+
 void run(const BenchArgs& a) {
   BenchOptions o;
   o.url = parse_base_url(a.base_url);
   o.endpoint = a.endpoint.empty() || a.endpoint.front() != '/' ? "/" + a.endpoint : a.endpoint;
-  const bool chat = o.endpoint.find("chat/completions") != std::string::npos;
-  if (chat && a.prompt_format == "tokens") {
+  if (is_chat(o.endpoint) && a.prompt_format == "tokens") {
     throw UsageError("--endpoint " + o.endpoint + " takes text messages: add --prompt-format text");
   }
   o.prompt_format = a.prompt_format;
@@ -103,6 +158,7 @@ void run(const BenchArgs& a) {
   o.seed = a.seed;
   // Output folder first: a run of minutes is not lost to an existing file.
   const OutputDir out(a.out.dir, a.out.overwrite, {"requests.csv", "summary.json", "vllm_result.json"});
+  std::string metrics_before;  // the server's /metrics before the run ("" when it has none)
   {
     CompletionClient probe(o.url, o.endpoint, std::min(a.timeout_s, 30.0));
     o.model = a.model.empty() ? first_model(probe) : a.model;
@@ -110,6 +166,7 @@ void run(const BenchArgs& a) {
       std::string error;
       if (!probe.get("/v1/models", error) && error.rfind("cannot reach", 0) == 0) throw Error(error);
     }
+    metrics_before = scrape_metrics(probe);
   }
   o.vocab_size = vocab_for(a, o.model);
   std::vector<Request> trace = read_requests(a);
@@ -128,6 +185,7 @@ void run(const BenchArgs& a) {
   }
   const BenchResult result = run_bench(std::move(trace), o);
   progress.finish();
+  const ServerTtftCheck server_check = compare_with_server(result, o, a.timeout_s, metrics_before);
 
   // requests.csv in end order, as run and simulate write it.
   std::vector<const RequestRecord*> by_end;
@@ -142,33 +200,9 @@ void run(const BenchArgs& a) {
   requests_file.flush();
   if (!requests_file) throw Error((out.path() / "requests.csv").string() + ": write failed");
 
-  SummaryContext context;
-  context.num_replicas = 1;
-  context.simulated_time_s = to_seconds(result.wall);
-  context.wall_time_s = to_seconds(result.wall);
-  context.config["client"] = "twinserve bench";
-  context.config["base_url"] = a.base_url;
-  context.config["endpoint"] = o.endpoint;
-  context.config["model"] = o.model;
-  context.config["trace"] = a.in.path;
-  if (a.in.max_requests > 0) context.config["max_requests"] = a.in.max_requests;
-  context.config["prompt_format"] = o.prompt_format;
-  context.config["asap"] = a.asap;
-  context.config["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
-  if (result.interrupted) context.config["interrupted"] = true;
-  const Summary summary = collector.summarize(context);
-  {
-    std::ofstream json = out.open("summary.json");
-    write_summary_json(json, summary);
-    if (!json) throw Error((out.path() / "summary.json").string() + ": write failed");
-    nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-bench", o.model});
-    vllm["endpoint_type"] = chat ? "openai-chat" : "openai";
-    vllm["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
-    add_vllm_detailed(vllm, result.entries);
-    std::ofstream vllm_file = out.open("vllm_result.json");
-    vllm_file << vllm.dump(2) << "\n";
-    if (!vllm_file) throw Error((out.path() / "vllm_result.json").string() + ": write failed");
-  }
+  Summary summary = collector.summarize(summary_context(a, o, result));
+  if (const std::string w = server_ttft_warning(server_check); !w.empty()) summary.warnings.push_back(w);
+  write_json_files(out, summary, server_check, a, o, result);
   print_summary_table(std::cout, summary);
   print_summary_warnings(std::cerr, summary);
   if (result.late_sends > 0) {

@@ -73,11 +73,12 @@ class JobQueue {
 
 }  // namespace
 
+bool is_chat(const std::string& endpoint) { return endpoint.find("chat/completions") != std::string::npos; }
+
 std::string completion_body(const Request& r, const BenchOptions& o) {
   nlohmann::ordered_json j;
   j["model"] = o.model;
-  const bool chat = o.endpoint.find("chat/completions") != std::string::npos;
-  if (chat) {
+  if (is_chat(o.endpoint)) {
     j["messages"] = nlohmann::ordered_json::array({{{"role", "user"}, {"content", prompt_text(r.prompt_tokens)}}});
     j["max_completion_tokens"] = r.output_len;
   } else {
@@ -105,6 +106,7 @@ BenchResult run_bench(std::vector<Request> trace, const BenchOptions& o) {
   std::vector<std::string> bodies(n);
   for (std::size_t i = 0; i < n; ++i) bodies[i] = completion_body(trace[i], o);
 
+  std::vector<std::optional<TtftPair>> ttfts(n);
   const std::size_t workers = std::min<std::size_t>(
       n, static_cast<std::size_t>(o.max_concurrency > 0 ? o.max_concurrency : std::max(1, o.connections)));
   // Set once the pool is up (starting 256 threads takes a while); the
@@ -166,6 +168,7 @@ BenchResult run_bench(std::vector<Request> trace, const BenchOptions& o) {
         }
         entry.output_len = rec.output_tokens;
         entry.ttft_s = to_seconds(s.token_chunks.front() - s.sent);
+        ttfts[i] = TtftPair{s.token_chunks.front() - s.sent, s.server_ttft};
         entry.latency_s = to_seconds(s.token_chunks.back() - s.sent);
       } else {
         rec.outcome = s.refused ? Outcome::rejected : Outcome::aborted;
@@ -198,6 +201,9 @@ BenchResult run_bench(std::vector<Request> trace, const BenchOptions& o) {
   queue.close();
   for (std::thread& t : pool) t.join();
   result.interrupted = stopping.load();
+  for (const auto& t : ttfts) {
+    if (t) result.ttfts.push_back(*t);
+  }
   Time last = 0;
   for (const RequestRecord& r : result.records) last = std::max(last, r.finish - first_arrival);
   result.wall = last;

@@ -7,6 +7,7 @@
 // lists (vllm_detailed.hpp). docs/bench.md.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,14 +33,25 @@ struct BenchOptions {
   std::function<void(std::int64_t ended)> progress;  // after each request ends (any thread)
 };
 
+// One completed request's TTFT at the client and, when the server sent its
+// own record (twinserve serve), at the server.
+struct TtftPair {
+  Time client = 0;
+  std::optional<Time> server;
+};
+
 struct BenchResult {
   std::vector<RequestRecord> records;        // in trace order
+  std::vector<TtftPair> ttfts;               // the completed requests', in trace order
   std::vector<VllmRequestEntry> entries;     // the same requests as vLLM lists them
   std::int64_t late_sends = 0;               // sent over 10 ms after their timestamp
   Time max_send_lag = 0;                     // the latest of them, behind its timestamp
   Time wall = 0;                             // first send to last end
   bool interrupted = false;
 };
+
+// Whether the endpoint is OpenAI's chat completions (messages, role deltas).
+bool is_chat(const std::string& endpoint);
 
 // The request body: completions {"model", "prompt" (ids or text),
 // "max_tokens", "ignore_eos", "stream", "stream_options"} or chat
