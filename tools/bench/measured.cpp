@@ -182,6 +182,9 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
       {"  without async scheduling", " --no-async-scheduling"},
       {"  without own-block caching", " --set cache_generated_blocks=false"},
       {"  without full-prompt admission", " --set admission_reserve=chunk"},
+      {"  without CUDA-graph padding", " --enforce-eager"},
+      {"  none of the four (rounds 1-2)",
+       " --no-async-scheduling --set cache_generated_blocks=false --set admission_reserve=chunk --enforce-eager"},
   };
   int i = 0;
   for (const Variant& v : variants) {
