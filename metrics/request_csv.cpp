@@ -12,13 +12,16 @@ namespace {
 enum Column {
   kId, kReplica, kOutcome, kArrival, kFirstToken, kFinish, kPromptTokens, kOutputTokens,
   kCachedPromptTokens, kPreemptions, kTtft, kTpot, kE2el, kReason,
+  // Always written; optional when read (files of earlier versions lack it).
+  kScheduled,
   // Optional: only a run with prefill/decode pools writes them.
   kPrefillReplica, kKvReserved, kKvArrived, kKvWait, kKvTransferMs, kKvTransferBytes
 };
-constexpr std::size_t kRequiredColumns = kPrefillReplica;
+constexpr std::size_t kRequiredColumns = kScheduled;
+constexpr std::size_t kWrittenColumns = kPrefillReplica;
 const std::vector<std::string> kColumns = {
     "id", "replica", "outcome", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "output_tokens",
-    "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason",
+    "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason", "scheduled_s",
     "prefill_replica", "kv_reserved_s", "kv_arrived_s", "kv_wait_ms", "kv_transfer_ms", "kv_transfer_bytes"};
 
 std::string_view outcome_name(Outcome outcome) {
@@ -35,7 +38,7 @@ std::string_view outcome_name(Outcome outcome) {
 RequestCsvWriter::RequestCsvWriter(std::ostream& out, bool transfer_columns)
     : out_(out), transfer_columns_(transfer_columns) {
   std::string header;
-  const std::size_t columns = transfer_columns_ ? kColumns.size() : kRequiredColumns;
+  const std::size_t columns = transfer_columns_ ? kColumns.size() : kWrittenColumns;
   for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
   out_ << header << '\n';
 }
@@ -73,6 +76,8 @@ void RequestCsvWriter::write(const RequestRecord& r) {
   if (finished && r.finish != kNoTime) csv::append_millis(row, r.finish - r.arrival);
   row += ',';
   csv::append_text(row, r.reason);
+  row += ',';
+  csv::append_seconds(row, r.first_scheduled);
   if (transfer_columns_) {
     row += ',';
     if (r.prefill_replica >= 0) csv::append_int(row, r.prefill_replica);
@@ -116,6 +121,7 @@ void for_each_request_record(const std::filesystem::path& path,
     r.cached_prompt_tokens = reader.int32(kCachedPromptTokens);
     r.preemptions = reader.int32(kPreemptions);
     r.reason = std::string(reader.text(kReason));
+    if (reader.has(kScheduled)) r.first_scheduled = reader.seconds(kScheduled, true);
     if (reader.has(kPrefillReplica) && !reader.text(kPrefillReplica).empty()) r.prefill_replica = reader.int32(kPrefillReplica);
     if (reader.has(kKvReserved)) r.kv_reserved = reader.seconds(kKvReserved, true);
     if (reader.has(kKvArrived)) r.kv_arrived = reader.seconds(kKvArrived, true);

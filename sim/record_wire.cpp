@@ -11,6 +11,7 @@ void WireWriter::put_record(const RequestRecord& r) {
   put_string(r.reason);
   put(r.arrival);
   put(r.first_token);
+  put(r.first_scheduled);
   put(r.finish);
   put(r.prompt_tokens);
   put(r.output_tokens);
@@ -68,6 +69,7 @@ void WireReader::get_record(RequestRecord& r) {
   r.reason = get_string();
   r.arrival = get<Time>();
   r.first_token = get<Time>();
+  r.first_scheduled = get<Time>();
   r.finish = get<Time>();
   r.prompt_tokens = get<std::int32_t>();
   r.output_tokens = get<std::int32_t>();

@@ -19,6 +19,9 @@ struct RequestRecord {
   Time arrival = 0;
   Time first_token = kNoTime;
   Time finish = kNoTime;              // last token, abort or rejection time
+  // Its first step began (vLLM's scheduled_ts): first_scheduled - arrival is
+  // the queue time vLLM reports; kNoTime if never scheduled.
+  Time first_scheduled = kNoTime;
   std::int32_t prompt_tokens = 0;
   std::int32_t output_tokens = 0;     // generated
   std::int32_t cached_prompt_tokens = 0;  // served from the prefix cache at first admission

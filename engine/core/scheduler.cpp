@@ -174,6 +174,7 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
   r.reason = std::move(reason);
   r.arrival = s.req.arrival;
   r.first_token = s.first_token;
+  r.first_scheduled = s.first_scheduled;
   r.finish = now;
   r.prompt_tokens = s.prompt_len;
   r.output_tokens = s.num_output;
@@ -546,6 +547,7 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   s.num_computed = hits;
   if (!s.admitted_once) {
     s.admitted_once = true;
+    s.first_scheduled = plan.start;
     s.cached_prompt_tokens = hits;
     if (!disagg_.empty()) disagg_[static_cast<std::size_t>(slot)].prefill_start = plan.start;
     if (s.queue_deadline != kNoTime) set_deadline(slot);  // scheduled: the queue deadline no longer applies
@@ -815,6 +817,7 @@ void Scheduler::accept_handoff(Handoff h, Time now) {
   s.num_output = 1;
   s.last_sample = kSampledElsewhere;
   s.first_token = h.first_token;
+  s.first_scheduled = h.prefill_start;  // scheduled on the prefill side
   s.cached_prompt_tokens = h.cached_prompt_tokens;
   s.preemptions = h.preemptions;
   s.admitted_once = true;  // no queue deadline: it was scheduled on the prefill side

@@ -128,6 +128,7 @@ class Scheduler {
     Time queued_at = 0;
     Time added_at = 0;              // when add() took it: async scheduling admits it from the next plan made after
     Time first_token = kNoTime;
+    Time first_scheduled = kNoTime;
     Time queue_deadline = kNoTime;  // max_queue_time: rejected if never scheduled by then
     Time deadline = kNoTime;        // its key in deadlines_: the earlier of the cancel time and queue_deadline
     QueueEntry queue_entry;

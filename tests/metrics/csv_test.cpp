@@ -33,10 +33,10 @@ TEST_CASE("requests.csv rows show exact times and derived latencies") {
   std::getline(lines, row3);
   CHECK(header ==
         "id,replica,outcome,arrival_s,first_token_s,finish_s,prompt_tokens,output_tokens,cached_prompt_tokens,"
-        "preemptions,ttft_ms,tpot_ms,e2el_ms,reason");
-  CHECK(row0 == "0,0,finished,0.000000000,0.100000000,1.100000000,100,11,50,0,100.000000,100.000000,1100.000000,");
-  CHECK(row2 == "2,0,finished,2.000000000,2.050000000,2.050000000,300,1,100,0,50.000000,,50.000000,");
-  CHECK(row3 == "3,1,rejected,3.000000000,,3.000000000,5000,0,0,0,,,,\"prompt too long, \"\"4096\"\" > max\"");
+        "preemptions,ttft_ms,tpot_ms,e2el_ms,reason,scheduled_s");
+  CHECK(row0 == "0,0,finished,0.000000000,0.100000000,1.100000000,100,11,50,0,100.000000,100.000000,1100.000000,,0.050000000");
+  CHECK(row2 == "2,0,finished,2.000000000,2.050000000,2.050000000,300,1,100,0,50.000000,,50.000000,,");
+  CHECK(row3 == "3,1,rejected,3.000000000,,3.000000000,5000,0,0,0,,,,\"prompt too long, \"\"4096\"\" > max\",");
 }
 
 TEST_CASE("requests.csv round-trips every field but the ITL gaps") {
@@ -59,6 +59,7 @@ TEST_CASE("requests.csv round-trips every field but the ITL gaps") {
     CHECK(a.reason == b.reason);
     CHECK(a.arrival == b.arrival);
     CHECK(a.first_token == b.first_token);
+    CHECK(a.first_scheduled == b.first_scheduled);
     CHECK(a.finish == b.finish);
     CHECK(a.prompt_tokens == b.prompt_tokens);
     CHECK(a.output_tokens == b.output_tokens);

@@ -18,6 +18,7 @@ inline std::vector<RequestRecord> hand_requests() {
   r[0].id = 0; r[0].replica = 0; r[0].arrival = 0; r[0].first_token = 100 * kNsPerMs;
   r[0].finish = 1100 * kNsPerMs; r[0].prompt_tokens = 100; r[0].output_tokens = 11; r[0].cached_prompt_tokens = 50;
   r[0].itl.assign(10, 100 * kNsPerMs);
+  r[0].first_scheduled = 50 * kNsPerMs;
   r[1].id = 1; r[1].replica = 1; r[1].arrival = 1 * kNsPerSec; r[1].first_token = 1500 * kNsPerMs;
   r[1].finish = 2500 * kNsPerMs; r[1].prompt_tokens = 200; r[1].output_tokens = 3; r[1].preemptions = 2;
   r[1].itl = {200 * kNsPerMs, 800 * kNsPerMs};

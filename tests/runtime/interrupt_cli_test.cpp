@@ -173,13 +173,13 @@ TEST_CASE("run --max-queued-requests: arrivals past the limit are rejected with 
   std::ifstream in(dir / "out" / "requests.csv");
   std::string line;
   std::getline(in, line);
-  REQUIRE(line.size() > 7);
-  CHECK(line.substr(line.size() - 7) == ",reason");
+  REQUIRE(line.size() > 19);
+  CHECK(line.substr(line.size() - 19) == ",reason,scheduled_s");
   int rejected = 0, finished = 0;
   while (std::getline(in, line)) {
     if (line.find(",rejected,") != std::string::npos) {
       ++rejected;
-      CHECK(line.substr(line.size() - 11) == ",queue full");
+      CHECK(line.substr(line.size() - 12) == ",queue full,");  // never scheduled: no scheduled_s
     }
     if (line.find(",finished,") != std::string::npos) ++finished;
   }

@@ -6,7 +6,8 @@
 // timestamps), it simulates the same workload with the engine's arguments on
 // the bundled hardware profile and prints TTFT, TPOT and E2E mean and p90
 // errors against the measurement, the preemptions and the prompt tokens the
-// simulation recomputed. It runs the full vllm preset and, beside it, the
+// simulation recomputed, and the queue time (first scheduled - arrival,
+// vLLM's scheduled_ts - queued_ts). It runs the full vllm preset and, beside it, the
 // preset with each vLLM v1 mechanism turned off in turn, so each one's share
 // of the error shows. Nothing here is fitted to the runs (docs/engines.md).
 //
@@ -48,7 +49,7 @@ Stats stats_of(std::vector<double> v) {
 }
 
 struct Metrics {
-  Stats ttft, tpot, e2e;
+  Stats ttft, tpot, e2e, queue;
   long preemptions = -1;
   double recomputed_tokens = NAN;
 };
@@ -57,7 +58,7 @@ struct Metrics {
 // first) / (output - 1), latency = last - queued (the folder's README).
 Metrics measured_metrics(const fs::path& requests) {
   std::ifstream in(requests);
-  std::vector<double> ttft, tpot, e2e;
+  std::vector<double> ttft, tpot, e2e, queue;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
@@ -68,9 +69,10 @@ Metrics measured_metrics(const fs::path& requests) {
     const long out = r.at("output_toks").get<long>();
     ttft.push_back((first - queued) * 1e3);
     e2e.push_back((last - queued) * 1e3);
+    if (r.contains("scheduled_ts")) queue.push_back((r.at("scheduled_ts").get<double>() - queued) * 1e3);
     if (out > 1) tpot.push_back((last - first) * 1e3 / static_cast<double>(out - 1));
   }
-  return {stats_of(ttft), stats_of(tpot), stats_of(e2e)};
+  return {stats_of(ttft), stats_of(tpot), stats_of(e2e), stats_of(queue)};
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -118,14 +120,18 @@ Metrics simulated_metrics(const fs::path& out) {
   std::getline(in, line);
   const auto h = split_csv(line);
   const std::size_t ttft_c = column(h, "ttft_ms"), tpot_c = column(h, "tpot_ms"), e2e_c = column(h, "e2el_ms");
-  std::vector<double> ttft, tpot, e2e;
+  const std::size_t arrival_c = column(h, "arrival_s"), sched_c = column(h, "scheduled_s");
+  std::vector<double> ttft, tpot, e2e, queue;
   while (std::getline(in, line)) {
     const auto c = split_csv(line);
     if (c.size() > ttft_c && !c[ttft_c].empty()) ttft.push_back(std::stod(c[ttft_c]));
     if (c.size() > tpot_c && !c[tpot_c].empty()) tpot.push_back(std::stod(c[tpot_c]));
     if (c.size() > e2e_c && !c[e2e_c].empty()) e2e.push_back(std::stod(c[e2e_c]));
+    if (c.size() > sched_c && !c[sched_c].empty()) {
+      queue.push_back((std::stod(c[sched_c]) - std::stod(c[arrival_c])) * 1e3);
+    }
   }
-  Metrics m{stats_of(ttft), stats_of(tpot), stats_of(e2e)};
+  Metrics m{stats_of(ttft), stats_of(tpot), stats_of(e2e), stats_of(queue)};
   std::ifstream summary(out / "summary.json");
   m.preemptions = json::parse(summary).value("preemptions", -1L);
   m.recomputed_tokens = recomputed_tokens(out);
@@ -145,10 +151,11 @@ std::string bundled_name(std::string s) {
 double err(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
 void print_row(const char* label, const Metrics& p, const Metrics& m) {
-  std::printf("  %-34s TTFT %+6.1f%% / %+6.1f%%  TPOT %+6.1f%% / %+6.1f%%  E2E %+6.1f%% / %+6.1f%%  preempt %4ld  recomputed %8.0f\n",
+  std::printf("  %-34s TTFT %+6.1f%% / %+6.1f%%  TPOT %+6.1f%% / %+6.1f%%  E2E %+6.1f%% / %+6.1f%%  queue %+6.1f%%"
+              "  preempt %4ld  recomputed %8.0f\n",
               label, err(p.ttft.mean, m.ttft.mean), err(p.ttft.p90, m.ttft.p90), err(p.tpot.mean, m.tpot.mean),
-              err(p.tpot.p90, m.tpot.p90), err(p.e2e.mean, m.e2e.mean), err(p.e2e.p90, m.e2e.p90), p.preemptions,
-              p.recomputed_tokens);
+              err(p.tpot.p90, m.tpot.p90), err(p.e2e.mean, m.e2e.mean), err(p.e2e.p90, m.e2e.p90),
+              err(p.queue.mean, m.queue.mean), p.preemptions, p.recomputed_tokens);
 }
 
 struct Variant {
@@ -172,8 +179,9 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
   const Metrics m = measured_metrics(dir / "requests.jsonl");
   std::printf("== %s (%s on %s; vLLM's KV: %ld blocks)\n", dir.filename().c_str(), model.c_str(), hw.c_str(),
               kv.value("num_gpu_blocks", 0L));
-  std::printf("  measured: TTFT mean %.1f p90 %.1f ms, TPOT mean %.2f p90 %.2f ms, E2E mean %.1f p90 %.1f ms\n",
-              m.ttft.mean, m.ttft.p90, m.tpot.mean, m.tpot.p90, m.e2e.mean, m.e2e.p90);
+  std::printf("  measured: TTFT mean %.1f p90 %.1f ms, TPOT mean %.2f p90 %.2f ms, E2E mean %.1f p90 %.1f ms,"
+              " queue mean %.1f ms\n",
+              m.ttft.mean, m.ttft.p90, m.tpot.mean, m.tpot.p90, m.e2e.mean, m.e2e.p90, m.queue.mean);
   std::printf("  errors as mean / p90:\n");
   const std::string vllm_blocks = " --num-gpu-blocks " + std::to_string(kv.value("num_gpu_blocks", 0L));
   const Variant variants[] = {
