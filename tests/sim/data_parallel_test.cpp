@@ -140,7 +140,7 @@ TEST_CASE("DP: bad combinations are refused naming the flags", "[sim][dp]") {
 TEST_CASE("DP x EP: ranks keep their own limits and step in lockstep", "[sim][dp][ep]") {
   // Mixtral, DP2 x EP2 with vLLM's per-rank limits as given.
   ClusterConfig c = limited(one_group("mixtral-8x7b", "h100-80gb"));
-  c.num_gpu_blocks_override = 600;
+  c.num_gpu_blocks_override = 1500;
   c.groups[0].dp = 2;
   c.groups[0].enable_expert_parallel = true;
   const Cluster built = build_cluster(c);
@@ -151,18 +151,26 @@ TEST_CASE("DP x EP: ranks keep their own limits and step in lockstep", "[sim][dp
   CHECK(built.groups[0].layout.ep == 2);  // experts split over the ranks
   for (const SimReplicaSpec& r : built.replicas) {
     CHECK(r.config.scheduler.max_num_seqs == 16);
-    CHECK(r.config.kv.num_blocks == 600);  // per rank, as vLLM's override
+    CHECK(r.config.kv.num_blocks == 1500);  // per rank, as vLLM's override
   }
 
   const CollectSink sink = simulate(c, 30);
   REQUIRE(sink.requests.size() == 400);
   std::vector<const StepRecord*> rank[2];
+  std::int32_t most_seqs[2] = {0, 0}, most_blocks[2] = {0, 0};
   for (const StepRecord& s : sink.steps) {
     REQUIRE((s.replica == 0 || s.replica == 1));
     CHECK(s.batch_size <= 16);
     CHECK(s.new_tokens <= 2048);
-    CHECK(s.kv_blocks_used <= 600);
+    CHECK(s.kv_blocks_used <= 1500);
+    most_seqs[s.replica] = std::max(most_seqs[s.replica], s.batch_size);
+    most_blocks[s.replica] = std::max(most_blocks[s.replica], s.kv_blocks_used);
     rank[s.replica].push_back(&s);
+  }
+  // The limits bind on both ranks: one scheduler over both would exceed them.
+  for (int r = 0; r < 2; ++r) {
+    CHECK(most_seqs[r] == 16);
+    CHECK(most_blocks[r] > 300);
   }
   REQUIRE(rank[0].size() > 50);
   REQUIRE(rank[1].size() > 50);
