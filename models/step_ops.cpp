@@ -204,8 +204,8 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
   // instances are the stage's layers.
   const int64_t layers = stage_layers(m, layout.pp, pp_stage);
   if (sums.tokens() == 0 || layers == 0) return;
-  append_attention(m, ep_share(sums.prefill, layout.ep), ep_share(sums.decode, layout.ep), layout, weights, kv, layers,
-                   out);
+  const int split = sums.group_tokens >= 0 ? 1 : layout.ep;  // lockstep DP ranks: their own batch
+  append_attention(m, ep_share(sums.prefill, split), ep_share(sums.decode, split), layout, weights, kv, layers, out);
 }
 
 void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
@@ -216,13 +216,17 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   // Expert parallelism: the busiest rank's work. Attention and the dense
   // parts see 1/ep of the batch (its sequences are spread over the ranks);
   // the experts see the routed rows the busiest rank's experts receive.
+  // Lockstep DP ranks (group_tokens >= 0): the sums are already this rank's
+  // own batch, and the experts see the whole instance's tokens.
   const int ep = layout.ep;
-  const AttentionSums prefill = ep_share(sums.prefill, ep), decode = ep_share(sums.decode, ep);
-  const int64_t routed = tokens * m.num_experts_per_tok;
+  const bool own = sums.group_tokens >= 0;
+  const int split = own ? 1 : ep;
+  const AttentionSums prefill = ep_share(sums.prefill, split), decode = ep_share(sums.decode, split);
+  const int64_t routed = (own ? sums.group_tokens : tokens) * m.num_experts_per_tok;
   int64_t expert_rows = routed;
   if (ep > 1) {
-    tokens = ep_share(tokens, ep);
-    sampling = ep_share(sampling, ep);
+    tokens = ep_share(tokens, split);
+    sampling = ep_share(sampling, split);
     expert_rows = layout.expert_busiest_share > 0
                       ? std::min<int64_t>(routed, static_cast<int64_t>(std::ceil(layout.expert_busiest_share *
                                                                                  static_cast<double>(routed) - 1e-9)))

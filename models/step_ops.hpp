@@ -152,6 +152,11 @@ struct StepSums {
   // size (cudagraph_padded_tokens): they go through every token-wise op but
   // attend to nothing and sample nothing.
   int64_t padding = 0;
+  // Lockstep data-parallel ranks under EP (sim/data_parallel.hpp): >= 0
+  // means these sums are one rank's own batch, not the EP replica's (no
+  // 1/ep share), and the experts are routed the whole instance's tokens
+  // (this many, every rank's); -1: the sums are the whole replica's.
+  int64_t group_tokens = -1;
   int64_t tokens() const { return prefill.tokens + decode.tokens + padding; }
 };
 // The token count vLLM runs a step of `tokens` at: the smallest of its

@@ -5,6 +5,7 @@
 
 #include "base/error.hpp"
 #include "sim/calibrated_cost_model.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/medusa_heads_cost_model.hpp"
 #include "metrics/step_csv.hpp"
 #include "sim/acceptance_model.hpp"
@@ -167,9 +168,9 @@ NodeLinks node_links(const HardwareDesc& hw) {
 
 Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
   Cluster cluster;
-  cluster.router = router_policy(config.router);
-  std::vector<ReplicaGroupConfig> groups = config.groups;
-  if (groups.empty()) groups.emplace_back();
+  cluster.router = router_policy(data_parallel_router(config));
+  // Each vLLM DP rank is a replica of its own (sim/data_parallel.hpp).
+  std::vector<ReplicaGroupConfig> groups = expand_data_parallel(config);
   std::int32_t next_replica = 0;
   for (std::size_t index = 0; index < groups.size(); ++index) {
     const ReplicaGroupConfig& gc = groups[index];
@@ -303,7 +304,10 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
       mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
       mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
       mem.collective_reserve_bytes = g.layout.tp * g.layout.pp * g.layout.ep > 1 ? g.hardware.collective_reserve_bytes : 0.0;
-      mem.attention_ranks = g.layout.ep;
+      // Lockstep DP ranks each hold their own KV cache (vLLM's
+      // num_gpu_blocks_override is per rank too); --ep's one replica holds its ranks'.
+      const bool lockstep = is_lockstep(gc);
+      mem.attention_ranks = lockstep ? 1 : g.layout.ep;
       // vLLM captures its CUDA graphs after the cache is sized, so the graph
       // pool lives in the (1 - utilization) headroom, not in this budget.
       mem.cuda_graph_reserve_bytes = 0;
@@ -348,7 +352,8 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
       const NodeLinks links = node_links(g.hardware);
       const std::int32_t stage_gpus = g.layout.gpus_per_stage();  // ep ranks of tp GPUs
       const std::int32_t gpus_per_replica = stage_gpus * gc.pp;
-      g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, gc.count);
+      // A lockstep DP instance is one EP replica's GPUs, its ranks replicas of the core.
+      g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, lockstep ? 1 : gc.count);
       g.first_replica = next_replica;
       next_replica += gc.count;
 
@@ -447,6 +452,7 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
       }
       for (std::int32_t r = 0; r < gc.count; ++r) {
         cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp, acceptance, g.tiers});
+        cluster.lockstep.push_back(lockstep ? static_cast<std::int32_t>(index) : -1);
       }
       cluster.groups.push_back(std::move(g));
     } catch (const UsageError& e) {
@@ -458,6 +464,8 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
     }
   }
   if (has_pools(config)) set_up_pools(cluster, config);
+  if (std::none_of(cluster.lockstep.begin(), cluster.lockstep.end(), [](std::int32_t g) { return g >= 0; }))
+    cluster.lockstep.clear();
   return cluster;
 }
 

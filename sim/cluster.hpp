@@ -45,6 +45,9 @@ struct Cluster {
   // Prefill/decode pools: set when some group has a pool role.
   DisaggOptions disagg;
   std::shared_ptr<KvTransferModel> transfers;  // null without pools
+  // Per replica, the lockstep group of vLLM's MoE DP ranks it belongs to
+  // (-1: none; empty when no replica steps in lockstep): ServingOptions::lockstep.
+  std::vector<std::int32_t> lockstep;
   bool disaggregated() const { return transfers != nullptr; }
   std::int64_t total_kv_blocks() const;
   std::int32_t num_gpus() const { return topology.num_gpus(); }

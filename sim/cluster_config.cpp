@@ -123,7 +123,7 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
   check_keys(g, origin, where,
              {"model", "hardware", "dtype", "kv_dtype", "quantization", "tp", "pp", "count", "gpu_memory_utilization",
               "num_gpu_blocks_override", "scheduler", "replay", "profile", "speculative_config", "role", "ep",
-              "expert_busiest_share"});
+              "expert_busiest_share", "dp", "enable_expert_parallel"});
   ReplicaGroupConfig out;
   for (const auto& [key, v] : g.items()) {
     const std::string name = where + "." + key;
@@ -146,6 +146,11 @@ ReplicaGroupConfig parse_group(const Json& g, const std::string& origin, const s
     else if (key == "pp") out.pp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "ep") out.ep = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
     else if (key == "expert_busiest_share") out.expert_busiest_share = get_fraction(v, origin, name);
+    else if (key == "dp") out.dp = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1024));
+    else if (key == "enable_expert_parallel") {
+      if (!v.is_boolean()) fail(origin, name, "expected true or false");
+      out.enable_expert_parallel = v.get<bool>();
+    }
     else if (key == "count") out.count = static_cast<std::int32_t>(get_int(v, origin, name, 1, 1'000'000));
     else if (key == "gpu_memory_utilization") out.gpu_memory_utilization = get_fraction(v, origin, name);
     else if (key == "num_gpu_blocks_override")
@@ -249,6 +254,7 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
       out.kv_tier_load_overlap = v.get<bool>();
     } else if (key == "router") {
       out.router = get_string(v, origin, key);
+      out.router_given = true;
       core_check(origin, key, [&] { (void)router_policy(out.router); });
     } else if (key == "router_refresh_s") {
       if (!v.is_number()) fail(origin, key, "expected a number of seconds");
@@ -315,6 +321,8 @@ nlohmann::ordered_json cluster_config_json(const ClusterConfig& config) {
     // Only an EP group echoes it: other runs' summaries stay as they were.
     if (g.ep != 1) j["ep"] = g.ep;
     if (g.expert_busiest_share > 0) j["expert_busiest_share"] = g.expert_busiest_share;
+    if (g.dp != 1) j["dp"] = g.dp;
+    if (g.enable_expert_parallel) j["enable_expert_parallel"] = true;
     j["count"] = g.count;
     if (g.gpu_memory_utilization > 0) j["gpu_memory_utilization"] = g.gpu_memory_utilization;
     if (g.num_gpu_blocks_override >= 0) j["num_gpu_blocks_override"] = g.num_gpu_blocks_override;

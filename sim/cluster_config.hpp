@@ -31,6 +31,11 @@ struct ReplicaGroupConfig {
   // the routed tokens (0: uniform). models/model_math.hpp, docs/simulate.md.
   std::int32_t ep = 1;
   double expert_busiest_share = 0;
+  // vLLM's --data-parallel-size: dp ranks, each its own scheduler and KV
+  // cache behind vLLM's DP coordinator (sim/data_parallel.hpp); and
+  // --enable-expert-parallel (MoE experts over the DP x TP ranks).
+  std::int32_t dp = 1;
+  bool enable_expert_parallel = false;
   std::int32_t count = 1;
   double gpu_memory_utilization = 0;       // 0: the cluster's
   std::int32_t num_gpu_blocks_override = -1;  // -1: the cluster's; 0: none
@@ -88,6 +93,7 @@ struct ClusterConfig {
   // (engine/core/kv_fit.hpp). Its scheduler key: "max_model_len": "auto".
   bool max_model_len_auto = false;
   std::string router = "round_robin";
+  bool router_given = false;  // set by the file or a flag (not the default)
   // How often the router's view of the replicas is refreshed, in seconds
   // (docs/simulate.md, "Router refresh"): 0 (default) routes on every
   // replica's state at the arrival, exactly; > 0 on what the router saw at

@@ -27,6 +27,10 @@ struct StepInput {
   // How long this stage sat idle before the step: from the end of its
   // previous step (or t = 0) to this step's start; 0 when back to back.
   Time idle_ns = 0;
+  // Lockstep DP ranks under EP: the tokens of every rank's batch, which the
+  // experts are routed (the shape is this rank's own); -1: none. Priced by
+  // the roofline only (StepSums::group_tokens).
+  std::int64_t group_tokens = -1;
 };
 
 // The price of one op of the step (all its `repeat` instances together).

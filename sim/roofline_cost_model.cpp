@@ -335,6 +335,7 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
   if (fits && after_attention) {
     slot->tokens = sums.tokens();
     slot->sampling = sums.sampling;
+    slot->group_tokens = sums.group_tokens;
     slot->stage = stage;
     slot->tail_count = static_cast<std::int32_t>(tail);
   }
@@ -345,12 +346,15 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   StepSums sums = step_sums(model_, *step.shape);
   if (sums.tokens() == 0) return 0;
   sums.padding = cudagraph_padded_tokens(sums.tokens(), params_.cudagraph_max_tokens) - sums.tokens();
+  sums.group_tokens = step.group_tokens;
   if (breakdown) return priced_ns(price_all(sums, step.stage, breakdown, nullptr), "roofline cost model: a step");
   const std::uint64_t key = (static_cast<std::uint64_t>(sums.tokens()) * 0x9E3779B97F4A7C15ULL) ^
                             (static_cast<std::uint64_t>(sums.sampling) * 0xC2B2AE3D27D4EB4FULL) ^
-                            static_cast<std::uint64_t>(step.stage);
+                            static_cast<std::uint64_t>(step.stage) ^
+                            (static_cast<std::uint64_t>(sums.group_tokens + 1) * 0x165667B19E3779F9ULL);
   StepPrice& slot = prices_[(key * 0xFF51AFD7ED558CCDULL >> 40) & (kPriceSlots - 1)];
-  if (slot.tokens != sums.tokens() || slot.sampling != sums.sampling || slot.stage != step.stage) {
+  if (slot.tokens != sums.tokens() || slot.sampling != sums.sampling || slot.stage != step.stage ||
+      slot.group_tokens != sums.group_tokens) {
     slot.tokens = -1;  // refilled below when the step has attention and its ops fit
     return priced_ns(price_all(sums, step.stage, nullptr, &slot), "roofline cost model: a step");
   }

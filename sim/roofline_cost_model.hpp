@@ -135,6 +135,7 @@ class RooflineCostModel final : public CostModel {
   static constexpr std::size_t kMaxTailOps = 30;
   struct StepPrice {
     std::int64_t tokens = -1, sampling = -1;
+    std::int64_t group_tokens = -1;  // lockstep DP ranks: the instance's tokens
     std::int32_t stage = -1;
     std::int32_t tail_count = 0;  // ops after attention
     double head_ns = 0;           // overhead + the ops before attention, in order

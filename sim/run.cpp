@@ -37,8 +37,11 @@ std::string describe_cluster(const Cluster& cluster) {
                                           std::string(g.precision.quant.kernel)
                                     : std::string())
         << ", KV " << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << ", tp=" << g.layout.tp << " pp=" << g.layout.pp
-        << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string()) << ", "
-        << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size << " tokens per replica"
+        << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string())
+        << (g.config.dp > 1 ? " dp=" + std::to_string(g.config.dp) + (g.config.enable_expert_parallel ? " lockstep" : "")
+                            : std::string())
+        << ", " << g.memory.num_blocks << " KV blocks of " << g.replica.kv.block_size
+        << (g.config.dp > 1 ? " tokens per rank" : " tokens per replica")
         << (g.memory.overridden ? " (override)" : "") << ", preset " << g.replica.scheduler.preset << "\n";
   }
   return out.str();
@@ -128,6 +131,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;
+  options.lockstep = cluster.lockstep;
   options.seed = config.seed;
   // Steps are counted in the replicas' tallies; records only for steps.csv.
   options.record_steps = step_writer != nullptr || outputs.steps_for_root;

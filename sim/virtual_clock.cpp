@@ -78,6 +78,39 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
   return StepTiming{lane.stage_free_at[0], t};
 }
 
+StepTiming VirtualClock::run_lockstep(std::span<const std::int32_t> members, std::span<const StepPlan* const> plans,
+                                      Time now) {
+  std::int64_t group_tokens = 0;
+  for (const StepPlan* plan : plans) {
+    if (!plan) continue;
+    for (const ScheduledSeq& s : plan->seqs) group_tokens += std::max<std::int32_t>(s.num_new, 0);
+  }
+  Time step = 1;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!plans[i]) continue;
+    const StepPlan& plan = *plans[i];
+    Lane& lane = lanes_[static_cast<std::size_t>(members[i])];
+    build_shape(plan);
+    const std::int64_t copies = static_cast<std::int64_t>(plan.swap_in.size() + plan.swap_out.size());
+    const Time swap = copies > 0 ? lane.cost->swap_time(copies) : 0;
+    const Time load = lane.tiers && !plan.tier_loads.empty() ? lane.tiers->load_time(plan.tier_loads) : 0;
+    StepInput input{&plan, &shape_, first_replica_ + members[i], 0};
+    input.idle_ns = now - std::min(now, lane.stage_free_at[0]);
+    input.group_tokens = group_tokens;
+    Time compute = lane.cost->stage_time(input);
+    if (load > 0) {
+      const Time with_load = lane.tiers->step_time(compute, load);
+      tier_load_stall_ += with_load - compute;
+      compute = with_load;
+    }
+    step = std::max(step, swap + compute);
+  }
+  if (step > std::numeric_limits<Time>::max() - now)
+    throw Error("simulated time runs past the clock's range (about 292 years); check the trace's arrival times");
+  for (const std::int32_t m : members) lanes_[static_cast<std::size_t>(m)].stage_free_at[0] = now + step;
+  return StepTiming{now + step, now + step};
+}
+
 TransferTiming VirtualClock::kv_transfer(const InboundTransfer& transfer) {
   if (!transfers_) throw Error("simulator: a KV transfer, but the cluster has no transfer model (no prefill/decode pools)");
   return transfers_->price(transfer);

@@ -5,6 +5,7 @@
 // nothing stops a run early.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/core/replica.hpp"
@@ -50,6 +51,12 @@ class VirtualClock {
   // it, which is where pipeline bubbles come from.
   StepTiming run_step(std::int32_t index, const StepPlan& plan, const Replica& replica, Time now, StepResult& result);
 
+  // A lockstep group's step (vLLM's MoE DP ranks, ServingOptions::lockstep):
+  // each member with a plan is priced on its own batch with the experts
+  // routed every member's tokens (StepInput::group_tokens); the step lasts
+  // the slowest member's price, and a member without a plan (a dummy batch,
+  // never slower than a real one) is busy as long. Pipeline stages: one.
+  StepTiming run_lockstep(std::span<const std::int32_t> members, std::span<const StepPlan* const> plans, Time now);
   TransferTiming kv_transfer(const InboundTransfer& transfer);
 
   // Time steps spent loading KV from the tiers below HBM, all replicas
@@ -75,5 +82,6 @@ class VirtualClock {
 
 static_assert(ServingClock<VirtualClock>);
 static_assert(TransferClock<VirtualClock>);
+static_assert(LockstepClock<VirtualClock>);
 
 }  // namespace twin

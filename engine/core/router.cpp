@@ -14,7 +14,8 @@ constexpr std::pair<const char*, RouterPolicy> kPolicies[] = {{"round_robin", Ro
                                                               {"least_outstanding", RouterPolicy::least_outstanding},
                                                               {"least_kv", RouterPolicy::least_kv},
                                                               {"prefix_affinity", RouterPolicy::prefix_affinity},
-                                                              {"power_of_two", RouterPolicy::power_of_two}};
+                                                              {"power_of_two", RouterPolicy::power_of_two},
+                                                              {"dp_balance", RouterPolicy::dp_balance}};
 
 }  // namespace
 

@@ -23,6 +23,7 @@ enum class RouterPolicy {
   least_kv,           // lowest KV usage
   prefix_affinity,    // longest cached prefix, ties to the least loaded
   power_of_two,       // two random candidates, the less loaded wins
+  dp_balance,         // vLLM's DP coordinator: least waiting x 4 + running
 };
 
 std::vector<std::string> router_names();
@@ -36,6 +37,8 @@ concept RouterView = requires(const V& view, const Request& request, std::int32_
   { view.size() } -> std::convertible_to<std::int32_t>;
   { view.outstanding(i) } -> std::convertible_to<std::int64_t>;  // admitted, not yet ended
   { view.kv_usage(i) } -> std::convertible_to<double>;
+  { view.waiting(i) } -> std::convertible_to<std::int64_t>;  // queued, not yet scheduled
+  { view.running(i) } -> std::convertible_to<std::int64_t>;
   { view.cached_prefix_tokens(i, request) } -> std::convertible_to<std::int32_t>;
 };
 
@@ -46,6 +49,8 @@ class LiveReplicas {
   std::int32_t size() const { return static_cast<std::int32_t>(replicas_.size()); }
   std::int64_t outstanding(std::int32_t i) const { return at(i).num_outstanding(); }
   double kv_usage(std::int32_t i) const { return at(i).kv_usage(); }
+  std::int64_t waiting(std::int32_t i) const { return at(i).num_waiting(); }
+  std::int64_t running(std::int32_t i) const { return at(i).num_running(); }
   std::int32_t cached_prefix_tokens(std::int32_t i, const Request& request) const {
     return at(i).cached_prefix_tokens(request);
   }
@@ -128,6 +133,17 @@ std::int32_t Router::pick_from(const Request& request, const View& view) {
       if (b >= a) ++b;  // two distinct candidates
       const std::int32_t lo = std::min(a, b), hi = std::max(a, b);
       return load(hi) < load(lo) ? hi : lo;
+    }
+    case RouterPolicy::dp_balance: {
+      // vLLM's DP load balancer (v1/engine/core_client.py,
+      // DPLBAsyncMPClient.get_core_engine_for_request): a queued request
+      // weighs four running ones; the lowest score wins, ties to the first.
+      auto score = [&](std::int32_t i) { return view.waiting(i) * 4 + view.running(i); };
+      std::int32_t best = 0;
+      for (std::int32_t i = 1; i < n; ++i) {
+        if (score(i) < score(best)) best = i;
+      }
+      return best;
     }
   }
   return 0;

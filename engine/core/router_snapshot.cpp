@@ -12,6 +12,8 @@ ReplicaFigures load_of(const Replica& replica) {
   ReplicaFigures load;
   load.outstanding = replica.num_outstanding();
   load.kv_usage = replica.kv_usage();
+  load.waiting = replica.num_waiting();
+  load.running = replica.num_running();
   load.kv_blocks = replica.config().kv.num_blocks;
   load.block_size = replica.config().kv.block_size;
   return load;

@@ -10,6 +10,9 @@
 // Between refreshes the router's view of replica i is
 //   outstanding = outstanding at the refresh + requests sent to i since
 //   kv_usage    = usage at the refresh + prompt blocks sent to i since / its blocks
+//   waiting     = waiting at the refresh + requests sent to i since (vLLM's
+//                 DP client counts its own sends the same way)
+//   running     = running at the refresh
 //   cached prefix tokens = what i's cache held at the refresh (set per
 //                request by the caller, who can reach the replicas then)
 // so a burst inside one period spreads as the router's own bookkeeping says,
@@ -29,6 +32,8 @@ namespace twin {
 struct ReplicaFigures {
   std::int64_t outstanding = 0;   // admitted, not yet ended
   double kv_usage = 0;            // share of its KV blocks in use
+  std::int64_t waiting = 0;       // queued, not yet scheduled
+  std::int64_t running = 0;
   std::int64_t kv_blocks = 1;     // its KV blocks
   std::int32_t block_size = 16;   // tokens per block
 };
@@ -51,6 +56,10 @@ class RouterSnapshot {
     return loads_[static_cast<std::size_t>(i)].outstanding + sent_[static_cast<std::size_t>(i)];
   }
   double kv_usage(std::int32_t i) const;
+  std::int64_t waiting(std::int32_t i) const {
+    return loads_[static_cast<std::size_t>(i)].waiting + sent_[static_cast<std::size_t>(i)];
+  }
+  std::int64_t running(std::int32_t i) const { return loads_[static_cast<std::size_t>(i)].running; }
   std::int32_t cached_prefix_tokens(std::int32_t i, const Request& request) const;
 
  private:

@@ -74,6 +74,16 @@ concept TransferClock = requires(C& clock, const InboundTransfer& transfer) {
   { clock.kv_transfer(transfer) } -> std::same_as<TransferTiming>;
 };
 
+// What a clock that can run lockstep groups adds (ServingOptions::lockstep):
+// prices one step of a group's replicas started together at t, `plans[i]`
+// being replica members[i]'s plan (null: it has none and runs a dummy
+// batch); every member is busy until the timing's next_plan_at.
+template <class C>
+concept LockstepClock = requires(C& clock, std::span<const std::int32_t> members,
+                                 std::span<const StepPlan* const> plans, Time t) {
+  { clock.run_lockstep(members, plans, t) } -> std::same_as<StepTiming>;
+};
+
 // What the loop asks of a clock.
 template <class C>
 concept ServingClock = requires(C& clock, const C& const_clock, Request& request, const Replica& replica,
@@ -128,6 +138,12 @@ struct DisaggOptions {
 struct ServingOptions {
   RouterPolicy router = RouterPolicy::round_robin;
   DisaggOptions disagg;
+  // Lockstep groups, per replica (-1: none; empty: no replica is in one):
+  // vLLM's MoE data-parallel ranks under expert parallelism. A group's
+  // replicas start a step together once all of them are free, each
+  // planning its own batch; while any has work the others take the step
+  // too (a dummy batch), and the clock prices the group's step as one.
+  std::vector<std::int32_t> lockstep;
   std::uint64_t seed = 0;
   bool record_steps = false;  // pass StepRecords to the sink
   std::uint64_t record_steps_every = 1;  // of them, those keeps_step() keeps (records.hpp)
@@ -177,6 +193,7 @@ class ServingLoop {
     is_dirty_.assign(replicas_.size(), 0);
     events_.reserve(4 * replicas_.size() + 16);
     set_up_pools();
+    set_up_lockstep();
   }
 
   // Serves every request of the source, then returns. Call once.
@@ -441,6 +458,10 @@ class ServingLoop {
   // another plan in flight. With pipeline stages the clock delays a plan
   // behind a stage still busy with an earlier one: pipeline bubbles.
   void try_schedule(std::int32_t index) {
+    if (!options_.lockstep.empty() && options_.lockstep[static_cast<std::size_t>(index)] >= 0) {
+      try_schedule_group(options_.lockstep[static_cast<std::size_t>(index)]);
+      return;
+    }
     Lane& lane = lanes_[index];
     Replica& replica = replicas_[index];
     // Transfers first: blocks freed since the last planning go to the KV
@@ -469,12 +490,78 @@ class ServingLoop {
     }
     // A plan may have freed blocks (requests cancelled at its boundary).
     if (disagg_ && replica.config().role == ReplicaRole::decode) start_transfers(index);
+    arm_wakeup(index);
+  }
+
+  // An idle replica with work asks to be woken at its next deadline.
+  void arm_wakeup(std::int32_t index) {
+    Lane& lane = lanes_[index];
+    const Replica& replica = replicas_[index];
     if (replica.plans_in_flight() == 0 && replica.has_work()) {
       const std::optional<Time> wake = replica.next_wakeup();
       if (wake && *wake > now_ && (lane.wakeup_at == kNoTime || *wake < lane.wakeup_at)) {
         lane.wakeup_at = *wake;
         events_.push(*wake, EventKind::wakeup, index);
       }
+    }
+  }
+
+  // ---- lockstep groups ---------------------------------------------------
+
+  void set_up_lockstep() {
+    if (options_.lockstep.empty()) return;
+    if (options_.lockstep.size() != replicas_.size()) {
+      throw UsageError("serving loop: " + std::to_string(options_.lockstep.size()) + " lockstep entries for " +
+                       std::to_string(replicas_.size()) + " replicas");
+    }
+    if constexpr (!LockstepClock<Clock>) {
+      throw UsageError("serving loop: this clock cannot run replicas in lockstep (data-parallel MoE ranks)");
+    }
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      const std::int32_t group = options_.lockstep[i];
+      if (group < 0) continue;
+      if (replicas_[i].config().max_plans_in_flight != 1 || replicas_[i].config().role != ReplicaRole::mixed) {
+        throw UsageError("serving loop: a lockstep replica runs one plan at a time (no pipeline stages) and no pool role");
+      }
+      if (static_cast<std::size_t>(group) >= groups_.size()) groups_.resize(static_cast<std::size_t>(group) + 1);
+      groups_[static_cast<std::size_t>(group)].push_back(static_cast<std::int32_t>(i));
+    }
+  }
+
+  // Plans one step of every member once all of them are free; a member
+  // without a plan takes the step as a dummy batch. Members plan in replica
+  // order, each with its own scheduler.
+  void try_schedule_group(std::int32_t group) {
+    const std::vector<std::int32_t>& members = groups_[static_cast<std::size_t>(group)];
+    for (const std::int32_t m : members) {
+      if (lanes_[m].next_plan_at > now_ || replicas_[m].plans_in_flight() > 0) return;
+    }
+    if (clock_.stop_requested()) return;
+    group_plans_.clear();
+    bool any = false;
+    for (const std::int32_t m : members) {
+      StepPlan& plan = lanes_[m].plans[0];
+      replicas_[m].plan_into(plan, now_);
+      drain(m);  // a plan may abort cancelled requests
+      group_plans_.push_back(plan.empty() ? nullptr : &plan);
+      any = any || !plan.empty();
+    }
+    if (!any) {
+      for (const std::int32_t m : members) arm_wakeup(m);
+      return;
+    }
+    StepTiming timing{};
+    if constexpr (LockstepClock<Clock>) timing = clock_.run_lockstep(members, group_plans_, now_);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const std::int32_t m = members[i];
+      Lane& lane = lanes_[m];
+      lane.busy_ns += timing.next_plan_at - now_;
+      lane.next_plan_at = timing.next_plan_at;
+      if (!group_plans_[i]) continue;
+      lane.slot_used[0] = 1;
+      ++plans_in_flight_;
+      ++stats_.steps;
+      events_.push(timing.done, EventKind::plan_done, m, 0);
     }
   }
 
@@ -679,6 +766,9 @@ class ServingLoop {
   std::vector<RequestRecord> finished_;
   std::vector<StepRecord> steps_;
   ServingStats stats_;
+
+  std::vector<std::vector<std::int32_t>> groups_;  // lockstep groups' members, ascending
+  std::vector<const StepPlan*> group_plans_;        // the group step being started, by member
 
   bool disagg_ = false;
   std::vector<std::int32_t> prefill_pool_, decode_pool_;  // replica indices, ascending

@@ -89,4 +89,23 @@ TEST_CASE("power_of_two is seeded - deterministic and prefers the less loaded", 
   CHECK_THROWS_AS(one.pick(make_request(0, 10, 1), std::span<const Replica* const>()), Error);
 }
 
+TEST_CASE("dp_balance scores waiting x 4 + running as vLLM's DP coordinator", "[router]") {
+  Cluster c(2);
+  Router r(RouterPolicy::dp_balance, 1);
+  CHECK(r.pick(make_request(0, 10, 5), c.view) == 0);  // a tie goes to the first rank
+  // Rank 0: three running (score 3); rank 1: one waiting (score 4).
+  for (int id = 1; id <= 3; ++id) c[0].add(make_request(id, 10, 5), 0);
+  step(c[0], 0);
+  REQUIRE(c[0].num_running() == 3);
+  REQUIRE(c[0].num_waiting() == 0);
+  c[1].add(make_request(4, 10, 5), 0);
+  REQUIRE(c[1].num_waiting() == 1);
+  CHECK(r.pick(make_request(0, 10, 5), c.view) == 0);
+  // least_outstanding, counting requests alike, would pick rank 1.
+  Router lo(RouterPolicy::least_outstanding, 1);
+  CHECK(lo.pick(make_request(0, 10, 5), c.view) == 1);
+  c[0].add(make_request(5, 10, 5), 0);  // rank 0: 3 running + 1 waiting = 7
+  CHECK(r.pick(make_request(0, 10, 5), c.view) == 1);
+}
+
 }  // namespace twin::test

@@ -21,6 +21,7 @@
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/explain_ops.hpp"
 #include "sim/rank_group.hpp"
 #include "sim/run.hpp"
@@ -50,6 +51,8 @@ struct SimulateArgs {
   std::optional<std::string> max_model_len;  // a number, or vLLM's "auto" / -1
   std::optional<std::int32_t> ep;              // expert parallel ranks (MoE)
   std::optional<double> expert_busiest_share;  // the busiest EP rank's share of the routed tokens
+  std::optional<std::int32_t> dp;              // vLLM's --data-parallel-size
+  bool enable_expert_parallel = false;
   DisaggFlags disagg;  // prefill/decode disaggregation (docs/disaggregation.md)
   std::optional<std::string> replay_transfers;  // an engine run's requests.csv
   std::optional<double> gpu_memory_utilization;
@@ -83,6 +86,8 @@ ClusterConfig make_config(const SimulateArgs& a) {
     if (a.pp) g.pp = *a.pp;
     if (a.ep) g.ep = *a.ep;
     if (a.expert_busiest_share) g.expert_busiest_share = *a.expert_busiest_share;
+    if (a.dp) g.dp = *a.dp;
+    if (a.enable_expert_parallel) g.enable_expert_parallel = true;
     if (a.replay) g.replay = *a.replay;
     if (a.profile) g.profile = *a.profile;
     if (!a.speculative_config.empty()) g.speculative = parse_speculative_config(a.speculative_config, "--speculative-config");
@@ -97,7 +102,12 @@ ClusterConfig make_config(const SimulateArgs& a) {
     c.disaggregation.replay = *a.replay_transfers;
   }
   if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
-  if (a.router) c.router = *a.router;
+  if (a.router) {
+    c.router = *a.router;
+    c.router_given = true;
+  }
+  // A DP instance runs under vLLM's coordinator: the summary echoes it.
+  c.router = data_parallel_router(c);
   if (a.router_refresh_s) {
     check_router_refresh(*a.router_refresh_s, "--router-refresh-s");
     c.router_refresh_s = *a.router_refresh_s;
@@ -156,8 +166,9 @@ void explain_memory(const ClusterConfig& config) {
               << ", KV "
               << dtype_name(g.kv_dtype) << ") on " << g.hardware.name << " (" << g.hardware.memory_reported
               << "), tp=" << g.layout.tp << " pp=" << g.layout.pp
-              << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string()) << ", preset " << s.preset
-              << ", max_num_batched_tokens " << effective_token_budget(s) << ", max_num_seqs " << s.max_num_seqs
+              << (g.layout.ep > 1 ? " ep=" + std::to_string(g.layout.ep) : std::string())
+              << (g.config.dp > 1 ? " dp=" + std::to_string(g.config.dp) + " (per rank:)" : std::string())
+              << ", preset " << s.preset << ", max_num_batched_tokens " << effective_token_budget(s) << ", max_num_seqs " << s.max_num_seqs
               << ", max_model_len " << s.max_model_len << ", block size " << g.replica.kv.block_size
               << "\nper GPU (the fullest stage):\n";
     std::cout << explain_memory_plan(g.memory, "  ");
@@ -275,7 +286,15 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
   sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
-  sub->add_option("--router", a.router, "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two");
+  sub->add_option("--data-parallel-size", a.dp,
+                  "vLLM's data parallelism: ranks of --tp GPUs, each its own scheduler, limits and KV cache, behind "
+                  "vLLM's DP coordinator (router dp_balance); docs/simulate.md")
+      ->check(int_range(1, 1024));
+  sub->add_flag("--enable-expert-parallel", a.enable_expert_parallel,
+                "vLLM's flag: MoE experts split over the --data-parallel-size ranks, which then step in lockstep "
+                "(docs/simulate.md)");
+  sub->add_option("--router", a.router,
+                  "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two, dp_balance");
   sub->add_option("--router-refresh-s", a.router_refresh_s,
                   "Seconds between refreshes of the router's view of the replicas (cluster key router_refresh_s): "
                   "0 (default) routes on every replica's state at each arrival; > 0 on the state at the last "
