@@ -57,6 +57,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     if (g.precision.quantized()) j["quantization_kernel"] = std::string(g.precision.quant.kernel);
     j["tp"] = g.layout.tp;
     j["pp"] = g.layout.pp;
+    j["ep"] = g.layout.ep;
     j["cost_model"] = !g.config.replay.empty() ? "replay" : (!g.config.profile.empty() ? "calibrated" : "roofline");
     j["replicas"] = g.config.count;
     if (g.replica.role != ReplicaRole::mixed) j["role"] = std::string(replica_role_name(g.replica.role));
@@ -68,6 +69,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["enable_chunked_prefill"] = g.replica.scheduler.enable_chunked_prefill;
     j["block_size"] = g.replica.kv.block_size;
     j["enable_prefix_caching"] = g.replica.kv.enable_prefix_caching;
+    j["async_scheduling"] = g.replica.scheduler.async_scheduling;
     j["num_gpu_blocks"] = g.memory.num_blocks;
     j["num_gpu_blocks_overridden"] = g.memory.overridden;
     j["kv_block_bytes_per_gpu"] = g.memory.block_bytes;
