@@ -170,7 +170,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
     if (outputs.vllm_result) {
       std::ofstream vllm_file = dir->open("vllm_result.json");
-      write_vllm_result(vllm_file, result.summary, {"twinserve-simulate", cluster.groups.front().model.name});
+      write_vllm_result(vllm_file, result.summary,
+                        {"twinserve-simulate", cluster.groups.front().model.name, vllm_result_date()});
       if (!vllm_file) throw Error(outputs.out_dir + "/vllm_result.json: write failed");
     }
   }
