@@ -40,10 +40,11 @@ TEST_CASE("vLLM's -tp, -pp and -dp are its long names where the command has them
   const auto long_form =
       run_twinserve("simulate --tensor-parallel-size 2 --pipeline-parallel-size 2" + kModel + " --explain-memory", true);
   CHECK(long_form.out == short_form.out);
-  // A command without the long name says so (not "-t -p" misread).
-  const auto dp = run_twinserve("simulate -dp 2" + kModel + " --explain-memory", true);
+  // A command without the long name says so (not "-d -p" misread);
+  // calibrate times one engine and has no data parallelism.
+  const auto dp = run_twinserve("calibrate -dp 2 --model tiny --out /nonexistent/x.json", true);
   CHECK(dp.exit_code == 2);
-  CHECK_THAT(dp.out, Catch::Contains("-dp") && Catch::Contains("--data-parallel-size") && Catch::Contains("simulate"));
+  CHECK_THAT(dp.out, Catch::Contains("-dp") && Catch::Contains("--data-parallel-size") && Catch::Contains("calibrate"));
   // Every command with --tp takes vLLM's names: calibrate reaches its own
   // check of the degree (the engine runs one device), not a parse error.
   const auto cal = run_twinserve("calibrate -tp 0 --model tiny --out /nonexistent/x.json", true);

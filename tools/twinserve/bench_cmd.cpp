@@ -135,7 +135,8 @@ void write_json_files(const OutputDir& out, const Summary& summary, const Server
   json << summary_json.dump(2) << "\n";
   if (!json) throw Error((out.path() / "summary.json").string() + ": write failed");
   nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-bench", o.model, vllm_result_date()});
-  vllm["endpoint_type"] = is_chat(o.endpoint) ? "openai-chat" : "openai";
+  // vLLM's --backend names the request function, as endpoint_type does.
+  vllm["endpoint_type"] = vllm["backend"] = is_chat(o.endpoint) ? "openai-chat" : "openai";
   vllm["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
   add_vllm_detailed(vllm, result.entries);
   std::ofstream vllm_file = out.open("vllm_result.json");

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> words =
         twin::cli::expand_short_aliases(app, std::vector<std::string>(argv + 1, argv + argc));
     std::reverse(words.begin(), words.end());  // CLI11's vector form takes the words last first
+    app.name(argv[0]);                         // as parse(argc, argv) names it, for the usage lines
     app.parse(words);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
