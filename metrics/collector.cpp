@@ -244,6 +244,7 @@ void MetricsCollector::add(const RequestRecord& r) {
     max_itl_ns_.push_back(max_itl);
   }
   itl_ns_.add_all(r.itl);
+  peaks_.add(r);
   input_tokens_ += static_cast<std::uint64_t>(r.prompt_tokens);
   output_tokens_ += static_cast<std::uint64_t>(r.output_tokens);
   cached_tokens_ += static_cast<std::uint64_t>(r.cached_prompt_tokens);
@@ -292,6 +293,8 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.input_throughput = rate(static_cast<double>(input_tokens_), s.duration_s);
   s.output_throughput = rate(static_cast<double>(output_tokens_), s.duration_s);
   s.total_token_throughput = rate(static_cast<double>(input_tokens_ + output_tokens_), s.duration_s);
+  s.max_output_tokens_per_s = peaks_.max_output_tokens_per_s();
+  s.max_concurrent_requests = peaks_.max_concurrent_requests();
 
   // Per-request value compared with each SLO's threshold, in ns; a request
   // without the value (one output token: no TPOT, no gaps) passes, as in

@@ -16,6 +16,7 @@
 
 #include "engine/core/records.hpp"
 #include "metrics/log_histogram.hpp"
+#include "metrics/peak_tally.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/summary.hpp"
 
@@ -84,6 +85,7 @@ class MetricsCollector {
 
   std::map<std::int32_t, ReplicaTally> replicas_;
   StepTally steps_;
+  PeakTally peaks_;  // vLLM's peak tokens per second and concurrency
 };
 
 }  // namespace twin

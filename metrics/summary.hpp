@@ -73,6 +73,9 @@ struct Summary {
   std::uint64_t total_input_tokens = 0, total_output_tokens = 0;  // completed requests
   double request_throughput = 0, input_throughput = 0, output_throughput = 0,
          total_token_throughput = 0;
+  // vLLM bench serve's peaks (metrics/peak_tally.hpp): the most output
+  // tokens in one second and the most completed requests active in one.
+  std::uint64_t max_output_tokens_per_s = 0, max_concurrent_requests = 0;
 
   std::vector<SloResult> slos;
   std::uint64_t good_requests = 0;  // completed and within every SLO threshold

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace twin {
 namespace {
@@ -56,6 +59,49 @@ std::string spread_text(const Spread& s, int decimals) {
          " (cv " + fixed(s.cv, 3) + ")";
 }
 
+std::string value_text(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  return v.dump();
+}
+
+// What was run, from the config echo: each resolved group of a simulated
+// cluster (or the engine's own echo), so that a pasted table names its
+// model, hardware, layout and the scheduler knobs that shape the figures.
+void config_rows(Table& t, const nlohmann::ordered_json& config) {
+  std::vector<const nlohmann::ordered_json*> groups;
+  if (config.contains("resolved_groups") && config["resolved_groups"].is_array()) {
+    for (const auto& g : config["resolved_groups"]) groups.push_back(&g);
+  } else if (config.contains("model")) {
+    groups.push_back(&config);
+  }
+  if (groups.empty()) return;
+  t.section("Configuration");
+  static constexpr std::array<std::pair<const char*, const char*>, 10> kRows{{
+      {"model", "Model"},
+      {"hardware", "Hardware"},
+      {"replicas", "Replicas"},
+      {"scheduler_preset", "Scheduler preset"},
+      {"max_num_seqs", "max_num_seqs"},
+      {"max_num_batched_tokens", "max_num_batched_tokens"},
+      {"max_model_len", "max_model_len"},
+      {"block_size", "Block size (tokens)"},
+      {"enable_prefix_caching", "Prefix caching"},
+      {"async_scheduling", "Async scheduling"},
+  }};
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const nlohmann::ordered_json& g = *groups[i];
+    const std::string prefix = groups.size() > 1 ? "Group " + std::to_string(i) + " " : "";
+    for (const auto& [key, label] : kRows) {
+      if (g.contains(key)) t.row(prefix + label, value_text(g[key]));
+      if (std::string_view(key) == "hardware" && g.contains("tp")) {
+        t.row(prefix + "Layout (tp / pp / ep)", value_text(g["tp"]) + " / " + value_text(g.value("pp", nlohmann::ordered_json(1))) +
+                                                  " / " + value_text(g.value("ep", nlohmann::ordered_json(1))));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void print_summary_table(std::ostream& out, const Summary& s) {
@@ -85,6 +131,7 @@ void print_summary_table(std::ostream& out, const Summary& s) {
       t.row(format_slo(r.slo), value);
     }
   }
+  config_rows(t, s.config);
   latency_rows(t, "TTFT", "Time to First Token", s.ttft_ms);
   latency_rows(t, "TPOT", "Time per Output Token (excl. 1st token)", s.tpot_ms);
   latency_rows(t, "ITL", "Inter-token Latency", s.itl_ms);

@@ -1,14 +1,37 @@
 #include "metrics/vllm_result.hpp"
 
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
 #include <ostream>
 
 #include "metrics/summary_json.hpp"
 
 namespace twin {
 
+std::string vllm_result_date() {
+  std::time_t when = std::time(nullptr);
+  std::tm parts{};
+  const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+  char* end = nullptr;
+  errno = 0;
+  const long long fixed = epoch ? std::strtoll(epoch, &end, 10) : -1;
+  if (epoch && *epoch != '\0' && *end == '\0' && errno == 0 && fixed >= 0) {
+    when = static_cast<std::time_t>(fixed);
+    gmtime_r(&when, &parts);
+  } else {
+    localtime_r(&when, &parts);
+  }
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &parts);
+  return text;
+}
+
 nlohmann::ordered_json vllm_result_json(const Summary& s, const VllmResultContext& c) {
   using Json = nlohmann::ordered_json;
   Json j;
+  j["date"] = c.date.empty() ? vllm_result_date() : c.date;
+  j["backend"] = "twinserve";
   j["endpoint_type"] = "twinserve";
   j["label"] = c.label;
   j["model_id"] = c.model_id;
@@ -26,6 +49,8 @@ nlohmann::ordered_json vllm_result_json(const Summary& s, const VllmResultContex
   j["request_goodput"] = s.slos.empty() ? Json(nullptr) : json_figure(s.goodput);
   j["output_throughput"] = json_figure(s.output_throughput);
   j["total_token_throughput"] = json_figure(s.total_token_throughput);
+  j["max_output_tokens_per_s"] = s.max_output_tokens_per_s;
+  j["max_concurrent_requests"] = s.max_concurrent_requests;
   const auto metric = [&](const char* name, const LatencyStats& m) {
     const std::string suffix = std::string(name) + "_ms";
     j["mean_" + suffix] = json_figure(m.mean);

@@ -16,15 +16,22 @@ namespace twin {
 struct VllmResultContext {
   std::string label;     // vLLM's --label: which side ran, e.g. "twinserve-simulate"
   std::string model_id;  // the model's name (also its tokenizer's: no tokenizer is loaded)
+  std::string date;      // vLLM's "%Y%m%d-%H%M%S" (vllm_result_date()); empty: vllm_result_date() now
 };
 
-// Keys: endpoint_type, label, model_id, tokenizer_id, num_prompts,
+// The date vLLM stamps a result with, "%Y%m%d-%H%M%S" in local time; with
+// SOURCE_DATE_EPOCH set (reproducible builds' convention), that instant in
+// UTC, so a run can be made to write the same bytes twice.
+std::string vllm_result_date();
+
+// Keys: date, backend and endpoint_type ("twinserve"), label, model_id, tokenizer_id, num_prompts,
 // request_rate (offered, req/s; null for a burst), burstiness and
 // max_concurrency (null: arrivals come from the trace, concurrency is not
 // capped), duration, completed, failed (rejected + aborted),
 // total_input_tokens, total_output_tokens, request_throughput,
 // request_goodput (null without SLOs), output_throughput,
-// total_token_throughput, then for ttft, tpot, itl and e2el: mean_, median_,
+// total_token_throughput, max_output_tokens_per_s, max_concurrent_requests
+// (metrics/peak_tally.hpp), then for ttft, tpot, itl and e2el: mean_, median_,
 // std_, p90_, p99_ *_ms.
 nlohmann::ordered_json vllm_result_json(const Summary& summary, const VllmResultContext& context);
 void write_vllm_result(std::ostream& out, const Summary& summary, const VllmResultContext& context);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "serve/client_watch.hpp"
 #include "serve/token_stream.hpp"
 
 namespace twin {
@@ -225,7 +226,20 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
       }
       // The verdict first: a rejection (queue full, too long) is an HTTP error, not a stream.
       StreamNews news;
+      // Whether the client has gone, asked at most once a wait slice (a
+      // request that ends sooner never looks for its socket).
+      ClientWatch client(req.local_port, req.remote_addr, req.remote_port);
+      auto next_look = Steady::now() + kWaitSlice;
+      const auto client_left = [&client, &next_look] {
+        if (Steady::now() < next_look) return false;
+        next_look = Steady::now() + kWaitSlice;
+        return client.gone();
+      };
       while (!stream->wait(0, true, Steady::now() + kWaitSlice, news)) {
+        if (client_left()) {
+          inbox_.cancel(id);
+          return;
+        }
       }
       if (news.ended && news.end.outcome == Outcome::rejected) {
         send_error(res, unserved_error(news.end));
@@ -240,6 +254,14 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
           for (const std::string& piece : news.pieces) text += piece;
           seen += news.pieces.size();
           if (news.ended) break;
+          // A client that gave up (its timeout) cancels the request at the
+          // engine's next step, as a streamed one does at its failed write:
+          // an unbounded max_tokens (the context left, vLLM's default) would
+          // otherwise keep the engine busy for nobody.
+          if (client_left()) {
+            inbox_.cancel(id);
+            return;
+          }
           stream->wait(seen, false, Steady::now() + kWaitSlice, news);
         }
         const StreamEnd& end = news.end;

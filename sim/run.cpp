@@ -60,6 +60,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     if (g.precision.quantized()) j["quantization_kernel"] = std::string(g.precision.quant.kernel);
     j["tp"] = g.layout.tp;
     j["pp"] = g.layout.pp;
+    j["ep"] = g.layout.ep;
     j["cost_model"] = !g.config.replay.empty() ? "replay" : (!g.config.profile.empty() ? "calibrated" : "roofline");
     j["replicas"] = g.config.count;
     if (g.replica.role != ReplicaRole::mixed) j["role"] = std::string(replica_role_name(g.replica.role));
@@ -71,6 +72,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["enable_chunked_prefill"] = g.replica.scheduler.enable_chunked_prefill;
     j["block_size"] = g.replica.kv.block_size;
     j["enable_prefix_caching"] = g.replica.kv.enable_prefix_caching;
+    j["async_scheduling"] = g.replica.scheduler.async_scheduling;
     j["num_gpu_blocks"] = g.memory.num_blocks;
     j["num_gpu_blocks_overridden"] = g.memory.overridden;
     j["kv_block_bytes_per_gpu"] = g.memory.block_bytes;
@@ -172,7 +174,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
     if (outputs.vllm_result) {
       std::ofstream vllm_file = dir->open("vllm_result.json");
-      write_vllm_result(vllm_file, result.summary, {"twinserve-simulate", cluster.groups.front().model.name});
+      write_vllm_result(vllm_file, result.summary,
+                        {"twinserve-simulate", cluster.groups.front().model.name, vllm_result_date()});
       if (!vllm_file) throw Error(outputs.out_dir + "/vllm_result.json: write failed");
     }
   }

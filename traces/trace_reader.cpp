@@ -219,9 +219,9 @@ struct TraceReader::Impl {
     if (is_length_only(format)) {
       if (!given)
         throw Error(path + ": a " + std::string(format_name(format)) +
-                    " trace has no arrival times: give a rate with `trace stats|convert --rate R` (requests/s; "
-                    "--arrivals poisson|gamma|constant, --arrival-seed S), e.g. twinserve trace convert " + path +
-                    " OUT.jsonl --rate 2, and use OUT elsewhere");
+                    " trace has no arrival times: give a rate with --rate R (requests/s, Poisson; --arrival-seed S) to "
+                    "simulate, plan or trace stats|convert (convert also takes --arrivals gamma|constant), e.g. "
+                    "twinserve trace convert " + path + " OUT.jsonl --rate 2");
       arrivals.emplace(options.arrivals);
     } else if (given) {
       throw UsageError("--rate gives arrival times to traces without them (vidur-lengths, sharegpt); " + path +

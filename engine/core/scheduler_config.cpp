@@ -75,7 +75,7 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // 80 GB-class GPUs; smaller GPUs get less: set max_num_batched_tokens);
     // schedule_policy fcfs.
     c.decode_first = false;
-    c.max_num_batched_tokens = 8192;
+    c.chunked_budget = 8192;
     return c;
   }
   if (name == "trtllm") {
@@ -87,18 +87,17 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // max_model_len is served (trtllm-serve leaves it off and then needs
     // max_num_tokens to cover the longest prompt; docs/engines.md).
     c.max_num_seqs = 2048;
-    c.max_num_batched_tokens = 8192;
+    c.chunked_budget = 8192;
     c.admission_reserve = AdmissionReserve::sequence;
     return c;
   }
   if (name == "sarathi") {
-    c.max_num_batched_tokens = 512;
+    c.chunked_budget = 512;
     return c;
   }
   // The remaining presets run whole prompts in one step, prefills ahead of decodes.
   c.enable_chunked_prefill = false;
   c.decode_first = false;
-  c.max_num_batched_tokens = 0;  // auto: max(max_model_len, 2048)
   // vLLM v0's default scheduler is this same algorithm: whole prompts,
   // prefills first, a step with prefills carries no decodes, budget
   // max(max_model_len, 2048), 256 seqs. Its KV side (watermark, no prefix
@@ -204,7 +203,7 @@ const char* admission_reserve_name(AdmissionReserve reserve) {
 
 std::int32_t effective_token_budget(const SchedulerConfig& c) {
   if (c.max_num_batched_tokens > 0) return c.max_num_batched_tokens;
-  return c.enable_chunked_prefill ? 8192 : std::max(c.max_model_len, 2048);
+  return c.enable_chunked_prefill ? c.chunked_budget : std::max(c.max_model_len, 2048);
 }
 
 void validate(const SchedulerConfig& c) {
@@ -215,6 +214,7 @@ void validate(const SchedulerConfig& c) {
     fail("a count is above " + std::to_string(kMaxKnobCount));
   }
   if (c.max_num_batched_tokens < 0) fail("max_num_batched_tokens must be >= 0 (0 = auto)");
+  if (c.chunked_budget < 1 || over(c.chunked_budget)) fail("the preset's chunked budget must be in [1, 2^30]");
   if (c.max_num_seqs < 1) fail("max_num_seqs must be >= 1");
   if (c.max_model_len < 2) fail("max_model_len must be >= 2");
   if (c.long_prefill_token_threshold < 0) fail("long_prefill_token_threshold must be >= 0");
@@ -229,8 +229,10 @@ void validate(const SchedulerConfig& c) {
   if (!c.enable_chunked_prefill && budget < c.max_model_len) {
     // As vLLM: without chunking a whole prompt (or a recompute of prompt plus
     // output) must fit one step, or the request could wait forever.
-    fail("max_num_batched_tokens " + std::to_string(budget) + " is smaller than max_model_len " +
-         std::to_string(c.max_model_len) + " with chunked prefill off; raise it, set it to 0 (auto) or enable chunking");
+    // Only a budget given explicitly gets here (an unset one follows max_model_len).
+    fail("max_num_batched_tokens (--max-num-batched-tokens) " + std::to_string(budget) +
+         " is smaller than max_model_len (--max-model-len) " + std::to_string(c.max_model_len) +
+         " with chunked prefill off; raise it, leave it unset (0) or enable chunking");
   }
   if (!c.enable_chunked_prefill && c.long_prefill_token_threshold > 0) {
     fail("long_prefill_token_threshold needs enable_chunked_prefill");

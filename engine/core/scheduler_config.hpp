@@ -34,9 +34,14 @@ inline constexpr std::int32_t kMaxKnobCount = 1 << 30;
 
 struct SchedulerConfig {
   std::string preset = "vllm";
-  // Token budget per step; 0 = auto: max(max_model_len, 2048) without chunked
-  // prefill (vLLM v0's rule, so any admissible prompt fits), 8192 with it.
-  std::int32_t max_num_batched_tokens = 8192;
+  // Token budget per step; 0 = unset, as vLLM's None: chunked_budget with
+  // chunked prefill, max(max_model_len, 2048) without (vLLM's SchedulerConfig
+  // rule, so any admissible prompt fits one step).
+  std::int32_t max_num_batched_tokens = 0;
+  // The unset budget with chunked prefill: the preset's (vLLM's 8192 for the
+  // OpenAI server on large GPUs). Kept apart from max_num_batched_tokens so
+  // that --no-enable-chunked-prefill alone falls back to vLLM's rule.
+  std::int32_t chunked_budget = 8192;
   std::int32_t max_num_seqs = 256;             // running requests at most
   std::int32_t max_model_len = 131072;         // prompt + output at most
   bool enable_chunked_prefill = true;
@@ -86,7 +91,7 @@ SchedulerConfig scheduler_preset(std::string_view name);
 void set_scheduler_option(SchedulerConfig& config, std::string_view key, std::string_view value);
 // Throws UsageError when knobs contradict each other or are out of range.
 void validate(const SchedulerConfig& config);
-// The budget in force: max_num_batched_tokens with 0 resolved as above.
+// The budget in force: max_num_batched_tokens, or its unset value as above.
 std::int32_t effective_token_budget(const SchedulerConfig& config);
 std::vector<std::string> scheduler_option_keys();
 // The key's text for a queue order ("fcfs", "priority", ...), as set_scheduler_option reads it.

@@ -212,6 +212,7 @@ nlohmann::ordered_json Engine::config_echo() const {
   echo["enable_chunked_prefill"] = rc.scheduler.enable_chunked_prefill;
   echo["block_size"] = rc.kv.block_size;
   echo["enable_prefix_caching"] = rc.kv.enable_prefix_caching;
+  echo["async_scheduling"] = rc.scheduler.async_scheduling;
   echo["num_gpu_blocks"] = rc.kv.num_blocks;
   echo["num_host_blocks"] = rc.kv.num_host_blocks;
   echo["kv_block_bytes"] = runner_->kv_block_bytes();

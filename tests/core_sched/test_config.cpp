@@ -10,10 +10,11 @@ TEST_CASE("presets set scheduler and KV knobs", "[config]") {
   const auto vllm = replica_preset("vllm");
   CHECK(vllm.scheduler.enable_chunked_prefill);
   CHECK(vllm.scheduler.decode_first);
-  CHECK(vllm.scheduler.max_num_batched_tokens == 8192);
+  CHECK(vllm.scheduler.max_num_batched_tokens == 0);  // unset, as vLLM's None
+  CHECK(effective_token_budget(vllm.scheduler) == 8192);
   CHECK(vllm.kv.block_size == 16);
   CHECK(vllm.kv.enable_prefix_caching);
-  CHECK(replica_preset("sarathi").scheduler.max_num_batched_tokens == 512);
+  CHECK(effective_token_budget(replica_preset("sarathi").scheduler) == 512);
   const auto orca = replica_preset("orca");
   CHECK_FALSE(orca.scheduler.enable_chunked_prefill);
   CHECK_FALSE(orca.scheduler.decode_first);
@@ -109,6 +110,27 @@ TEST_CASE("contradictory knobs are refused", "[config]") {
   CHECK_NOTHROW(validate(c));
   c.kv.num_blocks = 0;
   CHECK_THROWS_AS(Replica(c, 0), UsageError);
+}
+
+TEST_CASE("chunked prefill off: an unset budget follows vLLM's rule, a given one must cover max_model_len", "[config]") {
+  // vLLM's SchedulerConfig: without chunked prefill an unset budget is
+  // max(max_model_len, 2048), whatever the chunked default was.
+  auto c = replica_preset("vllm");
+  c.scheduler.enable_chunked_prefill = false;
+  CHECK(effective_token_budget(c.scheduler) == c.scheduler.max_model_len);
+  CHECK_NOTHROW(validate(c.scheduler));
+  c.scheduler.max_model_len = 1000;
+  CHECK(effective_token_budget(c.scheduler) == 2048);
+  auto sarathi = replica_preset("sarathi");
+  sarathi.scheduler.enable_chunked_prefill = false;
+  CHECK(effective_token_budget(sarathi.scheduler) == sarathi.scheduler.max_model_len);
+  // An explicit budget below max_model_len stays an error naming both flags.
+  c.scheduler.max_num_batched_tokens = 512;
+  CHECK_THROWS_WITH(validate(c.scheduler), Catch::Contains("--max-num-batched-tokens") &&
+                                               Catch::Contains("--max-model-len") && Catch::Contains("512") &&
+                                               Catch::Contains("1000"));
+  c.scheduler.max_num_batched_tokens = 1000;
+  CHECK_NOTHROW(validate(c.scheduler));
 }
 
 }  // namespace twin

@@ -101,6 +101,43 @@ TEST_CASE("the summary table shows latencies, throughput, goodput and load") {
   }
 }
 
+TEST_CASE("the summary table names what ran, from the config echo") {
+  // The engine's flat echo: one block.
+  const std::string table = write_hand_run().table;
+  CHECK_THAT(table, Contains("Configuration") && Contains("Model:") && Contains("llama-3.1-8b"));
+  // A simulated cluster's resolved groups: one block per group, prefixed.
+  Summary s;
+  s.config["resolved_groups"] = nlohmann::ordered_json::array();
+  for (const char* hw : {"h100-80gb", "a100-80gb"}) {
+    s.config["resolved_groups"].push_back({{"model", "llama-3.1-70b"}, {"hardware", hw}, {"tp", 4}, {"pp", 2},
+                                           {"ep", 1}, {"replicas", 3}, {"scheduler_preset", "vllm"},
+                                           {"max_num_batched_tokens", 8192}, {"max_num_seqs", 256},
+                                           {"max_model_len", 131072}, {"block_size", 16},
+                                           {"enable_prefix_caching", true}, {"async_scheduling", false}});
+  }
+  std::ostringstream out;
+  print_summary_table(out, s);
+  // The value on the row of a label, spaces trimmed ("" when no such row).
+  const auto value_of = [text = out.str()](const std::string& label) {
+    const std::size_t at = text.find("\n" + label + ":");
+    if (at == std::string::npos) return std::string();
+    const std::size_t from = text.find_first_not_of(' ', at + label.size() + 2);
+    return text.substr(from, text.find('\n', from) - from);
+  };
+  CHECK(value_of("Group 0 Hardware") == "h100-80gb");
+  CHECK(value_of("Group 1 Hardware") == "a100-80gb");
+  CHECK(value_of("Group 0 Layout (tp / pp / ep)") == "4 / 2 / 1");
+  CHECK(value_of("Group 1 Replicas") == "3");
+  CHECK(value_of("Group 1 Scheduler preset") == "vllm");
+  CHECK(value_of("Group 0 max_num_batched_tokens") == "8192");
+  CHECK(value_of("Group 0 max_num_seqs") == "256");
+  CHECK(value_of("Group 1 max_model_len") == "131072");
+  CHECK(value_of("Group 0 Block size (tokens)") == "16");
+  CHECK(value_of("Group 0 Prefix caching") == "on");
+  CHECK(value_of("Group 0 Async scheduling") == "off");
+  CHECK(value_of("Model").empty());  // several groups: every row prefixed
+}
+
 TEST_CASE("the output directory is created and existing results are kept unless overwrite is asked") {
   test::TempDir tmp;
   const auto dir = tmp.path() / "a" / "b";

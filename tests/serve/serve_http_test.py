@@ -6,7 +6,8 @@ Usage: serve_http_test.py TWINSERVE OUT_DIR [serve flags...]
 Starts the server on 127.0.0.1 with a port it picks (read from its stdout),
 checks /health, /v1/models, a whole and a streamed completion, a streamed
 chat completion with usage, a stream cancelled mid-way by closing the
-connection, bad input and unknown routes (OpenAI's error shape and status),
+connection, a whole chat completion without max_tokens whose client times
+out (cancelled by the server), bad input and unknown routes (OpenAI's error shape and status),
 /metrics under vLLM's names; then SIGTERMs it and checks that its
 requests.csv holds what the client saw: each request's token count, the
 cancelled one aborted with reason "cancelled". No timing is checked.
@@ -123,6 +124,7 @@ def main():
 SEEN = {}  # request id in the response ("cmpl-7") -> tokens the client counted
 RECORDS = {}  # request id -> the server's record sent in its stream (the "twinserve" key)
 CANCELLED = []
+GONE_FINISHED = []  # the non-streamed request whose client timed out ended before it did
 
 
 def rid(obj):
@@ -197,6 +199,33 @@ def run_client(port):
                                       {"prompt": "cancel me", "max_tokens": 2000, "stream": True}, stop_after=3)
     check(status == 200 and len(events) == 3, "the cancelled stream started")
     CANCELLED.append(rid(events[0]))
+
+    # A whole (non-streamed) chat completion without max_tokens asks for the
+    # context left (vLLM's default: minutes of tokens on the simulated
+    # engine); its client gives up after a short timeout and closes. The
+    # server must cancel it then, not run it for nobody: the server drains
+    # (nothing running or waiting, polled, no timing measured) and
+    # requests.csv has it aborted as cancelled.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=0.5)
+    conn.request("POST", "/v1/chat/completions", body=json.dumps({"messages": [{"role": "user", "content": "gone"}]}),
+                 headers={"Content-Type": "application/json"})
+    try:
+        resp = conn.getresponse()
+        resp.read()
+        GONE_FINISHED.append(True)  # the tiny cpu engine can finish within the timeout
+    except (TimeoutError, OSError):
+        pass
+    conn.close()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, text = request(port, "GET", "/metrics")
+        busy = [l for l in text.splitlines()
+                if l.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting"))]
+        if all(float(l.split()[-1]) == 0 for l in busy):
+            break
+        time.sleep(0.1)
+    else:
+        check(False, "the request whose client went away still runs 60 s later")
 
     # Bad input and unknown things: OpenAI's error shape, the right status.
     for body, want, what in [
@@ -277,8 +306,20 @@ def check_records(out_dir):
             check(r["outcome"] == "aborted" and r["reason"] in ("cancelled", "interrupted"),
                   "request %d aborted as cancelled (%s, %s)" % (id_, r["outcome"], r["reason"]))
             check(3 <= int(r["output_tokens"]) < 2000, "the cancelled request stopped early")
+    # The row nobody above claims: the non-streamed request whose client timed out.
+    gone = [r for id_, r in rows.items() if id_ not in SEEN and id_ not in CANCELLED]
+    check(len(gone) == 1, "one row for the request whose client timed out (%d)" % len(gone))
+    # Paced by the cost model, the context left takes minutes: the request
+    # must end cancelled. The tiny CPU engine may finish it before the
+    # server looks (no test may depend on timing): finished is accepted there.
+    if gone and not GONE_FINISHED:
+        r = gone[0]
+        cancelled = r["outcome"] == "aborted" and r["reason"] == "cancelled"
+        check(cancelled or (not paced and r["outcome"] == "finished"),
+              "the timed-out client's request aborted as cancelled (%s, %s)" % (r["outcome"], r["reason"]))
     # Bad input never reached the core: every row is one the client sent.
-    check(len(rows) == len(SEEN) + len(CANCELLED), "%d rows for %d requests" % (len(rows), len(SEEN) + len(CANCELLED)))
+    check(len(rows) == len(SEEN) + len(CANCELLED) + 1,
+          "%d rows for %d requests" % (len(rows), len(SEEN) + len(CANCELLED) + 1))
     # With a KV tier below the device, the summary and steps.csv say what it did.
     if "--kv-offload-dram-gib" in sys.argv:
         with open(os.path.join(out_dir, "summary.json")) as f:

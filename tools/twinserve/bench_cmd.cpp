@@ -134,8 +134,9 @@ void write_json_files(const OutputDir& out, const Summary& summary, const Server
   summary_json["server_ttft"] = server_ttft_json(server_check);
   json << summary_json.dump(2) << "\n";
   if (!json) throw Error((out.path() / "summary.json").string() + ": write failed");
-  nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-bench", o.model});
-  vllm["endpoint_type"] = is_chat(o.endpoint) ? "openai-chat" : "openai";
+  nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-bench", o.model, vllm_result_date()});
+  // vLLM's --backend names the request function, as endpoint_type does.
+  vllm["endpoint_type"] = vllm["backend"] = is_chat(o.endpoint) ? "openai-chat" : "openai";
   vllm["max_concurrency"] = a.max_concurrency > 0 ? nlohmann::ordered_json(a.max_concurrency) : nullptr;
   add_vllm_detailed(vllm, result.entries);
   std::ofstream vllm_file = out.open("vllm_result.json");

@@ -91,7 +91,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path (default: --weights' config.json)");
   sub->add_option("--weights", a.weights, "Folder of *.safetensors; default: random weights from --seed");
   add_engine_flags(*sub, a.engine);
-  sub->add_option("--tp", a.tp, "Tensor parallel degree (the engine runs 1)")->check(int_range(1, 1024));
+  sub->add_option(kTensorParallelFlag, a.tp, "Tensor parallel degree (the engine runs 1)")->check(int_range(1, 1024));
   sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)")->check(int_range(0, kMaxInt32));
   sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);
   sub->add_flag("--quick", a.quick, "Coarse grid, few repeats (seconds for tiny; for tests)");

@@ -19,8 +19,19 @@ void add_trace_input_flags(CLI::App& sub, TraceInputFlags& f, const std::string&
       ->check(CLI::NonNegativeNumber);
 }
 
+void add_trace_arrival_flags(CLI::App& sub, TraceInputFlags& f) {
+  sub.add_option("--rate", f.rate,
+                 "Traces without arrival times (vidur-lengths, sharegpt): Poisson arrivals at R requests/s, as "
+                 "`trace convert --rate` gives them; a trace with its own times refuses it")
+      ->check(real_range(0, 1e9, true));
+  sub.add_option("--arrival-seed", f.arrival_seed, "With --rate: seed of the arrival process (default 0)")
+      ->check(CLI::NonNegativeNumber);
+}
+
 TraceReadOptions trace_read_options(const TraceInputFlags& f) {
   TraceReadOptions read;
+  read.arrivals.rate = f.rate;  // poisson, the reader's default kind
+  read.arrivals.seed = f.arrival_seed;
   if (!f.format.empty()) read.format = parse_format_name(f.format);
   read.on_bad_row = parse_bad_row_policy(f.on_bad_row);
   return read;

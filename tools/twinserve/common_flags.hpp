@@ -17,14 +17,29 @@ class App;
 
 namespace twin::cli {
 
+// The parallel layout's names: the short one beside vLLM's, for every
+// command that takes a layout (main() also rewrites vLLM's -tp/-pp to these;
+// short_aliases.hpp).
+inline constexpr const char* kTensorParallelFlag = "--tp,--tensor-parallel-size";
+inline constexpr const char* kPipelineParallelFlag = "--pp,--pipeline-parallel-size";
+
 // --trace, --format, --on-bad-row, --max-requests.
 struct TraceInputFlags {
   std::string path;
   std::string format;  // empty: detected
   std::string on_bad_row = "error";
   std::int64_t max_requests = 0;  // 0: the whole trace
+  // Arrivals for traces without times (vidur-lengths, sharegpt):
+  // add_trace_arrival_flags; 0: not given.
+  double rate = 0;
+  std::uint64_t arrival_seed = 0;
 };
 void add_trace_input_flags(CLI::App& sub, TraceInputFlags& flags, const std::string& trace_help, bool required);
+// --rate R and --arrival-seed S: Poisson arrivals at R requests/s for a
+// length-only or ShareGPT trace, the reader's rule (traces/arrival_process),
+// the same arrivals `trace convert --rate R --arrival-seed S` writes
+// (simulate, plan).
+void add_trace_arrival_flags(CLI::App& sub, TraceInputFlags& flags);
 // The reader's options the flags name (UsageError for an unknown format or policy).
 TraceReadOptions trace_read_options(const TraceInputFlags& flags);
 

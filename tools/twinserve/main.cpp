@@ -6,9 +6,12 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/short_aliases.hpp"
 
 namespace twin::cli {
 std::vector<CommandEntry>& command_registry() {
@@ -30,7 +33,13 @@ int main(int argc, char** argv) {
   for (const auto& entry : registry) entry.install(app);
 
   try {
-    app.parse(argc, argv);
+    // vLLM's -tp/-pp/-dp become their long names first (CLI11 cannot name
+    // them); CLI11 then parses the rewritten words as it would argv.
+    std::vector<std::string> words =
+        twin::cli::expand_short_aliases(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::reverse(words.begin(), words.end());  // CLI11's vector form takes the words last first
+    app.name(argv[0]);                         // as parse(argc, argv) names it, for the usage lines
+    app.parse(words);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

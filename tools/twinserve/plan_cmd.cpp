@@ -145,6 +145,7 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   auto& a = *args;
   auto* sub = root.add_subcommand("plan", "Find the cheapest deployment that meets SLOs on a trace (capacity planning)");
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
+  add_trace_arrival_flags(*sub, a.in);
   sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
   add_output_flags(*sub, a.out, "Write plan.json, plan.csv, pareto.csv and plots here", true);
   sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
@@ -152,8 +153,8 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
   sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
   sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');
-  sub->add_option("--tp", a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',')->check(int_range(1, 1024));
-  sub->add_option("--pp", a.pp, "PP sizes to try (default 1)")->delimiter(',')->check(int_range(1, 1024));
+  sub->add_option(kTensorParallelFlag, a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',')->check(int_range(1, 1024));
+  sub->add_option(kPipelineParallelFlag, a.pp, "PP sizes to try (default 1)")->delimiter(',')->check(int_range(1, 1024));
   sub->add_option("--ep,--expert-parallel-size", a.ep, "EP sizes to try, MoE models (default 1; docs/simulate.md)")
       ->delimiter(',')
       ->check(int_range(1, 1024));

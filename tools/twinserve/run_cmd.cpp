@@ -181,7 +181,7 @@ void run(const RunArgs& a) {
     if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
     if (a.result_format == "vllm") {
       std::ofstream vllm_file = dir->open("vllm_result.json");
-      write_vllm_result(vllm_file, summary, {"twinserve-run", engine.model().name});
+      write_vllm_result(vllm_file, summary, {"twinserve-run", engine.model().name, vllm_result_date()});
       if (!vllm_file) throw Error(a.out.dir + "/vllm_result.json: write failed");
     }
   }

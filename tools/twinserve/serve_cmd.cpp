@@ -284,7 +284,7 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
                                           "waited on the wall clock (a mocker of hardware that may not exist)");
   sub->add_option("--hw", a.hardware, "--simulate: hardware profile (default h100-80gb; `twinserve hw list`)");
   sub->add_option("--profile", a.profile, "--simulate: a calibrated profile (`twinserve calibrate`) instead of the roofline");
-  sub->add_option("--tp", a.tp, "--simulate: tensor parallel GPUs")->check(int_range(1, 1024));
+  sub->add_option(kTensorParallelFlag, a.tp, "--simulate: tensor parallel GPUs")->check(int_range(1, 1024));
   add_engine_flags(*sub, a.engine);
   add_engine_memory_flags(*sub, a.memory);
   add_kv_offload_flags(*sub, a.memory);

@@ -235,6 +235,10 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
+  if (a.in.rate > 0) {
+    extra["rate"] = a.in.rate;
+    extra["arrival_seed"] = a.in.arrival_seed;
+  }
   echo_client_options(a.clients, extra);
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   const RunResult result = run_simulation(config, clients.source(), outputs, extra);
@@ -269,6 +273,7 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
   auto& a = *args;
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", false);
+  add_trace_arrival_flags(*sub, a.in);
   add_client_flags(*sub, a.clients);
   sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
   sub->add_option("--explain-ops", a.explain_ops,
@@ -283,8 +288,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--quantization,-q", a.quantization,
                   "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
                   "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only); docs/quantization.md");
-  sub->add_option("--tp,--tensor-parallel-size", a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
-  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "Pipeline stages")->check(int_range(1, 1024));
+  sub->add_option(kTensorParallelFlag, a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
+  sub->add_option(kPipelineParallelFlag, a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
   sub->add_option("--data-parallel-size", a.dp,
                   "vLLM's data parallelism: ranks of --tp GPUs, each its own scheduler, limits and KV cache, behind "

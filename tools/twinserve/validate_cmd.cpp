@@ -186,9 +186,9 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
                   "bench) matched to --trace by id, or `vllm bench serve --save-result --save-detailed` JSON "
                   "matched to --trace by order (docs/validate.md)")
       ->check(non_empty());
-  sub->add_option("--tp,--tensor-parallel-size", a.tp, "With --measured: GPUs per stage of the measured deployment")
+  sub->add_option(kTensorParallelFlag, a.tp, "With --measured: GPUs per stage of the measured deployment")
       ->check(int_range(1, 1024));
-  sub->add_option("--pp,--pipeline-parallel-size", a.pp, "With --measured: pipeline stages of the measured deployment")
+  sub->add_option(kPipelineParallelFlag, a.pp, "With --measured: pipeline stages of the measured deployment")
       ->check(int_range(1, 1024));
   add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
   add_config_file_flag(*sub, &a.cluster_config,

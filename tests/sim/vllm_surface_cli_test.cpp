@@ -1,0 +1,110 @@
+// vLLM's spellings through the built twinserve: the short -tp/-pp/-dp
+// aliases, --no-enable-chunked-prefill's budget and --rate for traces
+// without arrival times.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/run_cli.hpp"
+
+namespace fs = std::filesystem;
+using twin::test::run_twinserve;
+
+namespace {
+
+bool have_bin() {
+  if (std::getenv("TWIN_BIN")) return true;
+  WARN("TWIN_BIN not set: skipping the command-line checks");
+  return false;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string kModel = " --model llama-3.1-8b --hw h100-80gb";
+
+}  // namespace
+
+TEST_CASE("vLLM's -tp, -pp and -dp are its long names where the command has them") {
+  if (!have_bin()) return;
+  const auto short_form = run_twinserve("simulate -tp 2 -pp=2" + kModel + " --explain-memory", true);
+  REQUIRE(short_form.exit_code == 0);
+  CHECK_THAT(short_form.out, Catch::Contains("tp=2 pp=2"));
+  const auto long_form =
+      run_twinserve("simulate --tensor-parallel-size 2 --pipeline-parallel-size 2" + kModel + " --explain-memory", true);
+  CHECK(long_form.out == short_form.out);
+  // A command without the long name says so (not "-d -p" misread);
+  // calibrate times one engine and has no data parallelism.
+  const auto dp = run_twinserve("calibrate -dp 2 --model tiny --out /nonexistent/x.json", true);
+  CHECK(dp.exit_code == 2);
+  CHECK_THAT(dp.out, Catch::Contains("-dp") && Catch::Contains("--data-parallel-size") && Catch::Contains("calibrate"));
+  // Every command with --tp takes vLLM's names: calibrate reaches its own
+  // check of the degree (the engine runs one device), not a parse error.
+  const auto cal = run_twinserve("calibrate -tp 0 --model tiny --out /nonexistent/x.json", true);
+  CHECK(cal.exit_code == 2);
+  CHECK_THAT(cal.out, Catch::Contains("--tp"));
+  for (const char* cmd : {"plan", "serve", "calibrate", "validate", "simulate"}) {
+    INFO(cmd);
+    const auto help = run_twinserve(std::string(cmd) + " --help", true);
+    CHECK_THAT(help.out, Catch::Contains("--tensor-parallel-size"));
+  }
+}
+
+TEST_CASE("chunked prefill off alone budgets max(max_model_len, 2048), as vLLM") {
+  if (!have_bin()) return;
+  const auto unset = run_twinserve("simulate" + kModel + " --no-enable-chunked-prefill --explain-memory", true);
+  REQUIRE(unset.exit_code == 0);
+  CHECK_THAT(unset.out, Catch::Contains("max_num_batched_tokens 131072, max_num_seqs 256, max_model_len 131072"));
+  const auto short_len =
+      run_twinserve("simulate" + kModel + " --no-enable-chunked-prefill --max-model-len 1000 --explain-memory", true);
+  CHECK_THAT(short_len.out, Catch::Contains("max_num_batched_tokens 2048,"));
+  // A budget given below max_model_len stays an error naming both flags.
+  const auto small = run_twinserve(
+      "simulate" + kModel + " --no-enable-chunked-prefill --max-num-batched-tokens 4096 --explain-memory", true);
+  CHECK(small.exit_code == 2);
+  CHECK_THAT(small.out, Catch::Contains("--max-num-batched-tokens") && Catch::Contains("--max-model-len"));
+}
+
+TEST_CASE("simulate --rate gives a length-only trace the arrivals trace convert --rate writes") {
+  if (!have_bin()) return;
+  const fs::path dir = fs::temp_directory_path() / "twin_vllm_surface_rate";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path lengths = dir / "lengths.csv";
+  {
+    std::ofstream out(lengths);
+    out << "num_prefill_tokens,num_decode_tokens\n";
+    for (int i = 0; i < 40; ++i) out << 100 + 37 * i << "," << 10 + i << "\n";
+  }
+  const std::string rate = " --rate 3 --arrival-seed 7";
+  REQUIRE(run_twinserve("simulate --trace '" + lengths.string() + "'" + rate + kModel + " --no-progress --out '" +
+                        (dir / "direct").string() + "'")
+              .exit_code == 0);
+  const fs::path converted = dir / "converted.jsonl";
+  REQUIRE(run_twinserve("trace convert '" + lengths.string() + "' '" + converted.string() + "'" + rate).exit_code == 0);
+  REQUIRE(run_twinserve("simulate --trace '" + converted.string() + "'" + kModel + " --no-progress --out '" +
+                        (dir / "converted").string() + "'")
+              .exit_code == 0);
+  const std::string direct = slurp(dir / "direct" / "requests.csv");
+  CHECK(!direct.empty());
+  CHECK(direct == slurp(dir / "converted" / "requests.csv"));
+  CHECK_THAT(slurp(dir / "direct" / "summary.json"), Catch::Contains("\"rate\": 3"));
+  // Another seed, other arrivals; no rate, the error says how to give one;
+  // a trace with its own times refuses a rate.
+  REQUIRE(run_twinserve("simulate --trace '" + lengths.string() + "' --rate 3 --arrival-seed 8" + kModel +
+                        " --no-progress --out '" + (dir / "seed8").string() + "'")
+              .exit_code == 0);
+  CHECK(slurp(dir / "seed8" / "requests.csv") != direct);
+  const auto none = run_twinserve("simulate --trace '" + lengths.string() + "'" + kModel, true);
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.out, Catch::Contains("--rate R"));
+  CHECK(run_twinserve("simulate --trace '" + converted.string() + "' --rate 3" + kModel).exit_code == 2);
+  fs::remove_all(dir);
+}
