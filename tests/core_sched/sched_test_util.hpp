@@ -42,6 +42,14 @@ inline StepPlan step(Replica& r, Time now, Time duration = kNsPerMs) {
   return p;
 }
 
+// The plan's entry for request `id`, or nullptr.
+inline const ScheduledSeq* find_seq(const StepPlan& p, RequestId id) {
+  for (const auto& q : p.seqs) {
+    if (q.id == id) return &q;
+  }
+  return nullptr;
+}
+
 // Checks the KV invariants over every live table; returns the first violation.
 inline std::string kv_violation(const Replica& r) {
   std::vector<const SeqKv*> tables;

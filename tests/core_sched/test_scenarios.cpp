@@ -7,16 +7,6 @@
 #include "tests/core_sched/sched_test_util.hpp"
 
 namespace twin::test {
-namespace {
-
-const ScheduledSeq* find(const StepPlan& p, RequestId id) {
-  for (const auto& q : p.seqs) {
-    if (q.id == id) return &q;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 TEST_CASE("vllm: running requests are scheduled before waiting ones - in one mixed step", "[scenario]") {
   Replica r(config_for("vllm", 100), 0);
@@ -44,8 +34,8 @@ TEST_CASE("sarathi: chunked prefill splits a long prompt within the token budget
   for (int i = 0; i < 3; ++i) {
     auto p = step(r, (i + 1) * kNsPerMs);
     CHECK(p.num_batched_tokens() <= 512);
-    REQUIRE(find(p, 1) != nullptr);  // decode never stalls
-    const auto* q = find(p, 2);
+    REQUIRE(find_seq(p, 1) != nullptr);  // decode never stalls
+    const auto* q = find_seq(p, 2);
     REQUIRE(q != nullptr);
     chunks.push_back(q->num_new);
     CHECK(q->samples == (i == 2));
@@ -93,12 +83,12 @@ TEST_CASE("static: a batch runs to completion with no joins", "[scenario]") {
   // Request 1 finishes after 3 tokens, but 3 and 4 wait for request 2 too.
   for (int i = 0; i < 5; ++i) {
     p = step(r, t += kNsPerMs);
-    CHECK(find(p, 3) == nullptr);
-    CHECK(find(p, 4) == nullptr);
+    CHECK(find_seq(p, 3) == nullptr);
+    CHECK(find_seq(p, 4) == nullptr);
   }
   p = step(r, t += kNsPerMs);
-  CHECK(find(p, 3) != nullptr);
-  CHECK(find(p, 4) != nullptr);
+  CHECK(find_seq(p, 3) != nullptr);
+  CHECK(find_seq(p, 4) != nullptr);
 }
 
 TEST_CASE("dynamic: waits for batch_size requests or batch_timeout", "[scenario]") {
@@ -149,7 +139,7 @@ TEST_CASE("recompute preemption takes the newest - admits nothing that step - re
   bool recomputed = false;
   while (r.has_work()) {
     p = step(r, t += kNsPerMs);
-    if (const auto* q = find(p, 2); q && q->num_computed == 0) {
+    if (const auto* q = find_seq(p, 2); q && q->num_computed == 0) {
       CHECK(q->num_new == 16 + 17);  // preempted when its 33rd token needed a third block
       CHECK(q->samples);
       recomputed = true;
@@ -187,7 +177,7 @@ TEST_CASE("swap preemption round trip lists the copies and keeps progress", "[sc
     p = step(r, t += kNsPerMs);
     if (!p.swap_in.empty()) {
       CHECK(p.swap_in.size() == 2);
-      const auto* q = find(p, 2);
+      const auto* q = find_seq(p, 2);
       REQUIRE(q != nullptr);
       CHECK(q->num_computed == kept);  // resumes where it was
       CHECK(q->num_new == 1);

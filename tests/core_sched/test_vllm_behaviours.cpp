@@ -8,19 +8,7 @@
 namespace twin::test {
 namespace {
 
-bool has(const StepPlan& p, RequestId id) {
-  for (const auto& q : p.seqs) {
-    if (q.id == id) return true;
-  }
-  return false;
-}
-
-const ScheduledSeq* find(const StepPlan& p, RequestId id) {
-  for (const auto& q : p.seqs) {
-    if (q.id == id) return &q;
-  }
-  return nullptr;
-}
+bool has(const StepPlan& p, RequestId id) { return find_seq(p, id) != nullptr; }
 
 }  // namespace
 
@@ -94,7 +82,7 @@ TEST_CASE("a request preempted by recompute hits its own generated blocks", "[vl
     const ScheduledSeq* back = nullptr;
     while (r.has_work() && back == nullptr) {
       p = step(r, t += kNsPerMs);
-      back = find(p, 2);
+      back = find_seq(p, 2);
     }
     REQUIRE(back != nullptr);
     CHECK(back->num_computed + back->num_new == 16 + 33);

@@ -24,6 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/request_csv.hpp"
+#include "metrics/step_csv.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -75,66 +78,32 @@ Metrics measured_metrics(const fs::path& requests) {
   return {stats_of(ttft), stats_of(tpot), stats_of(e2e), stats_of(queue)};
 }
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string cell;
-  while (std::getline(ss, cell, ',')) out.push_back(cell);
-  return out;
-}
-
-std::size_t column(const std::vector<std::string>& header, const std::string& name) {
-  const auto it = std::find(header.begin(), header.end(), name);
-  if (it == header.end()) throw std::runtime_error("no column " + name);
-  return static_cast<std::size_t>(it - header.begin());
-}
-
 // Prompt tokens computed by prefill work beyond each prompt's first
 // computation: what preemptions cost.
-double recomputed_tokens(const fs::path& out) {
-  std::ifstream steps(out / "steps.csv");
-  std::string line;
-  std::getline(steps, line);
-  const auto h = split_csv(line);
-  const std::size_t new_tokens = column(h, "new_tokens"), decodes = column(h, "num_decode_seqs");
+double recomputed_tokens(const std::vector<twin::StepRecord>& steps, const std::vector<twin::RequestRecord>& requests) {
   double prefill = 0;
-  while (std::getline(steps, line)) {
-    const auto c = split_csv(line);
-    prefill += std::stod(c[new_tokens]) - std::stod(c[decodes]);
-  }
-  std::ifstream reqs(out / "requests.csv");
-  std::getline(reqs, line);
-  const auto rh = split_csv(line);
-  const std::size_t prompt = column(rh, "prompt_tokens"), cached = column(rh, "cached_prompt_tokens");
-  double first_time = 0;
-  while (std::getline(reqs, line)) {
-    const auto c = split_csv(line);
-    first_time += std::stod(c[prompt]) - std::stod(c[cached]);
-  }
-  return prefill - first_time;
+  for (const auto& s : steps) prefill += static_cast<double>(s.new_tokens - s.num_decode_seqs);
+  for (const auto& r : requests) prefill -= r.prompt_tokens - r.cached_prompt_tokens;
+  return prefill;
 }
 
+double ms(twin::Time ns) { return static_cast<double>(ns) / 1e6; }
+
+// The simulated side, through the result files' own readers.
 Metrics simulated_metrics(const fs::path& out) {
-  std::ifstream in(out / "requests.csv");
-  std::string line;
-  std::getline(in, line);
-  const auto h = split_csv(line);
-  const std::size_t ttft_c = column(h, "ttft_ms"), tpot_c = column(h, "tpot_ms"), e2e_c = column(h, "e2el_ms");
-  const std::size_t arrival_c = column(h, "arrival_s"), sched_c = column(h, "scheduled_s");
+  const auto requests = twin::read_request_records(out / "requests.csv");
   std::vector<double> ttft, tpot, e2e, queue;
-  while (std::getline(in, line)) {
-    const auto c = split_csv(line);
-    if (c.size() > ttft_c && !c[ttft_c].empty()) ttft.push_back(std::stod(c[ttft_c]));
-    if (c.size() > tpot_c && !c[tpot_c].empty()) tpot.push_back(std::stod(c[tpot_c]));
-    if (c.size() > e2e_c && !c[e2e_c].empty()) e2e.push_back(std::stod(c[e2e_c]));
-    if (c.size() > sched_c && !c[sched_c].empty()) {
-      queue.push_back((std::stod(c[sched_c]) - std::stod(c[arrival_c])) * 1e3);
-    }
+  for (const auto& r : requests) {
+    if (r.outcome != twin::Outcome::finished) continue;
+    ttft.push_back(ms(r.first_token - r.arrival));
+    e2e.push_back(ms(r.finish - r.arrival));
+    if (r.output_tokens > 1) tpot.push_back(ms(r.finish - r.first_token) / (r.output_tokens - 1));
+    if (r.first_scheduled != twin::kNoTime) queue.push_back(ms(r.first_scheduled - r.arrival));
   }
   Metrics m{stats_of(ttft), stats_of(tpot), stats_of(e2e), stats_of(queue)};
   std::ifstream summary(out / "summary.json");
   m.preemptions = json::parse(summary).value("preemptions", -1L);
-  m.recomputed_tokens = recomputed_tokens(out);
+  m.recomputed_tokens = recomputed_tokens(twin::read_step_records(out / "steps.csv"), requests);
   return m;
 }
 
