@@ -216,10 +216,19 @@ void MetricsCollector::add(const RequestRecord& r) {
     transfer_bytes_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.kv_transfer_bytes));
   }
   if (r.replica >= 0) {
+    const auto prompt = static_cast<std::uint64_t>(r.prompt_tokens);
+    const auto output = static_cast<std::uint64_t>(r.output_tokens);
     auto& tally = replicas_[r.replica];
     ++tally.requests;
-    if (r.outcome != Outcome::rejected) {  // a rejected prompt never loaded the replica
-      tally.tokens += static_cast<std::uint64_t>(r.prompt_tokens) + static_cast<std::uint64_t>(r.output_tokens);
+    if (r.prefill_replica >= 0 && r.prefill_replica != r.replica) {
+      // Handed off between pools: the prefill replica computed the prompt,
+      // this one the output; each served the request.
+      auto& prefill = replicas_[r.prefill_replica];
+      ++prefill.requests;
+      prefill.tokens += prompt;
+      tally.tokens += output;
+    } else if (r.outcome != Outcome::rejected) {  // a rejected prompt never loaded the replica
+      tally.tokens += prompt + output;
     }
   }
 

@@ -115,6 +115,29 @@ TEST_CASE("replica load spread includes idle replicas") {
   CHECK(summarize_hand_run("", 0).replicas.size() == 2);
 }
 
+TEST_CASE("replica load: a handed-off request loads its prefill and its decode replica") {
+  MetricsCollector c;
+  RequestRecord r;
+  r.id = 1;
+  r.replica = 2;          // decode replica
+  r.prefill_replica = 0;  // prefill replica
+  r.arrival = 0;
+  r.first_token = 10 * kNsPerMs;
+  r.finish = 50 * kNsPerMs;
+  r.prompt_tokens = 400;
+  r.output_tokens = 5;
+  c.add(r);
+  SummaryContext context;
+  context.num_replicas = 3;
+  const Summary s = c.summarize(context);
+  REQUIRE(s.replicas.size() == 3);
+  CHECK(s.replicas[0].requests == 1);
+  CHECK(s.replicas[0].tokens == 400);
+  CHECK(s.replicas[1].requests == 0);
+  CHECK(s.replicas[2].requests == 1);
+  CHECK(s.replicas[2].tokens == 5);
+}
+
 TEST_CASE("the summary does not depend on the order records arrive in") {
   auto records = test::hand_requests();
   MetricsCollector forward, backward;
