@@ -183,6 +183,17 @@ CompletionParams parse_completion_request(const std::string& text, bool chat, co
   }
   if (present(body, "top_logprobs")) bad("top_logprobs", "logprobs are not supported");
   if (present(body, "tools") || present(body, "functions")) bad("tools", "tools are not supported");
+  // Structured outputs change what is generated; vLLM honours them, so they
+  // are refused rather than ignored ({"type": "text"} asks for nothing).
+  if (present(body, "response_format")) {
+    const json& f = body.at("response_format");
+    if (!(f.is_object() && f.contains("type") && f.at("type") == "text")) {
+      bad("response_format", "response_format (structured output) is not supported; only {\"type\": \"text\"}");
+    }
+  }
+  for (const char* key : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"}) {
+    if (present(body, key)) bad(key, std::string(key) + " (structured output) is not supported");
+  }
   if (present(body, "logit_bias") && !(body.at("logit_bias").is_object() && body.at("logit_bias").empty())) {
     bad("logit_bias", "logit_bias is not supported");
   }

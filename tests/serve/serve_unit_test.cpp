@@ -67,6 +67,13 @@ TEST_CASE("request parser: bad input is a 400 naming the field, another model a 
   CHECK(parse_error(R"({"prompt": ["a", "b"]})").param == "prompt");
   CHECK(parse_error(R"({"prompt": "x", "logprobs": 2})").param == "logprobs");
   CHECK(parse_error(R"({"messages": []})", true).param == "messages");
+  // Structured output is refused by name, never silently ignored.
+  CHECK(parse_error(R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}})",
+                    true).param == "response_format");
+  CHECK(parse_error(R"({"prompt": "x", "guided_json": {}})").param == "guided_json");
+  CHECK(parse_error(R"({"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "text"}})",
+                    true).status == 0);
+  CHECK(parse_error(R"({"prompt": "x", "some_future_field": 1})").status == 0);  // unknown: ignored, as vLLM
   const ApiError model = parse_error(R"({"prompt": "x", "model": "other"})");
   CHECK(model.status == 404);
   CHECK(model.code == "model_not_found");
