@@ -144,6 +144,9 @@ std::string report_html(const ValidationResult& r) {
          fixed(r.trace_rate_rps) + " req/s as recorded). Calibrated profile <code>" + xml_escape(r.profile) +
          "</code>. Engine: " + xml_escape(r.engine_description) + ". Roofline priced with hardware profile <code>" +
          xml_escape(r.roofline_hardware) + "</code>.</p>\n";
+  if (const std::string caveat = r.roofline_caveat(); !caveat.empty()) {
+    out += "<p><b>Note:</b> " + xml_escape(caveat) + ".</p>\n";
+  }
   out += "<p>Predicted capacity (calibrated model, every request at t=0): <b>" + fixed(r.capacity_rps) +
          " req/s</b>. Replay parity: <b>" + (r.parity_exact() ? "exact at every load" : "FAILED") + "</b>.</p>\n";
   out += "<table class=\"loads\">\n<tr><th>load</th><th>req/s</th><th>folder</th><th>replay parity</th></tr>\n";

@@ -85,6 +85,7 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
   out["capacity_rps"] = num(r.capacity_rps);
   out["engine"] = r.engine_description;
   out["roofline_hardware"] = r.roofline_hardware;
+  if (const std::string caveat = r.roofline_caveat(); !caveat.empty()) out["roofline_caveat"] = caveat;
   out["replay_parity_exact"] = r.parity_exact();
   Json loads = Json::array();
   for (const LoadResult& l : r.loads) {

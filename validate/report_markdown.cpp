@@ -82,6 +82,7 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
   out << "- calibrated profile: `" << r.profile << "`\n";
   out << "- engine: " << r.engine_description << "\n";
   out << "- roofline priced with hardware profile: " << r.roofline_hardware << "\n";
+  if (const std::string caveat = r.roofline_caveat(); !caveat.empty()) out << "- note: " << caveat << "\n";
   out << "- predicted capacity (calibrated model, every request at t=0): **" << f(r.capacity_rps) << " req/s**\n";
   out << "- replay parity: **" << (r.parity_exact() ? "exact at every load" : "FAILED") << "**\n";
   if (r.interrupted) {

@@ -48,6 +48,12 @@ std::string fixed(double v, int decimals) {
 
 }  // namespace
 
+std::string ValidationResult::roofline_caveat() const {
+  if (roofline_hardware != "cpu") return "";
+  return "the bundled cpu profile holds nominal peaks of no particular machine, so the roofline column is not a "
+         "prediction of this one; the calibrated column is (pass --hw with a profile of this machine)";
+}
+
 bool ValidationResult::parity_exact() const {
   for (const LoadResult& l : loads) {
     if (!l.parity_error.empty() || !l.parity.exact()) return false;

@@ -95,6 +95,9 @@ struct ValidationResult {
   // load whose engine run it stopped, or "" if it stopped between loads.
   std::optional<std::string> interrupted;
   bool parity_exact() const;
+  // Why the roofline column is no prediction here, or "" when it is one:
+  // the bundled `cpu` profile holds nominal peaks of no particular machine.
+  std::string roofline_caveat() const;
 };
 
 // Runs everything and writes the per-load folders (not the report).

@@ -71,6 +71,8 @@ TEST_CASE("validate on the tiny model: exact replay parity and a complete report
   // The engine as the profile was measured (f32 weights and KV) and the
   // roofline priced with the profile of the device it ran on.
   CHECK(report["roofline_hardware"] == "cpu");
+  // ... and it says that column is no prediction of this machine.
+  CHECK(report["roofline_caveat"].get<std::string>().find("calibrated column") != std::string::npos);
   CHECK(report["engine"].get<std::string>().find("f32 weights, f32 KV") != std::string::npos);
   REQUIRE(report["loads"].size() == 2);
   for (const auto& load : report["loads"]) {
