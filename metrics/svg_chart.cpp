@@ -11,6 +11,27 @@ namespace {
 // Colour-blind-safe palette (Okabe and Ito, without its yellow, which is
 // hard to see on white, and black, which marks fronts), cycled.
 const char* const kColors[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#7F7F7F"};
+// Past the palette, each further cycle changes the line's dashes and the
+// points' shape, so 24 series stay told apart (a plan may draw 18).
+const char* const kDashes[] = {"", "7,4", "2,3"};
+
+// A point marker of cycle `cycle`: circle, square, triangle.
+std::string marker(double x, double y, std::size_t cycle, const std::string& color, double r) {
+  char buf[256];
+  switch (cycle % 3) {
+    case 1:
+      std::snprintf(buf, sizeof buf, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
+                    x - r, y - r, 2 * r, 2 * r, color.c_str());
+      return buf;
+    case 2:
+      std::snprintf(buf, sizeof buf, "<polygon points=\"%.2f,%.2f %.2f,%.2f %.2f,%.2f\" fill=\"%s\"/>\n", x, y - r - 1,
+                    x - r - 1, y + r, x + r + 1, y + r, color.c_str());
+      return buf;
+    default:
+      std::snprintf(buf, sizeof buf, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.2f\" fill=\"%s\"/>\n", x, y, r, color.c_str());
+      return buf;
+  }
+}
 
 std::string num(double v, int decimals = 2) {
   char buf[64];
@@ -158,13 +179,17 @@ std::string svg_chart(const ChartSpec& s) {
   std::size_t palette_next = 0;
   for (std::size_t k = 0; k < s.series.size(); ++k) {
     const ChartSeries& series = s.series[k];
-    const std::string color = !series.color.empty() ? xml_escape(series.color) : kColors[palette_next++ % std::size(kColors)];
+    const std::size_t slot = series.color.empty() ? palette_next++ : 0;
+    const std::string color = !series.color.empty() ? xml_escape(series.color) : kColors[slot % std::size(kColors)];
+    const std::size_t cycle = (slot / std::size(kColors)) % std::size(kDashes);
+    const double width = series.emphasized ? 4 : 2;
     std::vector<std::pair<double, double>> pts;
     for (std::size_t i = 0; i < series.x.size() && i < series.y.size(); ++i) {
       if (std::isfinite(series.x[i]) && usable_y(series.y[i])) pts.emplace_back(px(series.x[i]), py(series.y[i]));
     }
     if (series.lines && pts.size() > 1) {
-      out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2\" points=\"";
+      out += "<polyline class=\"series\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" + num(width, 0) + "\"" +
+             (*kDashes[cycle] ? std::string(" stroke-dasharray=\"") + kDashes[cycle] + "\"" : std::string()) + " points=\"";
       for (std::size_t i = 0; i < pts.size(); ++i) {
         if (i > 0) out += ' ';
         out += num(pts[i].first);
@@ -174,12 +199,21 @@ std::string svg_chart(const ChartSpec& s) {
       out += "\"/>\n";
     }
     for (const auto& [x, y] : pts) {
-      out += "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"3\" fill=\"" + color + "\"/>\n";
+      out += marker(x, y, cycle, color, series.emphasized ? 4.5 : 3);
     }
     const double ly = top + 14 + 18.0 * static_cast<double>(k);
-    out += "<rect x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly - 9) + "\" width=\"12\" height=\"12\" fill=\"" + color +
-           "\"/>\n";
-    out += "<text x=\"" + num(left + pw + 30) + "\" y=\"" + num(ly + 1) + "\">" + xml_escape(series.name) + "</text>\n";
+    if (cycle == 0) {
+      out += "<rect x=\"" + num(left + pw + 12) + "\" y=\"" + num(ly - 9) + "\" width=\"12\" height=\"12\" fill=\"" +
+             color + "\"/>\n";
+    } else {  // the line's dashes and the points' shape, as drawn
+      out += "<line x1=\"" + num(left + pw + 8) + "\" y1=\"" + num(ly - 3) + "\" x2=\"" + num(left + pw + 28) +
+             "\" y2=\"" + num(ly - 3) + "\" stroke=\"" + color + "\" stroke-width=\"2\" stroke-dasharray=\"" +
+             kDashes[cycle] + "\"/>\n";
+      out += marker(left + pw + 18, ly - 3, cycle, color, 4);
+    }
+    out += "<text x=\"" + num(left + pw + 30) + "\" y=\"" + num(ly + 1) + "\"" +
+           (series.emphasized ? " font-weight=\"bold\">" : ">") + xml_escape(series.name) +
+           (series.emphasized ? " (chosen)" : "") + "</text>\n";
   }
   out += "</svg>\n";
   return out;

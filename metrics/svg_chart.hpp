@@ -19,6 +19,8 @@ struct ChartSeries {
   // a named series (e.g. a Pareto front in black) leaves the others the
   // colours they have in the page's other charts.
   std::string color;
+  // Drawn thicker and named "(chosen)" in the legend: the one the page is about.
+  bool emphasized = false;
 };
 
 struct ChartLine {  // y = value across the plot, labelled

@@ -21,6 +21,10 @@ std::string fixed(double v, int decimals) {
 
 bool drawn(const CandidateResult& c) { return c.status != CandidateStatus::pruned && !c.capacity.probes.empty(); }
 
+bool is_chosen(const PlanResult& p, const CandidateResult& c) {
+  return p.chosen >= 0 && &p.candidates[static_cast<std::size_t>(p.chosen)] == &c;
+}
+
 // Latency at each probed rate for SLO k, probes sorted by rate.
 ChartSpec latency_chart(const PlanResult& p, const Slo& slo, std::size_t k) {
   ChartSpec spec;
@@ -36,6 +40,7 @@ ChartSpec latency_chart(const PlanResult& p, const Slo& slo, std::size_t k) {
     std::stable_sort(probes.begin(), probes.end(), [](const ProbeResult* a, const ProbeResult* b) { return a->rate < b->rate; });
     ChartSeries series;
     series.name = candidate_label(c.candidate);
+    series.emphasized = is_chosen(p, c);
     for (const ProbeResult* pr : probes) {
       if (k >= pr->slo_measured_ms.size()) continue;
       series.x.push_back(pr->rate);
@@ -59,6 +64,7 @@ ChartSpec pareto_chart(const PlanResult& p) {
     if (!drawn(c) || c.gpus_per_replica <= 0) continue;
     ChartSeries series;
     series.name = candidate_label(c.candidate);
+    series.emphasized = is_chosen(p, c);
     series.lines = false;
     for (const ProbeResult& pr : c.capacity.probes) {
       if (pr.tpot_ms.count == 0 || !(pr.tpot_ms.mean > 0)) continue;

@@ -50,6 +50,30 @@ TEST_CASE("svg chart: axes from 0, thousands as k, a line per series, the refere
   CHECK(svg_chart(spec) == svg);
 }
 
+TEST_CASE("svg chart: past the palette a series changes dashes and marker - the chosen one is marked") {
+  ChartSpec spec;
+  spec.title = "eighteen candidates";
+  spec.x_label = "load";
+  spec.y_label = "latency";
+  for (int k = 0; k < 18; ++k) {
+    ChartSeries s;
+    s.name = std::string("c").append(std::to_string(k));
+    s.x = {1, 2};
+    s.y = {1.0 + k, 2.0 + k};
+    s.emphasized = k == 12;
+    spec.series.push_back(s);
+  }
+  const std::string svg = svg_chart(spec);
+  // 8 colours: series 0-7 solid with circles, 8-15 dashed with squares,
+  // 16-17 dotted with triangles (legend samples included).
+  CHECK(count(svg, "<circle") == 16);
+  CHECK(count(svg, "stroke-dasharray=\"7,4\"") == 16);
+  CHECK(count(svg, "stroke-dasharray=\"2,3\"") == 4);
+  CHECK(count(svg, "<polygon") == 6);
+  CHECK(count(svg, "stroke-width=\"4\"") == 1);
+  CHECK(svg.find(">c12 (chosen)</text>") != std::string::npos);
+}
+
 TEST_CASE("svg chart: a chart without a finite point says no data") {
   ChartSpec spec;
   spec.title = "empty";
