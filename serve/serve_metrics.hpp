@@ -38,14 +38,17 @@ struct ServeGauges {
 
 class ServeMetrics {
  public:
-  explicit ServeMetrics(std::string model_name);
+  // max_model_len bounds the token-count histograms' buckets (as vLLM's).
+  ServeMetrics(std::string model_name, std::int64_t max_model_len);
 
   void set_gauges(const ServeGauges& gauges);
   void add_generation_tokens(std::int64_t n);
   // A request ended: its latencies into the histograms (first token, gaps,
-  // end to end for finished ones), its prompt into the prompt counter
-  // (requests the core took in), and the success counter by reason
-  // ("stop", "length", or "abort" for aborted ones).
+  // end to end, queue/prefill/decode/inference time and TPOT for finished
+  // ones), its prompt into the prompt counter (requests the core took in),
+  // its preemptions into their counter (counted when it ends, not when it
+  // was preempted), and the success counter by reason ("stop", "length",
+  // or "abort" for aborted ones).
   void on_request_end(const RequestRecord& record, const std::string& finish_reason);
 
   std::string render() const;
@@ -57,9 +60,16 @@ class ServeMetrics {
   std::int64_t prompt_tokens_ = 0;
   std::int64_t generation_tokens_ = 0;
   std::array<std::int64_t, 3> success_{};  // stop, length, abort
+  std::int64_t preemptions_ = 0;
   Histogram ttft_;
   Histogram itl_;
   Histogram e2e_;
+  // Per request (vLLM's RequestStateStats): queued (arrival to first
+  // scheduled), prefill (first scheduled to first token), decode (first
+  // token to the end), inference (first scheduled to the end), its TPOT,
+  // and its prompt and generated token counts.
+  Histogram queue_, prefill_, decode_, inference_, tpot_;
+  Histogram prompt_len_, generation_len_;
 };
 
 }  // namespace twin

@@ -101,10 +101,12 @@ TEST_CASE("request parser: defaults, token ids, stop strings, chat template") {
 }
 
 TEST_CASE("metrics: Prometheus text with vLLM's names, cumulative buckets and the model label") {
-  ServeMetrics m("tiny");
+  ServeMetrics m("tiny", 100);
   RequestRecord r;
   r.outcome = Outcome::finished;
   r.arrival = 0;
+  r.first_scheduled = 10'000'000;  // queued 10 ms
+  r.preemptions = 2;
   r.first_token = 30'000'000;  // 30 ms
   r.finish = 130'000'000;
   r.prompt_tokens = 7;
@@ -121,6 +123,16 @@ TEST_CASE("metrics: Prometheus text with vLLM's names, cumulative buckets and th
   CHECK(text.find("vllm:generation_tokens_total{model_name=\"tiny\"} 3") != std::string::npos);
   CHECK(text.find("vllm:request_success_total{model_name=\"tiny\",finished_reason=\"length\"} 1") != std::string::npos);
   CHECK(text.find("# TYPE vllm:e2e_request_latency_seconds histogram") != std::string::npos);
+  // vLLM's per-request set: queue, prefill, decode, inference, TPOT, token counts.
+  CHECK(text.find("vllm:num_preemptions_total{model_name=\"tiny\"} 2") != std::string::npos);
+  CHECK(text.find("vllm:request_queue_time_seconds_sum{model_name=\"tiny\"} 0.01\n") != std::string::npos);
+  CHECK(text.find("vllm:request_prefill_time_seconds_sum{model_name=\"tiny\"} 0.02\n") != std::string::npos);
+  CHECK(text.find("vllm:request_decode_time_seconds_sum{model_name=\"tiny\"} 0.1\n") != std::string::npos);
+  CHECK(text.find("vllm:request_inference_time_seconds_sum{model_name=\"tiny\"} 0.12\n") != std::string::npos);
+  CHECK(text.find("vllm:request_time_per_output_token_seconds_sum{model_name=\"tiny\"} 0.05\n") != std::string::npos);
+  CHECK(text.find("vllm:request_prompt_tokens_bucket{model_name=\"tiny\",le=\"5\"} 0") != std::string::npos);
+  CHECK(text.find("vllm:request_prompt_tokens_bucket{model_name=\"tiny\",le=\"10\"} 1") != std::string::npos);
+  CHECK(text.find("le=\"200\"") == std::string::npos);  // buckets stop at max_model_len
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ void serve(const ServeArgs& a) {
     if (request_writer) requests_file.flush();  // a reader sees each request as it ends
   });
 
-  ServeMetrics metrics(name);
+  ServeMetrics metrics(name, s.replica.scheduler.max_model_len);
   ServeClockOptions clock_options;
   clock_options.eos_token = a.eos_token.value_or(-1);
   clock_options.signalled = [] { return InterruptGuard::received() != 0; };
