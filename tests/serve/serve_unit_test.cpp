@@ -1,8 +1,12 @@
 // The pure pieces of serve/: the byte-level tokenizer, the request parser's
-// errors, and the Prometheus text.
+// errors, the Prometheus text, and the Grafana dashboard that reads it.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <regex>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "serve/byte_tokenizer.hpp"
@@ -133,6 +137,38 @@ TEST_CASE("metrics: Prometheus text with vLLM's names, cumulative buckets and th
   CHECK(text.find("vllm:request_prompt_tokens_bucket{model_name=\"tiny\",le=\"5\"} 0") != std::string::npos);
   CHECK(text.find("vllm:request_prompt_tokens_bucket{model_name=\"tiny\",le=\"10\"} 1") != std::string::npos);
   CHECK(text.find("le=\"200\"") == std::string::npos);  // buckets stop at max_model_len
+}
+
+TEST_CASE("examples/grafana-dashboard.json queries only series /metrics exposes") {
+  std::ifstream in(std::string(TWIN_EXAMPLES_DIR) + "/grafana-dashboard.json");
+  REQUIRE(in);
+  const nlohmann::json dashboard = nlohmann::json::parse(in);
+  ServeMetrics m("tiny", 100);
+  RequestRecord r;
+  r.arrival = 0;
+  r.first_scheduled = 1;
+  r.first_token = 2;
+  r.finish = 3;
+  r.output_tokens = 2;
+  r.itl = {1};
+  m.on_request_end(r, "length");
+  const std::string text = m.render();
+  const std::regex series(R"(vllm:[a-z0-9_]+)");
+  std::size_t checked = 0;
+  for (const auto& panel : dashboard.at("panels")) {
+    for (const auto& target : panel.at("targets")) {
+      const std::string expr = target.at("expr").get<std::string>();
+      CHECK(expr.find("model_name=\"$model_name\"") != std::string::npos);
+      for (std::sregex_iterator it(expr.begin(), expr.end(), series), end; it != end; ++it) {
+        INFO(panel.at("title").get<std::string>() << ": " << it->str());
+        // Appended, not "\n" + ...: GCC 12's -Wstringop-overflow misfires on it.
+        const std::string needle = std::string("\n").append(it->str()).append("{");
+        CHECK(text.find(needle) != std::string::npos);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 20);
 }
 
 }  // namespace
