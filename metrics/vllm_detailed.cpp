@@ -143,4 +143,20 @@ void add_vllm_detailed(nlohmann::ordered_json& result, const std::vector<VllmReq
   result["errors"] = std::move(errors);
 }
 
+VllmRequestEntry vllm_request_entry(const RequestRecord& r) {
+  VllmRequestEntry e;
+  e.input_len = r.prompt_tokens;
+  e.start_time_s = to_seconds(r.arrival);
+  if (r.outcome != Outcome::finished) {
+    e.error = r.reason.empty() ? std::string(r.outcome == Outcome::rejected ? "rejected" : "aborted") : r.reason;
+    return e;
+  }
+  e.output_len = r.output_tokens;
+  e.ttft_s = to_seconds(r.first_token - r.arrival);
+  e.itl_s.reserve(r.itl.size());
+  for (const Time gap : r.itl) e.itl_s.push_back(to_seconds(gap));
+  e.latency_s = to_seconds(r.finish - r.arrival);
+  return e;
+}
+
 }  // namespace twin

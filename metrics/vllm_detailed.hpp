@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/records.hpp"
+
 namespace twin {
 
 struct VllmRequestEntry {
@@ -37,6 +39,11 @@ struct VllmDetailedResult {
 // without --save-detailed), lists of different lengths and values of the
 // wrong type or out of range.
 VllmDetailedResult read_vllm_detailed(const std::filesystem::path& path);
+
+// A record as `vllm bench serve` would have listed it: its lengths, TTFT,
+// gaps and latency from the record's own times (arrival as the start), its
+// reason as the error of one that did not finish.
+VllmRequestEntry vllm_request_entry(const RequestRecord& record);
 
 // Adds input_lens, output_lens, ttfts, itls, start_times, latencies and
 // errors to a result JSON (generated_texts is not written: no text is kept).

@@ -16,6 +16,7 @@
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
 #include "metrics/summary_json.hpp"
+#include "metrics/vllm_detailed.hpp"
 #include "metrics/vllm_result.hpp"
 #include "sim/kv_tier_report.hpp"
 
@@ -97,6 +98,26 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
   return echo;
 }
 
+namespace {
+
+// vllm_result.json: vLLM's summary keys, then its per-request lists in the
+// order the requests were sent (arrival; records end in another order).
+void write_vllm_file(OutputDir& dir, const std::string& out_dir, const Summary& summary, const std::string& model,
+                     std::vector<std::pair<Time, VllmRequestEntry>> detailed) {
+  std::stable_sort(detailed.begin(), detailed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<VllmRequestEntry> entries;
+  entries.reserve(detailed.size());
+  for (auto& [arrival, entry] : detailed) entries.push_back(std::move(entry));
+  nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-simulate", model, vllm_result_date()});
+  add_vllm_detailed(vllm, entries);
+  std::ofstream file = dir.open("vllm_result.json");
+  file << vllm.dump(2) << '\n';
+  if (!file) throw Error(out_dir + "/vllm_result.json: write failed");
+}
+
+}  // namespace
+
 RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,
                          const nlohmann::ordered_json& extra_echo) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -127,9 +148,17 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
 
   MetricsCollector collector(CollectorOptions{outputs.exact_percentile_requests, slos});
   std::int64_t ended = 0;  // requests ended, for the progress callback
-  ResultSink::RequestListener count_ended;
-  if (outputs.progress) count_ended = [&ended](const RequestRecord&) { ++ended; };
-  ResultSink sink(collector, request_writer, step_writer, std::move(count_ended));
+  // vllm_result.json's per-request lists (vLLM's --save-detailed), kept in
+  // memory only when that file is asked for.
+  std::vector<std::pair<Time, VllmRequestEntry>> detailed;
+  ResultSink::RequestListener listen;
+  if (outputs.progress || outputs.vllm_result) {
+    listen = [&](const RequestRecord& r) {
+      ++ended;
+      if (outputs.vllm_result) detailed.emplace_back(r.arrival, vllm_request_entry(r));
+    };
+  }
+  ResultSink sink(collector, request_writer, step_writer, std::move(listen));
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;
@@ -173,10 +202,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     write_summary_json(summary_file, result.summary);
     if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
     if (outputs.vllm_result) {
-      std::ofstream vllm_file = dir->open("vllm_result.json");
-      write_vllm_result(vllm_file, result.summary,
-                        {"twinserve-simulate", cluster.groups.front().model.name, vllm_result_date()});
-      if (!vllm_file) throw Error(outputs.out_dir + "/vllm_result.json: write failed");
+      write_vllm_file(*dir, outputs.out_dir, result.summary, cluster.groups.front().model.name, std::move(detailed));
     }
   }
   return result;

@@ -3,10 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "metrics/collector.hpp"
+#include "metrics/vllm_detailed.hpp"
 #include "metrics/vllm_result.hpp"
 #include "tests/metrics/records_fixture.hpp"
+#include "tests/metrics/temp_dir.hpp"
 
 namespace twin {
 
@@ -106,6 +109,33 @@ TEST_CASE("vllm_result.json: date, backend and vLLM's peak tokens per second and
   CHECK(vllm_result_date() == "19700101-235959");
   CHECK(vllm_result_json(s, {"twinserve-run", "tiny", ""})["date"] == "19700101-235959");
   ::unsetenv("SOURCE_DATE_EPOCH");
+}
+
+TEST_CASE("vllm_result.json's per-request lists from records read back as vLLM's") {
+  std::vector<VllmRequestEntry> entries;
+  for (const RequestRecord& r : test::hand_requests()) entries.push_back(vllm_request_entry(r));
+  REQUIRE(entries.size() == 5);
+  CHECK(entries[0].input_len == 100);
+  CHECK(entries[0].output_len == 11);
+  CHECK(entries[0].ttft_s == Approx(0.1));
+  CHECK(entries[0].itl_s.size() == 10);
+  CHECK(*entries[0].latency_s == Approx(1.1));
+  CHECK(entries[0].error.empty());
+  CHECK(entries[3].output_len == 0);  // rejected: vLLM lists a failure with no output
+  CHECK(entries[3].error == "prompt too long, \"4096\" > max");
+  CHECK(entries[4].error == "cancelled");
+  nlohmann::ordered_json j = vllm_result_json(MetricsCollector().summarize({}), {"twinserve-simulate", "tiny", ""});
+  add_vllm_detailed(j, entries);
+  test::TempDir dir;
+  const auto path = dir.path() / "vllm_result.json";
+  std::ofstream(path) << j.dump(2);
+  const VllmDetailedResult back = read_vllm_detailed(path);
+  REQUIRE(back.requests.size() == 5);
+  CHECK(back.requests[1].input_len == 200);
+  CHECK(back.requests[1].itl_s.size() == 2);
+  CHECK(back.requests[1].ttft_s == Approx(0.5));
+  CHECK(back.has_start_times);
+  CHECK(*back.requests[2].start_time_s == Approx(2.0));
 }
 
 }  // namespace twin
