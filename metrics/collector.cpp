@@ -175,6 +175,26 @@ void MetricsCollector::switch_to_histograms() {
   std::vector<double>().swap(tpot_ns_);
 }
 
+// The load a record put on its replica (and on its prefill replica when it
+// was handed off between pools).
+void MetricsCollector::tally_replica_load(const RequestRecord& r) {
+  if (r.replica < 0) return;  // rejected before routing
+  const auto prompt = static_cast<std::uint64_t>(r.prompt_tokens);
+  const auto output = static_cast<std::uint64_t>(r.output_tokens);
+  auto& tally = replicas_[r.replica];
+  ++tally.requests;
+  if (r.prefill_replica >= 0 && r.prefill_replica != r.replica) {
+    // Handed off between pools: the prefill replica computed the prompt,
+    // this one the output; each served the request.
+    auto& prefill = replicas_[r.prefill_replica];
+    ++prefill.requests;
+    prefill.tokens += prompt;
+    tally.tokens += output;
+  } else if (r.outcome != Outcome::rejected) {  // a rejected prompt never loaded the replica
+    tally.tokens += prompt + output;
+  }
+}
+
 void MetricsCollector::add(const RequestRecord& r) {
   if (r.arrival < 0) bad_request(r, "negative arrival time");
   if (r.finish != kNoTime && r.finish < r.arrival) bad_request(r, "finish before arrival");
@@ -215,22 +235,7 @@ void MetricsCollector::add(const RequestRecord& r) {
     }
     transfer_bytes_ += static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.kv_transfer_bytes));
   }
-  if (r.replica >= 0) {
-    const auto prompt = static_cast<std::uint64_t>(r.prompt_tokens);
-    const auto output = static_cast<std::uint64_t>(r.output_tokens);
-    auto& tally = replicas_[r.replica];
-    ++tally.requests;
-    if (r.prefill_replica >= 0 && r.prefill_replica != r.replica) {
-      // Handed off between pools: the prefill replica computed the prompt,
-      // this one the output; each served the request.
-      auto& prefill = replicas_[r.prefill_replica];
-      ++prefill.requests;
-      prefill.tokens += prompt;
-      tally.tokens += output;
-    } else if (r.outcome != Outcome::rejected) {  // a rejected prompt never loaded the replica
-      tally.tokens += prompt + output;
-    }
-  }
+  tally_replica_load(r);
 
   switch (r.outcome) {
     case Outcome::rejected: ++rejected_; return;

@@ -51,6 +51,7 @@ class MetricsCollector {
 
  private:
   void switch_to_histograms();
+  void tally_replica_load(const RequestRecord& record);
   void stream_completed(Time arrival, Time ttft, Time e2el, double tpot_ns, Time max_itl);
   void sample_backlog(Time arrival, Time ttft);
 

@@ -252,7 +252,9 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   const bool moe = m.is_moe();
   std::size_t norm_op = 0;  // where input_norm's op went: post_norm runs the same op
   // The ops one call of the forward program runs, `instances` times (its
-  // layers in the stage, or 1).
+  // layers in the stage, or 1). Over 80 lines on purpose: one short case
+  // per ForwardCall, read as a table; split, the dozen shapes and dtypes
+  // above would travel as parameters to every piece.
   auto price = [&](ForwardCall call, int64_t instances) {
     switch (call) {
       case ForwardCall::embed:

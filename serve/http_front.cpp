@@ -156,6 +156,116 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The answer of a request not streamed: its pieces gathered as they come,
+// one JSON body at the end. A client that gave up (its timeout) cancels the
+// request at the engine's next step, as a streamed one does at its failed
+// write: an unbounded max_tokens (the context left, vLLM's default) would
+// otherwise keep the engine busy for nobody.
+template <class ClientLeft>
+void answer_whole(httplib::Response& res, TokenStream& stream, StreamNews& news, const ChunkMaker& maker,
+                  ClientLeft&& client_left, RequestInbox& inbox, RequestId id) {
+  const bool chat = maker.chat;
+  std::string text;
+  std::size_t seen = 0;
+  while (true) {
+    for (const std::string& piece : news.pieces) text += piece;
+    seen += news.pieces.size();
+    if (news.ended) break;
+    if (client_left()) {
+      inbox.cancel(id);
+      return;
+    }
+    stream.wait(seen, false, Steady::now() + kWaitSlice, news);
+  }
+  const StreamEnd& end = news.end;
+  if (end.outcome != Outcome::finished) {
+    send_error(res, unserved_error(end));
+    return;
+  }
+  text += end.tail;
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason}};
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  json body = {{"id", maker.id},
+               {"object", chat ? "chat.completion" : "text_completion"},
+               {"created", maker.created},
+               {"model", maker.model},
+               {"choices", json::array({choice})},
+               {"usage", usage_json(end)},
+               {"twinserve", server_record(end)}};
+  res.set_content(dump(body), "application/json");
+}
+
+// The answer streamed: one event per token as its step completes, then the end.
+void answer_streamed(httplib::Response& res, std::shared_ptr<TokenStream> stream, const ChunkMaker& maker,
+                     RequestInbox& inbox, RequestId id) {
+  struct State {
+    std::size_t seen = 0;
+    bool role_sent = false;
+    bool done = false;
+  };
+  auto state = std::make_shared<State>();
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [stream, state, maker](std::size_t, httplib::DataSink& sink) {
+        StreamNews n;
+        stream->wait(state->seen, false, Steady::now() + kWaitSlice, n);
+        if (n.pieces.empty() && !n.ended) return true;
+        // What one wake-up has is one write: with TCP_NODELAY every
+        // write is a segment of its own.
+        std::string out;
+        // A chat stream's role delta goes out with its first token, as
+        // vLLM's does, not at arrival: a client timing the first chunk
+        // then times the first token.
+        if (maker.chat && !state->role_sent) {
+          state->role_sent = true;
+          out = maker.role();
+        }
+        for (const std::string& piece : n.pieces) out += maker.piece(piece, nullptr);
+        if (n.ended) out += maker.closing(n.end);
+        // A failed write: the client has gone; the releaser cancels.
+        if (!sink.write(out.data(), out.size())) return false;
+        state->seen += n.pieces.size();
+        if (!n.ended) return true;
+        state->done = true;
+        sink.done();
+        return true;
+      },
+      [&inbox, id, state](bool success) {
+        if (!success && !state->done) inbox.cancel(id);
+      });
+}
+
+// OpenAI-shaped errors for what no route answered and for a fault.
+void add_error_handlers(httplib::Server& s) {
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = req.method + " " + req.path;
+    if (res.status == 404) {
+      send_error(res, error_of(404, "no route " + what + " (routes: POST /v1/completions, POST /v1/chat/completions, "
+                                    "GET /v1/models, /health, /metrics)",
+                               "invalid_request_error", "not_found"));
+    } else {
+      send_error(res, error_of(res.status, "HTTP " + std::to_string(res.status) + " for " + what,
+                               res.status < 500 ? "invalid_request_error" : "server_error", ""));
+    }
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string message = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+    }
+    send_error(res, error_of(500, message, "server_error", ""));
+  });
+}
+
 }  // namespace
 
 HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteTokenizer& tokenizer,
@@ -179,6 +289,16 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
   // front of every fifth request's TTFT. Uvicorn (vLLM) sets no limit.
   s.set_keep_alive_max_count(std::numeric_limits<std::size_t>::max());
 
+  add_info_routes();
+  s.Post("/v1/completions",
+         [this](const httplib::Request& req, httplib::Response& res) { serve_completion(req, res, false); });
+  s.Post("/v1/chat/completions",
+         [this](const httplib::Request& req, httplib::Response& res) { serve_completion(req, res, true); });
+  add_error_handlers(s);
+}
+
+void HttpFront::add_info_routes() {
+  httplib::Server& s = *server_;
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (inbox_.is_closed()) {
       send_error(res, error_of(503, "the server is shutting down", "server_error", "shutting_down"));
@@ -195,161 +315,63 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
                         {"root", options_.limits.model_name},   {"max_model_len", options_.limits.max_model_len}};
     res.set_content(dump(json{{"object", "list"}, {"data", json::array({model})}}), "application/json");
   });
+}
 
-  const auto completion = [this](bool chat) {
-    return [this, chat](const httplib::Request& req, httplib::Response& res) {
-      CompletionParams p;
-      try {
-        p = parse_completion_request(req.body, chat, options_.limits, tokenizer_);
-      } catch (const ApiException& e) {
-        send_error(res, e.error());
-        return;
-      }
-      Request r;
-      r.prompt_len = static_cast<std::int32_t>(p.prompt.size());
-      r.output_len = p.max_tokens;
-      r.prompt_tokens = std::move(p.prompt);
-      RequestExtras x;
-      x.temperature = p.temperature;
-      x.top_k = p.top_k;
-      x.top_p = p.top_p;
-      x.seed = p.seed.value_or(0);
-      x.seed_given = p.seed.has_value();
-      x.stop = p.stop;
-      x.ignore_eos = p.ignore_eos;
-      auto stream = std::make_shared<TokenStream>();
-      x.stream = stream;
-      const RequestId id = inbox_.submit(std::move(r), std::move(x));
-      if (id < 0) {
-        send_error(res, error_of(503, "the server is shutting down", "server_error", "shutting_down"));
-        return;
-      }
-      // The verdict first: a rejection (queue full, too long) is an HTTP error, not a stream.
-      StreamNews news;
-      // Whether the client has gone, asked at most once a wait slice (a
-      // request that ends sooner never looks for its socket).
-      ClientWatch client(req.local_port, req.remote_addr, req.remote_port);
-      auto next_look = Steady::now() + kWaitSlice;
-      const auto client_left = [&client, &next_look] {
-        if (Steady::now() < next_look) return false;
-        next_look = Steady::now() + kWaitSlice;
-        return client.gone();
-      };
-      while (!stream->wait(0, true, Steady::now() + kWaitSlice, news)) {
-        if (client_left()) {
-          inbox_.cancel(id);
-          return;
-        }
-      }
-      if (news.ended && news.end.outcome == Outcome::rejected) {
-        send_error(res, unserved_error(news.end));
-        return;
-      }
-      ChunkMaker maker{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(id), unix_now(), options_.limits.model_name,
-                       p.include_usage};
-      if (!p.stream) {
-        std::string text;
-        std::size_t seen = 0;
-        while (true) {
-          for (const std::string& piece : news.pieces) text += piece;
-          seen += news.pieces.size();
-          if (news.ended) break;
-          // A client that gave up (its timeout) cancels the request at the
-          // engine's next step, as a streamed one does at its failed write:
-          // an unbounded max_tokens (the context left, vLLM's default) would
-          // otherwise keep the engine busy for nobody.
-          if (client_left()) {
-            inbox_.cancel(id);
-            return;
-          }
-          stream->wait(seen, false, Steady::now() + kWaitSlice, news);
-        }
-        const StreamEnd& end = news.end;
-        if (end.outcome != Outcome::finished) {
-          send_error(res, unserved_error(end));
-          return;
-        }
-        text += end.tail;
-        json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", end.finish_reason}};
-        if (chat) {
-          choice["message"] = {{"role", "assistant"}, {"content", text}};
-        } else {
-          choice["text"] = text;
-        }
-        json body = {{"id", maker.id},
-                     {"object", chat ? "chat.completion" : "text_completion"},
-                     {"created", maker.created},
-                     {"model", maker.model},
-                     {"choices", json::array({choice})},
-                     {"usage", usage_json(end)},
-                     {"twinserve", server_record(end)}};
-        res.set_content(dump(body), "application/json");
-        return;
-      }
-      // Streamed: one event per token as its step completes, then the end.
-      struct State {
-        std::size_t seen = 0;
-        bool role_sent = false;
-        bool done = false;
-      };
-      auto state = std::make_shared<State>();
-      res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [stream, state, maker](std::size_t, httplib::DataSink& sink) {
-            StreamNews n;
-            stream->wait(state->seen, false, Steady::now() + kWaitSlice, n);
-            if (n.pieces.empty() && !n.ended) return true;
-            // What one wake-up has is one write: with TCP_NODELAY every
-            // write is a segment of its own.
-            std::string out;
-            // A chat stream's role delta goes out with its first token, as
-            // vLLM's does, not at arrival: a client timing the first chunk
-            // then times the first token.
-            if (maker.chat && !state->role_sent) {
-              state->role_sent = true;
-              out = maker.role();
-            }
-            for (const std::string& piece : n.pieces) out += maker.piece(piece, nullptr);
-            if (n.ended) out += maker.closing(n.end);
-            // A failed write: the client has gone; the releaser cancels.
-            if (!sink.write(out.data(), out.size())) return false;
-            state->seen += n.pieces.size();
-            if (!n.ended) return true;
-            state->done = true;
-            sink.done();
-            return true;
-          },
-          [this, id, state](bool success) {
-            if (!success && !state->done) inbox_.cancel(id);
-          });
-    };
+void HttpFront::serve_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  CompletionParams p;
+  try {
+    p = parse_completion_request(req.body, chat, options_.limits, tokenizer_);
+  } catch (const ApiException& e) {
+    send_error(res, e.error());
+    return;
+  }
+  Request r;
+  r.prompt_len = static_cast<std::int32_t>(p.prompt.size());
+  r.output_len = p.max_tokens;
+  r.prompt_tokens = std::move(p.prompt);
+  RequestExtras x;
+  x.temperature = p.temperature;
+  x.top_k = p.top_k;
+  x.top_p = p.top_p;
+  x.seed = p.seed.value_or(0);
+  x.seed_given = p.seed.has_value();
+  x.stop = p.stop;
+  x.ignore_eos = p.ignore_eos;
+  auto stream = std::make_shared<TokenStream>();
+  x.stream = stream;
+  const RequestId id = inbox_.submit(std::move(r), std::move(x));
+  if (id < 0) {
+    send_error(res, error_of(503, "the server is shutting down", "server_error", "shutting_down"));
+    return;
+  }
+  // The verdict first: a rejection (queue full, too long) is an HTTP error, not a stream.
+  StreamNews news;
+  // Whether the client has gone, asked at most once a wait slice (a
+  // request that ends sooner never looks for its socket).
+  ClientWatch client(req.local_port, req.remote_addr, req.remote_port);
+  auto next_look = Steady::now() + kWaitSlice;
+  const auto client_left = [&client, &next_look] {
+    if (Steady::now() < next_look) return false;
+    next_look = Steady::now() + kWaitSlice;
+    return client.gone();
   };
-  s.Post("/v1/completions", completion(false));
-  s.Post("/v1/chat/completions", completion(true));
-
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string what = req.method + " " + req.path;
-    if (res.status == 404) {
-      send_error(res, error_of(404, "no route " + what + " (routes: POST /v1/completions, POST /v1/chat/completions, "
-                                    "GET /v1/models, /health, /metrics)",
-                               "invalid_request_error", "not_found"));
-    } else {
-      send_error(res, error_of(res.status, "HTTP " + std::to_string(res.status) + " for " + what,
-                               res.status < 500 ? "invalid_request_error" : "server_error", ""));
+  while (!stream->wait(0, true, Steady::now() + kWaitSlice, news)) {
+    if (client_left()) {
+      inbox_.cancel(id);
+      return;
     }
-  });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string message = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      message = e.what();
-    } catch (...) {
-    }
-    send_error(res, error_of(500, message, "server_error", ""));
-  });
+  }
+  if (news.ended && news.end.outcome == Outcome::rejected) {
+    send_error(res, unserved_error(news.end));
+    return;
+  }
+  ChunkMaker maker{chat, (chat ? "chatcmpl-" : "cmpl-") + std::to_string(id), unix_now(), options_.limits.model_name,
+                   p.include_usage};
+  if (!p.stream) {
+    answer_whole(res, *stream, news, maker, client_left, inbox_, id);
+    return;
+  }
+  answer_streamed(res, std::move(stream), maker, inbox_, id);
 }
 
 HttpFront::~HttpFront() { stop(); }

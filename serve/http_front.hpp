@@ -18,6 +18,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace twin {
@@ -43,6 +45,11 @@ class HttpFront {
   void stop();
 
  private:
+  void add_info_routes();
+  // POST /v1/completions and /v1/chat/completions: parse, submit, then the
+  // verdict, and the answer whole or streamed.
+  void serve_completion(const httplib::Request& req, httplib::Response& res, bool chat);
+
   RequestInbox& inbox_;
   ServeMetrics& metrics_;
   ByteTokenizer tokenizer_;

@@ -47,26 +47,89 @@ ModelConfig engine_model_config(const EngineSettings& s) {
   return model_config_from(resolve_model(name));
 }
 
+namespace {
+
+// Prefill and decode pools: checked again by the loop; here they fail
+// before the weights load.
+void check_pools(const std::vector<ReplicaRole>& roles, const EngineSettings& settings) {
+  std::int32_t prefill = 0, decode = 0;
+  for (const ReplicaRole r : roles) {
+    if (r == ReplicaRole::mixed) throw UsageError("engine: a disaggregated engine has prefill and decode replicas only");
+    (r == ReplicaRole::prefill ? prefill : decode) += 1;
+  }
+  if (decode == 0) throw UsageError("engine: prefill replicas need a decode replica");
+  if (prefill == 0 && settings.disagg.mode != DisaggMode::never) {
+    throw UsageError("engine: decode replicas need a prefill replica (or disaggregation mode 'never')");
+  }
+  // A draft model's KV mirrors one runner's blocks; moving it too is not built.
+  if (settings.speculative) throw UsageError("--speculative-config: not with prefill and decode replicas in the engine");
+  if (settings.time_ops) throw UsageError("engine: op timing runs one replica, not prefill and decode pools");
+}
+
+// What of a speculative config the engine cannot run, refused by name.
+void check_engine_speculative(const SpeculativeConfig& spec, const EngineSettings& settings) {
+  if (spec.method == SpeculativeMethod::eagle || spec.method == SpeculativeMethod::medusa) {
+    const std::string name(speculative_method_name(spec.method));
+    throw UsageError("--speculative-config: method " + name + " is the simulator's (the engine has no " +
+                     (spec.method == SpeculativeMethod::eagle ? "EAGLE head" : "Medusa heads") +
+                     " to run); the engine takes draft_model or ngram");
+  }
+  if (spec.num_draft_tokens > 0) {
+    throw UsageError("--speculative-config: key 'num_draft_tokens' (a draft tree) is the simulator's; the engine "
+                     "verifies a chain of num_speculative_tokens");
+  }
+  // The engine measures acceptance; the simulator's keys have no meaning here.
+  const char* sim_key = spec.acceptance_rate >= 0     ? "acceptance_rate"
+                        : spec.acceptance_length >= 0 ? "acceptance_length"
+                        : !spec.acceptance_from.empty() ? "acceptance_from"
+                        : !spec.draft_profile.empty()   ? "draft_profile"
+                                                         : nullptr;
+  if (sim_key) {
+    throw UsageError(std::string("--speculative-config: key '") + sim_key +
+                     "' is the simulator's; the engine measures acceptance itself");
+  }
+  if (settings.sampling.temperature > 0.0f) {
+    throw UsageError("--speculative-config verifies proposals greedily: it needs --temperature 0 (rejection "
+                     "sampling is not implemented)");
+  }
+}
+
+// The draft model's runner for draft_model speculation.
+std::unique_ptr<ModelRunner> make_draft_runner(const SpeculativeConfig& spec, const ModelConfig& target,
+                                               const RunnerOptions& ro, const ModelRunner& runner,
+                                               std::int32_t max_model_len) {
+  const ModelConfig draft = model_config_from(resolve_model(spec.model));
+  if (draft.vocab_size != target.vocab_size) {
+    throw UsageError("--speculative-config: draft model '" + draft.name + "' has a vocabulary of " +
+                     std::to_string(draft.vocab_size) + " tokens, the target '" + target.name + "' " +
+                     std::to_string(target.vocab_size) + ": a draft must share the target's vocabulary");
+  }
+  if (draft.max_position_embeddings < max_model_len) {
+    throw UsageError("--speculative-config: draft model '" + draft.name + "' has a context of " +
+                     std::to_string(draft.max_position_embeddings) + " tokens, less than max_model_len " +
+                     std::to_string(max_model_len));
+  }
+  // Its KV pool mirrors the target's blocks (the core's one block table
+  // addresses both); its weights are the folder's where `model` is a
+  // checkpoint folder, else random from the engine's seed.
+  RunnerOptions d = ro;
+  std::error_code ec;
+  d.weights_dir = std::filesystem::is_directory(spec.model, ec) ? spec.model : "";
+  d.num_blocks = runner.num_blocks();
+  d.num_host_blocks = runner.num_host_blocks();
+  d.kv_cache_memory_bytes = 0;
+  d.swap_space_bytes = 0;
+  return std::make_unique<ModelRunner>(draft, d);
+}
+
+}  // namespace
+
 Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   model_ = engine_model_config(settings_);
   ReplicaConfig& rc = settings_.replica;
   validate(rc.scheduler);  // a bad scheduler setting fails before the weights load
   roles_ = settings_.roles.empty() ? std::vector<ReplicaRole>{ReplicaRole::mixed} : settings_.roles;
-  if (disaggregated()) {
-    // The loop checks the pools again; here they fail before the weights load.
-    std::int32_t prefill = 0, decode = 0;
-    for (const ReplicaRole r : roles_) {
-      if (r == ReplicaRole::mixed) throw UsageError("engine: a disaggregated engine has prefill and decode replicas only");
-      (r == ReplicaRole::prefill ? prefill : decode) += 1;
-    }
-    if (decode == 0) throw UsageError("engine: prefill replicas need a decode replica");
-    if (prefill == 0 && settings_.disagg.mode != DisaggMode::never) {
-      throw UsageError("engine: decode replicas need a prefill replica (or disaggregation mode 'never')");
-    }
-    // A draft model's KV mirrors one runner's blocks; moving it too is not built.
-    if (settings_.speculative) throw UsageError("--speculative-config: not with prefill and decode replicas in the engine");
-    if (settings_.time_ops) throw UsageError("engine: op timing runs one replica, not prefill and decode pools");
-  }
+  if (disaggregated()) check_pools(roles_, settings_);
   RunnerOptions& ro = settings_.runner;
   ro.kv_cache_shares = num_replicas();
   ro.block_size = rc.kv.block_size;
@@ -76,30 +139,7 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   ro.max_num_seqs = rc.scheduler.max_num_seqs;
   const std::optional<SpeculativeConfig>& spec = settings_.speculative;
   if (spec) {
-    if (spec->method == SpeculativeMethod::eagle || spec->method == SpeculativeMethod::medusa) {
-      const std::string name(speculative_method_name(spec->method));
-      throw UsageError("--speculative-config: method " + name + " is the simulator's (the engine has no " +
-                       (spec->method == SpeculativeMethod::eagle ? "EAGLE head" : "Medusa heads") +
-                       " to run); the engine takes draft_model or ngram");
-    }
-    if (spec->num_draft_tokens > 0) {
-      throw UsageError("--speculative-config: key 'num_draft_tokens' (a draft tree) is the simulator's; the engine "
-                       "verifies a chain of num_speculative_tokens");
-    }
-    // The engine measures acceptance; the simulator's keys have no meaning here.
-    const char* sim_key = spec->acceptance_rate >= 0     ? "acceptance_rate"
-                          : spec->acceptance_length >= 0 ? "acceptance_length"
-                          : !spec->acceptance_from.empty() ? "acceptance_from"
-                          : !spec->draft_profile.empty()   ? "draft_profile"
-                                                           : nullptr;
-    if (sim_key) {
-      throw UsageError(std::string("--speculative-config: key '") + sim_key +
-                       "' is the simulator's; the engine measures acceptance itself");
-    }
-    if (settings_.sampling.temperature > 0.0f) {
-      throw UsageError("--speculative-config verifies proposals greedily: it needs --temperature 0 (rejection "
-                       "sampling is not implemented)");
-    }
+    check_engine_speculative(*spec, settings_);
     rc.scheduler.num_speculative_tokens = spec->num_speculative_tokens;
     validate(rc.scheduler);
     if (spec->method == SpeculativeMethod::ngram) (void)NgramProposer(spec->prompt_lookup_max, spec->prompt_lookup_min);
@@ -124,28 +164,7 @@ Engine::Engine(EngineSettings settings) : settings_(std::move(settings)) {
   runner_->set_time_ops(settings_.time_ops);
   for (std::int32_t i = 1; i < num_replicas(); ++i) siblings_.push_back(runner_->make_sibling());
   if (spec && spec->method == SpeculativeMethod::draft_model) {
-    const ModelConfig draft = model_config_from(resolve_model(spec->model));
-    if (draft.vocab_size != model_.vocab_size) {
-      throw UsageError("--speculative-config: draft model '" + draft.name + "' has a vocabulary of " +
-                       std::to_string(draft.vocab_size) + " tokens, the target '" + model_.name + "' " +
-                       std::to_string(model_.vocab_size) + ": a draft must share the target's vocabulary");
-    }
-    if (draft.max_position_embeddings < rc.scheduler.max_model_len) {
-      throw UsageError("--speculative-config: draft model '" + draft.name + "' has a context of " +
-                       std::to_string(draft.max_position_embeddings) + " tokens, less than max_model_len " +
-                       std::to_string(rc.scheduler.max_model_len));
-    }
-    // Its KV pool mirrors the target's blocks (the core's one block table
-    // addresses both); its weights are the folder's where `model` is a
-    // checkpoint folder, else random from the engine's seed.
-    RunnerOptions d = ro;
-    std::error_code ec;
-    d.weights_dir = std::filesystem::is_directory(spec->model, ec) ? spec->model : "";
-    d.num_blocks = runner_->num_blocks();
-    d.num_host_blocks = runner_->num_host_blocks();
-    d.kv_cache_memory_bytes = 0;
-    d.swap_space_bytes = 0;
-    draft_runner_ = std::make_unique<ModelRunner>(draft, d);
+    draft_runner_ = make_draft_runner(*spec, model_, ro, *runner_, rc.scheduler.max_model_len);
   }
 }
 

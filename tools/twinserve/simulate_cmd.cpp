@@ -268,26 +268,9 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
 }
 
-const RegisterCommand registration{"simulate", [](CLI::App& root) {
-  auto args = std::make_shared<SimulateArgs>();
-  auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
-  auto& a = *args;
-  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", false);
-  add_trace_arrival_flags(*sub, a.in);
-  add_client_flags(*sub, a.clients);
-  sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
-  sub->add_option("--explain-ops", a.explain_ops,
-                  "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
-                  "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
-      ->check(non_empty());
-  add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
-  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
-  sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
-  sub->add_option("--dtype", a.dtype, "Weight and activation dtype: fp32, fp16, bf16 or vLLM's spellings (float32, float, half, float16, bfloat16); fp8 (fp8_e4m3, fp8_e5m2) and int8 mean --quantization fp8 / int8_w8a8; auto or unset: the model's");
-  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
-  sub->add_option("--quantization,-q", a.quantization,
-                  "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
-                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only); docs/quantization.md");
+// How a replica is laid out and how arrivals reach the replicas.
+void add_layout_flags(CLI::App& app, SimulateArgs& a) {
+  CLI::App* sub = &app;
   sub->add_option(kTensorParallelFlag, a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
   sub->add_option(kPipelineParallelFlag, a.pp, "Pipeline stages")->check(int_range(1, 1024));
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
@@ -309,6 +292,37 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "Threads advancing the replicas between router refreshes (needs --router-refresh-s > 0); the "
                   "result files are the same bytes for any number (default 1)")
       ->check(core_thread_count());
+  sub->add_option("--ep,--expert-parallel-size", a.ep,
+                  "MoE expert parallelism: ep ranks of --tp GPUs per stage, attention data parallel over them, the "
+                  "experts split over them with all-to-all dispatch and combine (docs/simulate.md)")
+      ->check(int_range(1, 1024));
+  sub->add_option("--expert-busiest-share", a.expert_busiest_share,
+                  "With --ep: the share of routed tokens the busiest rank's experts get, from 1/ep (uniform, the "
+                  "default) to 1 (skewed routing)")
+      ->check(real_range(0, 1, true));
+}
+
+const RegisterCommand registration{"simulate", [](CLI::App& root) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* sub = root.add_subcommand("simulate", "Run a request trace through a simulated serving cluster");
+  auto& a = *args;
+  add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", false);
+  add_trace_arrival_flags(*sub, a.in);
+  add_client_flags(*sub, a.clients);
+  sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
+  sub->add_option("--explain-ops", a.explain_ops,
+                  "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
+                  "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
+      ->check(non_empty());
+  add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
+  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
+  sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
+  sub->add_option("--dtype", a.dtype, "Weight and activation dtype: fp32, fp16, bf16 or vLLM's spellings (float32, float, half, float16, bfloat16); fp8 (fp8_e4m3, fp8_e5m2) and int8 mean --quantization fp8 / int8_w8a8; auto or unset: the model's");
+  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
+  sub->add_option("--quantization,-q", a.quantization,
+                  "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
+                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only); docs/quantization.md");
+  add_layout_flags(*sub, a);
   add_disagg_flags(*sub, a.disagg);
   sub->add_option("--replay-transfers", a.replay_transfers,
                   "With --replay and pools: an engine run's requests.csv; each KV transfer lasts what it measured "
@@ -331,14 +345,6 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
       ->check(real_range(0, 1e9));
   sub->add_flag("--kv-offload-overlap", a.kv_offload_overlap,
                 "Loads from the KV tiers overlap the step's compute (layer by layer) instead of delaying it");
-  sub->add_option("--ep,--expert-parallel-size", a.ep,
-                  "MoE expert parallelism: ep ranks of --tp GPUs per stage, attention data parallel over them, the "
-                  "experts split over them with all-to-all dispatch and combine (docs/simulate.md)")
-      ->check(int_range(1, 1024));
-  sub->add_option("--expert-busiest-share", a.expert_busiest_share,
-                  "With --ep: the share of routed tokens the busiest rank's experts get, from 1/ep (uniform, the "
-                  "default) to 1 (skewed routing)")
-      ->check(real_range(0, 1, true));
   sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
