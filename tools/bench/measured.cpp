@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/percentile.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/step_csv.hpp"
 
@@ -36,7 +37,7 @@ struct Stats {
   double mean = NAN, p90 = NAN;
 };
 
-// Linear between closest ranks (numpy's default), as the source's summary.
+// p90 linear between closest ranks (numpy's default), as the source's summary.
 Stats stats_of(std::vector<double> v) {
   Stats s;
   if (v.empty()) return s;
@@ -44,10 +45,7 @@ Stats stats_of(std::vector<double> v) {
   double sum = 0;
   for (const double x : v) sum += x;
   s.mean = sum / static_cast<double>(v.size());
-  const double pos = 0.9 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  s.p90 = v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  s.p90 = twin::percentile_linear(v, 90);
   return s;
 }
 
