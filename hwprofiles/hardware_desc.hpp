@@ -58,7 +58,37 @@ struct EfficiencyCurveDesc {
   };
   std::vector<Row> rows;                          // ascending y
   std::vector<std::string> ops;                   // op kind names (models/step_ops.hpp)
+  // Compute-roof curves only: "" prices the ops at any dtype; "fp8" or
+  // "int8" prices the W8A8 quantised linear layers whose GEMMs run in that
+  // format (their own kernels' curve), taking precedence over the dtype-less
+  // curve for those ops.
+  std::string dtype;
 };
+
+// ---- Measured collectives (optional; docs/hardware.md "Collectives") ----
+// A collective's time per call as a function of its message size, for one
+// kind, one link type and one group size, as nccl-tests (or a framework's
+// own benchmark) measured it. The roofline prices a TP all-reduce or gather
+// or an EP all-to-all from the curve matching its group (kind, link, GPUs)
+// and from the ring formula where none does.
+enum class CollectiveKind { all_reduce, all_gather, all_to_all };
+// nvswitch: every GPU on an NVSwitch; nvlink_bridge: a bridged NVLink pair;
+// pcie_p2p: PCIe peer-to-peer; pcie_host: PCIe through host memory (no P2P).
+enum class CollectiveLink { nvswitch, nvlink_bridge, pcie_p2p, pcie_host };
+
+struct CollectiveCurveDesc {
+  std::string name;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  CollectiveLink link = CollectiveLink::nvswitch;
+  int gpus = 2;
+  // [bytes, microseconds per call], bytes ascending; bytes as nccl-tests'
+  // "size" column: the buffer each rank reduces (all-reduce), the gathered
+  // output (all-gather), each rank's whole send buffer (all-to-all).
+  std::vector<std::pair<double, double>> points;
+};
+
+const char* collective_kind_name(CollectiveKind k);
+const char* collective_link_name(CollectiveLink l);
 
 const char* curve_roof_name(CurveRoof r);
 const char* curve_axis_name(CurveAxis a);
@@ -89,6 +119,16 @@ struct HardwareDesc {
   double pcie_efficiency = 0;       // measured host copy / link peak
   std::vector<GemmCurvePoint> gemm_curve;  // ascending flops, at least one point
   std::vector<EfficiencyCurveDesc> curves; // named curves, by name; optional
+  // ---- Per-format GEMMs and measured collectives (optional) ----
+  // W8A8 GEMMs in a format with no curve of its own ("dtype" above) run at
+  // the dtype-less curve's efficiency times this ratio (measured fp8 or int8
+  // efficiency over bf16 at the same shapes), keyed "fp8" / "int8"; absent:
+  // 1. Key in the profile: efficiency.dtype_ratio.
+  std::map<std::string, double> gemm_dtype_ratio;
+  // Whether the node's GPUs do PCIe peer-to-peer: collectives over PCIe are
+  // then priced on pcie_p2p curves, else on pcie_host ones. Key: pcie_p2p.
+  bool pcie_p2p = false;
+  std::vector<CollectiveCurveDesc> collectives;  // key: collectives
   // Memory the serving process holds outside the weights, activations and
   // KV cache, per GPU: the CUDA context and library workspaces (vLLM's
   // "non_torch_memory" at TP 1), and the collective buffers (NCCL, custom

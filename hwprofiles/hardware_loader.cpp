@@ -60,7 +60,7 @@ constexpr const char* kTopKeys[] = {
     "memory_bandwidth_gbps", "nvlink_bandwidth_gbps", "nvlink_latency_us", "gpus_per_node",
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
-    "sources"};
+    "sources", "pcie_p2p", "collectives"};
 
 // The units a device's memory may be given in; exactly one appears. Binary
 // units are what the driver reports; "memory_gb" (1e9 bytes, the marketing
@@ -201,11 +201,11 @@ std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, co
   auto it = eff.find("curves");
   if (it == eff.end()) return out;
   if (!it->is_object()) json_field_error(origin, "efficiency.curves", "expected an object of named curves");
-  std::set<std::pair<int, std::string>> claimed;  // (roof, op)
+  std::set<std::pair<int, std::string>> claimed;  // (roof, op + "/" + dtype)
   for (auto c = it->begin(); c != it->end(); ++c) {
     const std::string path = "efficiency.curves." + c.key();
     if (!c->is_object()) json_field_error(origin, path, "expected an object with roof, x, points and ops");
-    reject_unknown_keys(*c, std::vector<std::string>{"roof", "x", "y", "points", "rows", "ops"},
+    reject_unknown_keys(*c, std::vector<std::string>{"roof", "x", "y", "points", "rows", "ops", "dtype"},
                         [](const std::string& k) { return k; }, path + ".", origin);
     EfficiencyCurveDesc d;
     d.name = c.key();
@@ -214,6 +214,13 @@ std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, co
     else if (roof == "memory") d.roof = CurveRoof::memory;
     else json_field_error(origin, path + ".roof", "expected \"compute\" or \"memory\", got \"" + excerpt(roof) + "\"");
     d.axis = read_axis(*c, "x", path + ".x", origin);
+    if (c->contains("dtype")) {
+      d.dtype = string_at(*c, "dtype", path + ".dtype", origin);
+      if (d.dtype != "fp8" && d.dtype != "int8")
+        json_field_error(origin, path + ".dtype", "expected \"fp8\" or \"int8\", got \"" + excerpt(d.dtype) + "\"");
+      if (d.roof != CurveRoof::compute)
+        json_field_error(origin, path + ".dtype", "only a compute curve prices a GEMM format");
+    }
     d.has_y = c->contains("y");
     if (!d.has_y) {
       if (c->contains("rows")) json_field_error(origin, path + ".rows", "rows need a y axis (\"y\")");
@@ -250,13 +257,107 @@ std::vector<EfficiencyCurveDesc> read_named_curves(const nlohmann::json& eff, co
       } catch (const UsageError& e) {
         json_field_error(origin, at, e.what());
       }
-      if (!claimed.insert({static_cast<int>(d.roof), op}).second)
-        json_field_error(origin, at, "op '" + excerpt(op) + "' already has a " + roof + " curve");
+      if (!claimed.insert({static_cast<int>(d.roof), op + "/" + d.dtype}).second)
+        json_field_error(origin, at, "op '" + excerpt(op) + "' already has a " + roof + " curve" +
+                                         (d.dtype.empty() ? std::string() : " for " + d.dtype));
       d.ops.push_back(op);
     }
     out.push_back(std::move(d));
   }
   return out;
+}
+
+// efficiency.dtype_ratio: {"fp8": r, "int8": r}, each positive.
+std::map<std::string, double> read_dtype_ratio(const nlohmann::json& eff, const std::string& origin) {
+  std::map<std::string, double> out;
+  auto it = eff.find("dtype_ratio");
+  if (it == eff.end()) return out;
+  const std::string path = "efficiency.dtype_ratio";
+  if (!it->is_object()) json_field_error(origin, path, "expected an object like {\"fp8\": 0.95}");
+  reject_unknown_keys(*it, std::vector<std::string>{"fp8", "int8"}, [](const std::string& k) { return k; },
+                      path + ".", origin);
+  for (auto r = it->begin(); r != it->end(); ++r)
+    out[r.key()] = read_number(*it, r.key().c_str(), path + "." + r.key(), Rule::positive, origin);
+  return out;
+}
+
+CollectiveKind read_collective_kind(const nlohmann::json& c, const std::string& path, const std::string& origin) {
+  const std::string k = string_at(c, "kind", path + ".kind", origin);
+  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all})
+    if (k == collective_kind_name(kind)) return kind;
+  json_field_error(origin, path + ".kind",
+                   "expected \"all_reduce\", \"all_gather\" or \"all_to_all\", got \"" + excerpt(k) + "\"");
+}
+
+CollectiveLink read_collective_link(const nlohmann::json& c, const std::string& path, const std::string& origin) {
+  const std::string l = string_at(c, "link", path + ".link", origin);
+  for (CollectiveLink link : {CollectiveLink::nvswitch, CollectiveLink::nvlink_bridge, CollectiveLink::pcie_p2p,
+                              CollectiveLink::pcie_host})
+    if (l == collective_link_name(link)) return link;
+  json_field_error(origin, path + ".link",
+                   "expected \"nvswitch\", \"nvlink_bridge\", \"pcie_p2p\" or \"pcie_host\", got \"" +
+                       excerpt(l) + "\"");
+}
+
+// collectives: {"NAME": {"kind": K, "link": L, "gpus": N, "points": [[bytes,
+// us], ...]}}: bytes positive and ascending, times positive; one curve per
+// (kind, link, gpus).
+std::vector<CollectiveCurveDesc> read_collectives(const nlohmann::json& j, const std::string& origin) {
+  std::vector<CollectiveCurveDesc> out;
+  auto it = j.find("collectives");
+  if (it == j.end()) return out;
+  if (!it->is_object()) json_field_error(origin, "collectives", "expected an object of named curves");
+  for (auto c = it->begin(); c != it->end(); ++c) {
+    const std::string path = "collectives." + c.key();
+    if (!c->is_object()) json_field_error(origin, path, "expected an object with kind, link, gpus and points");
+    reject_unknown_keys(*c, std::vector<std::string>{"kind", "link", "gpus", "points"},
+                        [](const std::string& k) { return k; }, path + ".", origin);
+    CollectiveCurveDesc d;
+    d.name = c.key();
+    d.kind = read_collective_kind(*c, path, origin);
+    d.link = read_collective_link(*c, path, origin);
+    const double gpus = read_number(*c, "gpus", path + ".gpus", Rule::positive, origin);
+    if (gpus != std::floor(gpus) || gpus < 2 || gpus > 1024)
+      json_field_error(origin, path + ".gpus", "expected a whole number from 2 to 1024");
+    d.gpus = static_cast<int>(gpus);
+    auto pts = c->find("points");
+    if (pts == c->end() || !pts->is_array() || pts->empty())
+      json_field_error(origin, path + ".points", "expected a non-empty array of [bytes, microseconds] pairs");
+    for (size_t i = 0; i < pts->size(); ++i) {
+      const auto& p = (*pts)[i];
+      const std::string at = path + ".points[" + std::to_string(i) + "]";
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number())
+        json_field_error(origin, at, "expected [bytes, microseconds], got " + json_excerpt(p));
+      const double b = p[0].get<double>(), us = p[1].get<double>();
+      if (!(b > 0) || !std::isfinite(b)) json_field_error(origin, at, "expected positive bytes");
+      if (!(us > 0) || !std::isfinite(us)) json_field_error(origin, at, "expected a positive time in microseconds");
+      if (!d.points.empty() && !(b > d.points.back().first))
+        json_field_error(origin, at, "bytes must increase along the curve");
+      d.points.emplace_back(b, us);
+    }
+    for (const auto& other : out)
+      if (other.kind == d.kind && other.link == d.link && other.gpus == d.gpus)
+        json_field_error(origin, path, "the curve '" + other.name + "' is already " + collective_kind_name(d.kind) +
+                                            " over " + collective_link_name(d.link) + " on " +
+                                            std::to_string(d.gpus) + " GPUs");
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// The optional per-format GEMM ratios, P2P claim and collective curves;
+// each needs a source note like any number (`numeric_fields`).
+void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json& eff, const std::string& origin,
+                                  HardwareDesc& hw, std::set<std::string>& numeric_fields) {
+  hw.gemm_dtype_ratio = read_dtype_ratio(eff, origin);
+  for (const auto& [dtype, ratio] : hw.gemm_dtype_ratio) numeric_fields.insert("efficiency.dtype_ratio." + dtype);
+  if (j.contains("pcie_p2p")) {
+    if (!j["pcie_p2p"].is_boolean()) json_field_error(origin, "pcie_p2p", "expected true or false");
+    hw.pcie_p2p = j["pcie_p2p"].get<bool>();
+    numeric_fields.insert("pcie_p2p");  // a claim about the device: it needs its source too
+  }
+  hw.collectives = read_collectives(j, origin);
+  for (const auto& c : hw.collectives) numeric_fields.insert("collectives." + c.name);
 }
 
 HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& origin,
@@ -326,7 +427,7 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   numeric_fields.insert("gpus_per_node");
 
   const auto& eff = read_object(j, "efficiency", origin);
-  std::vector<std::string> eff_keys{"gemm_curve", "curves"};
+  std::vector<std::string> eff_keys{"gemm_curve", "curves", "dtype_ratio"};
   for (const auto& f : kEfficiencies) eff_keys.emplace_back(f.key);
   reject_unknown_keys(eff, eff_keys, [](const std::string& k) { return k; }, "efficiency.", origin);
   for (const auto& f : kEfficiencies) {
@@ -338,6 +439,7 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   numeric_fields.insert("efficiency.gemm_curve");
   hw.curves = read_named_curves(eff, origin);
   for (const auto& c : hw.curves) numeric_fields.insert("efficiency.curves." + c.name);
+  read_formats_and_collectives(j, eff, origin, hw, numeric_fields);
 
   // Every number says where it came from; every note belongs to a number.
   const auto& sources = read_object(j, "sources", origin);

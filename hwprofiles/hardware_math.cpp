@@ -56,6 +56,25 @@ const char* curve_axis_name(CurveAxis a) {
   return "flops";
 }
 
+const char* collective_kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::all_reduce: return "all_reduce";
+    case CollectiveKind::all_gather: return "all_gather";
+    case CollectiveKind::all_to_all: return "all_to_all";
+  }
+  return "all_reduce";
+}
+
+const char* collective_link_name(CollectiveLink l) {
+  switch (l) {
+    case CollectiveLink::nvswitch: return "nvswitch";
+    case CollectiveLink::nvlink_bridge: return "nvlink_bridge";
+    case CollectiveLink::pcie_p2p: return "pcie_p2p";
+    case CollectiveLink::pcie_host: return "pcie_host";
+  }
+  return "nvswitch";
+}
+
 double memory_bytes(const HardwareDesc& hw) { return hw.memory_capacity_bytes; }
 
 }  // namespace twin

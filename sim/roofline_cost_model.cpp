@@ -69,6 +69,49 @@ void EfficiencyCurve::prepare() {
   for (EfficiencyCurve& r : rows) r.prepare();
 }
 
+double CollectiveCurve::time_ns(double bytes) const {
+  if (points.empty()) return 0;
+  if (bytes <= points.front().first) return points.front().second;
+  if (bytes >= points.back().first) return points.back().second * bytes / points.back().first;
+  const auto hi = std::upper_bound(points.begin(), points.end(), bytes,
+                                   [](double b, const auto& p) { return b < p.first; });
+  const auto lo = hi - 1;
+  const double t = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
+  return lo->second * std::pow(hi->second / lo->second, t);
+}
+
+const CollectiveCurve* find_collective_curve(const RooflineParams& params, CollectiveKind kind, PathLink link,
+                                             std::int32_t gpus) {
+  CollectiveLink want{};
+  switch (link) {
+    case PathLink::nvswitch: want = CollectiveLink::nvswitch; break;
+    case PathLink::nvlink_bridge: want = CollectiveLink::nvlink_bridge; break;
+    case PathLink::pcie: want = params.pcie_p2p ? CollectiveLink::pcie_p2p : CollectiveLink::pcie_host; break;
+    case PathLink::none:
+    case PathLink::network: return nullptr;  // one GPU, or across nodes: the formula
+  }
+  for (const CollectiveCurve& c : params.collective_curves)
+    if (c.kind == kind && c.link == want && c.gpus == gpus) return &c;
+  return nullptr;
+}
+
+namespace {
+// The profile's collective curves in ns, their times held non-decreasing.
+std::vector<CollectiveCurve> collective_curves(const HardwareDesc& hw) {
+  std::vector<CollectiveCurve> out;
+  for (const CollectiveCurveDesc& d : hw.collectives) {
+    CollectiveCurve c{d.name, d.kind, d.link, d.gpus, {}};
+    double held = 0;
+    for (const auto& [bytes, us] : d.points) {
+      held = std::max(held, us * 1e3);
+      c.points.emplace_back(bytes, held);
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+}  // namespace
+
 // FLOPs per weight element of a weight-only kernel's dequantisation, in
 // CUDA-core FLOPs: unpack (a shift and mask, or an 8-bit convert), subtract
 // the zero point, multiply by the scale; the kernels do these on pairs of
@@ -101,7 +144,18 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
   p.kernel_launch_ns = hw.kernel_launch_us * 1e3;
   p.step_overhead_ns = hw.step_overhead_us * 1e3;
   if (hw.curves.size() > 127) throw UsageError("hardware " + hw.name + ": more than 127 efficiency curves");
+  p.collective_curves = collective_curves(hw);
+  p.pcie_p2p = hw.pcie_p2p;
+  // W8A8 GEMMs run in gemm_dtype: its own curves where the profile has them,
+  // else the dtype-less curves times the measured ratio.
+  const bool w8a8 = weights.quantized() && !weights.quant.weight_only;
+  const std::string gemm_dtype = w8a8 ? std::string(dtype_name(weights.quant.gemm_dtype)) : std::string();
+  if (w8a8) {
+    const auto ratio = hw.gemm_dtype_ratio.find(gemm_dtype);
+    if (ratio != hw.gemm_dtype_ratio.end()) p.quant_gemm_efficiency_ratio = ratio->second;
+  }
   for (const EfficiencyCurveDesc& d : hw.curves) {
+    if (!d.dtype.empty() && d.dtype != gemm_dtype) continue;  // another format's kernels
     const auto index = static_cast<std::int8_t>(p.curves.size());
     EfficiencyCurve curve;
     curve.name = d.name;
@@ -120,7 +174,8 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
       curve.rows.push_back(std::move(row));
     }
     p.curves.push_back(std::move(curve));
-    auto& slots = d.roof == CurveRoof::compute ? p.compute_curve : p.memory_curve;
+    auto& slots = !d.dtype.empty() ? p.quant_compute_curve
+                  : d.roof == CurveRoof::compute ? p.compute_curve : p.memory_curve;
     for (const std::string& op : d.ops) slots[static_cast<std::size_t>(parse_op_kind(op))] = index;
   }
   return p;
@@ -167,12 +222,25 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Wei
   }
   const auto curve_count = static_cast<std::int8_t>(params_.curves.size());
   for (std::size_t k = 0; k < params_.compute_curve.size(); ++k) {
-    if (params_.compute_curve[k] >= curve_count || params_.memory_curve[k] >= curve_count)
+    if (params_.compute_curve[k] >= curve_count || params_.memory_curve[k] >= curve_count ||
+        params_.quant_compute_curve[k] >= curve_count)
       throw UsageError("roofline cost model: an op kind names an efficiency curve that does not exist");
   }
+  positive(params_.quant_gemm_efficiency_ratio, "W8A8 GEMM efficiency ratio");
   params_.tp_rings.resize(layout_.pp);
   params_.pp_links.resize(layout_.pp);
   params_.ep_groups.resize(layout_.pp);
+  auto curve_index = [&](CollectiveKind kind, PathLink link, std::int32_t gpus) -> std::int16_t {
+    const CollectiveCurve* c = find_collective_curve(params_, kind, link, gpus);
+    return c ? static_cast<std::int16_t>(c - params_.collective_curves.data()) : std::int16_t{-1};
+  };
+  for (std::int32_t s = 0; s < layout_.pp; ++s) {
+    const RingCost& ring = params_.tp_rings[static_cast<std::size_t>(s)];
+    const AllToAllCost& ep = params_.ep_groups[static_cast<std::size_t>(s)];
+    stage_collectives_.push_back({curve_index(CollectiveKind::all_reduce, ring.link, ring.size),
+                                  curve_index(CollectiveKind::all_gather, ring.link, ring.size),
+                                  curve_index(CollectiveKind::all_to_all, ep.link, ep.size)});
+  }
   ops_.reserve(32);
 }
 
@@ -186,31 +254,15 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   double one = 0;
   switch (op.kind) {
     case OpKind::tp_allreduce:
-    case OpKind::tp_gather: {
-      const RingCost& ring = params_.tp_rings[stage];
-      RingCost effective = ring;
-      effective.bandwidth = ring.bandwidth * params_.allreduce_efficiency;
-      // A gather moves (n-1)/n of the buffer once: half an all-reduce.
-      one = op.kind == OpKind::tp_allreduce ? effective.allreduce_time(op.comm_bytes)
-                                             : effective.allreduce_time(op.comm_bytes) / 2;
-      one += params_.kernel_launch_ns;
-      c.curve = "link";
+    case OpKind::tp_gather:
+    case OpKind::ep_dispatch:
+    case OpKind::ep_combine:
+      one = collective_ns(op, stage, c.curve);
       break;
-    }
     case OpKind::pp_send:
       one = params_.pp_links[stage].time(op.comm_bytes) + params_.kernel_launch_ns;
       c.curve = "link";
       break;
-    case OpKind::ep_dispatch:
-    case OpKind::ep_combine: {
-      // All-to-all over the EP group at the collectives' achieved fraction
-      // of the links (as the TP all-reduce).
-      AllToAllCost effective = params_.ep_groups[stage];
-      effective.bandwidth *= params_.allreduce_efficiency;
-      one = effective.time(op.comm_bytes) + params_.kernel_launch_ns;
-      c.curve = "link";
-      break;
-    }
     default: {
       const double compute_eff = compute_efficiency_for(op);
       const double memory_eff = memory_efficiency_for(op);
@@ -218,7 +270,12 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       const double memory = op.bytes / (params_.memory_bandwidth * memory_eff) * 1e9;
       c.compute_bound = compute > memory;
       one = std::max(compute, memory) + params_.kernel_launch_ns;
-      const std::int8_t index = (c.compute_bound ? params_.compute_curve : params_.memory_curve)[static_cast<std::size_t>(op.kind)];
+      const auto k = static_cast<std::size_t>(op.kind);
+      const bool own_format = params_.quant_gemm_peak_flops > 0 && is_quantized_linear(op.kind) &&
+                              params_.quant_compute_curve[k] >= 0;
+      const std::int8_t index = !c.compute_bound ? params_.memory_curve[k]
+                                : own_format     ? params_.quant_compute_curve[k]
+                                                 : params_.compute_curve[k];
       c.curve = index >= 0 ? std::string_view(params_.curves[static_cast<std::size_t>(index)].name)
                 : c.compute_bound ? (attention_priced_flat(op) ? std::string_view("attention") : std::string_view("gemm_curve"))
                                   : std::string_view("memory");
@@ -228,6 +285,40 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   }
   c.time_ns = one * op.repeat;
   return c;
+}
+
+double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const {
+  const auto& chosen = stage_collectives_[static_cast<std::size_t>(stage)];
+  if (op.kind == OpKind::tp_allreduce || op.kind == OpKind::tp_gather) {
+    const bool reduce = op.kind == OpKind::tp_allreduce;
+    const std::int16_t index = chosen[reduce ? 0 : 1];
+    if (index >= 0) {
+      // A measured call: launch and synchronisation included.
+      const CollectiveCurve& c = params_.collective_curves[static_cast<std::size_t>(index)];
+      curve = c.name;
+      return c.time_ns(op.comm_bytes);
+    }
+    RingCost effective = params_.tp_rings[stage];
+    effective.bandwidth *= params_.allreduce_efficiency;
+    curve = "link";
+    // A gather moves (n-1)/n of the buffer once: half an all-reduce.
+    const double t = effective.allreduce_time(op.comm_bytes);
+    return (reduce ? t : t / 2) + params_.kernel_launch_ns;
+  }
+  const AllToAllCost& group = params_.ep_groups[stage];
+  if (chosen[2] >= 0 && group.size > 1) {
+    const CollectiveCurve& c = params_.collective_curves[static_cast<std::size_t>(chosen[2])];
+    curve = c.name;
+    // comm_bytes leaves out the rank's own share; nccl-tests' size counts it.
+    const double n = group.size;
+    return c.time_ns(op.comm_bytes * n / (n - 1));
+  }
+  // All-to-all over the EP group at the collectives' achieved fraction of
+  // the links (as the TP all-reduce).
+  AllToAllCost effective = group;
+  effective.bandwidth *= params_.allreduce_efficiency;
+  curve = "link";
+  return effective.time(op.comm_bytes) + params_.kernel_launch_ns;
 }
 
 double RooflineCostModel::compute_ns(const Op& op, double efficiency) const {
@@ -296,6 +387,17 @@ double RooflineCostModel::named_curve_at(std::int32_t index, const Op& op) const
 }
 
 double RooflineCostModel::compute_efficiency_for(const Op& op) const {
+  if (params_.quant_gemm_peak_flops > 0 && is_quantized_linear(op.kind)) {
+    // A W8A8 GEMM: its format's own curve, else the 16-bit one scaled by the
+    // measured ratio (capped at the whole roof).
+    const std::int8_t own = params_.quant_compute_curve[static_cast<std::size_t>(op.kind)];
+    if (own >= 0) return named_curve_at(own, op);
+    return std::min(1.0, dense_compute_efficiency(op) * params_.quant_gemm_efficiency_ratio);
+  }
+  return dense_compute_efficiency(op);
+}
+
+double RooflineCostModel::dense_compute_efficiency(const Op& op) const {
   const std::int8_t index = params_.compute_curve[static_cast<std::size_t>(op.kind)];
   if (index >= 0) return named_curve_at(index, op);
   if (attention_priced_flat(op)) return params_.attention_efficiency;

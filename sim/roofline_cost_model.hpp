@@ -56,6 +56,22 @@ struct EfficiencyCurve {
 };
 
 
+// A collective's measured time per call against its message bytes (a
+// profile's "collectives" curve): log(time) interpolated linearly in
+// log(bytes) between the points; below the first point its time (small
+// messages are latency-bound), beyond the last the last point's bandwidth.
+// The points' times are held non-decreasing (the largest so far), so a
+// bigger message never costs less: NCCL's protocol switches make measured
+// times dip (Vidur's A100 pair: 225 us at 474 KiB, 153 at 477 KiB).
+struct CollectiveCurve {
+  std::string name;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  CollectiveLink link = CollectiveLink::nvswitch;
+  std::int32_t gpus = 2;
+  std::vector<std::pair<double, double>> points;  // ascending bytes, ns (held)
+  double time_ns(double bytes) const;
+};
+
 // Everything the roofline needs about one replica's GPUs and links: plain
 // numbers, filled from the hardware profile and the cluster graph.
 struct RooflineParams {
@@ -97,7 +113,25 @@ struct RooflineParams {
   std::vector<AllToAllCost> ep_groups;  // per stage: the EP ranks' all-to-all (size 1 without EP)
   PathCost host_link;                // GPU to host memory (swap)
   double kv_block_bytes_per_gpu = 0; // swap copy size per block
+  // ---- Measured collectives and per-format GEMMs (docs/op-costs.md) ----
+  // Collective curves of the profile; a TP ring or EP group within a node
+  // is priced on the one matching its kind, link and size, else by the ring
+  // and all-to-all formulas above. pcie_p2p: PCIe rings use pcie_p2p
+  // curves, else pcie_host ones.
+  std::vector<CollectiveCurve> collective_curves;
+  bool pcie_p2p = false;
+  // W8A8 linear layers: the compute curve per op kind fitted to kernels in
+  // their GEMM format (-1: none), else the dtype-less curve times
+  // quant_gemm_efficiency_ratio (measured format / bf16 efficiency).
+  std::array<std::int8_t, kNumOpKinds> quant_compute_curve = filled(-1);
+  double quant_gemm_efficiency_ratio = 1.0;
 };
+
+// The profile's curve for a collective of `kind` over `gpus` GPUs joined by
+// `link` (a ring's or group's worst hop), or nullptr (then the formula):
+// none across nodes.
+const CollectiveCurve* find_collective_curve(const RooflineParams& params, CollectiveKind kind, PathLink link,
+                                             std::int32_t gpus);
 
 // The roofline parameters of a hardware profile at a precision (links left
 // empty: the cluster fills them from its graph). UsageError when the device
@@ -126,6 +160,9 @@ class RooflineCostModel final : public CostModel {
   WeightPrecision weights_;
   Dtype kv_;
   RooflineParams params_;
+  // Per stage, the collective curve (index into params_.collective_curves,
+  // -1: the formula) of the TP all-reduce, the TP gather and the EP all-to-all.
+  std::vector<std::array<std::int16_t, 3>> stage_collectives_;
   std::vector<Op> ops_;  // reused every step
   // Step prices by (tokens, sampling, stage), direct-mapped: every op but
   // attention depends only on those (models/step_ops.hpp, StepSums), and
@@ -163,11 +200,15 @@ class RooflineCostModel final : public CostModel {
   double curve_at(std::int32_t index, double x, double y, bool memo) const;
   double named_curve_at(std::int32_t index, const Op& op) const;
   double compute_efficiency_for(const Op& op) const;
+  double dense_compute_efficiency(const Op& op) const;  // the curves by op kind, any format
   bool attention_priced_flat(const Op& op) const;
   double memory_efficiency_for(const Op& op) const;
   // ns of compute: the op's FLOPs at its peak and efficiency, plus a
   // weight-only kernel's dequantisation.
   double compute_ns(const Op& op, double efficiency) const;
+  // ns of one TP all-reduce/gather or EP all-to-all call; names the curve
+  // (or "link", the formula) in `curve`.
+  double collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const;
 };
 
 }  // namespace twin

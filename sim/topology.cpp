@@ -29,6 +29,7 @@ struct LinkProps {
   double bandwidth = 0;  // bytes/s
   double latency = 0;    // ns
   double route_weight = 0;
+  PathLink kind = PathLink::pcie;
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, VertexProps, LinkProps>;
@@ -58,8 +59,8 @@ struct ClusterTopology::Impl {
   Vertex add_vertex(VertexKind kind, std::int32_t node, std::string name) {
     return boost::add_vertex(VertexProps{kind, node, std::move(name)}, graph);
   }
-  void add_link(Vertex a, Vertex b, double bandwidth, double latency) {
-    boost::add_edge(a, b, LinkProps{bandwidth, latency, latency + kRouteBytes / bandwidth * 1e9}, graph);
+  void add_link(Vertex a, Vertex b, double bandwidth, double latency, PathLink kind) {
+    boost::add_edge(a, b, LinkProps{bandwidth, latency, latency + kRouteBytes / bandwidth * 1e9, kind}, graph);
   }
 
   std::vector<Vertex> route(Vertex from, Vertex to) const {
@@ -90,6 +91,7 @@ struct ClusterTopology::Impl {
       const LinkProps& link = graph[edge];
       c.bandwidth = std::min(c.bandwidth, link.bandwidth);
       c.latency += link.latency;
+      c.link = std::max(c.link, link.kind);
       ++c.hops;
     }
     if (c.hops == 0) c.bandwidth = std::numeric_limits<double>::infinity();
@@ -124,11 +126,12 @@ std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32
     Vertex partner{};
     for (std::int32_t g = 0; g < links.gpus_per_node; ++g) {
       const Vertex gpu = s.add_vertex(VertexKind::gpu, node, prefix + "gpu" + std::to_string(g));
-      s.add_link(gpu, host, links.pcie_bandwidth, links.pcie_latency);
+      s.add_link(gpu, host, links.pcie_bandwidth, links.pcie_latency, PathLink::pcie);
       // The GPU-to-GPU latency is split over the two hops through the switch;
       // a bridge is one hop carrying all of it.
-      if (switched) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2);
-      if (nvlink && !switched && g % 2 == 1) s.add_link(partner, gpu, links.nvlink_bandwidth, links.nvlink_latency);
+      if (switched) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2, PathLink::nvswitch);
+      if (nvlink && !switched && g % 2 == 1)
+        s.add_link(partner, gpu, links.nvlink_bandwidth, links.nvlink_latency, PathLink::nvlink_bridge);
       partner = gpu;
       added.push_back(static_cast<GpuId>(s.gpus.size()));
       s.gpus.push_back(gpu);
@@ -141,8 +144,8 @@ std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32
       }
       const Vertex nic = s.add_vertex(VertexKind::nic, node, prefix + "nic");
       // GPUDirect RDMA: the NIC sits on the node's PCIe fabric.
-      s.add_link(host, nic, links.pcie_bandwidth, 0);
-      s.add_link(nic, s.network, links.nic_bandwidth, links.nic_latency / 2);
+      s.add_link(host, nic, links.pcie_bandwidth, 0, PathLink::pcie);
+      s.add_link(nic, s.network, links.nic_bandwidth, links.nic_latency / 2, PathLink::network);
     }
   }
   return added;
@@ -175,6 +178,7 @@ RingCost ClusterTopology::ring(std::span<const GpuId> group) const {
     const PathCost hop = path(group[i], group[(i + 1) % group.size()]);
     r.bandwidth = std::min(r.bandwidth, hop.bandwidth);
     r.latency = std::max(r.latency, hop.latency);
+    r.link = std::max(r.link, hop.link);
   }
   return r;
 }
@@ -197,6 +201,7 @@ AllToAllCost ClusterTopology::all_to_all(std::span<const GpuId> group) const {
   for (std::size_t i = 1; i < group.size(); ++i) {
     const PathCost p = path(self, group[i]);
     a.latency = std::max(a.latency, p.latency);
+    a.link = std::max(a.link, p.link);
     if (node_of(group[i]) == node) {
       local += 1;
       local_bw = std::min(local_bw, p.bandwidth);

@@ -34,11 +34,17 @@ struct NodeLinks {
   double nic_latency = 0;        // node to node through the network switch
 };
 
+// The kind of a path's hops, worst last: a path is as its worst hop (two
+// GPUs joined through a switch are nvswitch, through the host pcie, across
+// nodes network). A collective's measured curve is chosen by it.
+enum class PathLink { none, nvswitch, nvlink_bridge, pcie, network };
+
 // A transfer along one path: bottleneck bandwidth and summed latency.
 struct PathCost {
   double bandwidth = 0;  // bytes per second
   double latency = 0;    // ns
   std::int32_t hops = 0;
+  PathLink link = PathLink::none;
   // ns to move `bytes` along the path.
   double time(double bytes) const { return latency + (bytes > 0 ? bytes / bandwidth * 1e9 : 0.0); }
 };
@@ -49,6 +55,7 @@ struct RingCost {
   std::int32_t size = 1;
   double bandwidth = 0;
   double latency = 0;
+  PathLink link = PathLink::none;  // the ring's worst hop
   // Ring all-reduce: 2(n-1)/n x bytes / bw + 2(n-1) x latency; 0 for n = 1.
   double allreduce_time(double bytes) const;
 };
@@ -63,6 +70,7 @@ struct AllToAllCost {
   std::int32_t size = 1;
   double bandwidth = 0;
   double latency = 0;
+  PathLink link = PathLink::none;  // the worst path to a peer
   // latency + bytes / bw, for `bytes` one GPU sends (or receives); 0 for n = 1.
   double time(double bytes) const;
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -281,4 +282,68 @@ TEST_CASE("named efficiency curves are read, checked and need a source") {
   bool two_axes = false;
   for (const auto& c : a.curves) two_axes = two_axes || (c.name == "attn_prefill" && c.has_y && c.rows.size() == 2);
   CHECK(two_axes);
+}
+
+TEST_CASE("collective curves and GEMM format ratios are read, checked and need a source") {
+  nlohmann::json good = h100_json();
+  std::vector<std::string> stale;
+  for (auto it = good["sources"].begin(); it != good["sources"].end(); ++it)
+    if (it.key().rfind("collectives.", 0) == 0) stale.push_back(it.key());
+  for (const std::string& key : stale) good["sources"].erase(key);
+  good["collectives"] = {{"ar_host_2", {{"kind", "all_reduce"}, {"link", "pcie_host"}, {"gpus", 2},
+                                        {"points", {{8192, 50.0}, {1048576, 150.0}}}}}};
+  good["sources"]["collectives.ar_host_2"] = "a test";
+  good["pcie_p2p"] = true;
+  good["sources"]["pcie_p2p"] = "a test";
+  CHECK(load_error(good).empty());
+  const HardwareDesc hw = parse_hardware_json(good.dump(), "test", "t");
+  CHECK(hw.pcie_p2p);
+  REQUIRE(hw.collectives.size() == 1);  // ours replaced the bundled ones
+  bool found = false;
+  for (const auto& c : hw.collectives) {
+    if (c.name != "ar_host_2") continue;
+    found = true;
+    CHECK(c.kind == CollectiveKind::all_reduce);
+    CHECK(c.link == CollectiveLink::pcie_host);
+    CHECK(c.gpus == 2);
+    CHECK(c.points.size() == 2);
+  }
+  CHECK(found);
+  CHECK(hw.gemm_dtype_ratio.at("fp8") > 0);
+
+  auto broken = [&](auto edit) {
+    nlohmann::json j = good;
+    edit(j);
+    return load_error(j);
+  };
+  CHECK_THAT(broken([&](nlohmann::json& j) { j["collectives"]["ar_host_2"]["points"][1][0] = 4096; }),
+             Catch::Contains("collectives.ar_host_2.points[1]") && Catch::Contains("bytes must increase"));
+  CHECK_THAT(broken([&](nlohmann::json& j) { j["collectives"]["ar_host_2"]["points"][0][1] = -1; }),
+             Catch::Contains("collectives.ar_host_2.points[0]") && Catch::Contains("positive time"));
+  CHECK_THAT(broken([&](nlohmann::json& j) { j["collectives"]["ar_host_2"]["points"][0] = "x"; }),
+             Catch::Contains("collectives.ar_host_2.points[0]"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["collectives"]["ar_host_2"]["link"] = "infiniband"; }),
+             Catch::Contains("collectives.ar_host_2.link") && Catch::Contains("pcie_host"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["collectives"]["ar_host_2"]["kind"] = "broadcast"; }),
+             Catch::Contains("collectives.ar_host_2.kind"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["collectives"]["ar_host_2"]["gpus"] = 1.5; }),
+             Catch::Contains("collectives.ar_host_2.gpus"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["collectives"]["ar_host_2"]["bytes"] = 1; }),
+             Catch::Contains("collectives.ar_host_2.bytes") && Catch::Contains("unknown field"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["sources"].erase("collectives.ar_host_2"); }),
+             Catch::Contains("missing source note for collectives.ar_host_2"));
+  CHECK_THAT(broken([](nlohmann::json& j) {
+               j["collectives"]["again"] = j["collectives"]["ar_host_2"];
+               j["sources"]["collectives.again"] = "dup";
+             }),
+             Catch::Contains("collectives.") && Catch::Contains("is already all_reduce over pcie_host on 2 GPUs"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["pcie_p2p"] = 1; }), Catch::Contains("pcie_p2p"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp4"] = 0.9; }),
+             Catch::Contains("efficiency.dtype_ratio.fp4") && Catch::Contains("unknown field"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp8"] = 0; }),
+             Catch::Contains("efficiency.dtype_ratio.fp8"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["curves"]["gemm_compute"]["dtype"] = "fp16"; }),
+             Catch::Contains("efficiency.curves.gemm_compute.dtype"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["curves"]["gemm_memory"]["dtype"] = "fp8"; }),
+             Catch::Contains("efficiency.curves.gemm_memory.dtype") && Catch::Contains("only a compute curve"));
 }

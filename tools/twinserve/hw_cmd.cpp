@@ -70,6 +70,16 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
   eff["pcie"] = hw.pcie_efficiency;
   eff["gemm_curve"] = nlohmann::ordered_json::array();
   for (const auto& p : hw.gemm_curve) eff["gemm_curve"].push_back({p.flops, p.efficiency});
+  for (const auto& [dtype, ratio] : hw.gemm_dtype_ratio) eff["dtype_ratio"][dtype] = ratio;
+  if (hw.sources.count("pcie_p2p")) j["pcie_p2p"] = hw.pcie_p2p;
+  for (const auto& c : hw.collectives) {
+    auto& out = j["collectives"][c.name];
+    out["kind"] = collective_kind_name(c.kind);
+    out["link"] = collective_link_name(c.link);
+    out["gpus"] = c.gpus;
+    out["points"] = nlohmann::ordered_json::array();
+    for (const auto& [bytes, us] : c.points) out["points"].push_back({bytes, us});
+  }
   j["price_per_gpu_hour"] = hw.price_per_gpu_hour;
   auto& src = j["sources"];
   for (const auto& [k, v] : hw.sources) src[k] = v;  // std::map: sorted, deterministic
