@@ -89,7 +89,7 @@ TEST_CASE("a profile's measured times are held non-decreasing in bytes") {
   CHECK(c.time_ns(16384) == Approx(60e3));
 }
 
-TEST_CASE("the curve is chosen by collective kind, link and group size; none across nodes") {
+TEST_CASE("the curve is chosen by collective kind, link and group size, and never across nodes") {
   RooflineParams p;
   p.collective_curves = {curve(CollectiveKind::all_reduce, CollectiveLink::nvswitch, 2, "ar_sw_2"),
                          curve(CollectiveKind::all_reduce, CollectiveLink::nvswitch, 4, "ar_sw_4"),
