@@ -140,3 +140,22 @@ TEST_CASE("a profile with only step_overhead_us prices a preset without an engin
   CHECK(gap == Approx(w.fixed_ns + 128 * (w.per_seq_ns + w.per_token_ns + w.per_sample_ns)).margin(1));
   CHECK(gap > overhead_ns);
 }
+
+TEST_CASE("a replica's first step has no earlier GPU step to hide its host work behind, even at t = 0") {
+  // One request at t = 0 and one after an idle gap: under async scheduling
+  // each prefill pays its host work on top, as without async scheduling.
+  auto ttft_of = [](bool async) {
+    ClusterConfig cfg = one_group("llama-3.1-8b", "h100-80gb");
+    cfg.scheduler_options.emplace_back("async_scheduling", async ? "true" : "false");
+    Request a, b;
+    a.prompt_len = b.prompt_len = 512;
+    a.output_len = b.output_len = 1;
+    b.id = 1;
+    b.arrival = 5 * kNsPerSec;
+    VectorSource source({a, b});
+    const RunResult run = run_simulation(cfg, source, RunOutputs{});
+    REQUIRE(run.summary.completed == 2);
+    return run.summary.ttft_ms.mean;
+  };
+  CHECK(ttft_of(true) == ttft_of(false));
+}
