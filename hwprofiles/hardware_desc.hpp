@@ -136,6 +136,18 @@ struct HardwareDesc {
   double runtime_reserve_bytes = 1024.0 * 1024 * 1024;
   double collective_reserve_bytes = 512.0 * 1024 * 1024;
   double price_per_gpu_hour = 0;  // editable: per GPU (per socket for a CPU)
+  // --- Host work per step (sim/host_work.hpp; docs/op-costs.md, "Host
+  // work per step"). The serving engine's host work per step is the
+  // scheduler preset's figures (from that engine's published profiles)
+  // divided by host_speed, with step_overhead_us as its fixed term. A
+  // profile fitted to a deployment may replace the engine's per-item
+  // figures: -1 (the default; the key absent) keeps the engine's.
+  double host_speed = 1.0;          // host CPU speed relative to the engines' profiled hosts
+  double host_per_seq_us = -1;      // per scheduled sequence (scheduling, block tables)
+  double host_per_token_us = -1;    // per scheduled token (input preparation)
+  double host_per_sample_us = -1;   // per sampling sequence (sampling, output processing)
+  double host_exposed_us = -1;      // per step, never overlapped with the GPU
+  // --- end host work
   std::map<std::string, std::string> sources;  // dotted field path -> note
 };
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include "base/error.hpp"
@@ -58,6 +59,7 @@ constexpr PeakField kPeaks[] = {
 constexpr const char* kTopKeys[] = {
     "name", "kind", "peak_tflops", "memory_bytes", "memory_mib", "memory_gib", "memory_gb",
     "memory_bandwidth_gbps", "nvlink_bandwidth_gbps", "nvlink_latency_us", "gpus_per_node",
+    "host_speed", "host_per_seq_us", "host_per_token_us", "host_per_sample_us", "host_exposed_us",
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
     "sources", "pcie_p2p", "collectives"};
@@ -412,6 +414,18 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   }
   if (!memory_unit) {
     json_field_error(origin, "memory_mib", "missing required field (or memory_bytes / memory_gib / memory_gb)");
+  }
+  // Optional host-work figures (hardware_desc.hpp): absent keeps the
+  // default (host_speed 1, the engine's per-item figures).
+  for (const auto& [key, member, rule] :
+       {std::tuple{"host_speed", &HardwareDesc::host_speed, Rule::positive},
+        std::tuple{"host_per_seq_us", &HardwareDesc::host_per_seq_us, Rule::non_negative},
+        std::tuple{"host_per_token_us", &HardwareDesc::host_per_token_us, Rule::non_negative},
+        std::tuple{"host_per_sample_us", &HardwareDesc::host_per_sample_us, Rule::non_negative},
+        std::tuple{"host_exposed_us", &HardwareDesc::host_exposed_us, Rule::non_negative}}) {
+    if (!j.contains(key)) continue;
+    hw.*member = read_number(j, key, key, rule, origin);
+    numeric_fields.insert(key);
   }
   // Optional: a profile without them gets the defaults in hardware_desc.hpp.
   for (const auto& [key, member] : {std::pair{"runtime_reserve_mib", &HardwareDesc::runtime_reserve_bytes},

@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "engine/core/step_plan.hpp"
+#include "sim/roofline_cost_model.hpp"
 
 namespace twin {
 namespace {
@@ -53,6 +54,24 @@ std::vector<NamedShape> parse_shapes(const std::string& shapes) {
   return out;
 }
 
+// The step's host work, where the cost model prices it (the roofline):
+// its terms and whether it hid behind the GPU (sim/host_work.hpp).
+std::string explain_host(CostModel& model, const StepInput& in) {
+  const auto* roofline = dynamic_cast<const RooflineCostModel*>(&model);
+  if (!roofline) return {};
+  const HostWork& w = roofline->params().host;
+  const HostCost c = roofline->host_cost_of(in);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "    host work (%s): %.2f us = fixed %.2f + %.3f/seq + %.4f/token + %.3f/sample us, %s; "
+                "never hidden %.2f us\n",
+                w.engine.c_str(), c.host_ns / 1e3, w.fixed_ns / 1e3, w.per_seq_ns / 1e3, w.per_token_ns / 1e3,
+                w.per_sample_ns / 1e3,
+                w.overlap ? "overlapped with the GPU back to back (async scheduling)" : "added to the GPU time",
+                c.exposed_ns / 1e3);
+  return line;
+}
+
 }  // namespace
 
 std::string explain_ops(Cluster& cluster, const std::string& shapes) {
@@ -74,8 +93,9 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
       StepInput in{&plan, &s.shape, g.first_replica, 0};
       std::vector<OpCost> ops;
       const Time total = model.stage_time(in, &ops);
-      std::snprintf(line, sizeof line, "  %s: %.3f ms (with the step overhead)\n", s.label.c_str(), static_cast<double>(total) / 1e6);
+      std::snprintf(line, sizeof line, "  %s: %.3f ms (with the host work)\n", s.label.c_str(), static_cast<double>(total) / 1e6);
       out += line;
+      out += explain_host(model, in);
       // The curve column as wide as its longest name (per-op GEMM curves
       // run to 25 characters), so the efficiencies line up.
       int curve_width = 14;

@@ -142,7 +142,7 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
   p.memory_efficiency = hw.memory_efficiency;
   p.allreduce_efficiency = hw.allreduce_efficiency;
   p.kernel_launch_ns = hw.kernel_launch_us * 1e3;
-  p.step_overhead_ns = hw.step_overhead_us * 1e3;
+  p.host = flat_host_work(hw);
   if (hw.curves.size() > 127) throw UsageError("hardware " + hw.name + ": more than 127 efficiency curves");
   p.collective_curves = collective_curves(hw);
   p.pcie_p2p = hw.pcie_p2p;
@@ -416,7 +416,7 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
   ops_.clear();
   step_ops(model_, sums, layout_, weights_, kv_, stage, ops_);
   if (ops_.empty()) return 0;
-  double total = params_.step_overhead_ns;
+  double total = 0;
   std::size_t tail = 0;
   bool after_attention = false;
   bool fits = slot != nullptr;
@@ -444,12 +444,25 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
   return total;
 }
 
+HostCost RooflineCostModel::host_cost_of(const StepInput& step) const {
+  std::int64_t tokens = 0, samples = 0;
+  for (const SeqShape& s : step.shape->seqs) {
+    tokens += s.new_tokens;  // speculative proposals are among them
+    if (s.samples) ++samples;
+  }
+  return host_cost(params_.host, static_cast<std::int64_t>(step.shape->seqs.size()), tokens, samples, step.idle_ns);
+}
+
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
   StepSums sums = step_sums(model_, *step.shape);
   if (sums.tokens() == 0) return 0;
   sums.padding = cudagraph_padded_tokens(sums.tokens(), params_.cudagraph_max_tokens) - sums.tokens();
   sums.group_tokens = step.group_tokens;
-  if (breakdown) return priced_ns(price_all(sums, step.stage, breakdown, nullptr), "roofline cost model: a step");
+  const HostCost host = host_cost_of(step);
+  if (breakdown) {
+    const double gpu = price_all(sums, step.stage, breakdown, nullptr);
+    return priced_ns(gpu > 0 ? compose_step_ns(gpu, host) : 0, "roofline cost model: a step");
+  }
   const std::uint64_t key = (static_cast<std::uint64_t>(sums.tokens()) * 0x9E3779B97F4A7C15ULL) ^
                             (static_cast<std::uint64_t>(sums.sampling) * 0xC2B2AE3D27D4EB4FULL) ^
                             static_cast<std::uint64_t>(step.stage) ^
@@ -458,7 +471,8 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   if (slot.tokens != sums.tokens() || slot.sampling != sums.sampling || slot.stage != step.stage ||
       slot.group_tokens != sums.group_tokens) {
     slot.tokens = -1;  // refilled below when the step has attention and its ops fit
-    return priced_ns(price_all(sums, step.stage, nullptr, &slot), "roofline cost model: a step");
+    const double gpu = price_all(sums, step.stage, nullptr, &slot);
+    return priced_ns(gpu > 0 ? compose_step_ns(gpu, host) : 0, "roofline cost model: a step");
   }
   // Same order as price_all: the head, this step's attention, the tail.
   ops_.clear();
@@ -466,7 +480,7 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   double total = slot.head_ns;
   for (const Op& op : ops_) total += price(op, step.stage).time_ns;
   for (std::int32_t i = 0; i < slot.tail_count; ++i) total += slot.tail_ns[static_cast<std::size_t>(i)];
-  return priced_ns(total, "roofline cost model: a step");
+  return priced_ns(compose_step_ns(total, host), "roofline cost model: a step");
 }
 
 Time RooflineCostModel::swap_time(std::int64_t num_blocks) {

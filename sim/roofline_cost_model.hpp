@@ -6,7 +6,8 @@
 // eff_c and eff_m come from the hardware profile's named curves configured
 // for the op's kind (hwprofiles/hardware_desc.hpp), else from the GEMM
 // curve and the constant memory efficiency.
-//   stage time = sum of op times + per-step overhead
+//   stage time = sum of op times, composed with the engine's host work
+//   (sim/host_work.hpp: added, or overlapped under async scheduling)
 #include <array>
 #include <cstdint>
 #include <string>
@@ -18,6 +19,7 @@
 #include "models/model_math.hpp"
 #include "models/step_ops.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/host_work.hpp"
 #include "sim/topology.hpp"
 
 namespace twin {
@@ -104,7 +106,10 @@ struct RooflineParams {
   std::array<std::int8_t, kNumOpKinds> memory_curve = filled(-1);
   double allreduce_efficiency = 1.0; // achieved fraction of the ring's link bandwidth
   double kernel_launch_ns = 0;
-  double step_overhead_ns = 0;
+  // The engine's host work per step and whether it overlaps the GPU
+  // (sim/host_work.hpp); roofline_params gives the profile's flat
+  // step_overhead_us, the cluster the preset's engine.
+  HostWork host;
   // Steps of at most this many tokens run as CUDA graphs padded to a capture
   // size (cudagraph_padded_tokens); 0: eager, no padding.
   std::int64_t cudagraph_max_tokens = 0;
@@ -150,6 +155,9 @@ class RooflineCostModel final : public CostModel {
   // The price of one op (all its repeats), in ns.
   OpCost price(const Op& op, std::int32_t stage) const;
 
+  // The host work of the step (the shape's sequences, tokens and samples).
+  HostCost host_cost_of(const StepInput& step) const;
+
   const RooflineParams& params() const { return params_; }
   const ModelDesc& model() const { return model_; }
   const ParallelLayout& layout() const { return layout_; }
@@ -168,14 +176,16 @@ class RooflineCostModel final : public CostModel {
   // attention depends only on those (models/step_ops.hpp, StepSums), and
   // they repeat across steps and replicas. An entry keeps the sum of the
   // overhead and the ops before attention, then each later op's price, so
-  // a step is summed in the same order as op by op: the same double.
+  // a step is summed in the same order as op by op: the same double. The
+  // host work is composed with the sum afterwards (it depends on the
+  // sequences, which the key leaves out).
   static constexpr std::size_t kMaxTailOps = 30;
   struct StepPrice {
     std::int64_t tokens = -1, sampling = -1;
     std::int64_t group_tokens = -1;  // lockstep DP ranks: the instance's tokens
     std::int32_t stage = -1;
     std::int32_t tail_count = 0;  // ops after attention
-    double head_ns = 0;           // overhead + the ops before attention, in order
+    double head_ns = 0;           // the ops before attention, in order
     std::array<double, kMaxTailOps> tail_ns{};
   };
   static constexpr std::size_t kPriceSlots = 2048;

@@ -8,6 +8,20 @@
 
 namespace twin {
 
+namespace {
+// A stage that has run no step yet: its free time is this mark, not 0, so
+// that its first step is never taken for one that follows a step back to
+// back (an engine's host work for it has no earlier GPU step to hide
+// behind, sim/host_work.hpp), even at t = 0.
+constexpr Time kNeverStepped = std::numeric_limits<Time>::min();
+
+// How long a stage free since `free_at` sat idle before a step at `start`:
+// from t = 0 (at least 1 ns) before its first step.
+Time idle_before(Time free_at, Time start) {
+  return free_at == kNeverStepped ? std::max<Time>(1, start) : start - std::min(start, free_at);
+}
+}  // namespace
+
 VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers,
                            std::int32_t first_replica)
     : transfers_(std::move(transfers)), first_replica_(first_replica) {
@@ -23,7 +37,7 @@ VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr
     lane.stages = replicas[i].stages;
     lane.acceptance = replicas[i].acceptance;
     lane.tiers = replicas[i].tiers;
-    lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), 0);
+    lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), kNeverStepped);
     lanes_.push_back(std::move(lane));
   }
 }
@@ -61,7 +75,7 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
     input.stage = s;
     Time& free_at = lane.stage_free_at[static_cast<std::size_t>(s)];
     const Time start = std::max(t, free_at);
-    input.idle_ns = start - free_at;
+    input.idle_ns = idle_before(free_at, start);
     Time compute = lane.cost->stage_time(input);
     if (s == 0 && load > 0) {
       const Time with_load = lane.tiers->step_time(compute, load);
@@ -95,7 +109,7 @@ StepTiming VirtualClock::run_lockstep(std::span<const std::int32_t> members, std
     const Time swap = copies > 0 ? lane.cost->swap_time(copies) : 0;
     const Time load = lane.tiers && !plan.tier_loads.empty() ? lane.tiers->load_time(plan.tier_loads) : 0;
     StepInput input{&plan, &shape_, first_replica_ + members[i], 0};
-    input.idle_ns = now - std::min(now, lane.stage_free_at[0]);
+    input.idle_ns = idle_before(lane.stage_free_at[0], now);
     input.group_tokens = group_tokens;
     Time compute = lane.cost->stage_time(input);
     if (load > 0) {

@@ -76,6 +76,9 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // schedule_policy fcfs.
     c.decode_first = false;
     c.chunked_budget = 8192;
+    // Its overlap scheduler (server_args.py disable_overlap_schedule=False)
+    // runs one batch ahead, as vLLM's async scheduling does.
+    c.async_scheduling = true;
     return c;
   }
   if (name == "trtllm") {
@@ -89,6 +92,10 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     c.max_num_seqs = 2048;
     c.chunked_budget = 8192;
     c.admission_reserve = AdmissionReserve::sequence;
+    // The PyTorch executor's overlap scheduler, on by default
+    // (disable_overlap_scheduler=False): step n+1 launched before step n's
+    // results are processed.
+    c.async_scheduling = true;
     return c;
   }
   if (name == "sarathi") {

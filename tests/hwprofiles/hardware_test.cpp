@@ -347,3 +347,39 @@ TEST_CASE("collective curves and GEMM format ratios are read, checked and need a
   CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["curves"]["gemm_memory"]["dtype"] = "fp8"; }),
              Catch::Contains("efficiency.curves.gemm_memory.dtype") && Catch::Contains("only a compute curve"));
 }
+
+TEST_CASE("the host-work keys are optional, need a source, and are checked") {
+  // Absent: host speed 1 and every per-item figure left to the engine (-1).
+  const HardwareDesc plain = parse_hardware_json(h100_json().dump(), "test", "x");
+  CHECK(plain.host_speed == 1.0);
+  CHECK(plain.host_per_seq_us == -1);
+  CHECK(plain.host_per_token_us == -1);
+  CHECK(plain.host_per_sample_us == -1);
+  CHECK(plain.host_exposed_us == -1);
+  auto j = h100_json();
+  const std::pair<const char*, double> keys[] = {{"host_speed", 1.5},        {"host_per_seq_us", 3},
+                                                 {"host_per_token_us", 0.1}, {"host_per_sample_us", 2},
+                                                 {"host_exposed_us", 40}};
+  for (const auto& [key, value] : keys) {
+    j[key] = value;
+    j["sources"][key] = "test";
+  }
+  const HardwareDesc hw = parse_hardware_json(j.dump(), "test", "x");
+  CHECK(hw.host_speed == 1.5);
+  CHECK(hw.host_per_seq_us == 3);
+  CHECK(hw.host_per_token_us == 0.1);
+  CHECK(hw.host_per_sample_us == 2);
+  CHECK(hw.host_exposed_us == 40);
+  for (const auto& [key, value] : keys) {
+    INFO(key);
+    auto unsourced = j;
+    unsourced["sources"].erase(key);
+    CHECK(load_error(unsourced).find(key) != std::string::npos);
+    auto negative = j;
+    negative[key] = -2;
+    CHECK(load_error(negative).find(key) != std::string::npos);
+  }
+  auto zero_speed = j;
+  zero_speed["host_speed"] = 0;
+  CHECK(load_error(zero_speed).find("host_speed") != std::string::npos);
+}

@@ -60,6 +60,12 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
   j["nic_latency_us"] = hw.nic_latency_us;
   j["kernel_launch_us"] = hw.kernel_launch_us;
   j["step_overhead_us"] = hw.step_overhead_us;
+  // The optional host-work keys, as the profile gave them.
+  for (const auto& [key, value] : {std::pair{"host_speed", hw.host_speed}, std::pair{"host_per_seq_us", hw.host_per_seq_us},
+                                   std::pair{"host_per_token_us", hw.host_per_token_us},
+                                   std::pair{"host_per_sample_us", hw.host_per_sample_us},
+                                   std::pair{"host_exposed_us", hw.host_exposed_us}})
+    if (hw.sources.count(key)) j[key] = value;
   if (hw.sources.count("runtime_reserve_mib")) j["runtime_reserve_mib"] = hw.runtime_reserve_bytes / (1024.0 * 1024);
   if (hw.sources.count("collective_reserve_mib"))
     j["collective_reserve_mib"] = hw.collective_reserve_bytes / (1024.0 * 1024);
