@@ -216,7 +216,8 @@ std::string engine_storage_dtype(const std::string& text, const std::string& fla
     case Dtype::fp16:
       throw UsageError(flag + " " + text + ": the engine stores f32 or bf16 (an fp16 checkpoint is widened to f32); use auto, f32 or bf16");
     case Dtype::fp8:
-    case Dtype::int8: break;
+    case Dtype::int8:
+    case Dtype::fp4: break;
   }
   throw UsageError(flag + " " + text + ": " + std::string(dtype_name(*d)) +
                    " storage is not implemented on any backend yet (use auto, f32 or bf16)");
