@@ -256,7 +256,7 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
   } else if (!options.quantization.empty() && options.quantization != "none") {
     throw UsageError("--quantization " + options.quantization +
                      ": the engine runs int8 (weight-only, cpu) and fp8 (W8A8, per-channel weight and per-token "
-                     "activation scales); awq, gptq and int8_w8a8 are priced by the simulator only");
+                     "activation scales); awq, gptq, int8_w8a8, nvfp4 and mxfp4 are priced by the simulator only");
   }
   const ElemType quantized_dtype = int8 ? ElemType::i8 : ElemType::f8e4m3;
 

@@ -49,7 +49,7 @@ TEST_CASE("the 2026 GPUs load with their datasheet figures") {
   const HardwareDesc h20 = resolve_hardware("h20");
   CHECK(peak_flops(h20, Dtype::bf16) == Approx(148e12));
   CHECK(h20.memory_bandwidth_gbps == 4000);
-  CHECK(memory_bytes(h20) == 96e9);
+  CHECK(memory_bytes(h20) == 97871.0 * 1024 * 1024);
   CHECK_FALSE(supports(h20, Dtype::fp4));
   for (const char* amd : {"mi300x", "mi325x", "mi355x"}) {
     INFO(amd);
