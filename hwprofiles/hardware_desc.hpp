@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/dtype.hpp"
+#include "models/quantization.hpp"
 
 namespace twin {
 
@@ -20,6 +21,11 @@ enum class DeviceKind { gpu, cpu };
 // Dense (not sparse) peaks; 0 where the device has no such path.
 struct PeakTflops {
   double fp32 = 0, tf32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, int8 = 0;
+  // --- issue 41 (hw helper): low-bit formats ---
+  // FP4 (e2m1) tensor cores with both operands in 4 bits (NVFP4 / MXFP4
+  // block-scaled MMA: Blackwell, CDNA4); 0 where the device has none, and
+  // fp4 weights then run weight-only (docs/quantization.md).
+  double fp4 = 0;
 };
 
 struct GemmCurvePoint {
@@ -105,7 +111,9 @@ struct HardwareDesc {
   int gpus_per_node = 1;
   // How the node's GPUs are joined: "nvswitch" (HGX/DGX boards, the
   // default), "nvlink_pairs" (NVLink bridges two by two, PCIe between
-  // pairs) or "pcie" (no NVLink; nvlink_* then unused).
+  // pairs), "pcie" (no NVLink; nvlink_* then unused) or "xgmi_mesh" (AMD
+  // Infinity Fabric: a direct link between every pair; nvlink_* are one
+  // link's).
   std::string interconnect = "nvswitch";
   double pcie_bandwidth_gbps = 0;  // host link, per direction
   double pcie_latency_us = 0;
@@ -148,6 +156,12 @@ struct HardwareDesc {
   double host_per_sample_us = -1;   // per sampling sequence (sampling, output processing)
   double host_exposed_us = -1;      // per step, never overlapped with the GPU
   // --- end host work
+  // --- issue 41 (hw helper): vendor ---
+  // "nvidia" (CUDA: the default) or "amd" (ROCm). Which engine kernels exist
+  // depends on it (NVFP4's CUTLASS and Marlin kernels are CUDA-only); an AMD
+  // GPU's fp8 is e4m3fnuz on MI300/MI325 (same size and peak: the simulator
+  // does not tell them apart).
+  std::string vendor = "nvidia";
   std::map<std::string, std::string> sources;  // dotted field path -> note
 };
 
@@ -161,7 +175,9 @@ HardwareDesc resolve_hardware(const std::string& name_or_path);
 // The bundled profile of the device an engine ran on: "cpu" for the CPU
 // backend; for a GPU, the profile whose name's every '-'-separated part
 // occurs in the device name (case-insensitive; "NVIDIA H200" -> h200,
-// "NVIDIA A100-SXM4-80GB" -> a100-80gb), the most specific match first.
+// "NVIDIA A100-SXM4-80GB" -> a100-80gb; whole words only, so "NVIDIA H200"
+// is not h20), the most specific match first; "NVIDIA GB200" / "GB300" are
+// the NVL72 racks' profiles.
 // UsageError naming the device, to be overridden with --hw, when none fits.
 std::string hardware_for_device(const std::string& backend, const std::string& device_name);
 
@@ -181,5 +197,9 @@ bool supports(const HardwareDesc& hw, Dtype d);
 double gemm_efficiency(const HardwareDesc& hw, double flops);
 
 double memory_bytes(const HardwareDesc& hw);  // memory_capacity_bytes
+
+// What a quantization method can run with on this device (its tensor-core
+// formats and vendor), for quant_scheme (models/quantization.hpp).
+QuantHardware quant_hardware(const HardwareDesc& hw);
 
 }  // namespace twin

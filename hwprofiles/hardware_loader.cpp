@@ -54,6 +54,7 @@ struct PeakField {
 constexpr PeakField kPeaks[] = {
     {"fp32", &PeakTflops::fp32}, {"tf32", &PeakTflops::tf32}, {"bf16", &PeakTflops::bf16},
     {"fp16", &PeakTflops::fp16}, {"fp8", &PeakTflops::fp8},   {"int8", &PeakTflops::int8},
+    {"fp4", &PeakTflops::fp4},  // issue 41: optional like the others
 };
 
 constexpr const char* kTopKeys[] = {
@@ -62,7 +63,8 @@ constexpr const char* kTopKeys[] = {
     "host_speed", "host_per_seq_us", "host_per_token_us", "host_per_sample_us", "host_exposed_us",
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
-    "sources", "pcie_p2p", "collectives"};
+    "sources", "pcie_p2p", "collectives",
+    "vendor"};  // issue 41
 
 // The units a device's memory may be given in; exactly one appears. Binary
 // units are what the driver reports; "memory_gb" (1e9 bytes, the marketing
@@ -395,10 +397,16 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   }
   if (j.contains("interconnect")) {
     hw.interconnect = json_string(j, "interconnect", origin);
-    if (hw.interconnect != "nvswitch" && hw.interconnect != "nvlink_pairs" && hw.interconnect != "pcie") {
-      json_field_error(origin, "interconnect",
-                       "expected \"nvswitch\", \"nvlink_pairs\" or \"pcie\", got \"" + excerpt(hw.interconnect) + "\"");
+    if (hw.interconnect != "nvswitch" && hw.interconnect != "nvlink_pairs" && hw.interconnect != "pcie" &&
+        hw.interconnect != "xgmi_mesh") {
+      json_field_error(origin, "interconnect", "expected \"nvswitch\", \"nvlink_pairs\", \"pcie\" or \"xgmi_mesh\", got \"" +
+                                                   excerpt(hw.interconnect) + "\"");
     }
+  }
+  if (j.contains("vendor")) {
+    hw.vendor = json_string(j, "vendor", origin);
+    if (hw.vendor != "nvidia" && hw.vendor != "amd")
+      json_field_error(origin, "vendor", "expected \"nvidia\" or \"amd\", got \"" + excerpt(hw.vendor) + "\"");
   }
   const MemoryUnit* memory_unit = nullptr;
   for (const auto& u : kMemoryUnits) {
@@ -469,6 +477,18 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   return hw;
 }
 
+// `part` occurs in `text` as a whole word (not inside a longer run of
+// letters and digits): "h20" is in "nvidia h20" but not in "nvidia h200",
+// "b200" not in "nvidia gb200".
+bool contains_word(const std::string& text, const std::string& part) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    const std::size_t end = at + part.size();
+    if ((at == 0 || !alnum(text[at - 1])) && (end == text.size() || !alnum(text[end]))) return true;
+  }
+  return false;
+}
+
 std::string known_names_text() {
   std::string out;
   for (const auto& n : hardware_names()) out += (out.empty() ? "" : ", ") + n;
@@ -511,6 +531,10 @@ std::string hardware_for_device(const std::string& backend, const std::string& d
     return t;
   };
   const std::string device = lower(device_name);
+  // A rack's GPUs report the superchip's name ("NVIDIA GB200"); the rack is
+  // the profile (its NVLink domain is the node).
+  for (const auto& [chip, profile] : {std::pair{"gb200", "gb200-nvl72"}, std::pair{"gb300", "gb300-nvl72"}})
+    if (contains_word(device, chip)) return profile;
   std::string best;
   std::size_t best_parts = 0;
   for (const std::string& name : hardware_names()) {
@@ -520,7 +544,7 @@ std::string hardware_for_device(const std::string& backend, const std::string& d
     for (std::size_t at = 0; at <= name.size();) {
       const std::size_t dash = std::min(name.find('-', at), name.size());
       const std::string part = name.substr(at, dash - at);
-      if (!part.empty() && device.find(part) == std::string::npos) all = false;
+      if (!part.empty() && !contains_word(device, part)) all = false;
       ++parts;
       at = dash + 1;
     }

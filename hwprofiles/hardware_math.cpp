@@ -14,6 +14,7 @@ double peak_tflops_of(const HardwareDesc& hw, Dtype d) {
     case Dtype::bf16: return hw.peak_tflops.bf16;
     case Dtype::fp8: return hw.peak_tflops.fp8;
     case Dtype::int8: return hw.peak_tflops.int8;
+    case Dtype::fp4: return hw.peak_tflops.fp4;
   }
   return 0;
 }
@@ -27,6 +28,7 @@ double peak_flops(const HardwareDesc& hw, Dtype d) {
   std::string have;
   for (Dtype x : kAllDtypes)
     if (supports(hw, x)) have += (have.empty() ? "" : ", ") + std::string(dtype_name(x));
+  if (supports(hw, Dtype::fp4)) have += ", fp4";
   throw UsageError("hardware " + hw.name + " has no " + std::string(dtype_name(d)) +
                    " compute; it supports: " + have);
 }
@@ -76,5 +78,16 @@ const char* collective_link_name(CollectiveLink l) {
 }
 
 double memory_bytes(const HardwareDesc& hw) { return hw.memory_capacity_bytes; }
+
+QuantHardware quant_hardware(const HardwareDesc& hw) {
+  QuantHardware q;
+  q.name = hw.name;
+  q.gpu = hw.kind == DeviceKind::gpu;
+  q.cuda = hw.vendor == "nvidia";
+  q.fp8 = supports(hw, Dtype::fp8);
+  q.int8 = supports(hw, Dtype::int8);
+  q.fp4 = supports(hw, Dtype::fp4);
+  return q;
+}
 
 }  // namespace twin

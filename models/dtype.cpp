@@ -13,6 +13,7 @@ std::string_view dtype_name(Dtype d) {
     case Dtype::bf16: return "bf16";
     case Dtype::fp8: return "fp8";
     case Dtype::int8: return "int8";
+    case Dtype::fp4: return "fp4";
   }
   return "unknown";
 }
@@ -37,6 +38,14 @@ Dtype parse_dtype(std::string_view text) {
     if (text == s.text) return s.dtype;
   std::string known;
   for (const Spelling& s : kSpellings) known += (known.empty() ? "" : ", ") + std::string(s.text);
+  // 4-bit floats are a weight format, not an element type of activations or
+  // of the KV cache (vLLM's --kv-cache-dtype has no fp4 choice either).
+  for (std::string_view fp4 : {"fp4", "fp4_e2m1", "e2m1", "mxfp4", "nvfp4"})
+    if (text == fp4) {
+      throw UsageError("dtype '" + std::string(text) +
+                       "' is not supported: 4-bit floats are a weight format only (--quantization mxfp4 or "
+                       "nvfp4); activations and the KV cache have no fp4 storage; expected one of: " + known);
+    }
   throw UsageError("unknown dtype '" + excerpt(text, 40) + "'; expected one of: " + known);
 }
 

@@ -6,7 +6,13 @@
 
 namespace twin {
 
-enum class Dtype { fp32, fp16, bf16, fp8, int8 };
+// fp4 (OCP e2m1) is a compute format only: the tensor-core format of a W4A4
+// GEMM (QuantScheme::gemm_dtype), priced at peak_tflops.fp4. It is no
+// storage dtype (vLLM has no fp4 KV cache or fp4 activations between
+// layers): parse_dtype refuses it by name, kAllDtypes (the storage dtypes)
+// leaves it out, and dtype_bytes has no whole-byte size for it (0): fp4
+// weights are sized in bits by WeightPrecision::linear_bytes.
+enum class Dtype { fp32, fp16, bf16, fp8, int8, fp4 };
 
 inline constexpr Dtype kAllDtypes[] = {Dtype::fp32, Dtype::fp16, Dtype::bf16, Dtype::fp8,
                                        Dtype::int8};
@@ -18,6 +24,7 @@ constexpr int64_t dtype_bytes(Dtype d) {
     case Dtype::bf16: return 2;
     case Dtype::fp8:
     case Dtype::int8: return 1;
+    case Dtype::fp4: return 0;  // sub-byte: see the enum
   }
   return 0;
 }

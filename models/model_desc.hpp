@@ -70,6 +70,11 @@ struct ModelDesc {
   int64_t n_shared_experts = 0;
   int64_t first_k_dense_replace = 0;
   Dtype torch_dtype = Dtype::bf16;  // the dtype the checkpoint is published in
+  // --- issue 41 (hw helper): a quantised checkpoint ---
+  // config.json's quantization_config as our --quantization name ("mxfp4",
+  // "nvfp4", "fp8", ...); "" for an unquantised checkpoint. vLLM takes the
+  // checkpoint's method and refuses a --quantization that differs.
+  std::string quantization;
 
   bool is_moe() const { return num_local_experts > 0; }
   int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }

@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "models/embedded_file.hpp"
 #include "models/json_fields.hpp"
+#include "models/quantization.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {
@@ -99,6 +100,27 @@ void read_qk_norm_and_moe_layout(const nlohmann::json& j, const std::string& ori
   }
   if (present("shared_intermediate_size") && json_int(j, "shared_intermediate_size", origin) != 0)
     json_field_error(origin, "shared_intermediate_size", "expected 0 (MiniMax-M2's shared experts are not modelled)");
+}
+
+// config.json's quantization_config (vLLM reads the checkpoint's method from
+// it): our method name in m.quantization; a method we do not price is
+// refused naming the key, not priced as a 16-bit checkpoint.
+void read_quantization_config(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_object()) json_field_error(origin, "quantization_config", "expected an object");
+  const std::string method = it->contains("quant_method")
+                                 ? json_string(*it, "quant_method", origin + ": quantization_config")
+                                 : std::string();
+  if (method.empty()) json_field_error(origin, "quantization_config.quant_method", "missing required field");
+  const std::string algo = it->contains("quant_algo") && (*it)["quant_algo"].is_string()
+                               ? (*it)["quant_algo"].get<std::string>()
+                               : std::string();
+  try {
+    m.quantization = checkpoint_quant_method(method, algo);
+  } catch (const UsageError& e) {
+    json_field_error(origin, "quantization_config", e.what());
+  }
 }
 
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
@@ -246,6 +268,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                   "head_dim, vocab_size and experts give " + count + " parameters; expected at most 10^15");
     }
   }
+  read_quantization_config(j, origin, m);
   // Newer transformers write "dtype" instead of "torch_dtype".
   const char* dtype_key = present("torch_dtype") ? "torch_dtype" : (present("dtype") ? "dtype" : nullptr);
   if (dtype_key) {

@@ -41,7 +41,9 @@ int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep,
 // Bytes of one layer's weights at a precision, split as layer_params: the
 // projections and experts in the linear format, bias, router and norms
 // unquantised.
-double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p, int ep, bool moe_layer) {
+double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& precision, int ep, bool moe_layer) {
+  // An experts-only format (mxfp4) quantises the routed experts alone.
+  const WeightPrecision p = precision.for_linear(false), experts = precision.for_linear(true);
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
@@ -51,8 +53,10 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& p, int ep,
   double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
   if (moe_layer) {
     const int64_t e_inter = m.expert_intermediate_size() / tp;
-    const double expert_one = p.linear_bytes(2 * e_inter, h) + p.linear_bytes(h, e_inter);
-    linear += static_cast<double>(m.num_local_experts / ep + m.n_shared_experts) * expert_one;
+    const double expert_one = experts.linear_bytes(2 * e_inter, h) + experts.linear_bytes(h, e_inter);
+    const double shared_one = p.linear_bytes(2 * e_inter, h) + p.linear_bytes(h, e_inter);
+    linear += static_cast<double>(m.num_local_experts / ep) * expert_one +
+              static_cast<double>(m.n_shared_experts) * shared_one;
     dense += h * m.num_local_experts;
   } else {
     linear += p.linear_bytes(2 * inter, h) + p.linear_bytes(h, inter);

@@ -65,10 +65,12 @@ Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act
 }
 
 // A linear layer's GEMM: `matrices` n x k weights (MoE: the experts
-// touched) with their scales in the precision's format, its input
-// activations at linear_input_bytes.
-Op linear(OpKind kind, int64_t m, int64_t n, int64_t k, const WeightPrecision& p, int64_t repeat,
+// touched) with their scales in the precision's format (for its kind), its
+// input activations at linear_input_bytes.
+Op linear(OpKind kind, int64_t m, int64_t n, int64_t k, const WeightPrecision& precision, int64_t repeat,
           bool bias = false, int64_t matrices = 1) {
+  // An experts-only format (mxfp4) leaves the other linear layers 16-bit.
+  const WeightPrecision p = precision.for_linear(is_expert_linear(kind));
   Op op = gemm(kind, m, n, k, 0.0, p.activation(), repeat, bias);
   const double dm = static_cast<double>(m), dn = static_cast<double>(n), dk = static_cast<double>(k);
   op.bytes = static_cast<double>(matrices) * p.linear_bytes(n, k) + dm * dk * p.linear_input_bytes() +

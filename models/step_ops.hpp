@@ -179,6 +179,12 @@ constexpr bool is_quantized_linear(OpKind kind) {
          kind == OpKind::down_proj || kind == OpKind::moe_gate_up_proj || kind == OpKind::moe_down_proj;
 }
 
+// The routed experts' GEMMs (what an experts-only format such as mxfp4
+// quantises; shared experts run as gate_up_proj / down_proj).
+constexpr bool is_expert_linear(OpKind kind) {
+  return kind == OpKind::moe_gate_up_proj || kind == OpKind::moe_down_proj;
+}
+
 struct StepTotals {
   double flops = 0;       // sum of flops * repeat
   double bytes = 0;       // sum of bytes * repeat

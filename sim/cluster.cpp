@@ -108,6 +108,21 @@ void settle_max_model_len(GroupPlan& g, bool auto_len, StartUpCheck check) {
               (auto_len ? "" : " (--max-model-len auto lowers it to what fits)"));
 }
 
+// A quantised checkpoint (config.json's quantization_config) decides the
+// method, as in vLLM; a --quantization that names another is refused in
+// vLLM's words (its ModelConfig._verify_quantization).
+QuantMethod checkpoint_quantization(const ModelDesc& model, QuantMethod asked, const std::string& asked_text) {
+  if (model.quantization.empty()) return asked;
+  const QuantMethod stored = parse_quant_method(model.quantization);
+  if (asked_text.empty()) return stored;
+  if (asked != stored) {
+    throw UsageError("quantization (--quantization): quantization method specified in the model config (" +
+                     model.quantization + ") does not match the quantization method specified in the "
+                     "`quantization` argument (" + asked_text + "); model " + model.name);
+  }
+  return asked;
+}
+
 }  // namespace
 
 DisaggOptions disagg_options(const DisaggregationConfig& d, RouterPolicy router) {
@@ -154,6 +169,7 @@ NodeLinks node_links(const HardwareDesc& hw) {
   l.gpus_per_node = hw.gpus_per_node;
   l.interconnect = hw.interconnect == "nvlink_pairs" ? Interconnect::nvlink_pairs
                    : hw.interconnect == "pcie"       ? Interconnect::pcie
+                   : hw.interconnect == "xgmi_mesh"  ? Interconnect::mesh
                                                      : Interconnect::nvswitch;
   l.nvlink_bandwidth = hw.nvlink_bandwidth_gbps * 1e9;
   // The profile gives the fixed latency of one all-reduce over the whole
@@ -208,6 +224,7 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
       } catch (const UsageError& e) {
         throw UsageError(std::string("quantization (--quantization): ") + e.what());
       }
+      method = checkpoint_quantization(g.model, method, gc.quantization);
       if (g.dtype == Dtype::fp8 || g.dtype == Dtype::int8) {
         const QuantMethod implied = g.dtype == Dtype::fp8 ? QuantMethod::fp8 : QuantMethod::int8_w8a8;
         if (method != QuantMethod::none && method != implied) {
@@ -223,8 +240,14 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
                          " runs with 16-bit activations on a GPU; give --dtype bf16 or fp16");
       }
       try {
-        g.precision = WeightPrecision(g.dtype, quant_scheme(method, supports(g.hardware, Dtype::fp8),
-                                                           supports(g.hardware, Dtype::int8)));
+        g.precision = WeightPrecision(g.dtype, quant_scheme(method, quant_hardware(g.hardware)));
+        // vLLM's Mxfp4Config quantises FusedMoE layers only: on a dense
+        // model it would run every layer in 16 bits, not what was asked.
+        if (g.precision.quant.experts_only && !g.model.is_moe()) {
+          throw UsageError("quantization mxfp4 quantises MoE experts only in vLLM (its linear layers stay " +
+                           std::string(dtype_name(g.dtype)) + "), and model " + g.model.name +
+                           " has no experts; use nvfp4 (modelopt_fp4), awq or fp8");
+        }
       } catch (const UsageError& e) {
         throw UsageError("quantization (--quantization) on " + g.hardware.name + ": " + e.what());
       }
@@ -246,8 +269,7 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
                            (measured.empty() ? std::string("no quantization") : "quantization " + measured) +
                            ", the group asks for " + gc.quantization + " (leave it unset to use the profile's)");
         }
-        g.precision = WeightPrecision(g.dtype, quant_scheme(profiled, supports(g.hardware, Dtype::fp8),
-                                                            supports(g.hardware, Dtype::int8)));
+        g.precision = WeightPrecision(g.dtype, quant_scheme(profiled, quant_hardware(g.hardware)));
       }
       g.layout = ParallelLayout{gc.tp, gc.pp, gc.ep, gc.expert_busiest_share};
       check_layout(g.model, g.layout);

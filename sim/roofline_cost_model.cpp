@@ -126,6 +126,7 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
   RooflineParams p;
   p.peak_flops = peak_flops(hw, weights.dtype);
   if (weights.quantized()) {
+    p.quant_experts_only = weights.quant.experts_only;
     if (!weights.quant.weight_only) {
       p.quant_gemm_peak_flops = peak_flops(hw, weights.quant.gemm_dtype);
     } else {
@@ -322,7 +323,9 @@ double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::s
 }
 
 double RooflineCostModel::compute_ns(const Op& op, double efficiency) const {
-  if (!is_quantized_linear(op.kind)) return op.flops / (params_.peak_flops * efficiency) * 1e9;
+  // An experts-only format (mxfp4) leaves the other linear layers 16-bit.
+  const bool quantized = is_quantized_linear(op.kind) && (!params_.quant_experts_only || is_expert_linear(op.kind));
+  if (!quantized) return op.flops / (params_.peak_flops * efficiency) * 1e9;
   const double peak = params_.quant_gemm_peak_flops > 0 ? params_.quant_gemm_peak_flops : params_.peak_flops;
   double ns = op.flops / (peak * efficiency) * 1e9;
   if (params_.dequant_flops_per_weight > 0 && params_.dequant_flops_rate > 0 && op.m > 0) {

@@ -91,6 +91,7 @@ struct RooflineParams {
   // under the weights' memory time at small batch and shows when compute
   // bound. 0: no such work.
   double quant_gemm_peak_flops = 0;
+  bool quant_experts_only = false;  // issue 41: mxfp4 quantises the routed experts only
   double dequant_flops_per_weight = 0;
   double dequant_tile_tokens = 64;
   double dequant_flops_rate = 0;

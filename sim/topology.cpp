@@ -52,6 +52,7 @@ struct ClusterTopology::Impl {
   std::vector<Vertex> gpus;          // by GpuId
   std::vector<Vertex> hosts;         // by node
   std::vector<std::int32_t> gpu_node;
+  std::vector<bool> node_mesh;       // by node: GPUs joined by a full mesh of links
   std::int32_t nodes = 0;
   bool has_network = false;
   Vertex network{};
@@ -121,6 +122,9 @@ std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32
     s.hosts.push_back(host);
     const bool nvlink = links.nvlink_bandwidth > 0 && links.interconnect != Interconnect::pcie;
     const bool switched = nvlink && links.interconnect == Interconnect::nvswitch;
+    const bool mesh = nvlink && links.interconnect == Interconnect::mesh;
+    s.node_mesh.push_back(mesh);
+    const std::size_t first_gpu = s.gpus.size();
     Vertex nvswitch{};
     if (switched) nvswitch = s.add_vertex(VertexKind::nvswitch, node, prefix + "nvswitch");
     Vertex partner{};
@@ -130,8 +134,11 @@ std::vector<GpuId> ClusterTopology::add_nodes(const NodeLinks& links, std::int32
       // The GPU-to-GPU latency is split over the two hops through the switch;
       // a bridge is one hop carrying all of it.
       if (switched) s.add_link(gpu, nvswitch, links.nvlink_bandwidth, links.nvlink_latency / 2, PathLink::nvswitch);
-      if (nvlink && !switched && g % 2 == 1)
+      if (nvlink && !switched && !mesh && g % 2 == 1)
         s.add_link(partner, gpu, links.nvlink_bandwidth, links.nvlink_latency, PathLink::nvlink_bridge);
+      // A mesh: one direct link to every GPU added before on this node.
+      for (std::size_t peer = first_gpu; mesh && peer < s.gpus.size(); ++peer)
+        s.add_link(s.gpus[peer], gpu, links.nvlink_bandwidth, links.nvlink_latency, PathLink::nvlink_bridge);
       partner = gpu;
       added.push_back(static_cast<GpuId>(s.gpus.size()));
       s.gpus.push_back(gpu);
@@ -180,6 +187,9 @@ RingCost ClusterTopology::ring(std::span<const GpuId> group) const {
     r.latency = std::max(r.latency, hop.latency);
     r.link = std::max(r.link, hop.link);
   }
+  // In a mesh the collective library runs rings over disjoint links at
+  // once: a group within one node moves (k - 1) links' worth per GPU.
+  if (within_mesh_node(group)) r.bandwidth *= static_cast<double>(group.size() - 1);
   return r;
 }
 
@@ -213,10 +223,18 @@ AllToAllCost ClusterTopology::all_to_all(std::span<const GpuId> group) const {
   // Seconds per byte of one GPU's exchange: its share to local peers over
   // its own link, its share off the node times the node's GPUs sharing the path.
   const double peers = local + remote;
-  const double local_s = local > 0 ? local / peers / local_bw : 0.0;
+  // In a mesh each local peer has a link of its own, all busy at once.
+  const double local_links = impl_->node_mesh.at(node) ? local : 1.0;
+  const double local_s = local > 0 ? local / peers / (local_bw * local_links) : 0.0;
   const double remote_s = remote > 0 ? remote / peers * on_node / remote_bw : 0.0;
   a.bandwidth = 1.0 / std::max(local_s, remote_s);
   return a;
+}
+
+bool ClusterTopology::within_mesh_node(std::span<const GpuId> group) const {
+  if (group.empty() || !impl_->node_mesh.at(node_of(group.front()))) return false;
+  const std::int32_t node = node_of(group.front());
+  return std::all_of(group.begin(), group.end(), [&](GpuId g) { return node_of(g) == node; });
 }
 
 std::vector<std::string> ClusterTopology::path_names(GpuId from, GpuId to) const {

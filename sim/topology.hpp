@@ -19,7 +19,10 @@ namespace twin {
 // boards: any pair at full NVLink bandwidth), NVLink bridges joining GPUs
 // two by two (PCIe cards such as A100 PCIe or H100 NVL: a bridged pair talks
 // over NVLink, any other pair through the host's PCIe), or PCIe only.
-enum class Interconnect { nvswitch, nvlink_pairs, pcie };
+// mesh (issue 41): AMD's Infinity Fabric, a direct link between every pair
+// of a node's GPUs; RCCL drives all of a GPU's links at once, so a ring or
+// an all-to-all over k GPUs of a node moves (k - 1) links' worth.
+enum class Interconnect { nvswitch, nvlink_pairs, pcie, mesh };
 
 // The links of one kind of node, from its hardware profile. Bandwidths in
 // bytes per second per direction, latencies in nanoseconds.
@@ -106,6 +109,9 @@ class ClusterTopology {
   // rest over the slowest path off the node shared by the group's GPUs on
   // it, both at once.
   AllToAllCost all_to_all(std::span<const GpuId> group) const;
+
+  // Whether every GPU of the group is on one node whose GPUs form a mesh.
+  bool within_mesh_node(std::span<const GpuId> group) const;
 
   // Names of the vertices on the path, for tests and explanations.
   std::vector<std::string> path_names(GpuId from, GpuId to) const;

@@ -216,7 +216,8 @@ std::string engine_storage_dtype(const std::string& text, const std::string& fla
     case Dtype::fp16:
       throw UsageError(flag + " " + text + ": the engine stores f32 or bf16 (an fp16 checkpoint is widened to f32); use auto, f32 or bf16");
     case Dtype::fp8:
-    case Dtype::int8: break;
+    case Dtype::int8:
+    case Dtype::fp4: break;
   }
   throw UsageError(flag + " " + text + ": " + std::string(dtype_name(*d)) +
                    " storage is not implemented on any backend yet (use auto, f32 or bf16)");
@@ -255,7 +256,7 @@ ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, con
   } else if (!options.quantization.empty() && options.quantization != "none") {
     throw UsageError("--quantization " + options.quantization +
                      ": the engine runs int8 (weight-only, cpu) and fp8 (W8A8, per-channel weight and per-token "
-                     "activation scales); awq, gptq and int8_w8a8 are priced by the simulator only");
+                     "activation scales); awq, gptq, int8_w8a8, nvfp4 and mxfp4 are priced by the simulator only");
   }
   const ElemType quantized_dtype = int8 ? ElemType::i8 : ElemType::f8e4m3;
 

@@ -47,7 +47,8 @@ std::string load_error(const nlohmann::json& j) {
 
 TEST_CASE("every bundled profile loads, with a source for every number") {
   const auto names = hardware_names();
-  REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "cpu", "h100-80gb", "h200", "l40s", "rtx-4090",
+  REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "b300", "cpu", "gb200-nvl72", "gb300-nvl72", "h100-80gb",
+                                            "h20", "h200", "l40s", "mi300x", "mi325x", "mi355x", "rtx-4090",
                                             "rtx-pro-6000-blackwell-server", "rtx-pro-6000-blackwell-workstation"});
   for (const auto& name : names) {
     INFO(name);

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "sim/cluster.hpp"
 #include "sim/topology.hpp"
 
 using namespace twin;
@@ -109,4 +110,59 @@ TEST_CASE("NVLink bridges join GPUs two by two - other pairs and PCIe-only nodes
   ClusterTopology s;
   const auto h = s.add_nodes(dgx(), 1);
   CHECK(s.path(h[1], h[2]).bandwidth == Approx(450e9));
+}
+
+// Issue 41: a rack-scale NVLink domain is one node of the graph.
+
+TEST_CASE("a 72-GPU NVLink domain holds TP x PP = 72 and EP = 64 on NVLink, an HGX node does not") {
+  auto group = [](const std::string& model, const std::string& hw, int tp, int pp, int ep) {
+    ClusterConfig c;
+    ReplicaGroupConfig g;
+    g.model = model;
+    g.hardware = hw;
+    g.tp = tp;
+    g.pp = pp;
+    g.ep = ep;
+    c.groups.push_back(g);
+    return build_cluster(c, StartUpCheck::report);
+  };
+  const Cluster rack = group("llama-3.1-70b", "gb200-nvl72", 8, 9, 1);
+  REQUIRE(rack.groups.front().replica_gpus.front().size() == 72);
+  CHECK(rack.topology.num_nodes() == 1);
+  const auto& gpus = rack.groups.front().replica_gpus.front();
+  // Any two GPUs of the rack, first and last, are one NVLink switch apart.
+  const PathCost far = rack.topology.path(gpus.front(), gpus.back());
+  CHECK(far.bandwidth == Approx(900e9));
+  CHECK(rack.topology.path_names(gpus.front(), gpus.back())[1] == "node0.nvswitch");
+  const Cluster ep = group("deepseek-v3", "gb200-nvl72", 1, 1, 64);
+  CHECK(ep.topology.num_nodes() == 1);
+  CHECK(ep.topology.all_to_all(ep.groups.front().replica_gpus.front()).bandwidth == Approx(900e9));
+  // TP 16 on 8-GPU HGX B200 nodes: two nodes, the ring priced over the network.
+  const Cluster hgx = group("llama-3.1-70b", "b200", 16, 1, 1);
+  CHECK(hgx.topology.num_nodes() == 2);
+  const RingCost ring = hgx.topology.ring(hgx.groups.front().replica_gpus.front());
+  CHECK(ring.bandwidth < 900e9);
+  CHECK(ring.bandwidth == Approx(64e9));  // the host link to the NIC is the bottleneck
+}
+
+TEST_CASE("an xGMI mesh: a direct link per pair, rings and all-to-alls over all of a GPU's links") {
+  NodeLinks l = dgx();
+  l.interconnect = Interconnect::mesh;
+  l.nvlink_bandwidth = 64e9;
+  ClusterTopology t;
+  const auto gpus = t.add_nodes(l, 2);
+  // 8 GPU-host links, 28 mesh links and a NIC link per node, plus the NICs' uplinks.
+  CHECK(t.num_links() == 2 * (8 + 28 + 1) + 2);
+  const PathCost pair = t.path(gpus[0], gpus[5]);
+  CHECK(pair.bandwidth == Approx(64e9));
+  CHECK(pair.hops == 1);
+  const std::array<GpuId, 2> two{gpus[0], gpus[1]};
+  const std::array<GpuId, 8> eight{gpus[0], gpus[1], gpus[2], gpus[3], gpus[4], gpus[5], gpus[6], gpus[7]};
+  CHECK(t.ring(two).bandwidth == Approx(64e9));
+  CHECK(t.ring(eight).bandwidth == Approx(7 * 64e9));
+  CHECK(t.all_to_all(eight).bandwidth == Approx(7 * 64e9));
+  // Across nodes the mesh does not help: the host link and the network.
+  const std::array<GpuId, 2> across{gpus[0], gpus[8]};
+  CHECK(t.ring(across).bandwidth == Approx(50e9));
+  CHECK_FALSE(t.within_mesh_node(across));
 }

@@ -20,14 +20,17 @@ void list_hardware() {
   // The name column as wide as the longest name (rtx-pro-6000-blackwell-workstation).
   int width = 4;
   for (const auto& name : hardware_names()) width = std::max(width, static_cast<int>(name.size()));
-  std::printf("%-*s %-4s %10s %10s %8s %10s %8s\n", width, "name", "kind", "bf16 TF/s", "fp8 TF/s", "mem GiB",
-              "mem GB/s", "$/hour");
+  std::printf("%-*s %-4s %-6s %10s %10s %10s %8s %10s %5s %8s\n", width, "name", "kind", "vendor", "bf16 TF/s",
+              "fp8 TF/s", "fp4 TF/s", "mem GiB", "mem GB/s", "nodeN", "$/hour");
   for (const auto& name : hardware_names()) {
     auto hw = resolve_hardware(name);
     auto tf = [](double v) { return v > 0 ? std::to_string(static_cast<long long>(v + 0.5)) : std::string("-"); };
-    std::printf("%-*s %-4s %10s %10s %8.0f %10.0f %8.2f\n", width, name.c_str(), kind_name(hw.kind),
-                tf(hw.peak_tflops.bf16).c_str(), tf(hw.peak_tflops.fp8).c_str(), hw.memory_capacity_bytes / (1024.0 * 1024 * 1024),
-                hw.memory_bandwidth_gbps, hw.price_per_gpu_hour);
+    // nodeN: GPUs per node (per NVLink domain: 72 on an NVL72 rack).
+    std::printf("%-*s %-4s %-6s %10s %10s %10s %8.0f %10.0f %5d %8.2f\n", width, name.c_str(), kind_name(hw.kind),
+                hw.kind == DeviceKind::gpu ? hw.vendor.c_str() : "-", tf(hw.peak_tflops.bf16).c_str(),
+                tf(hw.peak_tflops.fp8).c_str(), tf(hw.peak_tflops.fp4).c_str(),
+                hw.memory_capacity_bytes / (1024.0 * 1024 * 1024), hw.memory_bandwidth_gbps, hw.gpus_per_node,
+                hw.price_per_gpu_hour);
   }
 }
 
@@ -35,11 +38,13 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
   nlohmann::ordered_json j;
   j["name"] = hw.name;
   j["kind"] = kind_name(hw.kind);
+  if (hw.kind == DeviceKind::gpu) j["vendor"] = hw.vendor;
   auto& peak = j["peak_tflops"];
   peak = nlohmann::ordered_json::object();
   const std::pair<const char*, double> peaks[] = {
       {"fp32", hw.peak_tflops.fp32}, {"tf32", hw.peak_tflops.tf32}, {"bf16", hw.peak_tflops.bf16},
-      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8}};
+      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8},
+      {"fp4", hw.peak_tflops.fp4}};
   for (const auto& [k, v] : peaks)
     if (v > 0) peak[k] = v;
   // Back in the unit the profile gave, so that the output loads again.

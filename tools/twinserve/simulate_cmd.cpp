@@ -321,7 +321,9 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
   sub->add_option("--quantization,-q", a.quantization,
                   "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
-                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only); docs/quantization.md");
+                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only), nvfp4 / modelopt_fp4 (W4A4 on "
+                  "fp4 tensor cores, else weight-only), mxfp4 (MoE experts, weight-only); unset: the checkpoint's "
+                  "quantization_config; docs/quantization.md");
   add_layout_flags(*sub, a);
   add_disagg_flags(*sub, a.disagg);
   sub->add_option("--replay-transfers", a.replay_transfers,
