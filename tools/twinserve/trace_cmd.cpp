@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/generator.hpp"
 #include "traces/length_dist.hpp"
@@ -165,7 +166,7 @@ void install(CLI::App& root) {
     auto flags = std::make_shared<ReadFlags>();
     auto as_json = std::make_shared<bool>(false);
     sub->add_option("FILE", *file, "Trace file (format auto-detected)")->required();
-    sub->add_flag("--json", *as_json, "Print one JSON object (snake_case keys)");
+    add_switch(*sub, FlagId::json, *as_json, "snake_case keys");
     flags->add(sub);
     sub->callback([=] { run_stats(*file, *flags, *as_json); });
   }
