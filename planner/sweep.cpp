@@ -19,6 +19,7 @@
 #include "planner/client_run.hpp"
 #include "planner/thread_pool.hpp"
 #include "sim/cluster.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/run.hpp"
 
 namespace twin {
@@ -202,8 +203,12 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
   parallel_for(all, options.jobs, [&](std::size_t p) {
     SweepPoint& point = points[p];
     double scale = 1;
-    const ClusterConfig config = apply_vary(base, axes, point.values, scale);
+    ClusterConfig config = apply_vary(base, axes, point.values, scale);
     try {
+      // A DP instance runs under vLLM's coordinator unless a router is
+      // given (as simulate's flags do); the config's JSON round trip names one always.
+      config.router_given = base.router_given || std::any_of(axes.begin(), axes.end(), [](const VaryAxis& a) { return a.key == "router"; });
+      config.router = data_parallel_router(config);
       const Cluster cluster = build_cluster(config);
       for (const auto& g : cluster.groups) {
         point.replicas += g.config.count;

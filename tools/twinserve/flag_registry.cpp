@@ -32,7 +32,7 @@ std::vector<FlagSpec> make_table() {
       {F::slo, "--slo", "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'", {}},
       {F::tensor_parallel, "--tp,--tensor-parallel-size", "Tensor-parallel GPUs per pipeline stage (vLLM's; also -tp)", layout},
       {F::pipeline_parallel, "--pp,--pipeline-parallel-size", "Pipeline stages (vLLM's; also -pp)", layout},
-      {F::data_parallel, "--dp,--data-parallel-size",
+      {F::data_parallel, "--data-parallel-size,--dp",
        "vLLM's data parallelism (also -dp): ranks of --tp GPUs in one instance, each its own scheduler, limits and KV "
        "cache, behind vLLM's DP coordinator (docs/simulate.md)",
        layout},
