@@ -156,6 +156,8 @@ TEST_CASE("plan and sweep: bad client values are usage errors naming the flag") 
       {sweep + "--vary max_concurrency=4,-1", "--max-concurrency"},
       {sweep + "--data-parallel-size 0", "--data-parallel-size"},
       {sweep, "--vary"},
+      {sweep + "--hw h200", "--vary hardware"},  // refused with the way to do it
+      {"run --trace '" + trace + "' -tp 2", "the engine runs one device"},
   };
   for (const auto& [args, says] : cases) {
     const auto r = test::run_twinserve(args, true);

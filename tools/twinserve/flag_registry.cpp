@@ -20,7 +20,8 @@ std::string joined(const std::vector<std::string>& names) {
 std::vector<FlagSpec> make_table() {
   using F = FlagId;
   const CLI::Validator layout = int_range(1, 1024);
-  // One row per concept, in FlagId order (flag_spec() checks it).
+  // One row per concept, in FlagId order (flag_table() checks it); a data
+  // literal, as long as its rows.
   return {
       {F::model, "--model", "Model: a bundled name or a config.json path / Hugging Face folder (`twinserve models list`)", {}},
       {F::weights, "--weights", "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed", {}},

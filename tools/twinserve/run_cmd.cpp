@@ -237,6 +237,11 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   add_flag(*sub, FlagId::model, a.model, "default: --weights' config.json");
   add_flag(*sub, FlagId::weights, a.weights);
+  // The layout and hardware flags of simulate/serve --simulate: the engine
+  // has none of them, so it says why instead of "not expected".
+  refuse_flag(*sub, FlagId::hardware, "the engine runs on this machine's --backend; `simulate --hw` prices other hardware");
+  refuse_flag(*sub, FlagId::tensor_parallel, "the engine runs one device; `simulate -tp N` simulates tensor parallelism");
+  refuse_flag(*sub, FlagId::pipeline_parallel, "the engine runs one device; `simulate -pp N` simulates pipelines");
   add_engine_flags(*sub, a.engine);
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));
   add_switch(*sub, FlagId::asap, a.asap);

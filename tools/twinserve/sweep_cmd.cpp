@@ -89,6 +89,8 @@ const RegisterCommand registration{"sweep", [](CLI::App& root) {
            "a list: the axis max_concurrency, e.g. 1,4,16,64 with --request-rate inf for the throughput-latency curve")
       ->delimiter(',');
   add_client_mode_flags(*sub, a.clients);
+  refuse_flag(*sub, FlagId::model, "sweep's cluster comes from --config; --vary model=A,B varies it");
+  refuse_flag(*sub, FlagId::hardware, "sweep's cluster comes from --config; --vary hardware=A,B varies it");
   add_flag(*sub, FlagId::slo, a.slo, "override the config's");
   add_output_flags(*sub, a.out, "Write sweep.csv here", false);
   add_flag(*sub, FlagId::jobs, a.jobs, "default: the hardware's")->check(thread_count());

@@ -238,7 +238,7 @@ void install(CLI::App& root) {
     sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
         ->capture_default_str()->check(int_range(1, kMaxInt32));
     sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
-    sub->add_option("--seed", o->seed, "Random seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+    add_flag(*sub, FlagId::seed, o->seed, "here the generator's")->capture_default_str();
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
     sub->callback([=] {
       GeneratorOptions opts = *o;
