@@ -69,7 +69,7 @@ TEST_CASE("sweep --max-concurrency 1,4,16 --request-rate inf: each point's cap h
   CHECK(throughput[1] < throughput[2]);
 }
 
-TEST_CASE("sweep without clients keeps its columns; --data-parallel-size and --tp lists are axes") {
+TEST_CASE("sweep: --data-parallel-size and --tp lists are axes, and without clients the columns stay") {
   const std::string trace = test::write_vidur(test::chat_trace(40, 5.0), "closed_loop_axes.csv");
   const auto out = test::planner_tmp("sweep_axes");
   std::filesystem::remove_all(out);
