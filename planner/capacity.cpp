@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "planner/client_run.hpp"
 #include "sim/run.hpp"
 
 namespace twin {
@@ -49,20 +50,24 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   return p;
 }
 
-ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate) {
+ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
+                       const ClientOptions& clients) {
   const double base = arrival_rate(trace, probe_requests);
   // A trace arriving all at once has no rate to scale: it stays a burst.
   ScaledTraceSource source(trace, probe_requests, base > 0 ? rate / base : std::numeric_limits<double>::infinity());
   RunOutputs outputs;
-  const RunResult run = run_simulation(config, source, outputs);
-  return judge(run.summary, run.stats.unserved, rate);
+  const ClientRun sent = run_with_clients(config, source, clients, outputs);
+  ProbeResult p = judge(sent.run.summary, sent.run.stats.unserved, rate);
+  p.peak_in_flight = sent.peak_in_flight;
+  return p;
 }
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
   CapacityResult out;
-  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity()).request_throughput;
+  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity(), o.clients)
+                          .request_throughput;
   auto probe = [&](double rate) {
-    ProbeResult p = probe_rate(config, trace, o.probe_requests, rate);
+    ProbeResult p = probe_rate(config, trace, o.probe_requests, rate, o.clients);
     if (p.pass && out.saturated_rps > 0 && rate > out.saturated_rps) {
       p.pass = false;
       p.above_saturation = true;

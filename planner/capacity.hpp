@@ -15,6 +15,7 @@
 #include "metrics/summary.hpp"
 #include "planner/loaded_trace.hpp"
 #include "sim/cluster_config.hpp"
+#include "traces/clients.hpp"
 
 namespace twin {
 
@@ -37,6 +38,9 @@ struct ProbeResult {
   // queue grew all along, so its latencies measure the queue. It fails the
   // SLO verdict whatever the latencies say: the rate is not sustained.
   bool overloaded = false;
+  // With clients (--max-concurrency, --sessions): the most requests in
+  // flight at once, counted at the client (planner/client_run.hpp); 0 without.
+  std::int64_t peak_in_flight = 0;
 };
 
 // One statistic of a metric (e.g. &LatencyStats::p90), NaN without data (a
@@ -53,6 +57,7 @@ struct CapacityOptions {
   double tolerance = 0.02;             // bisect until (hi - lo) <= tolerance * lo
   double start_rate = 1.0;             // first probe, req/s
   int max_bracket_steps = 16;          // doublings / halvings before giving up
+  ClientOptions clients;               // how each probe's requests are sent (none: at their times)
 };
 
 struct CapacityResult {
@@ -66,8 +71,9 @@ struct CapacityResult {
 };
 
 // Simulates `config` (one replica) on the first probe_requests of the trace
-// at `rate` req/s.
-ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate);
+// at `rate` req/s, sent by `clients`.
+ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
+                       const ClientOptions& clients = {});
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& options);
 

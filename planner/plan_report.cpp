@@ -76,6 +76,9 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   nlohmann::ordered_json search;
   search["model"] = o.space.model;
   search["dtype"] = o.space.dtype;
+  // Only where given: other plans' files stay as they were.
+  if (!o.space.quantization.empty()) search["quantization"] = o.space.quantization;
+  if (!o.space.kv_dtype.empty()) search["kv_dtype"] = o.space.kv_dtype;
   search["hardware"] = o.space.hardware;
   search["tp"] = o.space.tp;
   search["pp"] = o.space.pp;
@@ -97,6 +100,14 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   search["max_gpus"] = o.space.max_gpus ? nlohmann::ordered_json(*o.space.max_gpus) : nullptr;
   search["budget"] = o.space.budget ? nlohmann::ordered_json(*o.space.budget) : nullptr;
   j["search"] = std::move(search);
+  // How every run's requests were sent, only with clients: other plans' files stay as they were.
+  if (const ClientOptions& k = o.capacity.clients; k.any()) {
+    nlohmann::ordered_json clients;
+    if (k.max_concurrency > 0) clients["max_concurrency"] = k.max_concurrency;
+    if (k.sessions) clients["sessions"] = true;
+    if (k.think_time) clients["think_time_s"] = to_seconds(*k.think_time);
+    j["clients"] = std::move(clients);
+  }
   nlohmann::ordered_json method;
   method["tolerance"] = p.tolerance;
   method["max_bracket_steps"] = o.capacity.max_bracket_steps;

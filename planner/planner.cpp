@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "metrics/summary_json.hpp"
+#include "planner/client_run.hpp"
 #include "planner/thread_pool.hpp"
 #include "planner/vllm_command.hpp"
 #include "sim/cluster.hpp"
@@ -82,6 +83,7 @@ nlohmann::ordered_json probe_json(const ProbeResult& p) {
   j["worst_ratio"] = num(p.worst_ratio);
   j["above_saturation"] = p.above_saturation;
   j["overloaded"] = p.overloaded;
+  if (p.peak_in_flight > 0) j["peak_in_flight"] = p.peak_in_flight;  // with clients only: old plans' bytes stay
   return j;
 }
 
@@ -102,6 +104,7 @@ ProbeResult probe_from(const nlohmann::json& j) {
   p.worst_ratio = num_from(j.at("worst_ratio"));
   p.above_saturation = j.value("above_saturation", false);
   p.overloaded = j.value("overloaded", false);
+  p.peak_in_flight = j.value("peak_in_flight", std::int64_t{0});
   return p;
 }
 
@@ -140,6 +143,11 @@ void check_plan_options(const PlanOptions& o) {
   if (!(o.capacity.tolerance > 0 && o.capacity.tolerance < 1)) throw UsageError("--tolerance: expected a number in (0, 1)");
   if (o.space.budget && !(*o.space.budget > 0)) throw UsageError("--budget: expected a positive number ($ per hour)");
   if (o.space.max_gpus && *o.space.max_gpus < 1) throw UsageError("--max-gpus: expected a positive integer");
+  if (o.capacity.clients.at_once) {
+    throw UsageError("--request-rate inf: plan sizes a deployment for an arrival rate, and inf sends every request at "
+                     "once; for a closed loop's throughput-latency curve use `sweep --request-rate inf "
+                     "--max-concurrency 1,4,16,64`");
+  }
 }
 
 CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o) {
@@ -207,8 +215,9 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     }
     ScaledTraceSource source(trace, o.verify_requests, verify_speedup);
     RunOutputs outputs;
-    const RunResult run = run_simulation(candidate_config(c, n, o.slos, o.seed), source, outputs);
-    r.verify.push_back({n, judge(run.summary, run.stats.unserved, verify_rate)});
+    const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
+    r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, verify_rate)});
+    r.verify.back().result.peak_in_flight = sent.peak_in_flight;
     price(n);
     r.latency_ms = axis_value(axis, r.verify.back().result);
     if (r.verify.back().result.pass) {
@@ -361,6 +370,8 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.candidate.index = c.at("index").get<std::int32_t>();
   r.candidate.model = c.at("model").get<std::string>();
   r.candidate.dtype = c.at("dtype").get<std::string>();
+  r.candidate.quantization = c.value("quantization", std::string());
+  r.candidate.kv_dtype = c.value("kv_dtype", std::string());
   r.candidate.hardware = c.at("hardware").get<std::string>();
   r.candidate.tp = c.at("tp").get<std::int32_t>();
   r.candidate.pp = c.at("pp").get<std::int32_t>();

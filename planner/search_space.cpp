@@ -13,6 +13,7 @@
 #include "models/dtype.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
+#include "models/quantization.hpp"
 
 namespace twin {
 namespace {
@@ -20,7 +21,8 @@ namespace {
 const std::set<std::string> kSearchKeys = {"model",        "dtype",   "hardware", "tp",       "pp",
                                            "preset",       "max_num_batched_tokens", "max_num_seqs",
                                            "router",       "max_gpus", "budget",   "max_model_len",
-                                           "ep",           "pd",       "kv_dram_gib"};
+                                           "ep",           "pd",       "kv_dram_gib",
+                                           "quantization", "kv_dtype"};
 
 [[noreturn]] void fail(const std::string& origin, const std::string& key, const std::string& what) {
   throw UsageError(origin + ": " + excerpt(key, 80) + ": " + what);
@@ -106,7 +108,12 @@ void apply_search_json(SearchSpace& s, const nlohmann::json& json, const std::st
   if (!json.is_object()) fail(origin, "(top level)", "expected a JSON object");
   for (const auto& [key, v] : json.items()) {
     if (!kSearchKeys.count(key)) fail(origin, key, "unknown key (known: " + known_keys() + ")");
-    if (key == "model" || key == "dtype") {
+    if (key == "quantization" || key == "kv_dtype") {
+      if (!v.is_string()) fail(origin, key, "expected a string");
+      (key == "quantization" ? s.quantization : s.kv_dtype) = v.get<std::string>();
+      if (key == "quantization" && !s.quantization.empty()) check_names({s.quantization}, origin, key, parse_quant_method);
+      if (key == "kv_dtype" && !s.kv_dtype.empty()) check_names({s.kv_dtype}, origin, key, parse_dtype_or_auto);
+    } else if (key == "model" || key == "dtype") {
       if (!v.is_string()) fail(origin, key, "expected a string");
       (key == "model" ? s.model : s.dtype) = v.get<std::string>();
       if (key == "model") check_names({s.model}, origin, key, resolve_model);
@@ -178,6 +185,8 @@ void load_search_file(SearchSpace& space, const std::string& path) {
 
 void check_search_space(const SearchSpace& s) {
   (void)resolve_model(s.model);
+  if (!s.quantization.empty()) (void)parse_quant_method(s.quantization);
+  if (!s.kv_dtype.empty()) (void)parse_dtype_or_auto(s.kv_dtype);
   for (const auto& hw : s.hardware) (void)resolve_hardware(hw);
   for (const auto& p : s.presets) (void)replica_preset(p);
   for (const auto& r : s.routers) (void)router_policy(r);
@@ -205,6 +214,8 @@ std::vector<Candidate> enumerate_candidates(const SearchSpace& s) {
                       c.index = static_cast<std::int32_t>(out.size());
                       c.model = s.model;
                       c.dtype = s.dtype;
+                      c.quantization = s.quantization;
+                      c.kv_dtype = s.kv_dtype;
                       c.hardware = hw;
                       c.tp = tp;
                       c.pp = pp;
@@ -232,6 +243,8 @@ std::string candidate_label(const Candidate& c) {
     gib << c.kv_dram_gib;
     out += " dram=" + gib.str() + "GiB";
   }
+  if (!c.quantization.empty() && c.quantization != "none") out += " " + c.quantization;
+  if (!c.kv_dtype.empty() && c.kv_dtype != "auto") out += " kv=" + c.kv_dtype;
   out += " " + c.preset;
   if (c.max_num_batched_tokens > 0) out += " mbt=" + std::to_string(c.max_num_batched_tokens);
   if (c.max_num_seqs > 0) out += " seqs=" + std::to_string(c.max_num_seqs);
@@ -245,6 +258,9 @@ nlohmann::ordered_json candidate_json(const Candidate& c) {
   j["label"] = candidate_label(c);
   j["model"] = c.model;
   j["dtype"] = c.dtype;
+  // Only where given: other plans' files stay as they were.
+  if (!c.quantization.empty()) j["quantization"] = c.quantization;
+  if (!c.kv_dtype.empty()) j["kv_dtype"] = c.kv_dtype;
   j["hardware"] = c.hardware;
   j["tp"] = c.tp;
   j["pp"] = c.pp;
@@ -270,6 +286,8 @@ ClusterConfig candidate_config(const Candidate& c, std::int32_t replicas, const 
   ReplicaGroupConfig g;
   g.model = c.model;
   g.dtype = c.dtype;
+  g.quantization = c.quantization;
+  if (!c.kv_dtype.empty()) g.kv_dtype = c.kv_dtype;
   g.hardware = c.hardware;
   g.tp = c.tp;
   g.pp = c.pp;

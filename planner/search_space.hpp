@@ -22,6 +22,9 @@ inline constexpr std::int32_t kMaxModelLenAuto = -1;
 struct SearchSpace {
   std::string model = "llama-3.1-8b";
   std::string dtype;  // empty: the model's
+  // Precision of every candidate (vLLM's --quantization, --kv-cache-dtype;
+  // empty: none / as the weights): an fp8 capacity plan.
+  std::string quantization, kv_dtype;
   std::vector<std::string> hardware = {"h100-80gb", "h200", "a100-80gb"};
   std::vector<std::int32_t> tp = {1, 2, 4, 8};
   std::vector<std::int32_t> pp = {1};
@@ -44,6 +47,7 @@ struct SearchSpace {
 struct Candidate {
   std::int32_t index = 0;  // position in enumeration order
   std::string model, dtype, hardware, preset, router;
+  std::string quantization, kv_dtype;  // empty: none / as the weights
   std::int32_t tp = 1, pp = 1, ep = 1;
   std::int32_t prefill = 0, decode = 0;     // replicas of each pool per unit; 0, 0: co-located
   double kv_dram_gib = 0;                   // host DRAM KV tier per replica; 0: none

@@ -16,8 +16,10 @@
 #include "hwprofiles/hardware_desc.hpp"
 #include "models/json_fields.hpp"
 #include "models/model_desc.hpp"
+#include "planner/client_run.hpp"
 #include "planner/thread_pool.hpp"
 #include "sim/cluster.hpp"
+#include "sim/data_parallel.hpp"
 #include "sim/run.hpp"
 
 namespace twin {
@@ -25,12 +27,16 @@ namespace {
 
 const std::set<std::string> kTopKeys = {"router", "seed", "gpu_memory_utilization", "num_gpu_blocks_override"};
 const std::set<std::string> kGroupKeys = {"model", "hardware", "dtype", "kv_dtype", "tp", "pp", "count", "replicas",
-                                          "ep", "expert_busiest_share"};
+                                          "ep", "expert_busiest_share", "dp"};
 
-enum class KeyKind { top, group, preset, scheduler, rate_scale };
+enum class KeyKind { top, group, preset, scheduler, rate_scale, client };
+
+// The clients' cap (traces/clients.hpp): not a cluster key, how the trace is sent.
+constexpr const char* kClientKey = "max_concurrency";
 
 KeyKind key_kind(const std::string& key) {
   if (key == "rate_scale") return KeyKind::rate_scale;
+  if (key == kClientKey) return KeyKind::client;
   if (key == "preset" || key == "scheduler.preset") return KeyKind::preset;
   if (kTopKeys.count(key)) return KeyKind::top;
   if (kGroupKeys.count(key)) return KeyKind::group;
@@ -52,7 +58,7 @@ nlohmann::json value_json(const std::string& text) {
 }
 
 std::string known_keys() {
-  std::string out = "rate_scale, preset";
+  std::string out = "rate_scale, max_concurrency, preset";
   for (const auto& k : kTopKeys) out += ", " + k;
   for (const auto& k : kGroupKeys) out += ", " + k;
   return out + ", or any scheduler / KV option (e.g. max_num_batched_tokens, block_size, enable_prefix_caching)";
@@ -103,6 +109,7 @@ ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>&
         rate_scale = v.get<double>();
         break;
       }
+      case KeyKind::client: break;  // client_options_at() reads it
       case KeyKind::preset: json["scheduler"]["preset"] = value; break;
       case KeyKind::top: json[key] = key == "router" ? nlohmann::json(value) : value_json(value); break;
       case KeyKind::group: {
@@ -125,15 +132,32 @@ ClusterConfig apply_vary(const ClusterConfig& base, const std::vector<VaryAxis>&
   }
 }
 
+ClientOptions client_options_at(const ClientOptions& base, const std::vector<VaryAxis>& axes,
+                                const std::vector<std::string>& values) {
+  ClientOptions out = base;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (key_kind(axes[i].key) != KeyKind::client) continue;
+    const nlohmann::json v = value_json(values[i]);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 2147483647) {
+      throw UsageError("--max-concurrency (--vary max_concurrency): expected positive integers, got " +
+                       excerpt(values[i], 80));
+    }
+    out.max_concurrency = static_cast<std::int32_t>(v.get<std::int64_t>());
+  }
+  return out;
+}
+
 void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axes) {
-  if (axes.empty()) throw UsageError("sweep: give at least one --vary KEY=V1,V2,...");
+  if (axes.empty()) throw UsageError("sweep: give at least one axis: --vary KEY=V1,V2,... or a list flag (--tp, --data-parallel-size, --max-concurrency)");
   std::set<std::string> seen;
   for (const auto& axis : axes) {
     if (!seen.insert(axis.key).second) throw UsageError("--vary " + excerpt(axis.key, 80) + ": the key is given twice");
     const KeyKind kind = key_kind(axis.key);
     for (const auto& v : axis.values) {
       try {
-        if (kind == KeyKind::scheduler) {
+        if (kind == KeyKind::client) {
+          (void)client_options_at({}, {axis}, {v});
+        } else if (kind == KeyKind::scheduler) {
           ReplicaConfig probe = replica_preset(base.scheduler_preset);
           // max_model_len=auto is the cluster's to settle (build_cluster).
           if (scheduler_key(axis.key) != "max_model_len" || !is_auto_max_model_len(v)) {
@@ -179,8 +203,12 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
   parallel_for(all, options.jobs, [&](std::size_t p) {
     SweepPoint& point = points[p];
     double scale = 1;
-    const ClusterConfig config = apply_vary(base, axes, point.values, scale);
+    ClusterConfig config = apply_vary(base, axes, point.values, scale);
     try {
+      // A DP instance runs under vLLM's coordinator unless a router is
+      // given (as simulate's flags do); the config's JSON round trip names one always.
+      config.router_given = base.router_given || std::any_of(axes.begin(), axes.end(), [](const VaryAxis& a) { return a.key == "router"; });
+      config.router = data_parallel_router(config);
       const Cluster cluster = build_cluster(config);
       for (const auto& g : cluster.groups) {
         point.replicas += g.config.count;
@@ -190,9 +218,15 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       }
       ScaledTraceSource source(trace, options.max_requests, scale);
       RunOutputs outputs;
-      const RunResult run = run_simulation(config, source, outputs);
+      const ClientOptions clients = client_options_at(options.clients, axes, point.values);
+      const ClientRun sent = run_with_clients(config, source, clients, outputs);
+      const RunResult& run = sent.run;
       const Summary& s = run.summary;
-      point.result = judge(s, run.stats.unserved, arrival_rate(trace, options.max_requests) * scale);
+      // --request-rate inf offers no rate (every request at once): the rate cell stays empty.
+      const double rate = clients.at_once ? std::numeric_limits<double>::infinity()
+                                          : arrival_rate(trace, options.max_requests) * scale;
+      point.result = judge(s, run.stats.unserved, rate);
+      point.result.peak_in_flight = sent.peak_in_flight;
       point.has_slos = !s.slos.empty();
       point.itl_p99_ms = stat_or_nan(s.itl_ms, &LatencyStats::p99);
       point.request_throughput = s.request_throughput;
@@ -244,14 +278,18 @@ std::string csv_text(const std::string& s) {
 }  // namespace
 
 void write_sweep_csv(std::ostream& out, const std::vector<VaryAxis>& axes, const std::vector<SweepPoint>& points) {
+  // peak_in_flight only where clients sent the requests: other sweeps' files stay as they were.
+  const bool clients = std::any_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.result.peak_in_flight > 0; });
   for (const auto& a : axes) out << csv_text(a.key) << ",";
   for (const char* c : kColumns) out << c << ",";
+  if (clients) out << "peak_in_flight,";
   out << "error\n";
   const std::size_t ncols = std::size(kColumns);
   for (const auto& p : points) {
     for (const auto& v : p.values) out << csv_text(v) << ",";
     std::vector<std::string> cells = point_cells(p);
     cells.resize(ncols);
+    if (clients) cells.push_back(p.error.empty() ? std::to_string(p.result.peak_in_flight) : "");
     for (const auto& c : cells) out << c << ",";
     out << csv_text(p.error) << "\n";
   }

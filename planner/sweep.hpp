@@ -12,6 +12,7 @@
 #include "planner/loaded_trace.hpp"
 #include "planner/thread_pool.hpp"
 #include "sim/cluster_config.hpp"
+#include "traces/clients.hpp"
 
 namespace twin {
 
@@ -25,8 +26,8 @@ VaryAxis parse_vary(std::string_view text);
 
 // Keys: the cluster config's top-level keys (router, seed,
 // gpu_memory_utilization, num_gpu_blocks_override), its group keys (model,
-// hardware, dtype, kv_dtype, tp, pp, count, alias replicas: set on every
-// group), preset, any scheduler / KV option set_replica_option takes (also as
+// hardware, dtype, kv_dtype, tp, pp, ep, dp, count, alias replicas: set on
+// every group), preset, max_concurrency (the clients' cap: traces/clients.hpp), any scheduler / KV option set_replica_option takes (also as
 // scheduler.KEY), and rate_scale (arrivals divided by it). Throws UsageError
 // naming the key (with the known ones) or a bad value, before anything runs.
 void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axes);
@@ -51,7 +52,15 @@ struct SweepOptions {
   std::size_t max_requests = 0;  // first requests of the trace (0: all)
   int jobs = 0;
   ProgressFn progress;  // (points done, points) after each point
+  // How every point's requests are sent (none: at their times); an axis
+  // max_concurrency sets the cap point by point.
+  ClientOptions clients;
 };
+
+// `base` with the point's max_concurrency axis value, if it has one
+// (UsageError naming --max-concurrency for a value that is not a positive integer).
+ClientOptions client_options_at(const ClientOptions& base, const std::vector<VaryAxis>& axes,
+                                const std::vector<std::string>& values);
 
 // Points in grid order: the first axis varies slowest.
 std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,

@@ -38,6 +38,8 @@ std::string vllm_serve_command(const Candidate& c) {
   out << " --gpu-memory-utilization " << g.memory.utilization;
   if (s.order == QueueOrder::priority) out << " --scheduling-policy priority";
   out << dtype_flags(c.dtype);
+  if (!c.quantization.empty() && c.quantization != "none") out << " --quantization " << c.quantization;
+  if (!c.kv_dtype.empty() && c.kv_dtype != "auto") out << " --kv-cache-dtype " << c.kv_dtype;
   if (c.kv_dram_gib > 0) out << " --kv-offloading-size " << c.kv_dram_gib;
   const std::string& preset = s.preset;
   if (preset == "vllm-v0") {

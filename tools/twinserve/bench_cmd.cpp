@@ -27,6 +27,7 @@
 #include "tools/twinserve/bench_replay.hpp"
 #include "tools/twinserve/bench_server_check.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/interrupt_guard.hpp"
@@ -43,6 +44,7 @@ struct BenchArgs {
   std::optional<std::int64_t> vocab_size;
   std::uint64_t seed = 0;
   bool asap = false, quiet = false;
+  std::string request_rate;  // only "inf": the same as --asap, vllm bench serve's spelling
   std::int32_t max_concurrency = 0, connections = 256;
   double timeout_s = 600;
 };
@@ -226,7 +228,7 @@ const RegisterCommand registration{"bench", [](CLI::App& root) {
   sub->add_option("--base-url", a.base_url, "Server, e.g. http://127.0.0.1:8000 (a path after the port prefixes the endpoint)")
       ->required();
   sub->add_option("--endpoint", a.endpoint, "API endpoint: /v1/completions (default) or /v1/chat/completions");
-  sub->add_option("--model", a.model, "Model name sent in each request (default: the first of the server's /v1/models)");
+  add_flag(*sub, FlagId::model, a.model, "the name sent in each request (default: the first of the server's /v1/models)");
   sub->add_option("--prompt-format", a.prompt_format,
                   "tokens (default): prompts as token-id lists, the trace's exact lengths and shared prefixes; "
                   "text: one word per token (the server's tokenizer decides the count)")
@@ -234,11 +236,13 @@ const RegisterCommand registration{"bench", [](CLI::App& root) {
   sub->add_option("--vocab-size", a.vocab_size,
                   "Prompt token ids are drawn below this (default: the model's vocabulary if twinserve knows the model, else 32000)")
       ->check(int_range(2, kMaxInt32));
-  sub->add_option("--seed", a.seed, "Seed for the prompt tokens (as `run` materialises them)")->check(CLI::NonNegativeNumber);
-  sub->add_flag("--asap", a.asap, "Send every request at once instead of at the trace's timestamps");
-  sub->add_option("--max-concurrency", a.max_concurrency,
-                  "At most N requests in flight (vLLM's --max-concurrency): a request waits for one to end, and "
-                  "counts from when it is sent")
+  add_flag(*sub, FlagId::seed, a.seed, "here the prompt tokens (as `run` materialises them)");
+  add_switch(*sub, FlagId::asap, a.asap);
+  add_flag(*sub, FlagId::request_rate, a.request_rate, "here the same as --asap");
+  refuse_flag(*sub, FlagId::sessions,
+              "bench sends the trace's rows as they are (a session's turns at their trace times); closed-loop "
+              "sessions are simulated: `simulate --sessions`");
+  add_flag(*sub, FlagId::max_concurrency, a.max_concurrency, "here one thread each: at most 4096")
       ->check(int_range(1, 4096));
   sub->add_option("--connections", a.connections,
                   "Without --max-concurrency: the pool of connections (one thread each, default 256); a request "
@@ -247,8 +251,11 @@ const RegisterCommand registration{"bench", [](CLI::App& root) {
   sub->add_option("--timeout", a.timeout_s, "Seconds to wait for a response's next bytes (default 600)")
       ->check(real_range(0.001, 1e6));
   add_output_flags(*sub, a.out, "Write requests.csv, summary.json and vllm_result.json here (default ./bench)", false);
-  sub->add_flag("--quiet,--no-progress", a.quiet, "No progress line on stderr");
-  sub->callback([args] { run(*args); });
+  add_switch(*sub, FlagId::quiet, a.quiet);
+  sub->callback([args] {
+    if (args->request_rate == "inf") args->asap = true;
+    run(*args);
+  });
 }};
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/progress_line.hpp"
@@ -88,12 +89,12 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   auto args = std::make_shared<CalibrateArgs>();
   auto* sub = root.add_subcommand("calibrate", "Time the engine's ops on this machine: a calibrated profile for simulate --profile");
   auto& a = *args;
-  sub->add_option("--model", a.model, "Model name or config.json path (default: --weights' config.json)");
-  sub->add_option("--weights", a.weights, "Folder of *.safetensors; default: random weights from --seed");
+  add_flag(*sub, FlagId::model, a.model, "default: --weights' config.json");
+  add_flag(*sub, FlagId::weights, a.weights);
   add_engine_flags(*sub, a.engine);
-  sub->add_option(kTensorParallelFlag, a.tp, "Tensor parallel degree (the engine runs 1)")->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::tensor_parallel, a.tp, "the profile's (the engine runs 1)");
   sub->add_option("--max-tokens", a.max_tokens, "Top of the token grids (default 4096, quick 256; at most the model's context)")->check(int_range(0, kMaxInt32));
-  sub->add_option("--seed", a.seed, "Seed for random weights and prompt tokens")->check(CLI::NonNegativeNumber);
+  add_flag(*sub, FlagId::seed, a.seed, "here random weights and prompt tokens");
   sub->add_flag("--quick", a.quick, "Coarse grid, few repeats (seconds for tiny; for tests)");
   sub->add_option("--rounds", a.rounds,
                   "Passes over the grid and the step scenarios, each point's repeats pooled (default 3): "
@@ -101,7 +102,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
       ->check(CLI::Range(1, 100));
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required()->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
-  sub->add_flag("--quiet", a.quiet, "Nothing on stderr while timing: no phase lines, no progress line (shown only on a terminal)");
+  add_switch(*sub, FlagId::quiet, a.quiet, "nor the phase lines: nothing on stderr while timing");
   sub->callback([args] { run(*args); });
 }};
 

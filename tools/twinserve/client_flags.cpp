@@ -3,29 +3,19 @@
 #include <CLI/CLI.hpp>
 
 #include "base/error.hpp"
-#include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 
 namespace twin::cli {
 
 void add_client_flags(CLI::App& sub, ClientFlags& f) {
-  sub.add_option("--max-concurrency", f.max_concurrency,
-                 "At most N requests in flight (vLLM's --max-concurrency): a request goes out at the later of its "
-                 "trace time and the instant one ends, and counts (TTFT) from then; with --request-rate inf a "
-                 "closed loop of N clients")
-      ->check(int_range(1, kMaxInt32));
-  sub.add_option("--request-rate", f.request_rate,
-                 "inf: every trace time is 0 (vLLM's spelling): all at once, or with --max-concurrency N each "
-                 "client sends its next request the instant its last one ends; to re-time a trace at a rate, "
-                 "use `trace convert --scale-rate` or `trace generate --rate`")
-      ->check(CLI::IsMember({"inf"}));
-  sub.add_flag("--sessions", f.sessions,
-               "Closed-loop sessions: the rows of a session (session_id >= 0) are chat turns; turn k+1 goes out a "
-               "think time after turn k's last token, its prompt turn k's prompt and output plus its new user "
-               "tokens (docs/simulate.md, \"Clients\")");
-  sub.add_option("--think-time-s", f.think_time_s,
-                 "With --sessions: seconds from a turn's last token to the next turn (default: the trace's gap "
-                 "between the two turns' times)")
-      ->check(real_range(0, 9.0e9));
+  add_flag(sub, FlagId::max_concurrency, f.max_concurrency);
+  add_client_mode_flags(sub, f);
+}
+
+void add_client_mode_flags(CLI::App& sub, ClientFlags& f) {
+  add_flag(sub, FlagId::request_rate, f.request_rate);
+  add_switch(sub, FlagId::sessions, f.sessions);
+  add_flag(sub, FlagId::think_time_s, f.think_time_s);
 }
 
 ClientOptions client_options(const ClientFlags& f) {

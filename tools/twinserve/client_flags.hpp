@@ -23,6 +23,8 @@ struct ClientFlags {
   std::optional<double> think_time_s;
 };
 void add_client_flags(CLI::App& sub, ClientFlags& flags);
+// All but --max-concurrency (sweep takes a list of those: an axis).
+void add_client_mode_flags(CLI::App& sub, ClientFlags& flags);
 // UsageError naming the flag for a rate other than inf or a think time
 // without sessions.
 ClientOptions client_options(const ClientFlags& flags);

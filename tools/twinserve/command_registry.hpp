@@ -20,6 +20,10 @@ struct CommandEntry {
 
 std::vector<CommandEntry>& command_registry();
 
+// Every registered subcommand on `app`, in name order: the tree main()
+// parses with (and tests/tools/flag_registry_test.cpp walks).
+void install_commands(CLI::App& app);
+
 struct RegisterCommand {
   RegisterCommand(std::string name, CommandInstaller install) {
     command_registry().push_back({std::move(name), std::move(install)});

@@ -6,6 +6,7 @@
 #include "engine/core/scheduler_config.hpp"
 #include "sim/cluster_config.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "traces/trace_format.hpp"
 
 namespace twin::cli {
@@ -47,7 +48,7 @@ void add_result_file_flags(CLI::App& sub, ResultFileFlags& f) {
   sub.add_option("--steps", f.steps,
                  "Which steps steps.csv keeps: all (default), none (no steps.csv), sample:N (the steps whose step_id "
                  "is a multiple of N, per replica); the summary counts every step either way");
-  sub.add_flag("--no-steps", f.no_steps, "Do not write steps.csv (same as --steps none)");
+  add_switch(sub, FlagId::no_steps, f.no_steps, "same as --steps none");
   sub.add_option("--compress", f.compress,
                  "Compress requests.csv and steps.csv as they are written: none (default), gz (requests.csv.gz, gzip "
                  "level 1) or zst (requests.csv.zst, zstd level 3); summary.json stays plain");
@@ -68,17 +69,14 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
   sub.add_option("--backend", f.backend, "Engine backend: cpu (default), cuda or auto (cuda where a device is usable)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   sub.add_option("--threads", f.threads, "CPU worker threads (default: one per hardware thread)")->check(thread_count());
-  sub.add_option("--dtype", f.dtype,
-                 "Weight storage: auto (the checkpoint's f32/bf16; validate: the profile's), f32 or bf16 "
-                 "(also float32, float, bfloat16)");
-  sub.add_option("--kv-cache-dtype", f.kv_cache_dtype,
-                 "KV cache storage: auto (the weights' dtype; validate: the profile's), f32, bf16 (same spellings) or "
-                 "fp8 (fp8_e4m3: 8-bit KV, per-tensor scales of 1; docs/quantization.md)");
-  sub.add_option("--quantization", f.quantization,
-                 "int8: quantise the projections' weights at load to int8 with per-channel scales (weight-only, "
-                 "cpu backend, dense and MoE models: the experts too); fp8: to fp8 E4M3 with per-channel scales, "
-                 "activations per token (W8A8; cuda on compute capability 8.9+, or the cpu's reference; dense "
-                 "models); validate: the profile's; docs/quantization.md")
+  add_flag(sub, FlagId::dtype, f.dtype, "the engine: f32 or bf16; validate: auto is the profile's");
+  add_flag(sub, FlagId::kv_cache_dtype, f.kv_cache_dtype,
+           "the engine: f32, bf16 or fp8 (per-tensor scales of 1); validate: auto is the profile's");
+  add_flag(sub, FlagId::quantization, f.quantization,
+           "the engine: int8 quantises the projections' weights at load to int8 with per-channel scales "
+           "(weight-only, cpu backend, dense and MoE models: the experts too); fp8 to fp8 E4M3 with per-channel "
+           "scales, activations per token (W8A8; cuda on compute capability 8.9+, or the cpu's reference; dense "
+           "models); validate: the profile's")
       ->check(CLI::IsMember({"int8", "fp8", "none"}));
   sub.add_flag("--cuda-graphs", f.cuda_graphs,
                "cuda: run decode-only steps of dense models through CUDA graphs, padded to vLLM's capture sizes "
@@ -87,30 +85,20 @@ void add_engine_flags(CLI::App& sub, EngineFlags& f) {
 }
 
 void add_engine_memory_flags(CLI::App& sub, EngineMemoryFlags& f) {
-  sub.add_option("--max-model-len", f.max_model_len,
-                 "Prompt + output tokens at most (default: the model's context); auto (or -1, vLLM's): the largest "
-                 "the KV cache holds one request of")
-      ->check(max_model_len_value(2, kMaxKnobCount));
-  sub.add_option("--num-gpu-blocks-override,--num-gpu-blocks", f.num_gpu_blocks,
-                 "KV blocks (default: the memory plan: 1 GiB on the cpu, device memory on cuda)")
+  add_flag(sub, FlagId::max_model_len, f.max_model_len);
+  add_flag(sub, FlagId::num_gpu_blocks_override, f.num_gpu_blocks,
+           "the engine: default 1 GiB of KV on the cpu, the memory plan on cuda")
       ->check(int_range(1, kMaxKnobCount));
   sub.add_option("--kv-cache-memory-bytes", f.kv_cache_memory_bytes,
                  "KV cache size in bytes (default: 1 GiB on the cpu, the memory plan on cuda)")
       ->check(int_range(1, std::int64_t{1} << 50));
-  sub.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
-                 "cuda: fraction of device memory for weights, workspace and KV (default 0.9)")
-      ->check(real_range(0, 1, true));
+  add_flag(sub, FlagId::gpu_memory_utilization, f.gpu_memory_utilization, "the engine: cuda only");
   sub.add_option("--swap-space", f.swap_space_gib, "Host swap space for KV in GiB (default 0)")->check(real_range(0, 1024));
 }
 
 void add_kv_offload_flags(CLI::App& sub, EngineMemoryFlags& f) {
-  sub.add_option("--kv-offload-dram-gib", f.kv_offload_dram_gib,
-                 "KV tier in host memory, GiB: evicted prefix blocks spill here and load back on a hit (0: none; "
-                 "docs/engine.md)")
-      ->check(real_range(0, 1e6));
-  sub.add_option("--kv-offload-ssd-gib", f.kv_offload_ssd_gib,
-                 "KV tier in a file below host memory, GiB (0: none)")
-      ->check(real_range(0, 1e6));
+  add_flag(sub, FlagId::kv_offload_dram_gib, f.kv_offload_dram_gib, "the engine's (docs/engine.md)");
+  add_flag(sub, FlagId::kv_offload_ssd_gib, f.kv_offload_ssd_gib, "a file in --kv-offload-ssd-dir");
   sub.add_option("--kv-offload-ssd-dir", f.kv_offload_ssd_dir,
                  "Folder for the SSD tier's file (default: the temporary directory; the file is removed on open)");
 }

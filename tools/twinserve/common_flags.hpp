@@ -17,12 +17,6 @@ class App;
 
 namespace twin::cli {
 
-// The parallel layout's names: the short one beside vLLM's, for every
-// command that takes a layout (main() also rewrites vLLM's -tp/-pp to these;
-// short_aliases.hpp).
-inline constexpr const char* kTensorParallelFlag = "--tp,--tensor-parallel-size";
-inline constexpr const char* kPipelineParallelFlag = "--pp,--pipeline-parallel-size";
-
 // --trace, --format, --on-bad-row, --max-requests.
 struct TraceInputFlags {
   std::string path;

@@ -9,6 +9,7 @@
 
 #include "hwprofiles/hardware_desc.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 
 namespace {
 
@@ -135,7 +136,7 @@ twin::cli::RegisterCommand reg{"hw", [](CLI::App& root) {
   auto name = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   show->add_option("name", *name, "A bundled profile name, or the path of a profile JSON file")->required();
-  show->add_flag("--json", *json, "Print one JSON object (the profile's own keys)");
+  twin::cli::add_switch(*show, twin::cli::FlagId::json, *json, "the profile's own keys");
   show->callback([name, json] { show_hardware(*name, *json); });
 }};
 

@@ -13,13 +13,6 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/short_aliases.hpp"
 
-namespace twin::cli {
-std::vector<CommandEntry>& command_registry() {
-  static std::vector<CommandEntry> registry;
-  return registry;
-}
-}  // namespace twin::cli
-
 int main(int argc, char** argv) {
   CLI::App app{"twinserve: a digital twin of an LLM serving cluster.\n"
                "One serving core runs in a real inference engine and in a discrete-event\n"
@@ -27,10 +20,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "twinserve 0.1");
 
-  auto& registry = twin::cli::command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (const auto& entry : registry) entry.install(app);
+  twin::cli::install_commands(app);
 
   try {
     // vLLM's -tp/-pp/-dp become their long names first (CLI11 cannot name

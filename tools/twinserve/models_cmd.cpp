@@ -9,6 +9,7 @@
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 
 namespace {
 
@@ -130,7 +131,7 @@ twin::cli::RegisterCommand reg{"models", [](CLI::App& root) {
   auto name = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   show->add_option("name", *name, "A bundled model name, or the path of a Hugging Face config.json")->required();
-  show->add_flag("--json", *json, "Print one JSON object (snake_case keys)");
+  twin::cli::add_switch(*show, twin::cli::FlagId::json, *json, "snake_case keys");
   show->callback([name, json] { show_model(*name, *json); });
 }};
 

@@ -17,10 +17,12 @@
 #include "planner/plan_report.hpp"
 #include "planner/planner.hpp"
 #include "planner/thread_pool.hpp"
+#include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/mpi_command.hpp"
 #include "tools/twinserve/progress_line.hpp"
 
@@ -30,7 +32,8 @@ namespace {
 struct PlanArgs {
   TraceInputFlags in;
   OutputFlags out;
-  std::string slo, search_path, dtype;
+  std::string slo, search_path, dtype, kv_dtype, quantization;
+  ClientFlags clients;  // how every probe's and check's requests are sent
   std::optional<std::string> model;
   std::vector<std::string> hardware, presets, routers;
   std::vector<std::int32_t> tp, pp, max_num_batched_tokens, max_num_seqs;
@@ -53,6 +56,9 @@ PlanOptions make_options(const PlanArgs& a) {
   if (!a.search_path.empty()) load_search_file(o.space, a.search_path);
   if (a.model) o.space.model = *a.model;
   if (!a.dtype.empty()) o.space.dtype = a.dtype;
+  if (!a.kv_dtype.empty()) o.space.kv_dtype = a.kv_dtype;
+  if (!a.quantization.empty()) o.space.quantization = a.quantization;
+  o.capacity.clients = client_options(a.clients);
   if (!a.hardware.empty()) o.space.hardware = a.hardware;
   if (!a.tp.empty()) o.space.tp = a.tp;
   if (!a.pp.empty()) o.space.pp = a.pp;
@@ -146,18 +152,25 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   auto* sub = root.add_subcommand("plan", "Find the cheapest deployment that meets SLOs on a trace (capacity planning)");
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
   add_trace_arrival_flags(*sub, a.in);
-  sub->add_option("--slo", a.slo, "SLOs to meet, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'")->required();
+  add_flag(*sub, FlagId::slo, a.slo, "the SLOs to meet")->required();
   add_output_flags(*sub, a.out, "Write plan.json, plan.csv, pareto.csv and plots here", true);
   sub->add_option("--search", a.search_path, "Search space JSON (docs/plan.md); flags override its keys");
   add_config_file_flag(*sub, nullptr);
-  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
-  sub->add_option("--dtype", a.dtype, "Weight dtype (default: the model's)");
-  sub->add_option("--hw,--hardware", a.hardware, "Hardware profiles to try (default h100-80gb,h200,a100-80gb)")->delimiter(',');
-  sub->add_option(kTensorParallelFlag, a.tp, "TP sizes to try (default 1,2,4,8)")->delimiter(',')->check(int_range(1, 1024));
-  sub->add_option(kPipelineParallelFlag, a.pp, "PP sizes to try (default 1)")->delimiter(',')->check(int_range(1, 1024));
-  sub->add_option("--ep,--expert-parallel-size", a.ep, "EP sizes to try, MoE models (default 1; docs/simulate.md)")
-      ->delimiter(',')
-      ->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::model, a.model, "default llama-3.1-8b");
+  add_flag(*sub, FlagId::dtype, a.dtype, "every candidate's (default: the model's)");
+  add_flag(*sub, FlagId::kv_cache_dtype, a.kv_dtype, "every candidate's: fp8 for an fp8 KV capacity plan");
+  add_flag(*sub, FlagId::quantization, a.quantization,
+           "every candidate's: fp8, awq, gptq, int8_w8a8 or int8, as `simulate -q` takes them");
+  add_flag(*sub, FlagId::hardware, a.hardware, "the profiles to try, comma-separated (default h100-80gb,h200,a100-80gb)")
+      ->delimiter(',');
+  add_flag(*sub, FlagId::tensor_parallel, a.tp, "the sizes to try, comma-separated; one value fixes it (default 1,2,4,8)")
+      ->delimiter(',');
+  add_flag(*sub, FlagId::pipeline_parallel, a.pp, "the sizes to try (default 1)")->delimiter(',');
+  add_flag(*sub, FlagId::expert_parallel, a.ep, "the sizes to try, MoE models (default 1)")->delimiter(',');
+  refuse_flag(*sub, FlagId::data_parallel,
+              "plan scales data parallelism as replicas behind the router (it sizes their number); for vLLM's DP "
+              "ranks inside one instance, `sweep --data-parallel-size 1,2,4` or `simulate -dp`");
+  add_client_flags(*sub, a.clients);
   sub->add_option("--pd", a.pd,
                   "Prefill/decode splits to try, P:D replicas per unit, 'none' for co-located (default none; "
                   "e.g. none,1:1,1:2; docs/disaggregation.md)")
@@ -166,16 +179,14 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
                   "Host DRAM KV tier sizes to try, GiB per replica, 0 for none (default 0; docs/simulate.md, KV tiers)")
       ->delimiter(',')
       ->check(real_range(0, 1e9));
-  sub->add_option("--scheduler", a.presets, "Scheduler presets to try (default vllm)")->delimiter(',');
-  sub->add_option("--max-num-batched-tokens,--chunk-size", a.max_num_batched_tokens,
-                  "Token budgets (chunk sizes) to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
-  sub->add_option("--max-num-seqs", a.max_num_seqs, "Running-sequence limits to try (default: the preset's)")->delimiter(',')->check(int_range(1, kMaxInt32));
-  sub->add_option("--router", a.routers, "Routers to try for the replicas (default least_outstanding)")->delimiter(',');
-  sub->add_option("--max-model-len", a.max_model_len,
-                  "Prompt + output tokens at most (default: the model's context; a candidate whose KV cache cannot "
-                  "hold one such request is pruned, as vLLM refuses to start); auto (or -1): each candidate the "
-                  "largest its KV cache holds")
-      ->check(max_model_len_value(2, kMaxInt32));
+  add_flag(*sub, FlagId::scheduler, a.presets, "the presets to try, comma-separated (default vllm)")->delimiter(',');
+  add_flag(*sub, FlagId::max_num_batched_tokens, a.max_num_batched_tokens, "the budgets to try (default: the preset's)")
+      ->delimiter(',');
+  add_flag(*sub, FlagId::max_num_seqs, a.max_num_seqs, "the limits to try (default: the preset's)")->delimiter(',');
+  add_flag(*sub, FlagId::router, a.routers, "the routers to try (default least_outstanding)")->delimiter(',');
+  add_flag(*sub, FlagId::max_model_len, a.max_model_len,
+           "a candidate whose KV cache cannot hold one such request is pruned, as vLLM refuses to start; auto: each "
+           "candidate the largest its KV cache holds");
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
   sub->add_option("--target-rate", a.target_rate,
@@ -187,10 +198,10 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
   sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)")->check(int_range(0, kMaxInt64));
   sub->add_option("--max-extra-replicas", a.max_extra_replicas,
                   "Replicas added one at a time when the cluster check fails (default 8)")->check(int_range(0, 1000000));
-  sub->add_option("--seed", a.seed, "Seed for the routers' random choices")->check(CLI::NonNegativeNumber);
-  sub->add_option("--jobs,-j", a.jobs, "Threads (default: the hardware's)")->check(thread_count());
-  sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot");
-  sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
+  add_flag(*sub, FlagId::seed, a.seed, "here the routers'");
+  add_flag(*sub, FlagId::jobs, a.jobs, "default: the hardware's")->check(thread_count());
+  add_switch(*sub, FlagId::no_plots, a.no_plots);
+  add_switch(*sub, FlagId::quiet, a.quiet);
   sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run_plan_command(*args, mpi); }); });
 }};
 

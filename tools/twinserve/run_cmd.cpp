@@ -37,6 +37,7 @@
 #include "sim/cluster.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
@@ -234,17 +235,22 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   auto* sub = root.add_subcommand("run", "Serve a request trace on the real engine against the wall clock");
   auto& a = *args;
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads)", true);
-  sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
-  sub->add_option("--weights", a.weights, "Folder of *.safetensors (f32, f16, bf16); default: random weights from --seed");
+  add_flag(*sub, FlagId::model, a.model, "default: --weights' config.json");
+  add_flag(*sub, FlagId::weights, a.weights);
+  // The layout and hardware flags of simulate/serve --simulate: the engine
+  // has none of them, so it says why instead of "not expected".
+  refuse_flag(*sub, FlagId::hardware, "the engine runs on this machine's --backend; `simulate --hw` prices other hardware");
+  refuse_flag(*sub, FlagId::tensor_parallel, "the engine runs one device; `simulate -tp N` simulates tensor parallelism");
+  refuse_flag(*sub, FlagId::pipeline_parallel, "the engine runs one device; `simulate -pp N` simulates pipelines");
   add_engine_flags(*sub, a.engine);
   sub->add_option("--time-scale", a.time_scale, "Replay arrivals K times faster than the trace")->check(real_range(1e-3, 1e6));
-  sub->add_flag("--asap", a.asap, "Submit every request at t=0 (throughput run)");
-  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
+  add_switch(*sub, FlagId::asap, a.asap);
+  add_flag(*sub, FlagId::seed, a.seed, "here random weights, prompt tokens and sampling");
   sub->add_option("--temperature", a.temperature, "Sampling temperature (0: greedy)")->check(real_range(0, 100));
   sub->add_option("--top-k", a.top_k, "Top-k cut (0: none)")->check(int_range(0, kMaxInt32));
   sub->add_option("--top-p", a.top_p, "Nucleus cut (1: none)")->check(real_range(0, 1, true));
-  sub->add_option("--eos-token", a.eos_token, "Stop a request when it samples this token (default: run to the trace's output length)")->check(int_range(0, kMaxInt32));
-  sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
+  add_flag(*sub, FlagId::eos_token, a.eos_token);
+  add_flag(*sub, FlagId::slo, a.slo);
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
   add_kv_offload_flags(*sub, a.memory);
@@ -252,14 +258,10 @@ const RegisterCommand registration{"run", [](CLI::App& root) {
   add_disagg_flags(*sub, a.disagg);
   add_config_file_flag(*sub, nullptr);
   add_result_file_flags(*sub, a.files);
-  sub->add_flag("--quiet", a.quiet, "No progress line on stderr (it shows only on a terminal)");
-  sub->add_option("--result-format", a.result_format,
-                  "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
-                  "`vllm bench serve --save-result` writes")
-      ->check(CLI::IsMember({"twin", "vllm"}));
-  sub->add_option("--speculative-config", a.speculative_config,
-                  "Speculative decoding, vLLM's JSON: '{\"method\":\"ngram\"|\"draft_model\",\"num_speculative_tokens\":3,"
-                  "\"model\":\"tiny\",\"prompt_lookup_max\":4}' (docs/speculative.md); greedy only");
+  add_switch(*sub, FlagId::quiet, a.quiet);
+  add_flag(*sub, FlagId::result_format, a.result_format);
+  add_flag(*sub, FlagId::speculative_config, a.speculative_config,
+           "the engine: method ngram or draft_model (with model, prompt_lookup_max); greedy only");
   sub->callback([args] { run(*args); });
 }};
 

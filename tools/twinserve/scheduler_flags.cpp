@@ -7,16 +7,14 @@
 #include "base/error.hpp"
 #include "engine/core/replica.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 
 namespace twin::cli {
 
 void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
-  std::string presets;
-  for (const std::string& name : replica_preset_names()) presets += (presets.empty() ? "" : ", ") + name;
-  sub.add_option("--scheduler", f.preset, "Scheduler preset (docs/engines.md): " + presets);
-  sub.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "Token budget per step")
-      ->check(int_range(1, kMaxKnobCount));
-  sub.add_option("--max-num-seqs", f.max_num_seqs, "Running requests per replica at most")->check(int_range(1, kMaxKnobCount));
+  add_flag(sub, FlagId::scheduler, f.preset);
+  add_flag(sub, FlagId::max_num_batched_tokens, f.max_num_batched_tokens);
+  add_flag(sub, FlagId::max_num_seqs, f.max_num_seqs);
   sub.add_option("--block-size", f.block_size, "KV block size in tokens")->check(int_range(1, 512));
   sub.add_option("--max-queued-requests", f.max_queued_requests,
                  "Waiting requests per replica at most; an arrival beyond is rejected ('queue full'); 0 = unlimited")

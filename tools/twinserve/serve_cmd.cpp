@@ -43,6 +43,7 @@
 #include "sim/run.hpp"
 #include "sim/virtual_clock.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
@@ -276,24 +277,21 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
   auto* sub = root.add_subcommand(
       "serve", "Serve the OpenAI API (/v1/completions, /v1/chat/completions, /metrics) on the engine or, with "
                "--simulate, on the simulator's cost model paced on the wall clock (docs/serve.md)");
-  sub->add_option("--model", a.model, "Model name or config.json path / HF folder (default: --weights' config.json)");
-  sub->add_option("--weights", a.weights, "Folder of *.safetensors (engine only); default: random weights from --seed");
+  add_flag(*sub, FlagId::model, a.model, "default: --weights' config.json");
+  add_flag(*sub, FlagId::weights, a.weights, "the engine only");
   sub->add_option("--served-model-name", a.served_model_name, "The model name clients send and /v1/models lists "
                                                               "(default: the model's)");
   sub->add_flag("--simulate", a.simulate, "No engine: each step lasts what the simulator's cost model prices it at, "
                                           "waited on the wall clock (a mocker of hardware that may not exist)");
-  sub->add_option("--hw", a.hardware, "--simulate: hardware profile (default h100-80gb; `twinserve hw list`)");
-  sub->add_option("--profile", a.profile, "--simulate: a calibrated profile (`twinserve calibrate`) instead of the roofline");
-  sub->add_option(kTensorParallelFlag, a.tp, "--simulate: tensor parallel GPUs")->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::hardware, a.hardware, "--simulate only (default h100-80gb)");
+  add_flag(*sub, FlagId::profile, a.profile, "--simulate only: the cost model instead of the roofline");
+  add_flag(*sub, FlagId::tensor_parallel, a.tp, "--simulate only");
   add_engine_flags(*sub, a.engine);
   add_engine_memory_flags(*sub, a.memory);
   add_kv_offload_flags(*sub, a.memory);
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--seed", a.seed, "Seed for random weights and for requests sent without a seed")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--eos-token", a.eos_token, "A request stops when it samples this token, unless it sends "
-                                              "ignore_eos (default: none; random weights have no EOS)")
-      ->check(int_range(0, kMaxInt32));
+  add_flag(*sub, FlagId::seed, a.seed, "here random weights and requests sent without a seed");
+  add_flag(*sub, FlagId::eos_token, a.eos_token, "unless it sends ignore_eos; random weights have no EOS");
   sub->add_option("--host", a.host, "Address to listen on (default 127.0.0.1)");
   sub->add_option("--port", a.port, "Port (default 8000; 0: a free one, printed on stdout)")->check(int_range(0, 65535));
   sub->add_option("--http-threads", a.http_threads, "HTTP worker threads; each open stream holds one, further "
@@ -303,7 +301,7 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
                                                               "Ctrl-C before they are aborted (default 5; 0: at once)")
       ->check(real_range(0, 86400));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here at shutdown", false);
-  sub->add_flag("--no-steps", a.no_steps, "Do not write steps.csv");
+  add_switch(*sub, FlagId::no_steps, a.no_steps);
   sub->callback([args] { serve(*args); });
 }};
 

@@ -32,6 +32,7 @@
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/disagg_flags.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/mpi_command.hpp"
 #include "tools/twinserve/progress_line.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
@@ -271,31 +272,24 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
 // How a replica is laid out and how arrivals reach the replicas.
 void add_layout_flags(CLI::App& app, SimulateArgs& a) {
   CLI::App* sub = &app;
-  sub->add_option(kTensorParallelFlag, a.tp, "GPUs per stage (tensor parallel)")->check(int_range(1, 1024));
-  sub->add_option(kPipelineParallelFlag, a.pp, "Pipeline stages")->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::tensor_parallel, a.tp);
+  add_flag(*sub, FlagId::pipeline_parallel, a.pp);
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
-  sub->add_option("--data-parallel-size", a.dp,
-                  "vLLM's data parallelism: ranks of --tp GPUs, each its own scheduler, limits and KV cache, behind "
-                  "vLLM's DP coordinator (router dp_balance); docs/simulate.md")
-      ->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::data_parallel, a.dp, "router dp_balance");
   sub->add_flag("--enable-expert-parallel", a.enable_expert_parallel,
                 "vLLM's flag: MoE experts split over the --data-parallel-size ranks, which then step in lockstep "
                 "(docs/simulate.md)");
-  sub->add_option("--router", a.router,
-                  "Router: round_robin, least_outstanding, least_kv, prefix_affinity, power_of_two, dp_balance");
+  add_flag(*sub, FlagId::router, a.router);
   sub->add_option("--router-refresh-s", a.router_refresh_s,
                   "Seconds between refreshes of the router's view of the replicas (cluster key router_refresh_s): "
                   "0 (default) routes on every replica's state at each arrival; > 0 on the state at the last "
                   "refresh plus the router's own count of what it sent since, as production routers do, and lets "
                   "the replicas advance apart in between (--jobs; mpirun -n K twinserve simulate spreads them over ranks)");
-  sub->add_option("--jobs,-j", a.jobs,
-                  "Threads advancing the replicas between router refreshes (needs --router-refresh-s > 0); the "
-                  "result files are the same bytes for any number (default 1)")
+  add_flag(*sub, FlagId::jobs, a.jobs,
+           "advancing the replicas between router refreshes (needs --router-refresh-s > 0); the result files are "
+           "the same bytes for any number (default 1)")
       ->check(core_thread_count());
-  sub->add_option("--ep,--expert-parallel-size", a.ep,
-                  "MoE expert parallelism: ep ranks of --tp GPUs per stage, attention data parallel over them, the "
-                  "experts split over them with all-to-all dispatch and combine (docs/simulate.md)")
-      ->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::expert_parallel, a.ep, "all-to-all dispatch and combine");
   sub->add_option("--expert-busiest-share", a.expert_busiest_share,
                   "With --ep: the share of routed tokens the busiest rank's experts get, from 1/ep (uniform, the "
                   "default) to 1 (skewed routing)")
@@ -315,39 +309,31 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
       ->check(non_empty());
   add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
-  sub->add_option("--model", a.model, "Model name or config.json path (default llama-3.1-8b)");
-  sub->add_option("--hw,--hardware", a.hardware, "Hardware profile name or path (default h100-80gb)");
-  sub->add_option("--dtype", a.dtype, "Weight and activation dtype: fp32, fp16, bf16 or vLLM's spellings (float32, float, half, float16, bfloat16); fp8 (fp8_e4m3, fp8_e5m2) and int8 mean --quantization fp8 / int8_w8a8; auto or unset: the model's");
-  sub->add_option("--kv-cache-dtype", a.kv_dtype, "KV cache dtype, same names; auto or unset: 16-bit as the weights (fp32 weights: fp32)");
-  sub->add_option("--quantization,-q", a.quantization,
-                  "Quantised linear weights, vLLM's names: fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq "
-                  "(4-bit weight-only, groups of 128), int8_w8a8, int8 (8-bit weight-only), nvfp4 / modelopt_fp4 (W4A4 on "
-                  "fp4 tensor cores, else weight-only), mxfp4 (MoE experts, weight-only); unset: the checkpoint's "
-                  "quantization_config; docs/quantization.md");
+  add_flag(*sub, FlagId::model, a.model, "default llama-3.1-8b");
+  add_flag(*sub, FlagId::hardware, a.hardware, "default h100-80gb");
+  add_flag(*sub, FlagId::dtype, a.dtype,
+           "fp8 (fp8_e4m3, fp8_e5m2) and int8 mean --quantization fp8 / int8_w8a8");
+  add_flag(*sub, FlagId::kv_cache_dtype, a.kv_dtype, "auto or unset: 16-bit as the weights (fp32 weights: fp32)");
+  add_flag(*sub, FlagId::quantization, a.quantization,
+           "fp8 (W8A8 on fp8 tensor cores, else weight-only), awq, gptq (4-bit weight-only, groups of 128), "
+           "int8_w8a8, int8 (8-bit weight-only), nvfp4 / modelopt_fp4 (W4A4 on fp4 tensor cores, else "
+           "weight-only), mxfp4 (MoE experts, weight-only); unset: the checkpoint's quantization_config");
   add_layout_flags(*sub, a);
   add_disagg_flags(*sub, a.disagg);
   sub->add_option("--replay-transfers", a.replay_transfers,
                   "With --replay and pools: an engine run's requests.csv; each KV transfer lasts what it measured "
                   "(docs/disaggregation.md)");
-  sub->add_option("--slo", a.slo, "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'");
-  sub->add_option("--seed", a.seed, "Seed for the router's random choices")->check(CLI::NonNegativeNumber);
+  add_flag(*sub, FlagId::slo, a.slo);
+  add_flag(*sub, FlagId::seed, a.seed, "here the router's");
   add_scheduler_flags(*sub, a.sched);
-  sub->add_option("--max-model-len", a.max_model_len,
-                  "Prompt + output tokens at most (default: the model's context); auto (or -1, vLLM's): the largest "
-                  "each replica's KV cache holds one request of")
-      ->check(max_model_len_value(1, kMaxInt32));
-  sub->add_option("--gpu-memory-utilization", a.gpu_memory_utilization, "Share of GPU memory for weights, activations and KV")->check(real_range(0, 1, true));
-  sub->add_option("--num-gpu-blocks-override,--num-gpu-blocks", a.num_gpu_blocks_override, "KV blocks per replica, ignoring the memory plan")->check(int_range(0, kMaxInt32));
-  sub->add_option("--kv-offload-dram-gib", a.kv_offload_dram_gib,
-                  "KV tier in host DRAM, GiB per replica: evicted prefix blocks spill here and load back on a hit "
-                  "(LMCache's / vLLM's CPU offloading; 0: none); docs/simulate.md")
-      ->check(real_range(0, 1e9));
-  sub->add_option("--kv-offload-ssd-gib", a.kv_offload_ssd_gib,
-                  "KV tier on local SSD below DRAM, GiB per replica (0: none)")
-      ->check(real_range(0, 1e9));
+  add_flag(*sub, FlagId::max_model_len, a.max_model_len, "per replica");
+  add_flag(*sub, FlagId::gpu_memory_utilization, a.gpu_memory_utilization);
+  add_flag(*sub, FlagId::num_gpu_blocks_override, a.num_gpu_blocks_override);
+  add_flag(*sub, FlagId::kv_offload_dram_gib, a.kv_offload_dram_gib, "LMCache's / vLLM's CPU offloading; docs/simulate.md");
+  add_flag(*sub, FlagId::kv_offload_ssd_gib, a.kv_offload_ssd_gib);
   sub->add_flag("--kv-offload-overlap", a.kv_offload_overlap,
                 "Loads from the KV tiers overlap the step's compute (layer by layer) instead of delaying it");
-  sub->add_option("--profile", a.profile, "Cost model: a calibrated profile from `twinserve calibrate` (see docs/calibrate.md)");
+  add_flag(*sub, FlagId::profile, a.profile, "the cost model");
   sub->add_option("--replay", a.replay, "Cost model: replay an engine run's steps.csv (replay parity; see docs/simulate.md)");
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here", false);
   add_result_file_flags(*sub, a.files);
@@ -356,17 +342,11 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "histograms), exact (every value kept: memory grows with the requests) or histogram (flat memory, "
                   "each percentile within 0.39%); docs/outputs.md")
       ->check(CLI::IsMember({"auto", "exact", "histogram"}));
-  sub->add_option("--result-format", a.result_format,
-                  "twin (default): requests.csv, steps.csv, summary.json; vllm: also vllm_result.json, the keys "
-                  "`vllm bench serve --save-result` writes")
-      ->check(CLI::IsMember({"twin", "vllm"}));
-  sub->add_flag("--no-progress,--quiet", a.no_progress,
-                "No progress line on stderr (requests ended of the total, rate, ETA; it shows only on a terminal)");
-  sub->add_option("--speculative-config", a.speculative_config,
-                  "Speculative decoding, vLLM's JSON plus the acceptance: '{\"method\":\"draft_model\",\"model\":\"tiny\","
-                  "\"num_speculative_tokens\":3,\"acceptance_rate\":0.7}' (or acceptance_length, acceptance_from: a steps.csv); "
-                  "method ngram, draft_model, eagle (EAGLE's head: one target layer) or medusa (Medusa-1's heads); "
-                  "docs/speculative.md");
+  add_flag(*sub, FlagId::result_format, a.result_format);
+  add_switch(*sub, FlagId::quiet, a.no_progress, "requests ended of the total, rate, ETA");
+  add_flag(*sub, FlagId::speculative_config, a.speculative_config,
+           "plus the acceptance: acceptance_rate, acceptance_length or acceptance_from (a steps.csv); method ngram, "
+           "draft_model, eagle (EAGLE's head: one target layer) or medusa (Medusa-1's heads)");
   sub->callback([args] { run_mpi_command([&](MpiSession& mpi) { run(*args, mpi); }); });
 }};
 

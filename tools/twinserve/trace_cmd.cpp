@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "traces/generator.hpp"
 #include "traces/length_dist.hpp"
@@ -165,7 +166,7 @@ void install(CLI::App& root) {
     auto flags = std::make_shared<ReadFlags>();
     auto as_json = std::make_shared<bool>(false);
     sub->add_option("FILE", *file, "Trace file (format auto-detected)")->required();
-    sub->add_flag("--json", *as_json, "Print one JSON object (snake_case keys)");
+    add_switch(*sub, FlagId::json, *as_json, "snake_case keys");
     flags->add(sub);
     sub->callback([=] { run_stats(*file, *flags, *as_json); });
   }
@@ -237,7 +238,7 @@ void install(CLI::App& root) {
     sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
         ->capture_default_str()->check(int_range(1, kMaxInt32));
     sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
-    sub->add_option("--seed", o->seed, "Random seed")->capture_default_str()->check(CLI::NonNegativeNumber);
+    add_flag(*sub, FlagId::seed, o->seed, "here the generator's")->capture_default_str();
     sub->add_flag("--force", *force, "Overwrite OUT if it exists");
     sub->callback([=] {
       GeneratorOptions opts = *o;

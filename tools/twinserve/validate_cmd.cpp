@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/engine_setup_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
@@ -169,27 +170,24 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
                                               "or (--measured) the simulator against a run measured elsewhere");
   auto& a = *args;
   add_trace_input_flags(*sub, a.in, "Request trace (any format `trace stats` reads); its arrivals are rescaled per load", true);
-  sub->add_option("--model", a.model, "Model name or config.json path (random weights from --seed)")->required();
-  sub->add_option("--profile", a.profile,
-                  "Calibrated hardware profile from `twinserve calibrate` (required; with --measured optional: "
-                  "the calibrated cost model instead of the roofline)");
+  add_flag(*sub, FlagId::model, a.model, "random weights from --seed")->required();
+  add_flag(*sub, FlagId::profile, a.profile,
+           "required; with --measured optional: the calibrated cost model instead of the roofline");
   sub->add_option("--loads", a.loads, "Fractions of the predicted capacity, comma-separated (default 0.3,0.6,0.9)");
   add_engine_flags(*sub, a.engine);
-  sub->add_option("--seed", a.seed, "Seed for random weights, prompt tokens and sampling")->check(CLI::NonNegativeNumber);
+  add_flag(*sub, FlagId::seed, a.seed, "here random weights, prompt tokens and sampling");
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
-  sub->add_option("--hw", a.hw,
-                  "Hardware profile for the roofline column (default: the engine's device, e.g. h200, cpu); with "
-                  "--measured: the hardware the measured run ran on");
+  add_flag(*sub, FlagId::hardware, a.hw,
+           "the roofline column's (default: the engine's device, e.g. h200, cpu); with --measured: the hardware the "
+           "measured run ran on");
   sub->add_option("--measured", a.measured,
                   "Compare the simulator with a run measured elsewhere instead of the engine: a requests.csv (run, "
                   "bench) matched to --trace by id, or `vllm bench serve --save-result --save-detailed` JSON "
                   "matched to --trace by order (docs/validate.md)")
       ->check(non_empty());
-  sub->add_option(kTensorParallelFlag, a.tp, "With --measured: GPUs per stage of the measured deployment")
-      ->check(int_range(1, 1024));
-  sub->add_option(kPipelineParallelFlag, a.pp, "With --measured: pipeline stages of the measured deployment")
-      ->check(int_range(1, 1024));
+  add_flag(*sub, FlagId::tensor_parallel, a.tp, "with --measured: the measured deployment's");
+  add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the measured deployment's");
   add_output_flags(*sub, a.out, "Output folder (default ./validation)", false);
   add_config_file_flag(*sub, &a.cluster_config,
                        "With --measured: a cluster config JSON describing the measured deployment (docs/simulate.md); "
@@ -197,8 +195,8 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   sub->add_option("--engine-repeats", a.engine_repeats,
                   "Engine runs per load (default 1): the measured figures are each metric's median over the runs, "
                   "and runs 2.. against run 1 show the machine's run-to-run noise")->check(int_range(1, 1000));
-  sub->add_flag("--no-plots", a.no_plots, "Do not run gnuplot (the data and plots.gp are still written)");
-  sub->add_flag("--quiet", a.quiet, "No progress lines on stderr");
+  add_switch(*sub, FlagId::no_plots, a.no_plots);
+  add_switch(*sub, FlagId::quiet, a.quiet);
   sub->callback([args, sub] { run(*args, *sub); });
 }};
 
