@@ -54,14 +54,12 @@ void scale_curve(HardwareDesc& hw, const HardwareDesc& base, std::size_t i, doub
   note(hw, base, "efficiency.curves." + base.curves[i].name, times(v));
 }
 
-// The largest efficiency a roof's scale multiplies, so its upper bound keeps them all <= 1.
+// A roof's scale stops where the profile's headline efficiency of that roof
+// (compute: large GEMMs; memory: streaming) reaches 1; points of its curves
+// above that are held at 1 (a curve already at 1 somewhere would otherwise
+// forbid any scale above 1).
 double roof_max(const HardwareDesc& base, CurveRoof roof) {
-  double m = roof == CurveRoof::compute ? base.compute_efficiency : base.memory_efficiency;
-  if (roof == CurveRoof::compute)
-    for (const auto& p : base.gemm_curve) m = std::max(m, p.efficiency);
-  for (const auto& c : base.curves)
-    if (c.roof == roof && !attention_curve(c)) m = std::max(m, max_efficiency(c));
-  return m;
+  return roof == CurveRoof::compute ? base.compute_efficiency : base.memory_efficiency;
 }
 
 void apply_roof(HardwareDesc& hw, const HardwareDesc& base, CurveRoof roof, double v) {

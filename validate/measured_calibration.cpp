@@ -203,8 +203,8 @@ void print_calibration_report(std::ostream& out, const MeasuredCalibration& r) {
   char line[240];
   for (const ParamEstimate& e : r.fit.params) {
     if (e.fitted && e.identified) {
-      std::snprintf(line, sizeof line, "  %-25s %10.4g %-2s (base %.4g; 95%% %.4g to %.4g)\n", e.name.c_str(), e.value,
-                    e.unit.c_str(), e.base, e.ci_low, e.ci_high);
+      std::snprintf(line, sizeof line, "  %-25s %10.4g %-2s (base %.4g; 95%% %.4g to %.4g)%s%s\n", e.name.c_str(),
+                    e.value, e.unit.c_str(), e.base, e.ci_low, e.ci_high, e.note.empty() ? "" : "; ", e.note.c_str());
     } else {
       std::snprintf(line, sizeof line, "  %-25s %10.4g %-2s not identified: %s\n", e.name.c_str(), e.value,
                     e.unit.c_str(), e.note.c_str());

@@ -60,9 +60,11 @@ double objective(const std::vector<double>& x, std::vector<double>& /*grad*/, vo
   return static_cast<Problem*>(data)->loss(x);
 }
 
-// Bounded Subplex (NLopt LN_SBPLX) from the base's values; deterministic:
-// no random start, a fixed budget. The best point seen is kept whatever
-// NLopt's stop reason.
+// Bounded Subplex (NLopt LN_SBPLX) from the base's values, restarted from
+// the best point while the budget lasts and a pass still improves (a
+// simplex method can stall on the simulator's discrete decisions);
+// deterministic: no random start, a fixed budget. The best point seen is
+// kept whatever NLopt's stop reason.
 void minimise(Problem& pr) {
   const std::size_t n = pr.free.size();
   std::vector<double> x(n), lo(n), hi(n), step(n);
@@ -71,21 +73,47 @@ void minimise(Problem& pr) {
     lo[i] = to_coord(p, std::max(p.lower(pr.options.base), p.log_space ? 1e-6 : 0.0));
     hi[i] = to_coord(p, p.upper(pr.options.base));
     x[i] = std::clamp(to_coord(p, p.identity(pr.options.base)), lo[i], hi[i]);
-    step[i] = p.log_space ? 0.2 : std::max(0.1, 0.5 * x[i]);
+    // A third in a scale, half a millisecond (or half the value) in a time.
+    step[i] = p.log_space ? 0.3 : std::max(0.5, 0.5 * x[i]);
   }
   nlopt::srand(1);
-  nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(n));
-  opt.set_lower_bounds(lo);
-  opt.set_upper_bounds(hi);
-  opt.set_initial_step(step);
-  opt.set_min_objective(objective, &pr);
-  opt.set_maxeval(pr.options.max_evals);
-  opt.set_xtol_abs(1e-3);
-  double f = 0;
-  try {
-    opt.optimize(x, f);
-  } catch (const nlopt::roundoff_limited&) {
-  } catch (const nlopt::forced_stop&) {
+  const int budget_end = pr.evaluations + pr.options.max_evals;
+  // First a deterministic global pass (DIRECT-L) over a third of the
+  // budget: memory efficiency and host overhead trade against each other
+  // along a long valley in which a simplex started at the base stalls.
+  if (n > 1) {
+    nlopt::opt global(nlopt::GN_DIRECT_L, static_cast<unsigned>(n));
+    global.set_lower_bounds(lo);
+    global.set_upper_bounds(hi);
+    global.set_min_objective(objective, &pr);
+    global.set_maxeval(pr.options.max_evals / 3);
+    std::vector<double> g = x;
+    double f = 0;
+    try {
+      global.optimize(g, f);
+    } catch (const nlopt::roundoff_limited&) {
+    }
+  }
+  double previous = std::numeric_limits<double>::infinity();
+  for (int pass = 0; pass < 4 && budget_end - pr.evaluations >= 2 * static_cast<int>(n) + 2; ++pass) {
+    nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(n));
+    opt.set_lower_bounds(lo);
+    opt.set_upper_bounds(hi);
+    opt.set_initial_step(step);
+    opt.set_min_objective(objective, &pr);
+    opt.set_maxeval(budget_end - pr.evaluations);
+    opt.set_xtol_abs(1e-4);
+    opt.set_ftol_rel(1e-7);
+    double f = 0;
+    if (!pr.best.empty()) x = pr.best;
+    try {
+      opt.optimize(x, f);
+    } catch (const nlopt::roundoff_limited&) {
+    } catch (const nlopt::forced_stop&) {
+    }
+    if (!(pr.best_loss < previous * (1 - 1e-6))) break;
+    previous = pr.best_loss;
+    for (double& s : step) s *= 0.5;
   }
   if (pr.best.empty()) pr.best = x;
 }
@@ -301,6 +329,17 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
       e.ci_high = std::isfinite(sd) ? std::min(e.upper, from_coord(p, pass.coords[i] + kZ95 * sd)) : e.value;
       if (!e.identified)
         out.warnings.push_back(std::string("parameter ") + p.name + " poorly identified after the refit (" + e.note + ")");
+      // At a bound the data wanted more than the bound allows (an
+      // efficiency of 1, a scale of 0.1): the profile's other numbers (peaks,
+      // bandwidths) are then what is off.
+      const double span = std::abs(to_coord(p, e.upper) - to_coord(p, std::max(e.lower, 1e-6)));
+      for (const auto& [bound, which] : {std::pair{e.lower, "lower"}, std::pair{e.upper, "upper"}}) {
+        if (std::abs(to_coord(p, e.value) - to_coord(p, std::max(bound, 1e-6))) <= 1e-3 * span) {
+          e.note = std::string("at its ") + which + " bound";
+          out.warnings.push_back(std::string("parameter ") + p.name + " is at its " + which +
+                                 " bound: the base profile's peaks or bandwidths may be off");
+        }
+      }
     }
     out.params.push_back(std::move(e));
   }

@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "hwprofiles/hardware_writer.hpp"
 #include "models/embedded_file.hpp"
 
 using namespace twin;
@@ -281,4 +282,20 @@ TEST_CASE("named efficiency curves are read, checked and need a source") {
   bool two_axes = false;
   for (const auto& c : a.curves) two_axes = two_axes || (c.name == "attn_prefill" && c.has_y && c.rows.size() == 2);
   CHECK(two_axes);
+}
+
+TEST_CASE("hardware_json writes every bundled profile back to the same numbers", "[hardware]") {
+  for (const std::string& name : twin::hardware_names()) {
+    CAPTURE(name);
+    const twin::HardwareDesc hw = twin::resolve_hardware(name);
+    const std::string text = twin::hardware_json(hw).dump(2);
+    const twin::HardwareDesc back = twin::parse_hardware_json(text, "written " + name, name);
+    CHECK(twin::hardware_json(back).dump(2) == text);
+    // calibrate --measured's record of a fit loads with the profile.
+    auto fitted = twin::hardware_json(hw);
+    fitted["fitted_from"] = {{"tool", "twinserve calibrate --measured"}};
+    CHECK_NOTHROW(twin::parse_hardware_json(fitted.dump(), "fitted " + name, name));
+    fitted["fitted_from"] = 3;
+    CHECK_THROWS_WITH(twin::parse_hardware_json(fitted.dump(), "fitted " + name, name), Catch::Contains("fitted_from"));
+  }
 }
