@@ -1,5 +1,6 @@
 #include "validate/fit_replay.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -49,13 +50,33 @@ double metric_ms(const RequestRecord& r, int metric) {
 std::vector<ResidualSlot> residual_slots(const std::vector<FitRun>& runs) {
   std::vector<ResidualSlot> slots;
   for (std::size_t k = 0; k < runs.size(); ++k) {
-    for (std::size_t i = 0; i < runs[k].measured.size(); ++i) {
-      if (!runs[k].scored[i]) continue;
-      for (int m = 0; m < 3; ++m) {
-        const double v = metric_ms(runs[k].measured[i], m);
-        // A zero measured time has no relative error.
-        if (std::isfinite(v) && v > 0) slots.push_back({k, i, m, v});
+    const FitRun& run = runs[k];
+    std::vector<std::size_t> order(run.requests.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return run.requests[a].arrival < run.requests[b].arrival; });
+    for (int m = 0; m < 3; ++m) {
+      ResidualSlot slot{k, {}, {}, m, 0};
+      double sum = 0;
+      auto close = [&] {
+        if (slot.requests.empty() || !(sum > 0)) return;
+        slot.measured_ms = sum / static_cast<double>(slot.requests.size());
+        slots.push_back(slot);
+      };
+      for (const std::size_t i : order) {
+        const double v = run.scored[i] ? metric_ms(run.measured[i], m) : std::nan("");
+        if (!std::isfinite(v) || v <= 0) continue;  // a zero measured time has no relative error
+        slot.requests.push_back(i);
+        slot.measured_each.push_back(v);
+        sum += v;
+        if (slot.requests.size() == kFitBin) {
+          close();
+          slot.requests.clear();
+          slot.measured_each.clear();
+          sum = 0;
+        }
       }
+      close();
     }
   }
   return slots;
@@ -65,8 +86,14 @@ std::vector<double> relative_residuals(const std::vector<ResidualSlot>& slots,
                                        const std::vector<std::vector<RequestRecord>>& predicted) {
   std::vector<double> z(slots.size());
   for (std::size_t s = 0; s < slots.size(); ++s) {
-    const double p = metric_ms(predicted[slots[s].run][slots[s].request], slots[s].metric);
-    z[s] = std::isfinite(p) ? (p - slots[s].measured_ms) / slots[s].measured_ms : 1.0;
+    const ResidualSlot& slot = slots[s];
+    double sum = 0;
+    for (std::size_t j = 0; j < slot.requests.size(); ++j) {
+      const double p = metric_ms(predicted[slot.run][slot.requests[j]], slot.metric);
+      sum += std::isfinite(p) ? p : 2 * slot.measured_each[j];
+    }
+    const double mean = sum / static_cast<double>(slot.requests.size());
+    z[s] = std::isfinite(mean) ? (mean - slot.measured_ms) / slot.measured_ms : 1.0;
   }
   return z;
 }

@@ -20,17 +20,26 @@ std::vector<RequestRecord> replay_run(const FitRun& run, const HardwareDesc& hw,
 // one-token output).
 double metric_ms(const RequestRecord& r, int metric);
 
-// The residual slots of the runs: every scored, measured-finished request
-// and each metric it has, fixed once so every evaluation lists the same.
+// The residual slots of the runs: per run and metric, the scored requests
+// that finished in the measurement, in send order, taken `kFitBin` at a
+// time. A slot's residual compares the mean over its requests: a single
+// request's TTFT moves by up to a whole step with where its arrival falls
+// against the step boundaries, noise that makes a per-request loss jagged
+// in the parameters; the mean over a few neighbours keeps the time
+// structure and averages that phase out. Fixed once, so every evaluation
+// lists the same slots.
+inline constexpr std::size_t kFitBin = 20;
 struct ResidualSlot {
-  std::size_t run = 0, request = 0;
+  std::size_t run = 0;
+  std::vector<std::size_t> requests;
+  std::vector<double> measured_each;  // ms, per request
   int metric = 0;
-  double measured_ms = 0;
+  double measured_ms = 0;  // the mean over `requests`
 };
 std::vector<ResidualSlot> residual_slots(const std::vector<FitRun>& runs);
 
 // (predicted - measured) / measured per slot; a request the prediction did
-// not finish counts as 100% off.
+// not finish counts as twice its measured time.
 std::vector<double> relative_residuals(const std::vector<ResidualSlot>& slots,
                                        const std::vector<std::vector<RequestRecord>>& predicted);
 

@@ -11,6 +11,7 @@
 #include "hwprofiles/hardware_writer.hpp"
 #include "validate/comparison.hpp"
 #include "validate/fit_params.hpp"
+#include "validate/fit_replay.hpp"
 
 namespace twin {
 namespace {
@@ -102,13 +103,14 @@ Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibra
   for (ReplicaGroupConfig& g : settings.groups) g.hardware = base.name;
   j["settings"] = cluster_config_json(settings);
   j["holdout_split"] = o.time_split ? "time" : "none";
-  j["method"] = "NLopt LN_SBPLX (bounded Subplex), at most " + std::to_string(o.max_evals) +
+  j["method"] = "NLopt GN_DIRECT_L over two thirds of the budget, then LN_SBPLX (bounded Subplex) restarted from the best point; at most " + std::to_string(o.max_evals) +
                 " simulations per fit, from the base's values; loss: per metric (TTFT, TPOT, E2E) the mean soft-L1 "
-                "(scale 0.1) of per-request relative residuals, summed";
+                "(scale 0.1) of relative residuals of the mean over consecutive requests (by send time), summed";
   j["intervals"] = "95%, Gauss-Newton curvature of the relative residuals at the optimum (central differences, iid "
                    "errors assumed: optimistic where queued requests' errors are correlated)";
   j["loss"] = Json{{"base", r.fit.base_loss}, {"fitted", r.fit.loss}};
   j["residuals"] = r.fit.residuals;
+  j["residual_bin_requests"] = kFitBin;
   j["evaluations"] = r.fit.evaluations;
   Json params = Json::array();
   for (const ParamEstimate& e : r.fit.params) params.push_back(param_json(e));
@@ -199,7 +201,7 @@ void print_score(std::ostream& out, const RunScore& s, const char* label) {
 
 void print_calibration_report(std::ostream& out, const MeasuredCalibration& r) {
   out << "Fit: loss " << num(r.fit.base_loss, 5) << " (base) -> " << num(r.fit.loss, 5) << " over "
-      << r.fit.residuals << " request residuals, " << r.fit.evaluations << " simulations\n";
+      << r.fit.residuals << " residuals (means of up to " << kFitBin << " requests), " << r.fit.evaluations << " simulations\n";
   char line[240];
   for (const ParamEstimate& e : r.fit.params) {
     if (e.fitted && e.identified) {

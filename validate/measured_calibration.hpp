@@ -25,7 +25,7 @@ struct MeasuredCalibrationOptions {
   std::string base_hardware;  // bundled name or file
   ClusterConfig cluster;      // the deployment (its groups' hardware is the base)
   std::vector<std::string> params;
-  int max_evals = 160;
+  int max_evals = 300;
   double max_rel_interval = 0.25;
   bool time_split = false;       // --holdout-split time
   bool cross_validate = true;    // leave one run out, with two runs or more

@@ -78,15 +78,16 @@ void minimise(Problem& pr) {
   }
   nlopt::srand(1);
   const int budget_end = pr.evaluations + pr.options.max_evals;
-  // First a deterministic global pass (DIRECT-L) over a third of the
+  // First a deterministic global pass (DIRECT-L) over two thirds of the
   // budget: memory efficiency and host overhead trade against each other
-  // along a long valley in which a simplex started at the base stalls.
+  // along a long valley, jagged at the scale of the simulator's discrete
+  // decisions, in which a simplex started at the base stalls.
   if (n > 1) {
     nlopt::opt global(nlopt::GN_DIRECT_L, static_cast<unsigned>(n));
     global.set_lower_bounds(lo);
     global.set_upper_bounds(hi);
     global.set_min_objective(objective, &pr);
-    global.set_maxeval(pr.options.max_evals / 3);
+    global.set_maxeval(pr.options.max_evals * 2 / 3);
     std::vector<double> g = x;
     double f = 0;
     try {

@@ -54,7 +54,7 @@ struct FitOptions {
   HardwareDesc base;
   ClusterConfig cluster;  // the deployment; each group's hardware is replaced by the candidate
   std::vector<std::string> params;  // empty: every parameter the runs' layout can identify
-  int max_evals = 160;  // simulations per fit, the curvature's not counted
+  int max_evals = 300;  // simulations per fit, the curvature's not counted
   // A parameter whose 95% interval is wider than +-this (relative) is not
   // identified: reported, kept at the base's value, and the rest refitted.
   double max_rel_interval = 0.25;

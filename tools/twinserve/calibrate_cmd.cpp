@@ -46,7 +46,7 @@ struct CalibrateArgs {
   std::optional<std::int32_t> pp;
   SchedulerFlags sched;
   EngineMemoryFlags memory;
-  std::int32_t max_evals = 160;
+  std::int32_t max_evals = 300;
   bool no_cross_validate = false;
 };
 
@@ -201,7 +201,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--fit-params", a.fit_params,
                   "With --measured: parameters to fit, comma-separated (default: all the runs' layout can identify): "
                   "compute_scale, memory_scale, attention_scale, host_overhead_us, allreduce_scale, collective_latency_scale");
-  sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 160)")->check(int_range(4, 100000));
+  sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 300)")->check(int_range(4, 100000));
   sub->add_option("--holdout-split", a.holdout_split,
                   "With --measured: \"time\": fit on the first half of each run's time span, predict the second");
   sub->add_flag("--no-cross-validate", a.no_cross_validate, "With --measured: skip the leave-one-run-out fits");
