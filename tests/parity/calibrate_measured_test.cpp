@@ -12,7 +12,10 @@
 #include <string>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
+#include "tests/support/run_cli.hpp"
 #include "hwprofiles/hardware_writer.hpp"
 #include "validate/fit_params.hpp"
 #include "validate/fit_replay.hpp"
@@ -223,3 +226,52 @@ TEST_CASE("calibrate --measured names the parameters too few requests cannot ide
   fs::remove_all(dir);
 }
 
+
+TEST_CASE("twinserve calibrate --measured writes a profile simulate takes, and refuses bad flags", "[calibrate_measured]") {
+  using twin::test::run_twinserve;
+  const fs::path dir = fresh_dir("cli");
+  const std::string trace = (dir / "t.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 60 --rate 8 --prompt uniform:64:512 --output uniform:8:64 --seed 5 " +
+                        trace).exit_code == 0);
+  const std::string deploy = " --model llama-3.1-8b --hw h100-80gb --num-gpu-blocks-override 2000 ";
+  auto r = run_twinserve("simulate --trace " + trace + deploy + "--no-progress --out " + (dir / "sim").string(), true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  const std::string fitted = (dir / "fitted.json").string();
+  const std::string calibrate = "calibrate --measured " + (dir / "sim").string() + " --trace " + trace + deploy +
+                                "--fit-params compute_scale,memory_scale --max-evals 24 --quiet --out " + fitted;
+  r = run_twinserve(calibrate, true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("Per run, measured / fitted") != std::string::npos);
+  CHECK(r.out.find("allreduce_scale") != std::string::npos);
+  // The simulator's own run on the base profile: the fit stays at the base.
+  {
+    const nlohmann::json profile = nlohmann::json::parse(std::ifstream(fitted));
+    const nlohmann::json& p = profile.at("fitted_from").at("parameters").at(0);
+    CHECK(p.at("name") == "compute_scale");
+    CHECK(p.at("value").get<double>() == Approx(1.0).epsilon(0.01));
+  }
+  // An existing --out needs --overwrite; the profile loads as --hw.
+  CHECK(run_twinserve(calibrate).exit_code == 2);
+  r = run_twinserve("simulate --trace " + trace + " --model llama-3.1-8b --hw " + fitted +
+                        " --num-gpu-blocks-override 2000 --no-progress --out " + (dir / "again").string(),
+                    true);
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  const std::string base = "calibrate --measured " + (dir / "sim").string() + " --model llama-3.1-8b --out " +
+                           (dir / "x.json").string();
+  r = run_twinserve(base, true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("--hw") != std::string::npos);
+  r = run_twinserve(base + " --hw h100-80gb --holdout-split random", true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("--holdout-split") != std::string::npos);
+  r = run_twinserve(base + " --hw h100-80gb --quick", true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("--quick") != std::string::npos);
+  r = run_twinserve(base + " --hw h100-80gb --fit-params speed", true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("unknown fit parameter 'speed'") != std::string::npos);
+  fs::remove_all(dir);
+}
