@@ -64,7 +64,8 @@ constexpr const char* kTopKeys[] = {
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
     "sources", "pcie_p2p", "collectives",
-    "vendor"};  // issue 41
+    "vendor",  // issue 41
+    "fitted_from"};
 
 // The units a device's memory may be given in; exactly one appears. Binary
 // units are what the driver reports; "memory_gb" (1e9 bytes, the marketing
@@ -379,6 +380,10 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   else
     json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + excerpt(kind) + "\"");
 
+  // `calibrate --measured`'s record of the fit (runs, residuals, intervals):
+  // for people and tools reading the file; the profile is its numbers.
+  if (j.contains("fitted_from") && !j.at("fitted_from").is_object())
+    json_field_error(origin, "fitted_from", "expected an object (written by calibrate --measured)");
   std::set<std::string> numeric_fields;  // every number read, to match against sources
   const auto& peaks = read_object(j, "peak_tflops", origin);
   reject_unknown_keys(peaks, kPeaks, [](const PeakField& p) { return std::string(p.key); },

@@ -128,4 +128,13 @@ MeasuredRun read_measured_run(const std::filesystem::path& path, const std::vect
                    ": expected a requests.csv (ours) or a .json result of `vllm bench serve --save-result --save-detailed`");
 }
 
+std::vector<Request> measured_requests(std::vector<Request> trace, const MeasuredRun& run) {
+  for (std::size_t i = 0; i < trace.size(); ++i) {
+    const RequestRecord& m = run.records[i];
+    trace[i].arrival = m.arrival;
+    if (m.outcome == Outcome::finished && m.output_tokens > 0) trace[i].output_len = m.output_tokens;
+  }
+  return trace;
+}
+
 }  // namespace twin

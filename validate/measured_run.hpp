@@ -36,4 +36,10 @@ struct MeasuredRun {
 // sent them. Errors name the file, the key or column, and the request.
 MeasuredRun read_measured_run(const std::filesystem::path& path, const std::vector<Request>& trace);
 
+// The requests a simulation of the run serves: the trace's, each arriving
+// when the measured client sent it, and a finished one generating the
+// tokens it measured (a real server may stop at EOS before the trace's
+// target).
+std::vector<Request> measured_requests(std::vector<Request> trace, const MeasuredRun& run);
+
 }  // namespace twin

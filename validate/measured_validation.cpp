@@ -14,18 +14,6 @@
 namespace twin {
 namespace {
 
-// The requests the simulator serves: the trace's, each arriving when the
-// measured client sent it, and a finished one generating the tokens it
-// measured (a real server may stop at EOS before the trace's target).
-std::vector<Request> as_measured(std::vector<Request> trace, const MeasuredRun& run) {
-  for (std::size_t i = 0; i < trace.size(); ++i) {
-    const RequestRecord& m = run.records[i];
-    trace[i].arrival = m.arrival;
-    if (m.outcome == Outcome::finished && m.output_tokens > 0) trace[i].output_len = m.output_tokens;
-  }
-  return trace;
-}
-
 std::string f(double v, int decimals = 3) { return fixed_or(v, decimals, "-"); }
 std::string pct(double v) { return signed_pct_or(v, "-"); }
 
@@ -65,7 +53,7 @@ MeasuredValidation run_measured_validation(const MeasuredValidateOptions& o) {
   nlohmann::ordered_json echo;
   echo["trace"] = o.trace;
   echo["measured"] = o.measured;
-  v.predicted = simulate_requests(o.cluster, as_measured(trace, v.run), o.out_dir / "predicted", o.overwrite,
+  v.predicted = simulate_requests(o.cluster, measured_requests(trace, v.run), o.out_dir / "predicted", o.overwrite,
                                   v.cost_model, nullptr, echo);
   v.metrics = compare_summaries(v.measured_records.summary, v.predicted.summary);
   v.request_errors = request_errors(v.run.records, v.predicted.requests);

@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "hwprofiles/hardware_desc.hpp"
+#include "hwprofiles/hardware_writer.hpp"
 #include "models/embedded_file.hpp"
 
 using namespace twin;
@@ -383,4 +384,20 @@ TEST_CASE("the host-work keys are optional, need a source, and are checked") {
   auto zero_speed = j;
   zero_speed["host_speed"] = 0;
   CHECK(load_error(zero_speed).find("host_speed") != std::string::npos);
+}
+
+TEST_CASE("hardware_json writes every bundled profile back to the same numbers", "[hardware]") {
+  for (const std::string& name : twin::hardware_names()) {
+    CAPTURE(name);
+    const twin::HardwareDesc hw = twin::resolve_hardware(name);
+    const std::string text = twin::hardware_json(hw).dump(2);
+    const twin::HardwareDesc back = twin::parse_hardware_json(text, "written " + name, name);
+    CHECK(twin::hardware_json(back).dump(2) == text);
+    // calibrate --measured's record of a fit loads with the profile.
+    auto fitted = twin::hardware_json(hw);
+    fitted["fitted_from"] = {{"tool", "twinserve calibrate --measured"}};
+    CHECK_NOTHROW(twin::parse_hardware_json(fitted.dump(), "fitted " + name, name));
+    fitted["fitted_from"] = 3;
+    CHECK_THROWS_WITH(twin::parse_hardware_json(fitted.dump(), "fitted " + name, name), Catch::Contains("fitted_from"));
+  }
 }

@@ -1,9 +1,13 @@
 // twinserve calibrate: times the engine's own ops for one model on this
-// machine and writes a calibrated profile for `simulate --profile`
-// (docs/calibrate.md).
+// machine and writes a calibrated profile for `simulate --profile`; or,
+// with --measured, fits a hardware profile to runs measured on a user's own
+// deployment (docs/calibrate.md).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,8 +22,11 @@
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
+#include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/progress_line.hpp"
+#include "tools/twinserve/scheduler_flags.hpp"
+#include "validate/measured_calibration.hpp"
 
 namespace twin::cli {
 namespace {
@@ -32,9 +39,87 @@ struct CalibrateArgs {
   std::int64_t max_tokens = 0;
   std::uint64_t seed = 0;
   bool quick = false, overwrite = false, quiet = false;
+  // --measured: fit a hardware profile to measured runs of a deployment,
+  // described by simulate's flags (--hw as the base profile).
+  std::vector<std::string> measured;
+  TraceInputFlags in;
+  std::string hw, fit_params, holdout_split;
+  std::optional<std::int32_t> pp;
+  SchedulerFlags sched;
+  EngineMemoryFlags memory;
+  std::int32_t max_evals = 300;
+  bool no_cross_validate = false;
 };
 
-void run(const CalibrateArgs& a) {
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size() && !text.empty()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    if (comma > at) out.push_back(text.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
+// The measured deployment, as validate --measured reads it from the same flags.
+ClusterConfig measured_deployment(const CalibrateArgs& a, const CLI::App& sub) {
+  ClusterConfig c;
+  c.groups.emplace_back();
+  ReplicaGroupConfig& g = c.groups.front();
+  g.model = *a.model;
+  g.hardware = a.hw;
+  g.tp = a.tp;
+  if (a.pp) g.pp = *a.pp;
+  if (a.engine.dtype != "auto") g.dtype = a.engine.dtype;
+  if (a.engine.kv_cache_dtype != "auto") g.kv_dtype = a.engine.kv_cache_dtype;
+  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
+  c.overrides = scheduler_overrides(a.sched);
+  c.overrides.max_model_len = max_model_len_number(a.memory.max_model_len);
+  c.max_model_len_auto = max_model_len_is_auto(a.memory.max_model_len);
+  if (a.memory.num_gpu_blocks) c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
+  if (sub.count("--gpu-memory-utilization") > 0) c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
+  c.seed = a.seed;
+  return c;
+}
+
+void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
+  for (const char* flag : {"--weights", "--quick", "--rounds", "--max-tokens", "--backend", "--threads",
+                           "--kv-cache-memory-bytes", "--swap-space"}) {
+    if (sub.count(flag) > 0) throw UsageError(std::string(flag) + " times the engine; --measured fits measured runs");
+  }
+  if (!a.model) throw UsageError("calibrate --measured needs --model (the model the runs served)");
+  if (a.hw.empty()) throw UsageError("calibrate --measured needs --hw (the base hardware profile of the GPU the runs ran on, e.g. h100-80gb)");
+  if (!a.holdout_split.empty() && a.holdout_split != "time")
+    throw UsageError("--holdout-split: expected \"time\" (fit on the first half of each run's time span), got \"" + a.holdout_split + "\"");
+  const std::filesystem::path out_path(a.out);
+  const OutputDir out_dir(out_path.has_parent_path() ? out_path.parent_path() : ".", a.overwrite,
+                          {out_path.filename().string()});
+  MeasuredCalibrationOptions o;
+  o.runs = a.measured;
+  if (!a.in.path.empty()) o.traces = {a.in.path};
+  o.read = trace_read_options(a.in);
+  o.max_requests = a.in.max_requests;
+  o.base_hardware = a.hw;
+  o.cluster = measured_deployment(a, sub);
+  o.params = split_list(a.fit_params);
+  o.max_evals = a.max_evals;
+  o.time_split = a.holdout_split == "time";
+  o.cross_validate = !a.no_cross_validate;
+  if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
+  const MeasuredCalibration result = run_measured_calibration(o);
+  {
+    std::ofstream file = out_dir.open(out_path.filename().string());
+    file << result.profile.dump(2) << "\n";
+    if (!file) throw Error(a.out + ": write failed");
+  }
+  for (const std::string& w : result.fit.warnings) std::cerr << "calibrate: warning: " << w << "\n";
+  print_calibration_report(std::cout, result);
+  std::cout << "Wrote " << a.out << " (use it with --hw " << a.out << ")\n";
+}
+
+void run(const CalibrateArgs& a, const CLI::App& sub) {
+  if (!a.measured.empty()) return run_measured(a, sub);
   if (!a.model && !a.weights) throw UsageError("calibrate needs --model NAME (or --weights DIR holding a config.json)");
   if (a.max_tokens < 0) throw UsageError("--max-tokens must be positive");
   // The profile's folder is created and found writable now, not after
@@ -103,7 +188,26 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required()->check(non_empty());
   sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
   add_switch(*sub, FlagId::quiet, a.quiet, "nor the phase lines: nothing on stderr while timing");
-  sub->callback([args] { run(*args); });
+  // --measured: fitting a deployment (docs/calibrate.md, "Fitting a
+  // deployment"); the deployment's flags are simulate's groups.
+  sub->add_option("--measured", a.measured,
+                  "Fit --hw's free parameters to these runs instead of timing the engine: vLLM `bench serve "
+                  "--save-result --save-detailed` JSON, our requests.csv, or a `twinserve bench` output folder")
+      ->expected(1, -1);
+  add_trace_input_flags(*sub, a.in, "With --measured: the trace the runs played (default: the runs' own lengths)", false);
+  add_flag(*sub, FlagId::hardware, a.hw, "with --measured: the base profile the fit starts from");
+  add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the deployment's");
+  add_scheduler_flags(*sub, a.sched);
+  add_engine_memory_flags(*sub, a.memory);
+  sub->add_option("--fit-params", a.fit_params,
+                  "With --measured: parameters to fit, comma-separated (default: all the runs' layout can identify): "
+                  "compute_scale, memory_scale, attention_scale, host_overhead_us, allreduce_scale, collective_latency_scale");
+  sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 300)")->check(int_range(4, 100000));
+  sub->add_option("--holdout-split", a.holdout_split,
+                  "With --measured: \"time\": fit on the first half of each run's time span, predict the second");
+  sub->add_flag("--no-cross-validate", a.no_cross_validate, "With --measured: skip the leave-one-run-out fits");
+  add_config_file_flag(*sub, nullptr);
+  sub->callback([args, sub] { run(*args, *sub); });
 }};
 
 }  // namespace

@@ -1,0 +1,107 @@
+#include "hwprofiles/hardware_writer.hpp"
+
+#include <sstream>
+#include <string>
+
+#include "base/error.hpp"
+
+namespace twin {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// memory_reported is "<number> <unit>" as the loader set it: the same key back.
+void put_memory(Json& j, const HardwareDesc& hw) {
+  std::istringstream in(hw.memory_reported);
+  double value = 0;
+  std::string unit;
+  if (in >> value >> unit) {
+    if (unit == "bytes") j["memory_bytes"] = value;
+    else if (unit == "MiB") j["memory_mib"] = value;
+    else if (unit == "GiB") j["memory_gib"] = value;
+    else if (unit == "GB") j["memory_gb"] = value;
+    if (!j.contains("memory_bytes") && !j.contains("memory_mib") && !j.contains("memory_gib") && !j.contains("memory_gb"))
+      throw Error("hardware " + hw.name + ": unknown memory unit '" + unit + "'");
+    return;
+  }
+  j["memory_bytes"] = hw.memory_capacity_bytes;
+}
+
+Json points_json(const std::vector<std::pair<double, double>>& points) {
+  Json out = Json::array();
+  for (const auto& [x, e] : points) out.push_back(Json::array({x, e}));
+  return out;
+}
+
+Json curve_json(const EfficiencyCurveDesc& c) {
+  Json j;
+  j["roof"] = curve_roof_name(c.roof);
+  j["x"] = curve_axis_name(c.axis);
+  if (c.has_y) {
+    j["y"] = curve_axis_name(c.y_axis);
+    Json rows = Json::array();
+    for (const auto& r : c.rows) rows.push_back(Json{{"y", r.y}, {"points", points_json(r.points)}});
+    j["rows"] = rows;
+  } else {
+    j["points"] = points_json(c.points);
+  }
+  j["ops"] = c.ops;
+  return j;
+}
+
+Json efficiency_json(const HardwareDesc& hw) {
+  Json e;
+  e["compute"] = hw.compute_efficiency;
+  e["memory"] = hw.memory_efficiency;
+  e["allreduce"] = hw.allreduce_efficiency;
+  e["pcie"] = hw.pcie_efficiency;
+  Json curve = Json::array();
+  for (const GemmCurvePoint& p : hw.gemm_curve) curve.push_back(Json::array({p.flops, p.efficiency}));
+  e["gemm_curve"] = curve;
+  if (!hw.curves.empty()) {
+    Json curves = Json::object();
+    for (const EfficiencyCurveDesc& c : hw.curves) curves[c.name] = curve_json(c);
+    e["curves"] = curves;
+  }
+  return e;
+}
+
+}  // namespace
+
+nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
+  Json j;
+  j["name"] = hw.name;
+  j["kind"] = hw.kind == DeviceKind::gpu ? "gpu" : "cpu";
+  Json peaks = Json::object();
+  const std::pair<const char*, double> peak_fields[] = {
+      {"fp32", hw.peak_tflops.fp32}, {"tf32", hw.peak_tflops.tf32}, {"bf16", hw.peak_tflops.bf16},
+      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8}};
+  for (const auto& [key, v] : peak_fields)
+    if (v > 0) peaks[key] = v;
+  j["peak_tflops"] = peaks;
+  put_memory(j, hw);
+  j["memory_bandwidth_gbps"] = hw.memory_bandwidth_gbps;
+  j["nvlink_bandwidth_gbps"] = hw.nvlink_bandwidth_gbps;
+  j["nvlink_latency_us"] = hw.nvlink_latency_us;
+  j["gpus_per_node"] = hw.gpus_per_node;
+  j["interconnect"] = hw.interconnect;
+  j["pcie_bandwidth_gbps"] = hw.pcie_bandwidth_gbps;
+  j["pcie_latency_us"] = hw.pcie_latency_us;
+  j["nic_bandwidth_gbps"] = hw.nic_bandwidth_gbps;
+  j["nic_latency_us"] = hw.nic_latency_us;
+  j["kernel_launch_us"] = hw.kernel_launch_us;
+  j["step_overhead_us"] = hw.step_overhead_us;
+  // Optional in the format: written where the profile had them (a source
+  // note says so), else left to the defaults they came from.
+  if (hw.sources.count("runtime_reserve_mib")) j["runtime_reserve_mib"] = hw.runtime_reserve_bytes / (1024.0 * 1024.0);
+  if (hw.sources.count("collective_reserve_mib"))
+    j["collective_reserve_mib"] = hw.collective_reserve_bytes / (1024.0 * 1024.0);
+  j["efficiency"] = efficiency_json(hw);
+  j["price_per_gpu_hour"] = hw.price_per_gpu_hour;
+  Json sources = Json::object();
+  for (const auto& [key, note] : hw.sources) sources[key] = note;
+  j["sources"] = sources;
+  return j;
+}
+
+}  // namespace twin
