@@ -137,7 +137,7 @@ TEST_CASE("chunked local layers see their own chunk only", "[sliding]") {
         per_layer * (m.layers_of(LayerAttention::full) * 32 + local_layers * 16));
 }
 
-TEST_CASE("layer_types is read from config.json; unknown kinds and bad lists name the key", "[sliding]") {
+TEST_CASE("layer_types is read from config.json, and unknown kinds and bad lists name the key", "[sliding]") {
   const ModelDesc m = parse(gpt_oss_config());
   REQUIRE(m.layer_attention.size() == 4);
   CHECK(m.layer_attention[2] == LayerAttention::sliding);

@@ -303,6 +303,8 @@ TEST_CASE("a stop request ends the run between steps: in-flight requests aborted
 
 }  // namespace twin::test
 
+namespace twin::test {
+
 TEST_CASE("the engine refuses attention kinds it does not compute, by name") {
   // DeepSeek-V3's multi-head latent attention: never run as grouped-query heads.
   CHECK_THROWS_WITH(model_config_from(resolve_model("deepseek-v3")),
@@ -320,3 +322,5 @@ TEST_CASE("the engine refuses attention kinds it does not compute, by name") {
   sinks.attention_sinks = true;
   CHECK_THROWS_WITH(model_config_from(sinks), Catch::Contains("attention sinks"));
 }
+
+}  // namespace twin::test
