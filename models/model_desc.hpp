@@ -37,6 +37,13 @@ enum class QkNorm { none, per_head, per_layer };
 // "none", "per_head", "per_layer" (MiniMax-M2's qk_norm_type spelling).
 const char* qk_norm_name(QkNorm q);
 
+// How one layer attends. full: every earlier token (or ModelDesc's
+// sliding_window when the model has one window for all layers); sliding: the
+// model's sliding_window tokens; chunked: the tokens of its own
+// attention_chunk_size chunk (Llama 4's local layers).
+enum class LayerAttention : std::uint8_t { full, sliding, chunked };
+const char* layer_attention_name(LayerAttention a);
+
 struct ModelDesc {
   std::string name;        // our name, e.g. "llama-2-7b"
   // The Hugging Face repository of the published weights ("hf_id" in a
@@ -75,6 +82,33 @@ struct ModelDesc {
   // "nvfp4", "fp8", ...); "" for an unquantised checkpoint. vLLM takes the
   // checkpoint's method and refuses a --quantization that differs.
   std::string quantization;
+
+  // --- Attention kinds beyond grouped-query attention (issue 41) ---
+  // Multi-head latent attention (DeepSeek-V2/V3, Kimi K2: kv_lora_rank > 0).
+  // Each token caches one latent vector of kv_lora_rank plus a shared rotary
+  // key of qk_rope_head_dim per layer, whatever the heads or TP degree (vLLM
+  // caches it as one 576-wide "head", replicated on every TP rank). Queries
+  // are projected down to q_lora_rank (0: straight from the hidden state),
+  // then up to heads x (qk_nope_head_dim + qk_rope_head_dim); keys and values
+  // are the latent projected up to qk_nope_head_dim and v_head_dim per head.
+  // For an MLA model head_dim is qk_nope + qk_rope (the query/key width) and
+  // num_key_value_heads equals num_attention_heads (as the configs say).
+  int64_t kv_lora_rank = 0;
+  int64_t q_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Values one token caches per MLA layer: the latent and the rotary key.
+  int64_t mla_cache_dim() const { return kv_lora_rank + qk_rope_head_dim; }
+  // Per-layer attention (GPT-OSS, Gemma 3, Llama 4): empty means every layer
+  // attends as sliding_window says; else one entry per layer.
+  std::vector<LayerAttention> layer_attention;
+  int64_t attention_chunk_size = 0;  // chunked layers (Llama 4): a query sees its own chunk only
+  bool attention_sinks = false;      // GPT-OSS: a learned per-head sink logit in the softmax
+  // Layers of each kind (all of them full or windowed when layer_attention is empty).
+  int64_t layers_of(LayerAttention kind) const;
+  // --- end of the attention kinds block ---
 
   bool is_moe() const { return num_local_experts > 0; }
   int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }

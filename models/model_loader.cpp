@@ -16,8 +16,8 @@ namespace {
 
 // Architectures whose blocks match the op list in step_ops.hpp. Others (GPT-2,
 // Gemma, DeepSeek MLA, ...) differ in ways we would silently get wrong.
-constexpr const char* kSupportedTypes[] = {"llama",     "mistral",    "mixtral",    "qwen2",
-                                           "qwen3",     "qwen3_moe",  "minimax_m2", "deepseek_v3"};
+constexpr const char* kSupportedTypes[] = {"llama",      "mistral",     "mixtral", "qwen2",  "qwen3", "qwen3_moe",
+                                           "minimax_m2", "deepseek_v3", "kimi_k2", "gpt_oss"};
 
 std::string supported_types_text() {
   std::string out;
@@ -123,6 +123,79 @@ void read_quantization_config(const nlohmann::json& j, const std::string& origin
   }
 }
 
+// Multi-head latent attention (DeepSeek-V2/V3's and Kimi K2's
+// kv_lora_rank and its companions). The query/key head is qk_nope +
+// qk_rope wide (head_dim, whatever the config's head_dim says: HF's
+// DeepseekV3Config sets it to qk_rope_head_dim), and every query head has
+// its own up-projected key and value (num_key_value_heads = heads).
+void read_mla(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
+  if (!present("kv_lora_rank")) {
+    for (const char* key : {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+      if (present(key) && (m.model_type == "deepseek_v3" || m.model_type == "kimi_k2"))
+        json_field_error(origin, key, "given without kv_lora_rank (multi-head latent attention needs both)");
+    return;
+  }
+  if (m.model_type != "deepseek_v3" && m.model_type != "kimi_k2")
+    json_field_error(origin, "kv_lora_rank",
+                     "multi-head latent attention is read for model_type deepseek_v3 and kimi_k2 only, not '" +
+                         excerpt(m.model_type) + "'");
+  auto positive = [&](const char* key) {
+    if (!present(key)) json_field_error(origin, key, "missing (multi-head latent attention needs it)");
+    const int64_t v = json_int(j, key, origin);
+    require_positive(origin, key, v);
+    return v;
+  };
+  m.kv_lora_rank = positive("kv_lora_rank");
+  m.qk_nope_head_dim = positive("qk_nope_head_dim");
+  m.qk_rope_head_dim = positive("qk_rope_head_dim");
+  m.v_head_dim = positive("v_head_dim");
+  // DeepSeek-V2-Lite's null q_lora_rank: queries straight from the hidden state.
+  m.q_lora_rank = present("q_lora_rank") ? positive("q_lora_rank") : 0;
+  if (m.qk_rope_head_dim % 2 != 0) json_field_error(origin, "qk_rope_head_dim", "expected an even number (rotary pairs)");
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  if (present("num_key_value_heads") && json_int(j, "num_key_value_heads", origin) != m.num_attention_heads)
+    json_field_error(origin, "num_key_value_heads",
+                     "expected num_attention_heads (" + std::to_string(m.num_attention_heads) +
+                         ") with multi-head latent attention: every head has its own up-projected key and value");
+  m.num_key_value_heads = m.num_attention_heads;
+  // Layers interleaving dense and MoE MLPs, and the multi-token-prediction
+  // layers: the first is refused, the second not loaded by vLLM for the
+  // target model (nor priced here).
+  if (present("moe_layer_freq") && json_int(j, "moe_layer_freq", origin) != 1)
+    json_field_error(origin, "moe_layer_freq", "expected 1 (MoE layers interleaved with dense ones are not modelled)");
+}
+
+// Hugging Face's layer_types (GPT-OSS, Gemma 3; newer transformers write it
+// for every model): "full_attention" or "sliding_attention" per layer. A list
+// of full layers only changes nothing; a mix makes the model's
+// sliding_window apply to its sliding layers only. Other kinds (Qwen3-Next's
+// "linear_attention", ...) are refused naming the entry.
+void read_layer_types(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  if (!j.contains("layer_types") || j.at("layer_types").is_null()) return;
+  const auto& list = j.at("layer_types");
+  if (!list.is_array() || static_cast<int64_t>(list.size()) != m.num_hidden_layers)
+    json_field_error(origin, "layer_types",
+                     "expected an array of num_hidden_layers (" + std::to_string(m.num_hidden_layers) + ") strings");
+  std::vector<LayerAttention> kinds;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string key = "layer_types[" + std::to_string(i) + "]";
+    const std::string t = list[i].is_string() ? list[i].get<std::string>() : std::string();
+    if (t == "full_attention")
+      kinds.push_back(LayerAttention::full);
+    else if (t == "sliding_attention")
+      kinds.push_back(LayerAttention::sliding);
+    else
+      json_field_error(origin, key,
+                       "expected \"full_attention\" or \"sliding_attention\", got " + excerpt(list[i].dump()) +
+                           " (other layer kinds are not modelled)");
+  }
+  if (std::all_of(kinds.begin(), kinds.end(), [](LayerAttention a) { return a == LayerAttention::full; })) return;
+  if (m.sliding_window <= 0)
+    json_field_error(origin, "sliding_window", "missing, and layer_types has sliding_attention layers");
+  m.layer_attention = std::move(kinds);
+}
+
 ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                           const std::string& default_name) {
   ModelDesc m;
@@ -136,14 +209,6 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                    [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
     json_field_error(origin, "model_type",
                      "unsupported '" + excerpt(m.model_type) + "'; supported: " + supported_types_text());
-  // DeepSeek's own config.json describes multi-head latent attention, which
-  // this registry does not: priced as its num_key_value_heads it would be
-  // wrong by far, so it is refused (the bundled deepseek-v3 gives GQA heads
-  // standing in for it).
-  if (j.contains("kv_lora_rank") && !j.at("kv_lora_rank").is_null())
-    json_field_error(origin, "kv_lora_rank",
-                     "multi-head latent attention is not modelled; give num_key_value_heads and head_dim standing in "
-                     "for it (as the bundled deepseek-v3 does) and drop kv_lora_rank");
 
   m.hidden_size = json_int(j, "hidden_size", origin);
   m.intermediate_size = json_int(j, "intermediate_size", origin);
@@ -171,14 +236,18 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
 
   // HF leaves these out when they take the default; null means the same.
   auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
-  m.num_key_value_heads =
-      present("num_key_value_heads") ? json_int(j, "num_key_value_heads", origin) : m.num_attention_heads;
+  read_mla(j, origin, m);  // an MLA model's heads and head_dim are set there
+  if (!m.is_mla())
+    m.num_key_value_heads =
+        present("num_key_value_heads") ? json_int(j, "num_key_value_heads", origin) : m.num_attention_heads;
   require_positive(origin, "num_key_value_heads", m.num_key_value_heads);
   if (m.num_attention_heads % m.num_key_value_heads != 0)
     json_field_error(origin, "num_key_value_heads",
                      "must divide num_attention_heads (" + std::to_string(m.num_attention_heads) +
                          "), got " + std::to_string(m.num_key_value_heads));
-  if (present("head_dim")) {
+  if (m.is_mla()) {
+    // read_mla set head_dim.
+  } else if (present("head_dim")) {
     m.head_dim = json_int(j, "head_dim", origin);
     require_positive(origin, "head_dim", m.head_dim);
   } else {
@@ -207,6 +276,9 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
     m.sliding_window = json_int(j, "sliding_window", origin);
     require_positive(origin, "sliding_window", m.sliding_window);
   }
+  read_layer_types(j, origin, m);
+  // GPT-OSS: a learned sink logit per head in every layer's softmax.
+  if (m.model_type == "gpt_oss") m.attention_sinks = true;
   if (present("tie_word_embeddings")) m.tie_word_embeddings = json_bool(j, "tie_word_embeddings", origin);
   // Qwen2 configs have no attention_bias key: the architecture always has
   // QKV biases. Llama-family configs say attention_bias: false.
@@ -297,6 +369,20 @@ const char* qk_norm_name(QkNorm q) {
     case QkNorm::per_layer: return "per_layer";
   }
   return "none";
+}
+
+const char* layer_attention_name(LayerAttention a) {
+  switch (a) {
+    case LayerAttention::full: return "full";
+    case LayerAttention::sliding: return "sliding";
+    case LayerAttention::chunked: return "chunked";
+  }
+  return "full";
+}
+
+int64_t ModelDesc::layers_of(LayerAttention kind) const {
+  if (layer_attention.empty()) return kind == LayerAttention::full ? num_hidden_layers : 0;
+  return std::count(layer_attention.begin(), layer_attention.end(), kind);
 }
 
 ModelDesc parse_model_json(const std::string& text, const std::string& origin,

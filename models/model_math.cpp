@@ -18,6 +18,37 @@ int64_t qk_norm_params(const ModelDesc& m, int64_t q, int64_t kv) {
   return m.qk_norm == QkNorm::per_head ? 2 * m.head_dim : m.qk_norm == QkNorm::per_layer ? q + kv : 0;
 }
 
+// Multi-head latent attention's weights on one GPU of a TP group, as vLLM
+// shards them (DeepseekV2MLAAttention): the down-projections of the hidden
+// state to the query latent and to the KV latent plus rotary key
+// (fused_qkv_a_proj, replicated) and their RMSNorms, replicated; the query
+// up-projection q_b_proj (or q_proj without a query latent), the KV
+// up-projection kv_b_proj and o_proj split by heads.
+struct MlaWeights {
+  int64_t replicated_n = 0, replicated_k = 0;  // fused_qkv_a_proj (or kv_a_proj_with_mqa): n x k
+  int64_t q_up_n = 0, q_up_k = 0;              // q_b_proj (q_proj): n x k, this GPU's heads
+  int64_t kv_up_n = 0, kv_up_k = 0;            // kv_b_proj
+  int64_t o_n = 0, o_k = 0;                    // o_proj
+  int64_t norms = 0;                           // q_a_layernorm, kv_a_layernorm
+  int64_t linear_params() const {
+    return replicated_n * replicated_k + q_up_n * q_up_k + kv_up_n * kv_up_k + o_n * o_k;
+  }
+};
+MlaWeights mla_weights(const ModelDesc& m, int tp) {
+  const int64_t heads = q_heads_per_gpu(m, tp);
+  MlaWeights w;
+  w.replicated_n = m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim;
+  w.replicated_k = m.hidden_size;
+  w.q_up_n = heads * m.head_dim;
+  w.q_up_k = m.q_lora_rank > 0 ? m.q_lora_rank : m.hidden_size;
+  w.kv_up_n = heads * (m.qk_nope_head_dim + m.v_head_dim);
+  w.kv_up_k = m.kv_lora_rank;
+  w.o_n = m.hidden_size;
+  w.o_k = heads * m.v_head_dim;
+  w.norms = m.q_lora_rank + m.kv_lora_rank;
+  return w;
+}
+
 // Parameters of one layer, split over `tp` GPUs (tp = 1: the whole layer).
 // Norm weights are replicated on every GPU. `active_experts` < 0: all the
 // experts on the GPU (num_local_experts / ep). A MoE model's dense layers
@@ -28,6 +59,10 @@ int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep,
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
   int64_t attn = h * (q + 2 * kv) + q * h + qk_norm_params(m, q, kv);
   if (m.attention_bias) attn += q + 2 * kv;
+  if (m.is_mla()) {
+    const MlaWeights w = mla_weights(m, tp);
+    attn = w.linear_params() + w.norms;
+  }
   int64_t mlp = 3 * h * (m.intermediate_size / tp);
   if (moe_layer) {
     const int64_t expert_one = 3 * h * (m.expert_intermediate_size() / tp);
@@ -51,6 +86,12 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& precision,
   int64_t dense = 2 * h + qk_norm_params(m, q, kv);
   if (m.attention_bias) dense += q + 2 * kv;
   double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
+  if (m.is_mla()) {
+    const MlaWeights w = mla_weights(m, tp);
+    dense = 2 * h + w.norms;
+    linear = p.linear_bytes(w.replicated_n, w.replicated_k) + p.linear_bytes(w.q_up_n, w.q_up_k) +
+             p.linear_bytes(w.kv_up_n, w.kv_up_k) + p.linear_bytes(w.o_n, w.o_k);
+  }
   if (moe_layer) {
     const int64_t e_inter = m.expert_intermediate_size() / tp;
     const double expert_one = experts.linear_bytes(2 * e_inter, h) + experts.linear_bytes(h, e_inter);
@@ -103,7 +144,18 @@ int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights) {
 }
 
 int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv) {
+  if (m.is_mla()) return m.num_hidden_layers * m.mla_cache_dim() * dtype_bytes(kv);
   return 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * dtype_bytes(kv);
+}
+
+int64_t kv_bytes_per_request(const ModelDesc& m, Dtype kv, int64_t tokens) {
+  tokens = std::max<int64_t>(tokens, 0);
+  if (m.layer_attention.empty()) return tokens * kv_bytes_per_token(m, kv);
+  const int64_t per_layer = kv_bytes_per_token(m, kv) / m.num_hidden_layers;
+  const int64_t sliding = std::min(tokens, m.sliding_window);
+  const int64_t chunked = m.attention_chunk_size > 0 ? (tokens - 1) % m.attention_chunk_size + 1 : tokens;
+  return per_layer * (m.layers_of(LayerAttention::full) * tokens + m.layers_of(LayerAttention::sliding) * sliding +
+                      m.layers_of(LayerAttention::chunked) * (tokens > 0 ? chunked : 0));
 }
 
 void check_layout(const ModelDesc& m, const ParallelLayout& layout) {
@@ -162,6 +214,8 @@ int64_t kv_heads_per_gpu(const ModelDesc& m, int tp) {
 
 int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelLayout& layout,
                                    int pp_stage) {
+  // The latent is not split by heads: every TP rank caches all of it.
+  if (m.is_mla()) return stage_layers(m, layout.pp, pp_stage) * m.mla_cache_dim() * dtype_bytes(kv);
   return 2 * stage_layers(m, layout.pp, pp_stage) * kv_heads_per_gpu(m, layout.tp) * m.head_dim *
          dtype_bytes(kv);
 }

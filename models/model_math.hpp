@@ -17,8 +17,19 @@ int64_t active_param_count(const ModelDesc& m);
 // Weight bytes at a precision: the linear layers in their (quantised)
 // format with scales, the rest in its dtype; rounded up to a whole byte.
 int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights);
-// Whole model: 2 (K and V) * layers * kv_heads * head_dim * bytes.
+// Whole model: 2 (K and V) * layers * kv_heads * head_dim * bytes; with
+// multi-head latent attention layers * (kv_lora_rank + qk_rope_head_dim) * bytes.
 int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv);
+
+// KV bytes one request of `tokens` tokens holds in the whole model when
+// each layer keeps only what it can still read, as vLLM's hybrid KV cache
+// manager does: full layers every token; sliding-window layers the last
+// sliding_window - 1 tokens plus the one being computed (vLLM frees the
+// blocks that fall out of the window: about a block more, not counted
+// here); chunked layers the tokens of the current chunk. For a model
+// without per-layer kinds, tokens * kv_bytes_per_token (a Mistral-style
+// window is not bounded here, as the memory plan does not bound it).
+int64_t kv_bytes_per_request(const ModelDesc& m, Dtype kv, int64_t tokens);
 
 // TP splits every layer over tp GPUs; PP splits the layers into pp stages.
 // EP (expert parallelism, MoE only) gives each stage `ep` ranks of tp GPUs:
@@ -57,7 +68,8 @@ int64_t stage_dense_layers(const ModelDesc& m, int pp, int pp_stage);
 int64_t q_heads_per_gpu(const ModelDesc& m, int tp);
 int64_t kv_heads_per_gpu(const ModelDesc& m, int tp);  // >= 1: replicated when tp > kv heads
 
-// KV bytes per token on one GPU of the given stage (counts replicated heads).
+// KV bytes per token on one GPU of the given stage (counts replicated heads;
+// an MLA model's latent is whole on every GPU of the TP group).
 int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelLayout& layout,
                                    int pp_stage);
 // Weight bytes on one GPU of the given stage: its layers' shards, plus the

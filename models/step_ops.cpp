@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "base/error.hpp"
 #include "models/forward_program.hpp"
@@ -47,6 +48,30 @@ void add_seq(AttentionSums& s, int64_t n, int64_t c, int64_t window) {
   s.context += std::min(c, window - 1);
   const int64_t full = std::clamp<int64_t>(window - c, 0, n);  // queries that see all their keys
   s.score_pairs += full * c + full * (full + 1) / 2 + (n - full) * window;
+}
+
+// n new tokens after c cached ones in a layer of chunked local attention
+// (Llama 4): the query at position i sees the keys from its chunk's start,
+// (i / chunk) * chunk, to itself; the step reads the cached part of the
+// first query's chunk.
+void add_seq_chunked(AttentionSums& s, int64_t n, int64_t c, int64_t chunk) {
+  // Keys seen by the queries at positions 0 .. x-1.
+  const auto seen = [chunk](int64_t x) {
+    const int64_t q = x / chunk, r = x % chunk;
+    return q * (chunk * (chunk + 1) / 2) + r * (r + 1) / 2;
+  };
+  s.seqs += 1;
+  s.tokens += n;
+  s.context += c % chunk;
+  s.score_pairs += seen(c + n) - seen(c);
+}
+
+// The local layers' rule of a model with per-layer kinds: its one local kind.
+void add_local_seq(const ModelDesc& m, AttentionSums& s, int64_t n, int64_t c) {
+  if (m.layers_of(LayerAttention::chunked) > 0)
+    add_seq_chunked(s, n, c, m.attention_chunk_size);
+  else
+    add_seq(s, n, c, m.sliding_window);
 }
 
 Op gemm(OpKind kind, int64_t m, int64_t n, int64_t k, double w_bytes, double act_bytes,
@@ -114,6 +139,54 @@ Op attention(OpKind kind, const AttentionSums& s, int64_t q_heads, int64_t head_
             .group = 1};
 }
 
+// Multi-head latent attention's attention call, as vLLM's MLA backends run
+// it (vllm/v1/attention/backends/mla/common.py), for `heads` query heads on
+// this GPU; P, R, V, L: qk_nope, qk_rope, v_head_dim, kv_lora_rank. Each
+// op holds the work the backend does inside the attention layer, so that
+// it depends on the prefill/decode split only (attention_ops):
+//   prefill (compute-friendly, "_forward_prefill"): the cached latents of
+//     the context and the new ones are up-projected by kv_b_proj to keys
+//     (P per head, plus the shared rotary key R) and values (V per head),
+//     then multi-head attention with QK width P + R and V width V;
+//   decode (data-movement friendly, "_forward_decode"): each head's q_nope
+//     is absorbed into the latent space (a batched GEMM by W_UK, P -> L),
+//     multi-query attention over the cached latents (QK width L + R, V
+//     width L, one cache row shared by all heads), and the output taken
+//     back by W_UV (L -> V per head). vLLM keeps W_UK and W_UV as 16-bit
+//     copies ("no quantized bmm's"), read here at the activation width.
+Op mla_attention(OpKind kind, const ModelDesc& m, const AttentionSums& s, int64_t heads, const WeightPrecision& w,
+                 double kvb, int64_t repeat) {
+  const double H = static_cast<double>(heads), P = static_cast<double>(m.qk_nope_head_dim),
+               R = static_cast<double>(m.qk_rope_head_dim), V = static_cast<double>(m.v_head_dim),
+               L = static_cast<double>(m.kv_lora_rank), act = w.activation();
+  const double T = static_cast<double>(s.tokens), rows = kv_tokens(s), pairs = static_cast<double>(s.score_pairs);
+  const double ctx = static_cast<double>(s.context);
+  Op op{.kind = kind, .m = 0, .n = heads, .k = 0, .num_seqs = s.seqs, .tokens = s.tokens, .context = s.context,
+        .flops = 0, .bytes = 0, .repeat = static_cast<int32_t>(repeat), .comm_bytes = 0, .group = 1};
+  const double cache_write = T * (L + R) * kvb;  // the new latents and rotary keys into the cache
+  if (kind == OpKind::attn_prefill) {
+    op.k = m.head_dim;
+    const double up_flops = 2.0 * rows * L * H * (P + V);
+    const double up_bytes = w.linear_bytes(heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank) +
+                            ctx * (L + R) * kvb + T * (L + R) * act  // cached and new latents in
+                            + rows * H * (P + V) * act;               // keys and values out
+    const double attn_flops = pairs * H * (2.0 * (P + R) + 2.0 * V);
+    const double attn_bytes = T * H * (P + R) * act + rows * H * (P + R + V) * act + T * H * V * act;
+    op.flops = up_flops + attn_flops;
+    op.bytes = up_bytes + attn_bytes + cache_write;
+    return op;
+  }
+  op.k = m.mla_cache_dim();
+  const double absorb_flops = 2.0 * T * H * P * L, out_flops = 2.0 * T * H * L * V;
+  const double absorb_bytes = H * P * L * act + T * H * P * act + T * H * L * act;
+  const double out_bytes = H * L * V * act + T * H * L * act + T * H * V * act;
+  const double attn_flops = pairs * H * (2.0 * (L + R) + 2.0 * L);
+  const double attn_bytes = rows * (L + R) * kvb + T * H * (L + R) * act + T * H * L * act;
+  op.flops = absorb_flops + attn_flops + out_flops;
+  op.bytes = absorb_bytes + attn_bytes + out_bytes + cache_write;
+  return op;
+}
+
 Op collective(OpKind kind, int64_t tokens, int64_t width, double act, int group, int64_t repeat) {
   Op op;
   op.kind = kind;
@@ -126,6 +199,29 @@ Op collective(OpKind kind, int64_t tokens, int64_t width, double act, int group,
   return op;
 }
 
+// Multi-head latent attention's projections before the attention call, on
+// one GPU of a TP group (vLLM's DeepseekV2MLAAttention): the hidden state
+// down to the query latent, the KV latent and the rotary key in one GEMM
+// (fused_qkv_a_proj, replicated: every GPU computes all of it), the query
+// up-projection of this GPU's heads (q_b_proj; q_proj straight from the
+// hidden state without a query latent), and the RMSNorms of the two
+// latents (q_a_layernorm, kv_a_layernorm), priced as a qk_norm op after the
+// GEMMs (it runs between them; the order does not change the price). The
+// keys' and values' up-projection runs inside the attention call.
+void append_mla_projections(const ModelDesc& m, int64_t tokens, int tp, const WeightPrecision& w, int64_t instances,
+                            std::vector<Op>& out) {
+  const int64_t h = m.hidden_size;
+  const int64_t heads = q_heads_per_gpu(m, tp);
+  out.push_back(linear(OpKind::qkv_proj, tokens, m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim, h, w, instances));
+  out.push_back(linear(OpKind::qkv_proj, tokens, heads * m.head_dim, m.q_lora_rank > 0 ? m.q_lora_rank : h, w,
+                       instances));
+  const int64_t latents = m.q_lora_rank + m.kv_lora_rank;
+  Op norm = elementwise(OpKind::qk_norm, tokens, latents, kQkNormFlopsPerElem, 2.0 * w.activation(),
+                        static_cast<double>(latents) * w.dense_bytes(), instances);
+  norm.num_seqs = m.q_lora_rank > 0 ? 2 : 1;  // one RMS per latent
+  out.push_back(norm);
+}
+
 // Under expert parallelism the busiest rank's share of the batch's
 // sequences, tokens and attention work (rounded up).
 int64_t ep_share(int64_t x, int ep) { return (x + ep - 1) / ep; }
@@ -135,20 +231,40 @@ AttentionSums ep_share(const AttentionSums& a, int ep) {
                        ep_share(a.score_pairs, ep)};
 }
 
-// The attention call's ops: one for the prefill seqs, one for the decodes
-// (each only when it has seqs), already EP-shared sums.
-void append_attention(const ModelDesc& m, const AttentionSums& prefill, const AttentionSums& decode,
-                      const ParallelLayout& layout, const WeightPrecision& weights, Dtype kv, int64_t instances,
-                      std::vector<Op>& out) {
+// The stage's layers that attend fully and locally (sliding window or
+// chunk): all full unless the model has per-layer kinds.
+std::pair<int64_t, int64_t> stage_attention_layers(const ModelDesc& m, int pp, int pp_stage) {
+  const int64_t layers = stage_layers(m, pp, pp_stage);
+  if (m.layer_attention.empty()) return {layers, 0};
+  const int64_t first = stage_first_layer(m, pp, pp_stage);
+  int64_t full = 0;
+  for (int64_t i = first; i < first + layers; ++i)
+    full += m.layer_attention[static_cast<std::size_t>(i)] == LayerAttention::full ? 1 : 0;
+  return {full, layers - full};
+}
+
+// The attention call's ops for the stage's layers, from the step's sums
+// (EP-shared by `split`): one for the prefill seqs, one for the decodes
+// (each only when it has seqs), per attention kind the stage has (full
+// layers first, then local ones).
+void append_attention(const ModelDesc& m, const StepSums& sums, int split, const ParallelLayout& layout,
+                      const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
   const int64_t q_heads = q_heads_per_gpu(m, layout.tp);
   const double q_dim = static_cast<double>(q_heads * m.head_dim);
   const double kv_dim = static_cast<double>(kv_heads_per_gpu(m, layout.tp) * m.head_dim);
   const double act = weights.activation();
   const double kvb = static_cast<double>(dtype_bytes(kv));
-  if (prefill.seqs > 0)
-    out.push_back(attention(OpKind::attn_prefill, prefill, q_heads, m.head_dim, q_dim, kv_dim, act, kvb, instances));
-  if (decode.seqs > 0)
-    out.push_back(attention(OpKind::attn_decode, decode, q_heads, m.head_dim, q_dim, kv_dim, act, kvb, instances));
+  const auto [full, local] = stage_attention_layers(m, layout.pp, pp_stage);
+  const auto push = [&](const AttentionSums& s, OpKind kind, int64_t instances) {
+    if (s.seqs == 0 || instances == 0) return;
+    const AttentionSums shared = ep_share(s, split);
+    out.push_back(m.is_mla() ? mla_attention(kind, m, shared, q_heads, weights, kvb, instances)
+                             : attention(kind, shared, q_heads, m.head_dim, q_dim, kv_dim, act, kvb, instances));
+  };
+  push(sums.prefill, OpKind::attn_prefill, full);
+  push(sums.decode, OpKind::attn_decode, full);
+  push(sums.prefill_local, OpKind::attn_prefill, local);
+  push(sums.decode_local, OpKind::attn_decode, local);
 }
 
 }  // namespace
@@ -168,13 +284,17 @@ OpKind parse_op_kind(std::string_view name) {
 
 StepSums step_sums(const ModelDesc& m, const BatchShape& batch) {
   StepSums sums;
+  // Per-layer kinds: the sums above are the full layers' (no window), the
+  // local ones the local layers'.
+  const bool per_layer = !m.layer_attention.empty();
+  const bool local = per_layer && m.layers_of(LayerAttention::full) < m.num_hidden_layers;
+  const int64_t window = per_layer ? 0 : m.sliding_window;
   for (const SeqShape& s : batch.seqs) {
     if (s.new_tokens <= 0) continue;
     const int64_t ctx = std::max<int64_t>(s.context_tokens, 0);
-    if (s.new_tokens == 1 && ctx > 0)
-      add_seq(sums.decode, 1, ctx, m.sliding_window);
-    else
-      add_seq(sums.prefill, s.new_tokens, ctx, m.sliding_window);
+    const bool decode = s.new_tokens == 1 && ctx > 0;
+    add_seq(decode ? sums.decode : sums.prefill, s.new_tokens, ctx, window);
+    if (local) add_local_seq(m, decode ? sums.decode_local : sums.prefill_local, s.new_tokens, ctx);
     sums.sampling += s.samples ? 1 + std::max<int64_t>(s.lookahead, 0) : 0;
   }
   return sums;
@@ -207,7 +327,7 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
   const int64_t layers = stage_layers(m, layout.pp, pp_stage);
   if (sums.tokens() == 0 || layers == 0) return;
   const int split = sums.group_tokens >= 0 ? 1 : layout.ep;  // lockstep DP ranks: their own batch
-  append_attention(m, ep_share(sums.prefill, split), ep_share(sums.decode, split), layout, weights, kv, layers, out);
+  append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
 }
 
 void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
@@ -223,7 +343,6 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   const int ep = layout.ep;
   const bool own = sums.group_tokens >= 0;
   const int split = own ? 1 : ep;
-  const AttentionSums prefill = ep_share(sums.prefill, split), decode = ep_share(sums.decode, split);
   const int64_t routed = (own ? sums.group_tokens : tokens) * m.num_experts_per_tok;
   int64_t expert_rows = routed;
   if (ep > 1) {
@@ -273,6 +392,10 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
         out[norm_op].repeat += static_cast<int32_t>(instances);
         break;
       case ForwardCall::qkv_proj:
+        if (m.is_mla()) {
+          append_mla_projections(m, tokens, tp, weights, instances, out);
+          break;
+        }
         out.push_back(linear(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, weights, instances, m.attention_bias));
         break;
       case ForwardCall::qk_norm: {
@@ -290,14 +413,22 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
         break;
       }
       case ForwardCall::rotary:
+        if (m.is_mla()) {
+          // Only the rotary parts: each head's q_pe and the one shared k_pe.
+          const int64_t rope = m.qk_rope_head_dim;
+          out.push_back(elementwise(OpKind::rotary, tokens, (q_heads + 1) * rope, kRotaryFlopsPerElem, 2.0 * act,
+                                    static_cast<double>(tokens * rope) * act, instances));
+          break;
+        }
         out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
                                   static_cast<double>(tokens * m.head_dim) * act, instances));
         break;
       case ForwardCall::attention:
-        append_attention(m, prefill, decode, layout, weights, kv, instances, out);
+        append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
         break;
       case ForwardCall::o_proj:
-        out.push_back(linear(OpKind::o_proj, tokens, h, q_dim, weights, instances));
+        // MLA's heads put out v_head_dim values each, not head_dim.
+        out.push_back(linear(OpKind::o_proj, tokens, h, m.is_mla() ? q_heads * m.v_head_dim : q_dim, weights, instances));
         break;
       case ForwardCall::gate_up_proj:
         out.push_back(linear(OpKind::gate_up_proj, tokens, 2 * inter, h, weights, instances));

@@ -48,7 +48,17 @@ struct BatchShape {
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
 //     with context. num_seqs, tokens = sum of new, context = sum of context
 //     (of the context inside the sliding window, for a windowed model)
-//     before the step; n = query heads on this GPU, k = head_dim.
+//     before the step; n = query heads on this GPU, k = head_dim. A model
+//     with per-layer attention kinds has one op per kind present (full
+//     layers, then the local ones: their context the part of the window or
+//     chunk the queries read). Multi-head latent attention (ModelDesc::
+//     is_mla) folds in the work its backend does inside the layer: prefill
+//     up-projects the context's and new latents (kv_b_proj) and runs
+//     multi-head attention, k = qk_nope + qk_rope; decode absorbs the
+//     queries into the latent (W_UK), attends over the cached latents as
+//     one shared head, and projects back (W_UV), k = kv_lora + qk_rope.
+//     Its qkv_proj is two ops (the replicated down-projection, the query
+//     up-projection) and its qk_norm op the two latents' RMSNorms.
 //   tp_allreduce: comm_bytes = the buffer all-reduced (tokens * hidden *
 //     activation bytes), group = tp. tp_gather: logits gathered for sampling.
 //   pp_send: comm_bytes = hidden states and residual to the next stage.
@@ -147,6 +157,11 @@ struct AttentionSums {
 };
 struct StepSums {
   AttentionSums prefill, decode;
+  // A model with per-layer attention kinds (ModelDesc::layer_attention):
+  // prefill and decode above are its full-attention layers' work, these its
+  // local layers' (sliding-window or chunked), each query's keys bounded by
+  // the window or its chunk. Empty for other models.
+  AttentionSums prefill_local, decode_local;
   int64_t sampling = 0;  // rows of logits: sampling seqs and their lookahead
   // Rows an engine adds to run the step as a captured CUDA graph of a fixed
   // size (cudagraph_padded_tokens): they go through every token-wise op but

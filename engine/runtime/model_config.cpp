@@ -16,6 +16,17 @@ ModelConfig model_config_from(const ModelDesc& d) {
                 " is priced by the simulator only; the engine does not run it (it runs llama, mistral, mixtral, "
                 "qwen2 and qwen3)");
   }
+  // Attention kinds the engine's kernels do not compute: refused by name,
+  // never run as grouped-query attention.
+  if (d.is_mla())
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': the engine does not implement multi-head latent attention (kv_lora_rank); the simulator prices it");
+  if (!d.layer_attention.empty() || d.attention_chunk_size > 0)
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': the engine does not implement per-layer sliding-window or chunked local attention (layer_types, "
+                "attention_chunk_size); the simulator prices it");
+  if (d.attention_sinks)
+    throw Error("model '" + excerpt(d.name, 80) + "': the engine does not implement attention sinks; the simulator prices them");
   if (d.qk_norm == QkNorm::per_layer) {
     throw Error("model '" + excerpt(d.name, 80) +
                 "': a per-layer q/k norm is priced by the simulator only; the engine runs Qwen3's per-head one");

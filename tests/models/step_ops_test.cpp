@@ -273,6 +273,8 @@ TEST_CASE("attention_ops are step_ops' attention ops, and the other ops depend o
       {resolve_model("llama-3.1-70b"), {2, 2}},
       {resolve_model("mixtral-8x7b"), {2, 1, 2}},
       {resolve_model("deepseek-v3"), {8, 2, 2, 0.5}},
+      {resolve_model("deepseek-v3"), {8, 1}},
+      {resolve_model("gpt-oss-20b"), {2, 2}},
   };
   const auto same = [](const Op& a, const Op& b) {
     return a.kind == b.kind && a.m == b.m && a.n == b.n && a.k == b.k && a.num_seqs == b.num_seqs &&

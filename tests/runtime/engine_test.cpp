@@ -302,3 +302,25 @@ TEST_CASE("a stop request ends the run between steps: in-flight requests aborted
 }
 
 }  // namespace twin::test
+
+namespace twin::test {
+
+TEST_CASE("the engine refuses attention kinds it does not compute, by name") {
+  // DeepSeek-V3's multi-head latent attention: never run as grouped-query heads.
+  CHECK_THROWS_WITH(model_config_from(resolve_model("deepseek-v3")),
+                    Catch::Contains("does not implement multi-head latent attention"));
+  ModelDesc dense = resolve_model("tiny");
+  dense.kv_lora_rank = 16;
+  dense.qk_rope_head_dim = 8;
+  CHECK_THROWS_WITH(model_config_from(dense), Catch::Contains("multi-head latent attention"));
+  ModelDesc sliding = resolve_model("tiny");
+  sliding.sliding_window = 8;
+  sliding.layer_attention.assign(static_cast<std::size_t>(sliding.num_hidden_layers), LayerAttention::full);
+  sliding.layer_attention[0] = LayerAttention::sliding;
+  CHECK_THROWS_WITH(model_config_from(sliding), Catch::Contains("per-layer sliding-window"));
+  ModelDesc sinks = resolve_model("tiny");
+  sinks.attention_sinks = true;
+  CHECK_THROWS_WITH(model_config_from(sinks), Catch::Contains("attention sinks"));
+}
+
+}  // namespace twin::test

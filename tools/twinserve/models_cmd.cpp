@@ -61,6 +61,22 @@ nlohmann::ordered_json model_json(const ModelDesc& m) {
   if (m.moe_intermediate_size > 0) j["moe_intermediate_size"] = m.moe_intermediate_size;
   if (m.n_shared_experts > 0) j["n_shared_experts"] = m.n_shared_experts;
   if (m.first_k_dense_replace > 0) j["first_k_dense_replace"] = m.first_k_dense_replace;
+  // Attention kinds beyond GQA only: other models' JSON stays as it was.
+  if (m.is_mla()) {
+    j["kv_lora_rank"] = m.kv_lora_rank;
+    j["q_lora_rank"] = m.q_lora_rank;
+    j["qk_nope_head_dim"] = m.qk_nope_head_dim;
+    j["qk_rope_head_dim"] = m.qk_rope_head_dim;
+    j["v_head_dim"] = m.v_head_dim;
+  }
+  if (!m.layer_attention.empty()) {
+    auto& kinds = j["layer_attention"];
+    kinds = nlohmann::ordered_json::array();
+    for (LayerAttention a : m.layer_attention) kinds.push_back(layer_attention_name(a));
+    j["sliding_window"] = m.sliding_window;
+    if (m.attention_chunk_size > 0) j["attention_chunk_size"] = m.attention_chunk_size;
+  }
+  if (m.attention_sinks) j["attention_sinks"] = true;
   j["attention_bias"] = m.attention_bias;
   j["qk_norm"] = qk_norm_name(m.qk_norm);
   j["tie_word_embeddings"] = m.tie_word_embeddings;
@@ -100,8 +116,27 @@ void show_model(const std::string& name, bool json) {
     line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
   }
   line("attention heads", num(m.num_attention_heads));
-  line("KV heads", num(m.num_key_value_heads));
-  line("head dim", num(m.head_dim));
+  if (m.is_mla()) {
+    line("attention", "multi-head latent: cache " + num(m.kv_lora_rank) + " latent + " + num(m.qk_rope_head_dim) +
+                          " rotary key per token and layer");
+    line("latent ranks", "kv " + num(m.kv_lora_rank) + ", q " + (m.q_lora_rank > 0 ? num(m.q_lora_rank) : "none"));
+    line("head dims", "q/k " + num(m.qk_nope_head_dim) + " + " + num(m.qk_rope_head_dim) + " rotary, v " +
+                          num(m.v_head_dim));
+  } else {
+    line("KV heads", num(m.num_key_value_heads));
+    line("head dim", num(m.head_dim));
+  }
+  if (!m.layer_attention.empty()) {
+    std::string kinds = num(m.layers_of(LayerAttention::full)) + " full";
+    if (m.layers_of(LayerAttention::sliding) > 0)
+      kinds += ", " + num(m.layers_of(LayerAttention::sliding)) + " sliding (window " + num(m.sliding_window) + ")";
+    if (m.layers_of(LayerAttention::chunked) > 0)
+      kinds += ", " + num(m.layers_of(LayerAttention::chunked)) + " chunked (chunk " + num(m.attention_chunk_size) + ")";
+    line("attention layers", kinds);
+  } else if (m.sliding_window > 0) {
+    line("attention layers", "all sliding (window " + num(m.sliding_window) + ")");
+  }
+  if (m.attention_sinks) line("attention sinks", "yes (a learned logit per head)");
   line("vocab size", num(m.vocab_size));
   line("max context", num(m.max_position_embeddings));
   line("experts", m.is_moe() ? num(m.num_local_experts) + " (top " + num(m.num_experts_per_tok) + ")" +
@@ -120,6 +155,16 @@ void show_model(const std::string& name, bool json) {
   for (Dtype d : kAllDtypes)
     std::printf("%-6s %18lld %14s\n", std::string(dtype_name(d)).c_str(),
                 static_cast<long long>(kv_bytes_per_token(m, d)), gib(weight_bytes(m, d)).c_str());
+  if (!m.layer_attention.empty()) {
+    // What vLLM's hybrid KV cache manager holds; the memory plan counts
+    // every layer per token (docs/models.md).
+    std::printf("\nKV bytes per request, bf16, each layer holding only what it reads (vLLM's hybrid manager):\n");
+    for (int64_t tokens : {1024LL, 8192LL, 32768LL, 131072LL})
+      std::printf("  %7lld tokens %16lld  (%.1f%% of every layer's)\n", static_cast<long long>(tokens),
+                  static_cast<long long>(kv_bytes_per_request(m, Dtype::bf16, tokens)),
+                  100.0 * static_cast<double>(kv_bytes_per_request(m, Dtype::bf16, tokens)) /
+                      static_cast<double>(tokens * kv_bytes_per_token(m, Dtype::bf16)));
+  }
 }
 
 twin::cli::RegisterCommand reg{"models", [](CLI::App& root) {
