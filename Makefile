@@ -8,7 +8,7 @@ CMAKE_ARGS ?=
 FUZZ_ITERATIONS ?= 1000000
 FUZZ_SEED  ?= 1
 
-.PHONY: all deps configure build demo test bench bench-spec test-asan fuzz fuzz-asan clean
+.PHONY: all deps configure build demo test bench bench-spec test-asan fuzz fuzz-asan clean install-python
 
 all: build
 
@@ -22,6 +22,12 @@ configure: deps $(BUILD)/CMakeCache.txt
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# `import twinserve` for the system's Python (docs/python.md): the module and
+# the package into PREFIX's dist-packages (default /usr/local).
+PREFIX ?= /usr/local
+install-python: build
+	@cmake --install $(BUILD) --component python --prefix $(PREFIX)
 
 demo: build
 	@tools/demo $(BUILD)

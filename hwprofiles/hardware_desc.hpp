@@ -96,6 +96,21 @@ struct CollectiveCurveDesc {
 const char* collective_kind_name(CollectiveKind k);
 const char* collective_link_name(CollectiveLink l);
 
+// ---- power (issue 44) -------------------------------------------------
+// Board power of one device, for the energy of a run (docs/hardware.md,
+// "Power"). A step's ops are priced as compute- or memory-bound; each part
+// of the step draws that roof's figure, the rest of the step (host
+// overhead, swaps) and every gap between steps the idle figure. Optional:
+// a profile without a "power" object has known = false and a run reports
+// its energy as not known, never as 0.
+struct PowerDesc {
+  bool known = false;
+  double idle_w = 0;     // in a serving process, no kernel running
+  double memory_w = 0;   // streaming HBM (decode: weights and KV read)
+  double compute_w = 0;  // tensor cores saturated (large prefill GEMMs)
+  double max_w = 0;      // TDP / max board power: the cap of the others
+};
+
 const char* curve_roof_name(CurveRoof r);
 const char* curve_axis_name(CurveAxis a);
 
@@ -162,6 +177,7 @@ struct HardwareDesc {
   // GPU's fp8 is e4m3fnuz on MI300/MI325 (same size and peak: the simulator
   // does not tell them apart).
   std::string vendor = "nvidia";
+  PowerDesc power;                // issue 44: optional "power" object
   std::map<std::string, std::string> sources;  // dotted field path -> note
 };
 

@@ -65,7 +65,8 @@ constexpr const char* kTopKeys[] = {
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
     "sources", "pcie_p2p", "collectives",
     "vendor",  // issue 41
-    "fitted_from"};
+    "fitted_from",
+    "power"};  // issue 44
 
 // The units a device's memory may be given in; exactly one appears. Binary
 // units are what the driver reports; "memory_gb" (1e9 bytes, the marketing
@@ -131,6 +132,30 @@ void reject_unknown_keys(const nlohmann::json& obj, const Range& known, KeyOf ke
     }
     if (!ok) json_field_error(origin, prefix + it.key(), "unknown field; known: " + list);
   }
+}
+
+// Issue 44: the optional "power" object, watts per device. The draws at the
+// two roofs lie between idle and the board's cap.
+PowerDesc read_power(const nlohmann::json& j, const std::string& origin, std::set<std::string>& numeric_fields) {
+  PowerDesc p;
+  auto it = j.find("power");
+  if (it == j.end()) return p;
+  if (!it->is_object()) json_field_error(origin, "power", "expected an object");
+  const std::pair<const char*, double PowerDesc::*> keys[] = {
+      {"idle_w", &PowerDesc::idle_w}, {"memory_w", &PowerDesc::memory_w},
+      {"compute_w", &PowerDesc::compute_w}, {"max_w", &PowerDesc::max_w}};
+  reject_unknown_keys(*it, keys, [](const auto& k) { return std::string(k.first); }, "power.", origin);
+  for (const auto& [key, member] : keys) {
+    const std::string path = std::string("power.") + key;
+    p.*member = read_number(*it, key, path, Rule::positive, origin);
+    numeric_fields.insert(path);
+  }
+  for (const auto& [key, member] : {std::pair{"memory_w", &PowerDesc::memory_w}, std::pair{"compute_w", &PowerDesc::compute_w}}) {
+    if (p.*member < p.idle_w || p.*member > p.max_w)
+      json_field_error(origin, std::string("power.") + key, "expected a draw from idle_w to max_w");
+  }
+  p.known = true;
+  return p;
 }
 
 std::vector<GemmCurvePoint> read_curve(const nlohmann::json& eff, const std::string& origin) {
@@ -467,6 +492,8 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   hw.curves = read_named_curves(eff, origin);
   for (const auto& c : hw.curves) numeric_fields.insert("efficiency.curves." + c.name);
   read_formats_and_collectives(j, eff, origin, hw, numeric_fields);
+
+  hw.power = read_power(j, origin, numeric_fields);
 
   // Every number says where it came from; every note belongs to a number.
   const auto& sources = read_object(j, "sources", origin);

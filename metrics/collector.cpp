@@ -418,6 +418,7 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
     s.mean_batch_size = static_cast<double>(static_cast<long double>(steps_.batch_size_sum) / steps);
   }
   s.max_kv_blocks_used = static_cast<double>(steps_.kv_blocks_max);
+  s.energy = summarize_energy(steps_, context.energy, first_arrival_, last_finish_, output_tokens_, completed_);
   s.max_batch_size = static_cast<double>(steps_.batch_size_max);
   std::vector<std::pair<Time, Time>> arrival_ttft;
   if (streaming_) {

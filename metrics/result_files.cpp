@@ -34,7 +34,7 @@ ResultFiles::ResultFiles(const OutputDir& dir, const ResultFileOptions& options,
     steps_file_ = std::make_unique<CsvOutputFile>(dir.path() / csv_file_name("steps.csv", options.compression),
                                                   options.compression);
     steps_ = std::make_unique<StepCsvWriter>(steps_file_->stream(), columns.speculative, columns.tiers,
-                                             options.steps.every);
+                                             options.steps.every, columns.energy);
   }
 }
 

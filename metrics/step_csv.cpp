@@ -11,12 +11,12 @@ namespace {
 
 enum Column {
   kStepId, kReplica, kStart, kDuration, kBatchSize, kNumPrefillSeqs, kNumDecodeSeqs, kNewTokens,
-  kContextTokens, kKvBlocksUsed, kPreempted, kWaiting, kProposedTokens, kAcceptedTokens, kLookaheadAccepted
+  kContextTokens, kKvBlocksUsed, kPreempted, kWaiting, kProposedTokens, kAcceptedTokens, kLookaheadAccepted, kEnergyJ
 };
 const std::vector<std::string> kColumns = {
     "step_id", "replica", "start_s", "duration_ms", "batch_size", "num_prefill_seqs", "num_decode_seqs",
     "new_tokens", "context_tokens", "kv_blocks_used", "preempted", "waiting",
-    "proposed_tokens", "accepted_tokens", "lookahead_accepted"};
+    "proposed_tokens", "accepted_tokens", "lookahead_accepted", "energy_j"};
 constexpr std::size_t kRequiredColumns = kProposedTokens;
 
 // "3:1 3:3 1:0" -> lookahead and accepted per seq.
@@ -48,11 +48,14 @@ void parse_lookahead_accepted(const csv::Reader& reader, std::string_view text, 
 
 }  // namespace
 
-StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<std::string> tiers, std::int64_t every)
-    : out_(out), speculative_(speculative), num_tiers_(tiers.size()), every_(every > 1 ? static_cast<std::uint64_t>(every) : 1) {
+StepCsvWriter::StepCsvWriter(std::ostream& out, bool speculative, std::vector<std::string> tiers, std::int64_t every,
+                             bool energy)
+    : out_(out), speculative_(speculative), energy_(energy), num_tiers_(tiers.size()),
+      every_(every > 1 ? static_cast<std::uint64_t>(every) : 1) {
   std::string header;
-  const std::size_t columns = speculative ? kColumns.size() : kRequiredColumns;
+  const std::size_t columns = speculative ? static_cast<std::size_t>(kEnergyJ) : kRequiredColumns;
   for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
+  if (energy) header += "," + kColumns[kEnergyJ];
   for (const std::string& name : tiers) header += "," + name + "_load_blocks," + name + "_store_blocks";
   out_ << header << '\n';
 }
@@ -88,6 +91,10 @@ void StepCsvWriter::write(const StepRecord& s) {
       csv::append_int(row, s.accepted[i]);
     }
   }
+  if (energy_) {
+    row += ',';
+    if (s.energy_uj >= 0) csv::append_fixed(row, static_cast<double>(s.energy_uj) * 1e-6, 6);
+  }
   for (std::size_t t = 0; t < num_tiers_; ++t) {
     row += ',';
     csv::append_int(row, t < s.tier_loads.size() ? s.tier_loads[t] : 0);
@@ -120,6 +127,12 @@ void for_each_step_record(const std::filesystem::path& path, const std::function
     if (reader.has(kProposedTokens)) s.proposed_tokens = reader.integer(kProposedTokens);
     if (reader.has(kAcceptedTokens)) s.accepted_tokens = reader.integer(kAcceptedTokens);
     if (reader.has(kLookaheadAccepted)) parse_lookahead_accepted(reader, reader.text(kLookaheadAccepted), s);
+    if (reader.has(kEnergyJ)) {
+      // J with 6 decimals to integer uJ: the exact decimal scaling the
+      // millis reader does (ms to ns); empty: not known (-1).
+      s.energy_uj = reader.millis(kEnergyJ, true);
+      if (s.energy_uj < -1) reader.fail(kEnergyJ, "negative");
+    }
     if (s.proposed_tokens < 0 || s.accepted_tokens < 0 || s.accepted_tokens > s.proposed_tokens) {
       reader.fail(kAcceptedTokens, "accepted_tokens must be in [0, proposed_tokens]");
     }

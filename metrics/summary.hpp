@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "metrics/energy.hpp"
 #include "metrics/slo.hpp"
 
 namespace twin {
@@ -108,6 +109,8 @@ struct Summary {
   double spec_mean_accepted_tokens = 0;   // accepted / verifications
   double spec_tokens_per_verification = 0;  // 1 + the above: tokens a verifying seq gains per target step
 
+  EnergySummary energy;  // issue 44: "energy" in summary.json
+
   double simulated_time_s = 0, wall_time_s = 0;  // filled by the caller
   // What a reader should know before trusting the figures (e.g. the load
   // outgrew the cluster: metrics/backlog.hpp); empty for a healthy run.
@@ -126,6 +129,7 @@ struct SummaryContext {
   bool disaggregated = false;  // prefill/decode pools: summarise the KV transfers
   double simulated_time_s = 0;
   double wall_time_s = 0;
+  EnergyContext energy;  // the cluster's power (default: energy not known)
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
 };
 

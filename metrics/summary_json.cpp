@@ -24,6 +24,26 @@ double figure_from(const nlohmann::json& j) {
   return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
 }
 
+// Known: the figures; not known: the reason, never a 0 that reads as a figure.
+Json energy_json(const EnergySummary& e) {
+  Json j;
+  j["known"] = e.known;
+  if (!e.known) {
+    j["reason"] = e.unknown_reason;
+    return j;
+  }
+  j["energy_j"] = number(static_cast<double>(e.total_uj) * 1e-6);
+  j["step_energy_j"] = number(static_cast<double>(e.steps_uj) * 1e-6);
+  j["idle_energy_j"] = number(static_cast<double>(e.idle_uj) * 1e-6);
+  j["window_s"] = number(e.window_s);
+  j["average_power_w"] = number(e.average_power_w);
+  j["joules_per_output_token"] = number(e.joules_per_output_token);
+  j["joules_per_request"] = number(e.joules_per_request);
+  j["kwh"] = number(e.kwh);
+  j["cost_per_m_output_tokens"] = number(e.cost_per_m_output_tokens);
+  return j;
+}
+
 }  // namespace
 
 Json latency_stats_json(const LatencyStats& s, Figures figures) {
@@ -161,6 +181,7 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
     spec["tokens_per_step"] = number(s.spec_tokens_per_verification);
     j["speculative"] = std::move(spec);
   }
+  j["energy"] = energy_json(s.energy);
   j["simulated_time_s"] = number(s.simulated_time_s);
   j["wall_time_s"] = number(s.wall_time_s);
   if (!s.warnings.empty()) j["warnings"] = s.warnings;  // absent when there are none

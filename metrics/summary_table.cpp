@@ -174,6 +174,19 @@ void print_summary_table(std::ostream& out, const Summary& s) {
     t.row("Moved between tiers (GB)", fixed(static_cast<double>(s.kv_tier_bytes_moved) / 1e9, 3));
     t.row("Steps waiting for loads (s)", fixed(s.kv_tier_load_stall_s, 3));
   }
+  t.section("Energy");
+  if (!s.energy.known) {
+    t.row("Energy", "not known: " + s.energy.unknown_reason);
+  } else {
+    const EnergySummary& e = s.energy;
+    t.row("Energy (J)", fixed(static_cast<double>(e.total_uj) * 1e-6, 1));
+    t.row("  in steps / idle (J)", fixed(static_cast<double>(e.steps_uj) * 1e-6, 1) + " / " +
+                                    fixed(static_cast<double>(e.idle_uj) * 1e-6, 1));
+    t.row("Average power (W)", fixed(e.average_power_w, 1));
+    t.row("Energy per output token (J)", fixed(e.joules_per_output_token, 4));
+    t.row("Energy per request (J)", fixed(e.joules_per_request, 2));
+    if (e.cost_per_m_output_tokens > 0) t.row("Cost per M output tokens ($)", fixed(e.cost_per_m_output_tokens, 4));
+  }
   t.section("Replica load (min / mean / max)");
   t.row("Replicas", std::to_string(s.replicas.size()));
   t.row("Requests per replica", spread_text(s.replica_requests, 1));

@@ -136,7 +136,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
 void write_plan_csv(std::ostream& out, const PlanResult& p) {
   out << "rank,index,label,hardware,tp,pp,preset,max_num_batched_tokens,max_num_seqs,router,status,capacity_rps,"
          "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms,"
-         "planned_rate_rps,overloaded_runs";
+         "planned_rate_rps,overloaded_runs,provisioned_power_w,average_power_w,joules_per_output_token";
   std::string slos = p.slos;
   std::size_t start = 0;
   while (!slos.empty()) {
@@ -159,7 +159,8 @@ void write_plan_csv(std::ostream& out, const PlanResult& p) {
         << "," << (c.gpus ? std::to_string(c.gpus) : "") << "," << (c.gpus ? cell(c.cost_per_hour, 2) : "") << ","
         << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.cost_per_m_output_tokens_at_capacity, 4)
         << "," << cell(c.latency_ms, 3) << "," << cell(p.planned_rate, 4) << "," << overload_count(c).overloaded
-        << slo_cells(p, c) << ","
+        << "," << cell(c.provisioned_power_w, 1) << "," << cell(c.average_power_w, 1) << ","
+        << cell(c.joules_per_output_token, 4) << slo_cells(p, c) << ","
         << quote(c.reason) << "\n";
   }
 }

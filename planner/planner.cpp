@@ -110,7 +110,7 @@ ProbeResult probe_from(const nlohmann::json& j) {
 
 CandidateStatus status_from(const std::string& s) {
   for (auto st : {CandidateStatus::ok, CandidateStatus::pruned, CandidateStatus::slo_unmet, CandidateStatus::verify_failed,
-                  CandidateStatus::over_max_gpus, CandidateStatus::over_budget}) {
+                  CandidateStatus::over_max_gpus, CandidateStatus::over_budget, CandidateStatus::over_power_budget}) {
     if (status_name(st) == s) return st;
   }
   throw Error("plan result: unknown status " + s);
@@ -126,6 +126,7 @@ std::string_view status_name(CandidateStatus s) {
     case CandidateStatus::verify_failed: return "verify_failed";
     case CandidateStatus::over_max_gpus: return "over_max_gpus";
     case CandidateStatus::over_budget: return "over_budget";
+    case CandidateStatus::over_power_budget: return "over_power_budget";
   }
   return "?";
 }
@@ -148,7 +149,24 @@ void check_plan_options(const PlanOptions& o) {
                      "once; for a closed loop's throughput-latency curve use `sweep --request-rate inf "
                      "--max-concurrency 1,4,16,64`");
   }
+  if (o.space.power_budget_w && !(std::isfinite(*o.space.power_budget_w) && *o.space.power_budget_w > 0))
+    throw UsageError("--power-budget-w: expected a positive number of watts");
 }
+
+namespace {
+// --power-budget-w against `gpus` at their max board power; the reason when
+// over (or when the profile has no power figures to check), else empty.
+std::string over_power_budget(const CandidateResult& r, std::int32_t gpus, const PlanOptions& o) {
+  if (!o.space.power_budget_w) return "";
+  if (std::isnan(r.max_power_per_gpu_w))
+    return "hardware " + r.candidate.hardware + " has no power figures, so --power-budget-w cannot be checked";
+  const double watts = gpus * r.max_power_per_gpu_w;
+  if (watts <= *o.space.power_budget_w) return "";
+  return "needs " + std::to_string(gpus) + " GPUs of " + std::to_string(static_cast<long>(r.max_power_per_gpu_w)) +
+         " W, " + std::to_string(static_cast<long>(watts)) + " W provisioned, over --power-budget-w";
+}
+}  // namespace
+
 
 CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o) {
   CandidateResult r;
@@ -166,8 +184,14 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.price_per_gpu_hour = cluster.groups.front().hardware.price_per_gpu_hour;
     r.num_gpu_blocks = cluster.groups.front().memory.num_blocks;
     r.max_model_len = cluster.groups.front().replica.scheduler.max_model_len;
+    const PowerDesc& power = cluster.groups.front().hardware.power;
+    if (power.known) r.max_power_per_gpu_w = power.max_w;
   } catch (const Error& e) {  // the layout, the memory plan or the knobs rule it out
     r.reason = e.what();
+    return r;
+  }
+  if (std::string why = over_power_budget(r, r.gpus_per_replica, o); !why.empty()) {
+    r.reason = std::move(why);
     return r;
   }
   const std::vector<Slo> slos = parse_slos(o.slos);
@@ -201,6 +225,7 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.cost_per_hour = r.gpus * r.price_per_gpu_hour;
     const double tokens_per_hour = verify_rate * verify_out * 3600.0;
     r.cost_per_m_output_tokens = tokens_per_hour > 0 ? r.cost_per_hour / tokens_per_hour * 1e6 : kNaN;
+    r.provisioned_power_w = r.gpus * r.max_power_per_gpu_w;
   };
   price(r.replicas_estimated);
   r.latency_ms = kNaN;
@@ -213,6 +238,12 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
                  std::to_string(*o.space.max_gpus);
       return r;
     }
+    if (std::string why = over_power_budget(r, n * r.gpus_per_replica, o); !why.empty()) {
+      price(n);
+      r.status = CandidateStatus::over_power_budget;
+      r.reason = std::move(why);
+      return r;
+    }
     ScaledTraceSource source(trace, o.verify_requests, verify_speedup);
     RunOutputs outputs;
     const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
@@ -220,6 +251,9 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.verify.back().result.peak_in_flight = sent.peak_in_flight;
     price(n);
     r.latency_ms = axis_value(axis, r.verify.back().result);
+    const EnergySummary& energy = run.summary.energy;
+    r.average_power_w = energy.known ? energy.average_power_w : kNaN;
+    r.joules_per_output_token = energy.known ? energy.joules_per_output_token : kNaN;
     if (r.verify.back().result.pass) {
       r.status = CandidateStatus::ok;
       r.reason.clear();
@@ -345,6 +379,10 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   j["cost_per_m_output_tokens"] = num(r.cost_per_m_output_tokens);
   j["cost_per_m_output_tokens_at_capacity"] = num(r.cost_per_m_output_tokens_at_capacity);
   j["latency_ms"] = num(r.latency_ms);
+  j["max_power_per_gpu_w"] = num(r.max_power_per_gpu_w);
+  j["provisioned_power_w"] = num(r.provisioned_power_w);
+  j["average_power_w"] = num(r.average_power_w);
+  j["joules_per_output_token"] = num(r.joules_per_output_token);
   if (r.has_floor) {
     j["floor"] = {{"prompt_len", r.floor.prompt_len}, {"ttft_ms", num(r.floor.ttft_ms)}, {"tpot_ms", num(r.floor.tpot_ms)}};
   } else {
@@ -404,6 +442,12 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.cost_per_m_output_tokens = num_from(j.at("cost_per_m_output_tokens"));
   r.cost_per_m_output_tokens_at_capacity = num_from(j.at("cost_per_m_output_tokens_at_capacity"));
   r.latency_ms = num_from(j.at("latency_ms"));
+  for (const auto& [key, member] : {std::pair{"max_power_per_gpu_w", &CandidateResult::max_power_per_gpu_w},
+                                    std::pair{"provisioned_power_w", &CandidateResult::provisioned_power_w},
+                                    std::pair{"average_power_w", &CandidateResult::average_power_w},
+                                    std::pair{"joules_per_output_token", &CandidateResult::joules_per_output_token}}) {
+    r.*member = j.contains(key) ? num_from(j.at(key)) : kNaN;
+  }
   if (!j.at("floor").is_null()) {
     r.has_floor = true;
     r.floor.prompt_len = j.at("floor").at("prompt_len").get<std::int32_t>();

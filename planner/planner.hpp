@@ -33,7 +33,7 @@ struct PlanOptions {
   ProgressFn progress;  // (candidates evaluated, candidates) after each one
 };
 
-enum class CandidateStatus { ok, pruned, slo_unmet, verify_failed, over_max_gpus, over_budget };
+enum class CandidateStatus { ok, pruned, slo_unmet, verify_failed, over_max_gpus, over_budget, over_power_budget };
 std::string_view status_name(CandidateStatus status);
 
 struct VerifyRun {
@@ -59,6 +59,12 @@ struct CandidateResult {
   // unlike the figure above, which every 1-replica candidate shares).
   double cost_per_m_output_tokens_at_capacity = std::numeric_limits<double>::quiet_NaN();
   double latency_ms = std::numeric_limits<double>::quiet_NaN();  // the plan's latency axis at the chosen point (NaN: none)
+  // Energy (issue 44; NaN: not known). Provisioned: every GPU of the sized
+  // cluster at its max board power; the others from the last cluster check.
+  double max_power_per_gpu_w = std::numeric_limits<double>::quiet_NaN();
+  double provisioned_power_w = std::numeric_limits<double>::quiet_NaN();
+  double average_power_w = std::numeric_limits<double>::quiet_NaN();
+  double joules_per_output_token = std::numeric_limits<double>::quiet_NaN();
   bool has_floor = false;
   LatencyFloor floor;
 };

@@ -41,6 +41,9 @@ struct SearchSpace {
   std::vector<std::string> routers = {"least_outstanding"};
   std::optional<std::int32_t> max_gpus;
   std::optional<double> budget;  // $ per hour
+  // Issue 44: at most this many watts provisioned (every GPU at its max
+  // board power, the hardware profile's power.max_w).
+  std::optional<double> power_budget_w;
 };
 
 // One point of the space: a replica configuration and the router.

@@ -234,6 +234,9 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       point.prefix_cache_hit_rate = s.prefix_cache_hit_rate;
       point.num_requests = s.num_requests;
       point.preemptions = s.preemptions;
+      const double unknown = std::numeric_limits<double>::quiet_NaN();
+      point.average_power_w = s.energy.known ? s.energy.average_power_w : unknown;
+      point.joules_per_output_token = s.energy.known ? s.energy.joules_per_output_token : unknown;
     } catch (const Error& e) {
       point.error = e.what();
     }
@@ -246,7 +249,7 @@ const char* const kColumns[] = {"status", "replicas", "gpus", "cost_per_hour", "
                                 "rejected", "aborted", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms", "tpot_p50_ms",
                                 "tpot_p90_ms", "tpot_p99_ms", "itl_p99_ms", "e2el_p50_ms", "e2el_p90_ms",
                                 "request_throughput", "output_throughput", "goodput", "slo_met", "prefix_cache_hit_rate",
-                                "preemptions", "overloaded"};
+                                "preemptions", "overloaded", "average_power_w", "joules_per_output_token"};
 
 std::vector<std::string> point_cells(const SweepPoint& p) {
   if (!p.error.empty()) return {"error"};
@@ -263,7 +266,7 @@ std::vector<std::string> point_cells(const SweepPoint& p) {
           ms(r.tpot_ms, &S::p90), ms(r.tpot_ms, &S::p99), fixed(p.itl_p99_ms, 3), ms(r.e2el_ms, &S::p50),
           ms(r.e2el_ms, &S::p90), fixed(p.request_throughput, 4), fixed(r.output_throughput, 2), fixed(p.goodput, 4),
           p.has_slos ? (r.pass ? "yes" : "no") : "", fixed(p.prefix_cache_hit_rate, 4), std::to_string(p.preemptions),
-          r.overloaded ? "yes" : "no"};
+          r.overloaded ? "yes" : "no", fixed(p.average_power_w, 1), fixed(p.joules_per_output_token, 4)};
 }
 
 std::string csv_text(const std::string& s) {

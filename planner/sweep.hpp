@@ -46,6 +46,8 @@ struct SweepPoint {
   double request_throughput = 0, goodput = 0, prefix_cache_hit_rate = 0;
   std::uint64_t num_requests = 0, preemptions = 0;
   bool has_slos = false;
+  // Energy (docs/outputs.md, "Energy"); NaN where not known.
+  double average_power_w = 0, joules_per_output_token = 0;
 };
 
 struct SweepOptions {

@@ -64,6 +64,9 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
     const double t = l.time_ns * op.repeat * tables_->op_scale(op.kind);
     total += t;
     outside += l.out_of_range ? 1 : 0;
+    // Energy: the op's binding roof by the best rates the tables saw.
+    const bool compute_bound = op.flops / tables_->flops_per_ns() > op.bytes / tables_->bytes_per_ns();
+    if (step.mix) (compute_bound ? step.mix->compute_ns : step.mix->memory_ns) += t;
     if (breakdown) {
       OpCost c;
       c.kind = op.kind;
@@ -72,7 +75,7 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
       c.bytes = op.bytes * op.repeat;
       c.comm_bytes = op.comm_bytes * op.repeat;
       c.repeat = op.repeat;
-      c.compute_bound = op.flops / tables_->flops_per_ns() > op.bytes / tables_->bytes_per_ns();
+      c.compute_bound = compute_bound;
       breakdown->push_back(c);
     }
   }

@@ -38,6 +38,7 @@ class CalibratedCostModel final : public CostModel {
 
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t num_blocks) override;
+  bool splits_steps() const override { return true; }
 
   // Ops priced beyond their table so far (this model).
   std::int64_t out_of_range() const { return out_of_range_; }

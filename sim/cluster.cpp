@@ -476,7 +476,16 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
         }
       }
       for (std::int32_t r = 0; r < gc.count; ++r) {
-        cluster.replicas.push_back(SimReplicaSpec{g.replica, model, gc.pp, acceptance, g.tiers});
+        SimReplicaSpec spec;
+        spec.config = g.replica;
+        spec.cost_model = model;
+        spec.pipeline_stages = gc.pp;
+        spec.acceptance = acceptance;
+        spec.tiers = g.tiers;
+        spec.power = g.hardware.power;
+        // A lockstep instance's GPUs are shared by its DP ranks, each a replica.
+        spec.stage_gpus = lockstep ? std::max(1, stage_gpus / gc.count) : stage_gpus;
+        cluster.replicas.push_back(std::move(spec));
         cluster.lockstep.push_back(lockstep ? static_cast<std::int32_t>(index) : -1);
       }
       cluster.groups.push_back(std::move(g));

@@ -17,6 +17,15 @@
 
 namespace twin {
 
+// How a priced step's busy time splits by what bound it (issue 44: the
+// energy of a step). A cost model that can tell adds its ops' times here
+// (CostModel::splits_steps); the rest of the stage time (per-step
+// overhead) is neither.
+struct StepMix {
+  double compute_ns = 0;  // ops bound by the compute roof
+  double memory_ns = 0;   // ops bound by memory traffic, and transfers
+};
+
 // One step as a cost model may see it. The shape is built once per plan and
 // shared by its stages; the plan is there for models keyed by step (replay).
 struct StepInput {
@@ -31,6 +40,8 @@ struct StepInput {
   // experts are routed (the shape is this rank's own); -1: none. Priced by
   // the roofline only (StepSums::group_tokens).
   std::int64_t group_tokens = -1;
+  // Filled (added to) by cost models that split a step's time; null: not asked.
+  StepMix* mix = nullptr;
 };
 
 // The price of one op of the step (all its `repeat` instances together).
@@ -72,6 +83,9 @@ class CostModel {
   virtual Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) = 0;
   // ns to copy `num_blocks` KV blocks between one GPU and host memory.
   virtual Time swap_time(std::int64_t num_blocks) = 0;
+  // Whether stage_time fills StepInput::mix (issue 44: without, a run's
+  // energy is not known).
+  virtual bool splits_steps() const { return false; }
 };
 
 }  // namespace twin

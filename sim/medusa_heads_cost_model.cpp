@@ -22,6 +22,7 @@ Time MedusaHeadsCostModel::stage_time(const StepInput& step, std::vector<OpCost>
   for (const Op& op : ops_) {
     const OpCost c = pricer_.price(op, 0);
     ns += c.time_ns;
+    if (step.mix) (c.compute_bound ? step.mix->compute_ns : step.mix->memory_ns) += c.time_ns;
     if (breakdown) breakdown->push_back(c);
   }
   return priced_ns(ns, "medusa heads: a step");

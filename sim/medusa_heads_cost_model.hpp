@@ -24,6 +24,7 @@ class MedusaHeadsCostModel final : public CostModel {
   // The step's seqs that sample (SeqShape::samples) are the heads' rows.
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t) override { return 0; }
+  bool splits_steps() const override { return true; }
 
  private:
   RooflineCostModel pricer_;

@@ -41,6 +41,7 @@ void WireWriter::put_record(const StepRecord& s) {
   put(s.swapped_in_blocks);
   put(s.proposed_tokens);
   put(s.accepted_tokens);
+  put(s.energy_uj);
   put_vector(s.lookahead);
   put_vector(s.accepted);
   put_vector(s.tier_loads);
@@ -99,6 +100,7 @@ void WireReader::get_record(StepRecord& s) {
   s.swapped_in_blocks = get<std::int32_t>();
   s.proposed_tokens = get<std::int64_t>();
   s.accepted_tokens = get<std::int64_t>();
+  s.energy_uj = get<std::int64_t>();
   get_vector(s.lookahead);
   get_vector(s.accepted);
   get_vector(s.tier_loads);

@@ -18,7 +18,14 @@ std::vector<VirtualClock::Pricing> pricing_of(const std::vector<SimReplicaSpec>&
     if (!spec.config.kv.tiers.empty() && !spec.tiers) {
       throw UsageError("simulator: a replica has KV tiers below HBM but no model pricing their transfers");
     }
-    out.push_back(VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers});
+    VirtualClock::Pricing p;
+    p.cost = spec.cost_model;
+    p.stages = spec.pipeline_stages;
+    p.acceptance = spec.acceptance;
+    p.tiers = spec.tiers;
+    p.power = spec.power;
+    p.stage_gpus = spec.stage_gpus;
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -414,8 +414,19 @@ double RooflineCostModel::memory_efficiency_for(const Op& op) const {
   return named_curve_at(index, op);
 }
 
+namespace {
+void add_to_mix(StepMix& mix, const OpCost& c) {
+  (c.compute_bound ? mix.compute_ns : mix.memory_ns) += c.time_ns;
+}
+void add_mix(StepMix* to, const StepMix& from) {
+  if (!to) return;
+  to->compute_ns += from.compute_ns;
+  to->memory_ns += from.memory_ns;
+}
+}  // namespace
+
 double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown,
-                                     StepPrice* slot) {
+                                     StepPrice* slot, StepMix* mix) {
   ops_.clear();
   step_ops(model_, sums, layout_, weights_, kv_, stage, ops_);
   if (ops_.empty()) return 0;
@@ -423,26 +434,33 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
   std::size_t tail = 0;
   bool after_attention = false;
   bool fits = slot != nullptr;
+  StepMix all, head, tail_mix;
   if (fits) slot->head_ns = total;
   for (const Op& op : ops_) {
     const OpCost c = price(op, stage);
     total += c.time_ns;
+    add_to_mix(all, c);
     if (breakdown) breakdown->push_back(c);
     if (op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode) {
       after_attention = true;
     } else if (after_attention) {
       if (tail == kMaxTailOps) fits = false;
       if (fits) slot->tail_ns[tail++] = c.time_ns;
+      add_to_mix(tail_mix, c);
     } else if (fits) {
       slot->head_ns = total;
+      head = all;
     }
   }
+  add_mix(mix, all);
   if (fits && after_attention) {
     slot->tokens = sums.tokens();
     slot->sampling = sums.sampling;
     slot->group_tokens = sums.group_tokens;
     slot->stage = stage;
     slot->tail_count = static_cast<std::int32_t>(tail);
+    slot->head_mix = head;
+    slot->tail_mix = tail_mix;
   }
   return total;
 }
@@ -463,7 +481,7 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   sums.group_tokens = step.group_tokens;
   const HostCost host = host_cost_of(step);
   if (breakdown) {
-    const double gpu = price_all(sums, step.stage, breakdown, nullptr);
+    const double gpu = price_all(sums, step.stage, breakdown, nullptr, step.mix);
     return priced_ns(gpu > 0 ? compose_step_ns(gpu, host) : 0, "roofline cost model: a step");
   }
   const std::uint64_t key = (static_cast<std::uint64_t>(sums.tokens()) * 0x9E3779B97F4A7C15ULL) ^
@@ -474,15 +492,23 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   if (slot.tokens != sums.tokens() || slot.sampling != sums.sampling || slot.stage != step.stage ||
       slot.group_tokens != sums.group_tokens) {
     slot.tokens = -1;  // refilled below when the step has attention and its ops fit
-    const double gpu = price_all(sums, step.stage, nullptr, &slot);
+    const double gpu = price_all(sums, step.stage, nullptr, &slot, step.mix);
     return priced_ns(gpu > 0 ? compose_step_ns(gpu, host) : 0, "roofline cost model: a step");
   }
   // Same order as price_all: the head, this step's attention, the tail.
   ops_.clear();
   attention_ops(model_, sums, layout_, weights_, kv_, step.stage, ops_);
   double total = slot.head_ns;
-  for (const Op& op : ops_) total += price(op, step.stage).time_ns;
+  StepMix attention;
+  for (const Op& op : ops_) {
+    const OpCost c = price(op, step.stage);
+    total += c.time_ns;
+    add_to_mix(attention, c);
+  }
   for (std::int32_t i = 0; i < slot.tail_count; ++i) total += slot.tail_ns[static_cast<std::size_t>(i)];
+  add_mix(step.mix, slot.head_mix);
+  add_mix(step.mix, attention);
+  add_mix(step.mix, slot.tail_mix);
   return priced_ns(compose_step_ns(total, host), "roofline cost model: a step");
 }
 

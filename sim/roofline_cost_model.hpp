@@ -152,6 +152,7 @@ class RooflineCostModel final : public CostModel {
 
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t num_blocks) override;
+  bool splits_steps() const override { return true; }
 
   // The price of one op (all its repeats), in ns.
   OpCost price(const Op& op, std::int32_t stage) const;
@@ -188,12 +189,14 @@ class RooflineCostModel final : public CostModel {
     std::int32_t tail_count = 0;  // ops after attention
     double head_ns = 0;           // the ops before attention, in order
     std::array<double, kMaxTailOps> tail_ns{};
+    StepMix head_mix, tail_mix;   // the head's and the tail's ops by binding roof
   };
   static constexpr std::size_t kPriceSlots = 2048;
   std::vector<StepPrice> prices_ = std::vector<StepPrice>(kPriceSlots);
   // Prices the step op by op (appending each op to `breakdown` when given);
   // fills `slot` when its ops fit one.
-  double price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown, StepPrice* slot);
+  double price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown, StepPrice* slot,
+                   StepMix* mix);
   // Direct-mapped memo of curve lookups by (curve, x): op sizes depend
   // only on the batch's token counts, which repeat across steps and replicas.
   struct EfficiencyMemo {

@@ -1,5 +1,6 @@
 #include "sim/run.hpp"
 
+#include "sim/energy_context.hpp"
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "metrics/summary_json.hpp"
 #include "metrics/vllm_detailed.hpp"
 #include "metrics/vllm_result.hpp"
+#include "sim/energy_context.hpp"
 #include "sim/kv_tier_report.hpp"
 
 namespace twin {
@@ -141,6 +143,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
       if (!g.tiers || !columns.tiers.empty()) continue;
       for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
     }
+    columns.energy = energy_context(cluster).unknown.empty();
     csv.emplace(*dir, outputs.files, columns);
   }
   RequestCsvWriter* request_writer = csv ? csv->requests() : nullptr;
@@ -152,20 +155,29 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   // memory only when that file is asked for.
   std::vector<std::pair<Time, VllmRequestEntry>> detailed;
   ResultSink::RequestListener listen;
-  if (outputs.progress || outputs.vllm_result) {
+  if (outputs.progress || outputs.vllm_result || outputs.on_request) {
     listen = [&](const RequestRecord& r) {
       ++ended;
       if (outputs.vllm_result) detailed.emplace_back(r.arrival, vllm_request_entry(r));
+      if (outputs.on_request) outputs.on_request(r);
     };
   }
-  ResultSink sink(collector, request_writer, step_writer, std::move(listen));
+  const std::uint64_t keep_every = static_cast<std::uint64_t>(std::max<std::int64_t>(1, outputs.files.steps.every));
+  ResultSink::StepListener step_listen;
+  const bool listen_steps = outputs.on_step && !outputs.files.steps.none();
+  if (listen_steps) {
+    step_listen = [&](const StepRecord& s) {
+      if (keeps_step(s.step_id, keep_every)) outputs.on_step(s);
+    };
+  }
+  ResultSink sink(collector, request_writer, step_writer, std::move(listen), std::move(step_listen));
   SimOptions options;
   options.router = cluster.router;
   options.disagg = cluster.disagg;
   options.lockstep = cluster.lockstep;
   options.seed = config.seed;
   // Steps are counted in the replicas' tallies; records only for steps.csv.
-  options.record_steps = step_writer != nullptr || outputs.steps_for_root;
+  options.record_steps = step_writer != nullptr || outputs.steps_for_root || listen_steps;
   options.record_steps_every = static_cast<std::uint64_t>(std::max<std::int64_t>(1, outputs.files.steps.every));
   if (outputs.progress) {
     options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
@@ -177,6 +189,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   window.ranks = outputs.ranks;
   // Each further thread prices with a cluster of its own (cost models keep scratch state).
   window.more_specs = [&config] { return build_cluster(config).replicas; };
+  EnergyContext energy = energy_context(cluster);
   Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers, std::move(window));
   RunResult result;
   result.stats = simulator.run(source, sink);
@@ -190,6 +203,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.disaggregated = cluster.disaggregated();
   context.simulated_time_s = to_seconds(result.stats.end_time);
   context.wall_time_s = result.wall_time_s;
+  energy.end = result.stats.end_time;
+  context.energy = std::move(energy);
   context.config = config_echo(config, cluster);
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
   result.summary = collector.summarize(context);

@@ -47,6 +47,12 @@ struct RunOutputs {
   // MPI ranks sharing the replicas (docs/simulate.md, "Router refresh"); null:
   // this process runs them all. Give out_dir on rank 0 only: it alone gets records.
   RankGroup* ranks = nullptr;
+  // Every request record and every step record kept (files.steps says
+  // which) as they leave the run, beside the files: how the Python module
+  // builds its tables without a CSV round trip (docs/python.md). Steps are
+  // recorded when on_step is set, with or without out_dir.
+  std::function<void(const RequestRecord&)> on_request;
+  std::function<void(const StepRecord&)> on_step;
 };
 
 struct RunResult {

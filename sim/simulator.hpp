@@ -12,6 +12,7 @@
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/serving_loop.hpp"
+#include "hwprofiles/hardware_desc.hpp"
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/kv_transfer.hpp"
@@ -29,6 +30,10 @@ struct SimReplicaSpec {
   std::shared_ptr<AcceptanceModel> acceptance;
   // Prices loads from the KV tiers below HBM (config.kv.tiers; null: none).
   std::shared_ptr<const KvTierModel> tiers;
+  // Energy (issue 44): each device's power figures (power.known false: the
+  // energy is not known) and the devices of one pipeline stage.
+  PowerDesc power;
+  std::int32_t stage_gpus = 1;
 };
 
 // Router, seed, step records and progress: the serving loop's options.

@@ -39,6 +39,7 @@ class SpeculativeCostModel final : public CostModel {
 
   Time stage_time(const StepInput& step, std::vector<OpCost>* breakdown = nullptr) override;
   Time swap_time(std::int64_t num_blocks) override { return target_->swap_time(num_blocks); }
+  bool splits_steps() const override { return target_->splits_steps() && (!draft_ || draft_->splits_steps()); }
 
   // The draft's time for the plan alone (0 without a draft or lookahead).
   Time draft_time(const StepInput& step);

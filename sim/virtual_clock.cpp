@@ -1,6 +1,7 @@
 #include "sim/virtual_clock.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -37,9 +38,30 @@ VirtualClock::VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr
     lane.stages = replicas[i].stages;
     lane.acceptance = replicas[i].acceptance;
     lane.tiers = replicas[i].tiers;
+    lane.power = replicas[i].power;
+    lane.stage_gpus = std::max(1, replicas[i].stage_gpus);
+    lane.energy_known = lane.power.known && lane.cost->splits_steps();
     lane.stage_free_at.assign(static_cast<std::size_t>(lane.stages), kNeverStepped);
     lanes_.push_back(std::move(lane));
   }
+}
+
+// W x ns = 1e-3 uJ. The ops' parts never exceed the busy time (the stage
+// time adds overhead to them); a part beyond it is held to it.
+void VirtualClock::StageEnergy::add(const Lane& lane, const StepMix& mix, Time busy_ns) {
+  if (!lane.energy_known) return;
+  const double busy = static_cast<double>(busy_ns);
+  const double compute = std::min(mix.compute_ns, busy);
+  const double memory = std::min(mix.memory_ns, busy - compute);
+  const double rest = busy - compute - memory;
+  const PowerDesc& p = lane.power;
+  uj += lane.stage_gpus * (compute * p.compute_w + memory * p.memory_w + rest * p.idle_w) * 1e-3;
+  baseline_uj += lane.stage_gpus * busy * p.idle_w * 1e-3;
+}
+
+void VirtualClock::StageEnergy::write(const Lane& lane, StepResult& result) const {
+  result.energy_uj = lane.energy_known ? std::llround(uj) : -1;
+  result.idle_baseline_uj = lane.energy_known ? std::llround(baseline_uj) : 0;
 }
 
 void VirtualClock::build_shape(const StepPlan& plan) {
@@ -70,12 +92,16 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
   // stage's compute, or beside it with load overlap.
   const Time load = lane.tiers && !plan.tier_loads.empty() ? lane.tiers->load_time(plan.tier_loads) : 0;
   StepInput input{&plan, &shape_, replica, 0};
+  StepMix mix;
+  if (lane.energy_known) input.mix = &mix;
+  StageEnergy energy;
   Time t = now;
   for (std::int32_t s = 0; s < lane.stages; ++s) {
     input.stage = s;
     Time& free_at = lane.stage_free_at[static_cast<std::size_t>(s)];
     const Time start = std::max(t, free_at);
     input.idle_ns = idle_before(free_at, start);
+    mix = StepMix{};
     Time compute = lane.cost->stage_time(input);
     if (s == 0 && load > 0) {
       const Time with_load = lane.tiers->step_time(compute, load);
@@ -88,18 +114,23 @@ StepTiming VirtualClock::run_step(std::int32_t index, const StepPlan& plan, cons
                   "; check the trace's arrival times and the cost model's step times");
     free_at = start + duration;
     t = start + duration;
+    energy.add(lane, mix, duration);
   }
+  energy.write(lane, result);
   return StepTiming{lane.stage_free_at[0], t};
 }
 
 StepTiming VirtualClock::run_lockstep(std::span<const std::int32_t> members, std::span<const StepPlan* const> plans,
-                                      Time now) {
+                                      std::span<StepResult* const> results, Time now) {
   std::int64_t group_tokens = 0;
   for (const StepPlan* plan : plans) {
     if (!plan) continue;
     for (const ScheduledSeq& s : plan->seqs) group_tokens += std::max<std::int32_t>(s.num_new, 0);
   }
   Time step = 1;
+  // Each member's own busy time and its split; a member waits idle for the
+  // slowest (and one without a plan runs a dummy batch, counted idle).
+  lockstep_busy_.assign(members.size(), StepMix{});
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (!plans[i]) continue;
     const StepPlan& plan = *plans[i];
@@ -111,6 +142,7 @@ StepTiming VirtualClock::run_lockstep(std::span<const std::int32_t> members, std
     StepInput input{&plan, &shape_, first_replica_ + members[i], 0};
     input.idle_ns = idle_before(lane.stage_free_at[0], now);
     input.group_tokens = group_tokens;
+    if (lane.energy_known) input.mix = &lockstep_busy_[i];
     Time compute = lane.cost->stage_time(input);
     if (load > 0) {
       const Time with_load = lane.tiers->step_time(compute, load);
@@ -118,6 +150,13 @@ StepTiming VirtualClock::run_lockstep(std::span<const std::int32_t> members, std
       compute = with_load;
     }
     step = std::max(step, swap + compute);
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (!plans[i] || i >= results.size() || !results[i]) continue;
+    const Lane& lane = lanes_[static_cast<std::size_t>(members[i])];
+    StageEnergy energy;
+    energy.add(lane, lockstep_busy_[i], step);  // the wait for the slowest at idle draw
+    energy.write(lane, *results[i]);
   }
   if (step > std::numeric_limits<Time>::max() - now)
     throw Error("simulated time runs past the clock's range (about 292 years); check the trace's arrival times");

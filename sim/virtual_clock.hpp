@@ -12,6 +12,7 @@
 #include "engine/core/request.hpp"
 #include "engine/core/serving_loop.hpp"
 #include "engine/core/step_plan.hpp"
+#include "hwprofiles/hardware_desc.hpp"
 #include "models/step_ops.hpp"
 #include "sim/acceptance_model.hpp"
 #include "sim/cost_model.hpp"
@@ -31,6 +32,9 @@ class VirtualClock {
     std::shared_ptr<AcceptanceModel> acceptance;
     // Loads from the KV tiers below HBM (null: the replica has none).
     std::shared_ptr<const KvTierModel> tiers;
+    // Energy (issue 44): a device's power figures, the devices of a stage.
+    PowerDesc power;
+    std::int32_t stage_gpus = 1;
   };
   // `transfers` prices KV transfers between a disaggregated cluster's pools
   // (null: none; a transfer is then an error).
@@ -56,7 +60,8 @@ class VirtualClock {
   // routed every member's tokens (StepInput::group_tokens); the step lasts
   // the slowest member's price, and a member without a plan (a dummy batch,
   // never slower than a real one) is busy as long. Pipeline stages: one.
-  StepTiming run_lockstep(std::span<const std::int32_t> members, std::span<const StepPlan* const> plans, Time now);
+  StepTiming run_lockstep(std::span<const std::int32_t> members, std::span<const StepPlan* const> plans,
+                          std::span<StepResult* const> results, Time now);
   TransferTiming kv_transfer(const InboundTransfer& transfer);
 
   // Time steps spent loading KV from the tiers below HBM, all replicas
@@ -70,6 +75,16 @@ class VirtualClock {
     std::shared_ptr<AcceptanceModel> acceptance;
     std::shared_ptr<const KvTierModel> tiers;
     std::vector<Time> stage_free_at;  // when each pipeline stage can start another plan
+    PowerDesc power;
+    std::int32_t stage_gpus = 1;
+    bool energy_known = false;  // power figures and a cost model that splits steps
+  };
+  // Adds one stage's busy time to a step's energy: `mix` of it in ops by
+  // binding roof, the rest at idle draw (docs/outputs.md, "Energy").
+  struct StageEnergy {
+    double uj = 0, baseline_uj = 0;
+    void add(const Lane& lane, const StepMix& mix, Time busy_ns);
+    void write(const Lane& lane, StepResult& result) const;
   };
   void build_shape(const StepPlan& plan);
 
@@ -78,6 +93,7 @@ class VirtualClock {
   std::int32_t first_replica_ = 0;
   BatchShape shape_;  // reused for every plan
   Time tier_load_stall_ = 0;
+  std::vector<StepMix> lockstep_busy_;  // run_lockstep's scratch, by member
 };
 
 static_assert(ServingClock<VirtualClock>);

@@ -63,6 +63,9 @@ struct StepRecord {
   // Tiers below HBM (empty without): the plan's tier_loads / tier_stores.
   std::vector<std::int32_t> tier_loads;
   std::vector<std::int32_t> tier_stores;
+  // Energy of the step's GPUs over their busy time, microjoules; -1: not
+  // known (StepResult::energy_uj).
+  std::int64_t energy_uj = -1;
 };
 
 // steps.csv's `sample:N` (N = every; 0 or 1: all): per replica, the steps
@@ -83,6 +86,11 @@ struct StepTally {
   std::uint64_t proposed_tokens = 0;   // speculative lookahead verified
   std::uint64_t accepted_tokens = 0;
   std::uint64_t verifications = 0;     // seqs with lookahead, over all steps
+  // Energy (issue 44), microjoules: steps with a known energy, their sum,
+  // and the idle draw of their GPUs over the same busy time.
+  std::uint64_t energy_steps = 0;
+  std::int64_t energy_uj = 0;
+  std::int64_t idle_baseline_uj = 0;
 
   void add(const StepRecord& s) {
     ++steps;
@@ -94,6 +102,12 @@ struct StepTally {
     accepted_tokens += static_cast<std::uint64_t>(s.accepted_tokens > 0 ? s.accepted_tokens : 0);
     verifications += s.lookahead.size();
   }
+  void add_energy(std::int64_t step_uj, std::int64_t baseline_uj) {
+    if (step_uj < 0) return;
+    ++energy_steps;
+    energy_uj += step_uj;
+    idle_baseline_uj += baseline_uj;
+  }
   void merge(const StepTally& o) {
     steps += o.steps;
     batch_size_sum += o.batch_size_sum;
@@ -103,6 +117,9 @@ struct StepTally {
     proposed_tokens += o.proposed_tokens;
     accepted_tokens += o.accepted_tokens;
     verifications += o.verifications;
+    energy_steps += o.energy_steps;
+    energy_uj += o.energy_uj;
+    idle_baseline_uj += o.idle_baseline_uj;
   }
 };
 

@@ -705,7 +705,9 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   StepRecord& rec = entry->record;
   rec.duration = now - plan.start;
   rec.kv_blocks_used = kv_.num_used_blocks();
+  rec.energy_uj = result.energy_uj;
   step_tally_.add(rec);
+  step_tally_.add_energy(result.energy_uj, result.idle_baseline_uj);
   if (record_steps_ && keeps_step(rec.step_id, record_every_)) steps_.push_back(rec);
   entry->active = false;
   entry->slots.clear();  // keeps its capacity for the next plan

@@ -78,10 +78,12 @@ concept TransferClock = requires(C& clock, const InboundTransfer& transfer) {
 // prices one step of a group's replicas started together at t, `plans[i]`
 // being replica members[i]'s plan (null: it has none and runs a dummy
 // batch); every member is busy until the timing's next_plan_at.
+// `results[i]` is member i's result slot (the clock may price its energy).
 template <class C>
 concept LockstepClock = requires(C& clock, std::span<const std::int32_t> members,
-                                 std::span<const StepPlan* const> plans, Time t) {
-  { clock.run_lockstep(members, plans, t) } -> std::same_as<StepTiming>;
+                                 std::span<const StepPlan* const> plans, std::span<StepResult* const> results,
+                                 Time t) {
+  { clock.run_lockstep(members, plans, results, t) } -> std::same_as<StepTiming>;
 };
 
 // What the loop asks of a clock.
@@ -551,7 +553,11 @@ class ServingLoop {
       return;
     }
     StepTiming timing{};
-    if constexpr (LockstepClock<Clock>) timing = clock_.run_lockstep(members, group_plans_, now_);
+    if constexpr (LockstepClock<Clock>) {
+      group_results_.clear();
+      for (const std::int32_t m : members) group_results_.push_back(&lanes_[m].results[0]);
+      timing = clock_.run_lockstep(members, group_plans_, group_results_, now_);
+    }
     for (std::size_t i = 0; i < members.size(); ++i) {
       const std::int32_t m = members[i];
       Lane& lane = lanes_[m];
@@ -769,6 +775,7 @@ class ServingLoop {
 
   std::vector<std::vector<std::int32_t>> groups_;  // lockstep groups' members, ascending
   std::vector<const StepPlan*> group_plans_;        // the group step being started, by member
+  std::vector<StepResult*> group_results_;          // their result slots, by member
 
   bool disagg_ = false;
   std::vector<std::int32_t> prefill_pool_, decode_pool_;  // replica indices, ascending

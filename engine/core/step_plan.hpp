@@ -59,6 +59,11 @@ struct StepResult {
   // number of its proposals accepted (0..num_lookahead; 0 for a seq without
   // lookahead). The step produced accepted + 1 tokens for a sampling seq.
   std::vector<std::int32_t> accepted;
+  // Energy (issue 44): what the clock priced the step's GPUs to draw over
+  // their busy time, in microjoules (-1: not known, as on the engine), and
+  // what the same GPUs would have drawn idle over that time.
+  std::int64_t energy_uj = -1;
+  std::int64_t idle_baseline_uj = 0;
 };
 
 }  // namespace twin

@@ -55,8 +55,8 @@ TEST_CASE("summary.json has the keys the simulate command promises") {
   for (const char* key : {"num_requests", "completed", "rejected", "aborted", "request_throughput",
                           "input_throughput", "output_throughput", "total_token_throughput", "goodput",
                           "slo_attainment", "prefix_cache_hit_rate", "preemptions", "replica_load",
-                          "mean_kv_blocks_used", "max_kv_blocks_used", "mean_batch_size", "simulated_time_s",
-                          "wall_time_s", "config"}) {
+                          "mean_kv_blocks_used", "max_kv_blocks_used", "mean_batch_size", "energy",
+                          "simulated_time_s", "wall_time_s", "config"}) {
     INFO(key);
     CHECK(j.contains(key));
   }

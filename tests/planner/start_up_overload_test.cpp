@@ -112,7 +112,7 @@ TEST_CASE("sweep flags an overloaded point in its row, its table and its warning
   std::ostringstream csv;
   write_sweep_csv(csv, axes, points);
   const std::string text = csv.str();
-  CHECK_THAT(text, Catch::Contains(",preemptions,overloaded,error\n"));
+  CHECK_THAT(text, Catch::Contains(",preemptions,overloaded,average_power_w,joules_per_output_token,error\n"));
   CHECK_THAT(text, Catch::Contains("\n1,ok,"));
   CHECK_THAT(text, Catch::Contains("\n40,overloaded,"));
   std::ostringstream table;

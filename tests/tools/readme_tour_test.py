@@ -27,6 +27,7 @@ SKIPS = [
     (" serve ", "a server that runs until stopped: tests/serve drives it over HTTP"),
     (" bench ", "needs a live server: tests/tools/bench_test and bench_timing_test"),
     ("validate --measured", "needs a bench run against a live server or a vLLM result file"),
+    ("PYTHONPATH=build/python", "the Python module: tests/python runs it against the command line"),
 ]
 # Smaller inputs with the same commands: (pattern, replacement).
 SHRINK = [

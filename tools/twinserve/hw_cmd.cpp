@@ -93,6 +93,13 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
     for (const auto& [bytes, us] : c.points) out["points"].push_back({bytes, us});
   }
   j["price_per_gpu_hour"] = hw.price_per_gpu_hour;
+  if (hw.power.known) {  // issue 44: optional
+    auto& power = j["power"];
+    power["idle_w"] = hw.power.idle_w;
+    power["memory_w"] = hw.power.memory_w;
+    power["compute_w"] = hw.power.compute_w;
+    power["max_w"] = hw.power.max_w;
+  }
   auto& src = j["sources"];
   for (const auto& [k, v] : hw.sources) src[k] = v;  // std::map: sorted, deterministic
   return j;

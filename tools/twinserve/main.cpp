@@ -2,7 +2,6 @@
 // 1 runtime error.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -10,8 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "tools/twinserve/command_registry.hpp"
-#include "tools/twinserve/short_aliases.hpp"
+#include "tools/twinserve/cli_app.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"twinserve: a digital twin of an LLM serving cluster.\n"
@@ -23,13 +21,8 @@ int main(int argc, char** argv) {
   twin::cli::install_commands(app);
 
   try {
-    // vLLM's -tp/-pp/-dp become their long names first (CLI11 cannot name
-    // them); CLI11 then parses the rewritten words as it would argv.
-    std::vector<std::string> words =
-        twin::cli::expand_short_aliases(app, std::vector<std::string>(argv + 1, argv + argc));
-    std::reverse(words.begin(), words.end());  // CLI11's vector form takes the words last first
-    app.name(argv[0]);                         // as parse(argc, argv) names it, for the usage lines
-    app.parse(words);
+    app.name(argv[0]);  // as parse(argc, argv) names it, for the usage lines
+    twin::cli::parse_words(app, std::vector<std::string>(argv + 1, argv + argc));
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -18,6 +18,7 @@
 #include "planner/planner.hpp"
 #include "planner/thread_pool.hpp"
 #include "tools/twinserve/client_flags.hpp"
+#include "tools/twinserve/capture.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
@@ -43,6 +44,7 @@ struct PlanArgs {
   std::optional<std::int32_t> max_gpus;
   std::optional<std::string> max_model_len;  // a number, or vLLM's "auto" / -1
   std::optional<double> budget, target_rate;
+  std::optional<double> power_budget_w;  // issue 44
   double tolerance = 0.02;
   std::int64_t probe_requests = 2000, verify_requests = 0;
   std::int32_t max_extra_replicas = 8;
@@ -75,6 +77,7 @@ PlanOptions make_options(const PlanArgs& a) {
   if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
   if (a.max_model_len) o.space.max_model_len = max_model_len_number(a.max_model_len).value_or(kMaxModelLenAuto);
   if (a.budget) o.space.budget = *a.budget;
+  if (a.power_budget_w) o.space.power_budget_w = *a.power_budget_w;
   if (a.target_rate) o.target_rate = *a.target_rate;
   o.slos = a.slo;
   o.capacity.tolerance = a.tolerance;
@@ -131,7 +134,14 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
     if (results.size() != candidates.size()) throw Error("plan: gathered " + std::to_string(results.size()) + " of " +
                                                           std::to_string(candidates.size()) + " candidates");
   }
-  const PlanResult plan = assemble_plan(trace, options, std::move(results));
+  PlanResult plan = assemble_plan(trace, options, std::move(results));
+  if (PlanCapture* capture = plan_capture()) {  // the Python module: values, not a printed table
+    (void)write_plan_outputs(a.out.dir, a.out.overwrite, !a.no_plots, plan, options);
+    capture->json = plan_json(plan, options);
+    capture->result = std::move(plan);
+    capture->done = true;
+    return;
+  }
   print_plan(std::cout, plan);
   const std::string plots = write_plan_outputs(a.out.dir, a.out.overwrite, !a.no_plots, plan, options);
   std::size_t probes = 0, checks = 0;
@@ -189,6 +199,9 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
            "candidate the largest its KV cache holds");
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
+  sub->add_option("--power-budget-w", a.power_budget_w,
+                  "At most this many watts provisioned: every GPU at its max board power (the profile's power.max_w)")
+      ->check(real_range(0, 1e12, true));
   sub->add_option("--target-rate", a.target_rate,
                   "Size for this mean arrival rate, req/s (growth; default: the trace's): the trace replayed at it")
       ->check(real_range(0, 1e12, true));

@@ -38,6 +38,7 @@
 #include "serve/serve_clock.hpp"
 #include "serve/serve_metrics.hpp"
 #include "serve/step_backends.hpp"
+#include "sim/replica_pricing.hpp"
 #include "sim/cluster.hpp"
 #include "sim/cluster_config.hpp"
 #include "sim/run.hpp"
@@ -141,8 +142,7 @@ Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, 
   s.vocab_size = cluster.groups.front().model.vocab_size;
   keep = std::make_unique<ByteTokenizer>(s.vocab_size);
   tokenizer_out = keep.get();
-  std::vector<VirtualClock::Pricing> pricing{
-      VirtualClock::Pricing{spec.cost_model, spec.pipeline_stages, spec.acceptance, spec.tiers}};
+  std::vector<VirtualClock::Pricing> pricing = pricing_of({spec});
   s.backend = std::make_unique<PacedStepBackend>(std::make_unique<VirtualClock>(pricing), *keep, a.seed);
   s.echo = config_echo(c, cluster);
   if (const auto& tiers = cluster.groups.front().tiers) {

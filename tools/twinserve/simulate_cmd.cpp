@@ -26,6 +26,7 @@
 #include "sim/rank_group.hpp"
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
+#include "tools/twinserve/capture.hpp"
 #include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -221,9 +222,10 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   outputs.exact_percentile_requests = a.percentiles == "exact"       ? CollectorOptions::kAlwaysExact
                                       : a.percentiles == "histogram" ? 0
                                                                      : CollectorOptions::kDefaultExactRequests;
+  SimulateCapture* capture = simulate_capture();
   // Requests ended of the trace's total (counted beside the run), the rate
   // and the ETA, with the virtual clock: only on a terminal.
-  ProgressLine progress("simulate", "requests", !a.no_progress && root);
+  ProgressLine progress("simulate", "requests", !a.no_progress && root && !capture);
   const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
   char note[48];
   if (progress.shown()) {
@@ -242,26 +244,37 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   }
   echo_client_options(a.clients, extra);
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
-  const RunResult result = run_simulation(config, clients.source(), outputs, extra);
+  if (capture && capture->prepare) capture->prepare(outputs);
+  RunResult result = run_simulation(config, clients.source(), outputs, extra);
   progress.finish();
   if (!root) return;
+  std::vector<std::string> notes;
   if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
-    std::cerr << "calibrated cost model: " << outside << " op lookups beyond the profile's tables (extrapolated along the roofline)\n";
+    notes.push_back("calibrated cost model: " + std::to_string(outside) +
+                    " op lookups beyond the profile's tables (extrapolated along the roofline)");
   }
   const auto& report = source.reader().report();
   if (report.skipped_bad > 0 || report.skipped_failed > 0 || report.reordered > 0) {
-    std::cerr << "trace: " << report.skipped_bad << " bad rows skipped, " << report.skipped_failed
-              << " failed requests skipped, " << report.reordered << " rows out of order clamped\n";
+    notes.push_back("trace: " + std::to_string(report.skipped_bad) + " bad rows skipped, " +
+                    std::to_string(report.skipped_failed) + " failed requests skipped, " +
+                    std::to_string(report.reordered) + " rows out of order clamped");
   }
   if (const std::int64_t short_turns = clients.report().short_turn_prompts; short_turns > 0) {
-    std::cerr << "sessions: " << short_turns
-              << " turns' trace prompts were shorter than the conversation so far; each was taken as the new user "
-                 "message alone\n";
+    notes.push_back("sessions: " + std::to_string(short_turns) +
+                    " turns' trace prompts were shorter than the conversation so far; each was taken as the new user "
+                    "message alone");
   }
   if (result.stats.unserved > 0) {
-    std::cerr << "warning: " << result.stats.unserved
-              << " requests could never be scheduled and were aborted at the end of the run\n";
+    notes.push_back("warning: " + std::to_string(result.stats.unserved) +
+                    " requests could never be scheduled and were aborted at the end of the run");
   }
+  if (capture) {
+    capture->notes = std::move(notes);
+    capture->result = std::move(result);
+    capture->done = true;
+    return;
+  }
+  for (const std::string& n : notes) std::cerr << n << "\n";
   print_summary_table(std::cout, result.summary);
   print_summary_warnings(std::cerr, result.summary);
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
