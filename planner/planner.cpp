@@ -251,7 +251,7 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.verify.back().result.peak_in_flight = sent.peak_in_flight;
     price(n);
     r.latency_ms = axis_value(axis, r.verify.back().result);
-    const EnergySummary& energy = run.summary.energy;
+    const EnergySummary& energy = sent.run.summary.energy;
     r.average_power_w = energy.known ? energy.average_power_w : kNaN;
     r.joules_per_output_token = energy.known ? energy.joules_per_output_token : kNaN;
     if (r.verify.back().result.pass) {
