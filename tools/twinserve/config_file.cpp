@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -63,7 +66,77 @@ nlohmann::json to_json(const YAML::Node& node) {
 std::string flag_value(const std::string& path, const std::string& key, const YAML::Node& node) {
   if (node.IsScalar()) return node.Scalar();
   if (node.IsMap()) return to_json(node).dump();  // a JSON flag (speculative-config)
-  throw UsageError(at(path, node.Mark()) + ": key '" + key + "': a list in a list (a flag takes scalars)");
+  throw UsageError(at(path, node.Mark()) + ": key '" + excerpt(key) + "': a list in a list (a flag takes scalars)");
+}
+
+// Aliases share one node in yaml-cpp's graph, but whatever walks a value
+// (to_json, the flag values) expands them: a recursive alias (`a: &a` then
+// `b: *a` inside it) never ends, and nine aliases of nine aliases make 10^9
+// values from 400 bytes. The graph is walked once with a budget first.
+constexpr std::size_t kMaxYamlValues = 100000;
+constexpr std::size_t kMaxYamlDepth = 64;
+constexpr std::size_t kMaxYamlBytes = std::size_t{1} << 20;
+
+void check_yaml_graph(const std::string& path, const YAML::Node& node, std::vector<YAML::Node>& open,
+                      std::size_t& values) {
+  for (const YAML::Node& up : open) {
+    if (up.is(node)) throw UsageError(at(path, node.Mark()) + ": a recursive alias (an alias inside the value it names)");
+  }
+  if (++values > kMaxYamlValues) {
+    throw UsageError(at(path, node.Mark()) + ": aliases expand the file to more than " +
+                     std::to_string(kMaxYamlValues) + " values");
+  }
+  if (!node.IsMap() && !node.IsSequence()) return;
+  if (open.size() >= kMaxYamlDepth) {
+    throw UsageError(at(path, node.Mark()) + ": nested deeper than " + std::to_string(kMaxYamlDepth) + " levels");
+  }
+  open.push_back(node);
+  for (const auto& item : node) {
+    if (node.IsMap()) {
+      check_yaml_graph(path, item.first, open, values);
+      check_yaml_graph(path, item.second, open, values);
+    } else {
+      check_yaml_graph(path, item, open, values);
+    }
+  }
+  open.pop_back();
+}
+
+// The file's text, at most kMaxYamlBytes (read in pieces: a FIFO or a
+// device has no size to check first).
+std::string read_yaml_text(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UsageError(path + ": a directory, not a config file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot read the config file");
+  std::string text;
+  std::vector<char> chunk(std::size_t{1} << 16);
+  while (in && text.size() <= kMaxYamlBytes) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) throw UsageError(path + ": read error");
+  if (text.size() > kMaxYamlBytes) {
+    throw UsageError(path + ": more than the " + std::to_string(kMaxYamlBytes) + " bytes allowed for a config file");
+  }
+  return text;
+}
+
+// The one document of the file, its alias graph checked.
+YAML::Node load_yaml(const std::string& path) {
+  const std::string text = read_yaml_text(path);
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    throw UsageError(at(path, e.mark) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + excerpt(e.msg));
+  }
+  if (docs.size() > 1) throw UsageError(at(path, docs[1].Mark()) + ": a second YAML document (a config file holds one map)");
+  if (docs.empty()) return YAML::Node();
+  std::vector<YAML::Node> open;
+  std::size_t values = 0;
+  check_yaml_graph(path, docs.front(), open, values);
+  return docs.front();
 }
 
 }  // namespace
@@ -77,19 +150,12 @@ bool is_yaml_path(const std::string& path) {
   return ends_with(".yaml") || ends_with(".yml");
 }
 
-std::vector<YamlFlag> read_yaml_flags(const std::string& path) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAllFromFile(path);
-  } catch (const YAML::BadFile&) {
-    throw UsageError(path + ": cannot read the config file");
-  } catch (const YAML::Exception& e) {
-    throw UsageError(at(path, e.mark) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (docs.size() > 1) throw UsageError(at(path, docs[1].Mark()) + ": a second YAML document (a config file holds one map)");
+namespace {
+
+// The flags of a loaded file (load_yaml), in file order.
+std::vector<YamlFlag> yaml_flags(const std::string& path, const YAML::Node& root) {
   std::vector<YamlFlag> flags;
-  if (docs.empty() || docs.front().IsNull()) return flags;  // empty, or comments only
-  const YAML::Node& root = docs.front();
+  if (!root.IsDefined() || root.IsNull()) return flags;  // empty, or comments only
   if (!root.IsMap()) {
     throw UsageError(at(path, root.Mark()) + ": expected a map of flag names to values (max-num-seqs: 64), not a " +
                      (root.IsSequence() ? "list" : "single value"));
@@ -105,20 +171,20 @@ std::vector<YamlFlag> read_yaml_flags(const std::string& path) {
     std::replace(name.begin(), name.end(), '_', '-');
     f.flag = "--" + name;
     if (name.empty() || name.front() == '-') {
-      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key +
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + excerpt(f.key) +
                        "': write the flag's name without dashes (max-num-seqs, not --max-num-seqs)");
     }
     if (auto [it, fresh] = first_line.emplace(f.flag, line); !fresh) {
-      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "' given twice (first on line " +
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + excerpt(f.key) + "' given twice (first on line " +
                        std::to_string(it->second) + ")");
     }
     const YAML::Node& value = kv.second;
     if (value.IsNull()) {
-      throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "' has no value (a switch takes true or false)");
+      throw UsageError(path + ":" + std::to_string(line) + ": key '" + excerpt(f.key) + "' has no value (a switch takes true or false)");
     }
     if (value.IsSequence()) {
       for (const auto& item : value) f.values.push_back(flag_value(path, f.key, item));
-      if (f.values.empty()) throw UsageError(path + ":" + std::to_string(line) + ": key '" + f.key + "': an empty list");
+      if (f.values.empty()) throw UsageError(path + ":" + std::to_string(line) + ": key '" + excerpt(f.key) + "': an empty list");
     } else {
       f.values.push_back(flag_value(path, f.key, value));
     }
@@ -127,14 +193,24 @@ std::vector<YamlFlag> read_yaml_flags(const std::string& path) {
   return flags;
 }
 
+}  // namespace
+
+std::vector<YamlFlag> read_yaml_flags(const std::string& path) {
+  try {
+    return yaml_flags(path, load_yaml(path));
+  } catch (const YAML::Exception& e) {  // a conversion of a value the walk let through
+    throw UsageError(at(path, e.mark) + ": " + excerpt(e.msg));
+  }
+}
+
 void apply_yaml_flags(CLI::App& sub, const std::string& path, const std::vector<YamlFlag>& flags) {
   for (const YamlFlag& f : flags) {
     const std::string where = path + ":" + std::to_string(f.line) + ": ";
     CLI::Option* op = sub.get_option_no_throw(f.flag);
     if (op == nullptr || op == sub.get_help_ptr() || op == sub.get_help_all_ptr()) {
-      throw UsageError(where + "unknown key '" + f.key + "': `twinserve " + sub.get_name() + "` has no " + f.flag);
+      throw UsageError(where + "unknown key '" + excerpt(f.key) + "': `twinserve " + sub.get_name() + "` has no " + f.flag);
     }
-    if (!op->get_configurable()) throw UsageError(where + "key '" + f.key + "': a config file cannot name " + f.flag);
+    if (!op->get_configurable()) throw UsageError(where + "key '" + excerpt(f.key) + "': a config file cannot name " + f.flag);
     if (!op->empty()) continue;  // given on the command line, which wins
     try {
       if (op->get_expected_min() == 0) {  // a switch
@@ -145,7 +221,7 @@ void apply_yaml_flags(CLI::App& sub, const std::string& path, const std::vector<
       }
       op->run_callback();
     } catch (const std::exception& e) {
-      throw UsageError(where + "key '" + f.key + "': " + e.what());
+      throw UsageError(where + "key '" + excerpt(f.key) + "': " + excerpt(e.what(), 400));
     }
   }
 }
