@@ -244,7 +244,7 @@ void answer_streamed(httplib::Response& res, std::shared_ptr<TokenStream> stream
 void add_error_handlers(httplib::Server& s) {
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const std::string what = req.method + " " + req.path;
+    const std::string what = excerpt(req.method, 20) + " " + excerpt(req.path, 100);
     if (res.status == 404) {
       send_error(res, error_of(404, "no route " + what + " (routes: POST /v1/completions, POST /v1/chat/completions, "
                                     "GET /v1/models, /health, /metrics)",

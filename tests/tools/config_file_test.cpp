@@ -141,6 +141,11 @@ TEST_CASE("read_yaml_flags: recursive aliases, alias bombs and deep nesting are 
   // "yaml-cpp: error at line 1 ... bad conversion", no file, exit 1.
   const std::string conv = write("conv.yaml", "speculative-config: {[1]: 2}\n");
   CHECK_THAT(error_of([&] { cli::read_yaml_flags(conv); }), Catch::StartsWith(conv + ":1: "));
+  // yaml-cpp 0.7's LoadAll looped for ever (memory growing) on a ',' out of place.
+  const std::string comma = write("comma.yaml", ",max-num-seqs: 8\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(comma); }), Catch::StartsWith(comma + ":1:1: not valid YAML"));
+  const std::string two = write("two.yaml", "model: tiny\n---\nmodel: tiny\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(two); }), Catch::Contains("a second YAML document"));
   const std::string long_key = write("long_key.yaml", std::string(100000, 'k') + ": 1\n");
   CHECK(error_of([&] { cli::read_yaml_flags(long_key); }).size() < 1000);
 }

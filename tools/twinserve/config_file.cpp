@@ -1,6 +1,7 @@
 #include "tools/twinserve/config_file.hpp"
 
 #include <CLI/CLI.hpp>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -65,7 +67,13 @@ nlohmann::json to_json(const YAML::Node& node) {
 // One value as a flag takes it on the command line.
 std::string flag_value(const std::string& path, const std::string& key, const YAML::Node& node) {
   if (node.IsScalar()) return node.Scalar();
-  if (node.IsMap()) return to_json(node).dump();  // a JSON flag (speculative-config)
+  if (node.IsMap()) {  // a JSON flag (speculative-config)
+    try {
+      return to_json(node).dump();
+    } catch (const nlohmann::json::type_error&) {
+      throw UsageError(at(path, node.Mark()) + ": key '" + excerpt(key) + "': text that is not valid UTF-8");
+    }
+  }
   throw UsageError(at(path, node.Mark()) + ": key '" + excerpt(key) + "': a list in a list (a flag takes scalars)");
 }
 
@@ -122,21 +130,55 @@ std::string read_yaml_text(const std::string& path) {
   return text;
 }
 
+// Counts documents and where each starts. yaml-cpp 0.7's LoadAll loops
+// for ever (adding a null document each turn, memory growing) on a token
+// its parser cannot place, such as a ',' outside [ ] or { } (yaml-cpp
+// issue 1040, fixed upstream in 1.0's PR 1319): the documents are counted
+// here, two at most, and the text loaded with Load, which reads one.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  std::vector<YAML::Mark> starts;
+};
+
+void check_one_document(const std::string& path, const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  for (int docs = 0; docs < 2 && parser.HandleNextDocument(counter); ++docs) {
+  }
+  if (counter.starts.size() < 2) return;
+  const YAML::Mark& first = counter.starts[0];
+  const YAML::Mark& second = counter.starts[1];
+  if (second.pos == first.pos) {  // no progress: the parser is stuck on a token
+    throw UsageError(at(path, second) + ":" + std::to_string(second.column + 1) +
+                     ": not valid YAML: a token out of place (a ',' outside [ ] or { }?)");
+  }
+  throw UsageError(at(path, second) + ": a second YAML document (a config file holds one map)");
+}
+
 // The one document of the file, its alias graph checked.
 YAML::Node load_yaml(const std::string& path) {
   const std::string text = read_yaml_text(path);
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    check_one_document(path, text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw UsageError(at(path, e.mark) + ":" + std::to_string(e.mark.column + 1) + ": not valid YAML: " + excerpt(e.msg));
   }
-  if (docs.size() > 1) throw UsageError(at(path, docs[1].Mark()) + ": a second YAML document (a config file holds one map)");
-  if (docs.empty()) return YAML::Node();
   std::vector<YAML::Node> open;
   std::size_t values = 0;
-  check_yaml_graph(path, docs.front(), open, values);
-  return docs.front();
+  check_yaml_graph(path, root, open, values);
+  return root;
 }
 
 }  // namespace
@@ -208,9 +250,9 @@ void apply_yaml_flags(CLI::App& sub, const std::string& path, const std::vector<
     const std::string where = path + ":" + std::to_string(f.line) + ": ";
     CLI::Option* op = sub.get_option_no_throw(f.flag);
     if (op == nullptr || op == sub.get_help_ptr() || op == sub.get_help_all_ptr()) {
-      throw UsageError(where + "unknown key '" + excerpt(f.key) + "': `twinserve " + sub.get_name() + "` has no " + f.flag);
+      throw UsageError(where + "unknown key '" + excerpt(f.key) + "': `twinserve " + sub.get_name() + "` has no " + excerpt(f.flag));
     }
-    if (!op->get_configurable()) throw UsageError(where + "key '" + excerpt(f.key) + "': a config file cannot name " + f.flag);
+    if (!op->get_configurable()) throw UsageError(where + "key '" + excerpt(f.key) + "': a config file cannot name " + excerpt(f.flag));
     if (!op->empty()) continue;  // given on the command line, which wins
     try {
       if (op->get_expected_min() == 0) {  // a switch
