@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/short_aliases.hpp"
 
 namespace twin::cli {
@@ -49,6 +50,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const twin::cli::Interrupted& e) {
+    std::cerr << "twinserve: " << e.what() << "\n";
+    return 128 + e.signal;
   } catch (const twin::UsageError& e) {
     std::cerr << "twinserve: error: " << e.what() << "\n";
     return 2;
