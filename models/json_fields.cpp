@@ -23,7 +23,8 @@ using Json = nlohmann::json;
 // value is built.
 class GuardedBuilder {
  public:
-  GuardedBuilder(Json& root, int max_depth) : root_(root), max_depth_(max_depth) {}
+  GuardedBuilder(Json& root, const JsonLimits& limits)
+      : root_(root), max_depth_(limits.max_depth), max_values_(limits.max_values) {}
 
   bool null() { return put(Json(nullptr)) != nullptr; }
   bool boolean(bool b) { return put(Json(b)) != nullptr; }
@@ -93,6 +94,11 @@ class GuardedBuilder {
   }
 
   Json* put(Json&& v) {
+    if (++values_ > max_values_) {
+      error_ = "more than " + std::to_string(max_values_) + " values";
+      failed_at_ = path();
+      return nullptr;
+    }
     if (frames_.empty()) {
       root_ = std::move(v);
       return &root_;
@@ -116,7 +122,9 @@ class GuardedBuilder {
     }
     // The parent is not touched again until this child closes, so the
     // pointer stays valid (as in nlohmann's own DOM parser).
-    frames_.push_back({put(std::move(empty)), {}, 0});
+    Json* child = put(std::move(empty));
+    if (child == nullptr) return false;
+    frames_.push_back({child, {}, 0});
     return true;
   }
 
@@ -127,6 +135,8 @@ class GuardedBuilder {
 
   Json& root_;
   int max_depth_;
+  std::size_t max_values_;
+  std::size_t values_ = 0;
   std::vector<Frame> frames_;
   std::string error_, failed_at_;
 };
@@ -175,15 +185,17 @@ std::string json_excerpt(const nlohmann::json& v, std::size_t max_chars) {
 
 nlohmann::json parse_json_guarded(std::string_view text, const std::string& origin, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes) {
-    throw Error(origin + ": " + std::to_string(text.size()) + " bytes of JSON, more than the " +
-                std::to_string(limits.max_bytes) + " allowed");
+    throw JsonError(origin + ": " + std::to_string(text.size()) + " bytes of JSON, more than the " +
+                        std::to_string(limits.max_bytes) + " allowed",
+                    "");
   }
   Json root;
-  GuardedBuilder builder(root, limits.max_depth);
+  GuardedBuilder builder(root, limits);
   const bool ok = Json::sax_parse(text.data(), text.data() + text.size(), &builder);
   if (!ok || !builder.error().empty()) {
     const std::string at = builder.failed_at().empty() ? "" : "key '" + builder.failed_at() + "': ";
-    throw Error(origin + ": " + at + (builder.error().empty() ? "not valid JSON" : builder.error()));
+    throw JsonError(origin + ": " + at + (builder.error().empty() ? "not valid JSON" : builder.error()),
+                    builder.failed_at());
   }
   return root;
 }

@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "base/error.hpp"
 
 namespace twin {
 
@@ -18,13 +21,25 @@ namespace twin {
 struct JsonLimits {
   std::size_t max_bytes = std::size_t{64} << 20;
   int max_depth = 64;
+  // Values (scalars, arrays, objects) in the document: each costs ~16 bytes
+  // in the DOM for as little as 2 bytes of text ("1,"), so a reader that
+  // knows how much it can use caps memory at a small multiple of the text.
+  std::size_t max_values = static_cast<std::size_t>(-1);
+};
+
+// What parse_json_guarded throws: the message names origin and key path;
+// key_path alone (e.g. `max_tokens`, empty at the top level) for callers that
+// report the key in a field of their own (the OpenAI error's `param`).
+struct JsonError : Error {
+  JsonError(const std::string& message, std::string path) : Error(message), key_path(std::move(path)) {}
+  std::string key_path;
 };
 
 // Parses any JSON value. Every failure is twin::Error naming `origin` and,
 // where it has one, the key path of the offending value
 // (e.g. `groups[1].scheduler.max_num_seqs`): syntax errors, nesting past
-// limits.max_depth, text past limits.max_bytes, numbers beyond a double
-// (1e309). Quoted input is cut to ~200 characters.
+// limits.max_depth, text past limits.max_bytes, more than limits.max_values
+// values, numbers beyond a double (1e309): a JsonError. Quoted input is cut to ~200 characters.
 nlohmann::json parse_json_guarded(std::string_view text, const std::string& origin, const JsonLimits& limits = {});
 
 // As parse_json_guarded, and the top level must be an object.

@@ -67,6 +67,11 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   trace["verify_requests"] = p.verify_requests;
   trace["floor_prompt_len"] = p.prompt_len_for_floor;
   j["trace"] = std::move(trace);
+  if (p.interrupted) {  // a Ctrl-C: the candidates evaluated before it only
+    j["interrupted"] = true;
+    j["candidates_evaluated"] = p.candidates.size();
+    j["candidates_enumerated"] = p.candidates_enumerated;
+  }
   // The rate every candidate was sized and costed for: --target-rate's, or
   // the trace's own (then target_rate_rps is null).
   j["planned_rate_rps"] = p.planned_rate;

@@ -276,9 +276,19 @@ std::vector<Candidate> plan_candidates(const PlanOptions& o) { return enumerate_
 std::vector<CandidateResult> evaluate_some(const std::vector<Candidate>& candidates, const std::vector<std::size_t>& which,
                                            const LoadedTrace& trace, const PlanOptions& o) {
   std::vector<CandidateResult> all(candidates.size());
-  parallel_for(which, o.jobs, [&](std::size_t i) { all[i] = evaluate_candidate(candidates[i], trace, o); }, o.progress);
+  std::vector<char> evaluated(candidates.size(), 0);
+  parallel_for(
+      which, o.jobs,
+      [&](std::size_t i) {
+        if (o.stop && o.stop()) return;
+        all[i] = evaluate_candidate(candidates[i], trace, o);
+        evaluated[i] = 1;
+      },
+      o.progress);
   std::vector<CandidateResult> out;
-  for (std::size_t i : which) out.push_back(std::move(all[i]));
+  for (std::size_t i : which) {
+    if (evaluated[i]) out.push_back(std::move(all[i]));
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 // --target-rate's: verified by simulating the whole cluster with its router
 // on the trace replayed at that rate), the cost; then the ranking,
 // the chosen configuration and the Pareto front of cost against latency.
+#include <functional>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -31,6 +32,10 @@ struct PlanOptions {
   std::uint64_t seed = 0;
   int jobs = 0;  // threads; 0: hardware threads
   ProgressFn progress;  // (candidates evaluated, candidates) after each one
+  // Asked before each candidate starts (from any thread): true leaves the
+  // rest unevaluated (plan's Ctrl-C; those running finish), and
+  // evaluate_some returns the candidates evaluated only.
+  std::function<bool()> stop;
 };
 
 enum class CandidateStatus { ok, pruned, slo_unmet, verify_failed, over_max_gpus, over_budget, over_power_budget };
@@ -85,6 +90,10 @@ struct PlanResult {
   std::vector<std::size_t> closest;         // when nothing is ok: the nearest misses, best first
   std::int64_t chosen = -1;                 // index into candidates; -1: none
   std::int32_t prompt_len_for_floor = 0;
+  // A stop (PlanOptions::stop) left candidates unevaluated: `candidates`
+  // holds those evaluated, of candidates_enumerated.
+  bool interrupted = false;
+  std::size_t candidates_enumerated = 0;
 };
 
 // The mean arrival rate a plan sizes for: options.target_rate when given,

@@ -244,7 +244,7 @@ void answer_streamed(httplib::Response& res, std::shared_ptr<TokenStream> stream
 void add_error_handlers(httplib::Server& s) {
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const std::string what = req.method + " " + req.path;
+    const std::string what = excerpt(req.method, 20) + " " + excerpt(req.path, 100);
     if (res.status == 404) {
       send_error(res, error_of(404, "no route " + what + " (routes: POST /v1/completions, POST /v1/chat/completions, "
                                     "GET /v1/models, /health, /metrics)",
@@ -266,6 +266,19 @@ void add_error_handlers(httplib::Server& s) {
   });
 }
 
+// A body the server will not read: its error, and the connection closes
+// (the bytes left unread are no next request).
+void refuse_body(httplib::Response& res, const ApiError& e) {
+  send_error(res, e);
+  res.set_header("Connection", "close");
+  GuardedServer::close_after_response();
+}
+
+std::string too_large(std::size_t max_bytes) {
+  return "the request body is larger than the " + std::to_string(max_bytes) +
+         " bytes allowed (twinserve serve --max-request-bytes)";
+}
+
 }  // namespace
 
 HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteTokenizer& tokenizer,
@@ -274,12 +287,16 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
       metrics_(metrics),
       tokenizer_(tokenizer),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()),
+      server_(std::make_unique<GuardedServer>(options_.connection)),
       created_(unix_now()) {
   httplib::Server& s = *server_;
   const auto threads = static_cast<std::size_t>(options_.threads);
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_payload_max_length(std::size_t{64} << 20);
+  // Bodies the routes do not read themselves (a GET's) are capped by the
+  // library; the completion routes read theirs (read_body).
+  s.set_payload_max_length(options_.max_request_bytes);
+  s.set_keep_alive_timeout(
+      std::chrono::duration_cast<std::chrono::seconds>(options_.connection.keep_alive_timeout).count());
   // Nagle's algorithm off: a streamed token is a small write after the
   // headers or the previous token; with it on, the write waits for the
   // client's (delayed, up to 40 ms) ACK of the one before.
@@ -290,10 +307,19 @@ HttpFront::HttpFront(RequestInbox& inbox, ServeMetrics& metrics, const ByteToken
   s.set_keep_alive_max_count(std::numeric_limits<std::size_t>::max());
 
   add_info_routes();
-  s.Post("/v1/completions",
-         [this](const httplib::Request& req, httplib::Response& res) { serve_completion(req, res, false); });
-  s.Post("/v1/chat/completions",
-         [this](const httplib::Request& req, httplib::Response& res) { serve_completion(req, res, true); });
+  add_body_guards();
+  for (const bool chat : {false, true}) {
+    s.Post(chat ? "/v1/chat/completions" : "/v1/completions",
+           [this, chat](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+             std::string body;
+             if (read_body(req, res, reader, body)) serve_completion(req, res, std::move(body), chat);
+           });
+  }
+  // Any other POST: its body read within the limit too, then the 404.
+  s.Post(".*", [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    std::string body;
+    if (read_body(req, res, reader, body)) res.status = 404;
+  });
   add_error_handlers(s);
 }
 
@@ -317,14 +343,64 @@ void HttpFront::add_info_routes() {
   });
 }
 
-void HttpFront::serve_completion(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpFront::add_body_guards() {
+  // Runs once the head is read: from here the request reads its body. A
+  // body the library would read whole without a limit (chunked, outside
+  // the POST routes) or that is declared too large is refused unread.
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    GuardedServer::head_complete();
+    const bool chunked = req.get_header_value("Transfer-Encoding") == "chunked";
+    if (req.get_header_value<std::uint64_t>("Content-Length") > options_.max_request_bytes) {
+      refuse_body(res, error_of(413, too_large(options_.max_request_bytes), "invalid_request_error",
+                                "request_too_large"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (chunked && req.method != "POST") {
+      refuse_body(res, error_of(400, "a chunked request body is accepted on POST only", "invalid_request_error", ""));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+}
+
+bool HttpFront::read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                          std::string& body) {
+  const std::size_t cap = options_.max_request_bytes;
+  if (req.is_multipart_form_data()) {
+    refuse_body(res, error_of(415, "multipart bodies are not accepted; send JSON", "invalid_request_error", ""));
+    return false;
+  }
+  // Sized once from the declared length (checked against the cap before
+  // routing): no doubling while it arrives.
+  body.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(req.get_header_value<std::uint64_t>("Content-Length"), cap)));
+  bool over = false;
+  const bool ok = reader([&](const char* data, std::size_t n) {
+    if (n > cap - body.size()) return !(over = true);
+    body.append(data, n);
+    return true;
+  });
+  if (over) {
+    refuse_body(res, error_of(413, too_large(cap), "invalid_request_error", "request_too_large"));
+    return false;
+  }
+  if (!ok) {
+    refuse_body(res, error_of(400, "the request body could not be read (cut short, too slow, or a bad encoding)",
+                              "invalid_request_error", ""));
+    return false;
+  }
+  return true;
+}
+
+void HttpFront::serve_completion(const httplib::Request& req, httplib::Response& res, std::string body, bool chat) {
   CompletionParams p;
   try {
-    p = parse_completion_request(req.body, chat, options_.limits, tokenizer_);
+    p = parse_completion_request(body, chat, options_.limits, tokenizer_);
   } catch (const ApiException& e) {
     send_error(res, e.error());
     return;
   }
+  // The body is not needed while the request is served (minutes for a stream).
+  std::string().swap(body);
   Request r;
   r.prompt_len = static_cast<std::int32_t>(p.prompt.size());
   r.output_len = p.max_tokens;

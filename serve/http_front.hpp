@@ -12,15 +12,10 @@
 #include <thread>
 
 #include "serve/byte_tokenizer.hpp"
+#include "serve/guarded_server.hpp"
 #include "serve/openai_request.hpp"
 #include "serve/request_inbox.hpp"
 #include "serve/serve_metrics.hpp"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}
 
 namespace twin {
 
@@ -29,6 +24,9 @@ struct HttpFrontOptions {
   int port = 8000;            // 0: any free port (bind() says which)
   std::int32_t threads = 64;  // HTTP worker threads: each open stream holds one
   ApiLimits limits;
+  // Guards against clients that would hold a thread or the memory.
+  std::size_t max_request_bytes = std::size_t{32} << 20;  // a larger body is a 413, never read whole
+  ConnectionLimits connection;
 };
 
 class HttpFront {
@@ -44,17 +42,25 @@ class HttpFront {
   void start();
   void stop();
 
+  // One connection's bytes through the routes without a socket (the fuzzer).
+  std::string serve_bytes(const std::string& input) { return server_->serve_bytes(input); }
+
  private:
   void add_info_routes();
+  void add_body_guards();
+  // Reads a POST body of at most options_.max_request_bytes into `body`;
+  // otherwise answers the error and returns false.
+  bool read_body(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                 std::string& body);
   // POST /v1/completions and /v1/chat/completions: parse, submit, then the
   // verdict, and the answer whole or streamed.
-  void serve_completion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void serve_completion(const httplib::Request& req, httplib::Response& res, std::string body, bool chat);
 
   RequestInbox& inbox_;
   ServeMetrics& metrics_;
   ByteTokenizer tokenizer_;
   HttpFrontOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<GuardedServer> server_;
   std::thread thread_;
   std::int64_t created_ = 0;  // unix seconds at start, for /v1/models
 };

@@ -1,10 +1,15 @@
 #include "serve/openai_request.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "models/json_fields.hpp"
 
 namespace twin {
 namespace {
@@ -21,6 +26,59 @@ using nlohmann::json;
   throw ApiException(std::move(e));
 }
 
+// The request is parsed with the guards of every file reader (depth, and
+// numbers beyond a double a 400 naming the key), and with a value budget a
+// valid request never needs: a prompt holds at most max_model_len tokens,
+// so twice that plus room for the other fields. A DOM value costs ~16 bytes
+// for as few as 2 of text ("1,"), so without it a list body cost 8x its size.
+JsonLimits body_json_limits(const std::string& text, const ApiLimits& limits) {
+  JsonLimits j;
+  j.max_bytes = text.size();  // the HTTP front bounds the body while reading it
+  j.max_depth = 32;
+  j.max_values = 2 * static_cast<std::size_t>(std::max(limits.max_model_len, 0)) + 65536;
+  return j;
+}
+
+// The longest string in raw JSON text, in bytes as written. The JSON
+// lexer builds each string whole (doubling its buffer as it goes) before
+// any limit can see it, so a string no field can use is refused from the
+// text: a prompt of max_model_len byte tokens is at most 6 bytes a token
+// written as \u escapes.
+std::size_t longest_string(std::string_view text) {
+  std::size_t longest = 0, start = 0;
+  bool in = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!in) {
+      if (c == '"') in = true, start = i + 1;
+    } else if (escaped) {
+      escaped = false;
+    } else if (c == '\\') {
+      escaped = true;
+    } else if (c == '"') {
+      in = false;
+      longest = std::max(longest, i - start);
+    }
+  }
+  return in ? std::max(longest, text.size() - start) : longest;
+}
+
+[[noreturn]] void context_exceeded(const std::string& param, std::int64_t prompt_len, const ApiLimits& limits,
+                                   bool at_least = false) {
+  bad(param,
+      std::string("the prompt has ") + (at_least ? "at least " : "") + std::to_string(prompt_len) + " tokens; this model's maximum context length is " +
+          std::to_string(limits.max_model_len) + " tokens, and at least one token must be generated",
+      400, "context_length_exceeded");
+}
+
+// Text becomes one token per byte (serve/byte_tokenizer.hpp): text that
+// cannot fit is refused before it is encoded (4 bytes per token).
+void check_text_fits(std::size_t bytes, const std::string& param, const ApiLimits& limits) {
+  if (static_cast<std::int64_t>(bytes) >= limits.max_model_len) {
+    context_exceeded(param, static_cast<std::int64_t>(bytes), limits, true);
+  }
+}
+
 bool present(const json& body, const char* key) { return body.contains(key) && !body.at(key).is_null(); }
 
 double number_field(const json& body, const char* key, double lo, double hi) {
@@ -29,28 +87,28 @@ double number_field(const json& body, const char* key, double lo, double hi) {
   const double d = v.get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
     bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                 "; got " + v.dump());
+                 "; got " + json_excerpt(v));
   }
   return d;
 }
 
 std::int64_t integer_field(const json& body, const char* key, std::int64_t lo, std::int64_t hi) {
   const json& v = body.at(key);
-  if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer; got " + v.dump());
+  if (!v.is_number_integer()) bad(key, std::string("'") + key + "' must be an integer; got " + json_excerpt(v));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)) {
-    bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi) + "; got " + v.dump());
+    bad(key, std::string("'") + key + "' must be at most " + std::to_string(hi) + "; got " + json_excerpt(v));
   }
   const std::int64_t i = v.get<std::int64_t>();
   if (i < lo || i > hi) {
     bad(key, std::string("'") + key + "' must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                 "; got " + v.dump());
+                 "; got " + json_excerpt(v));
   }
   return i;
 }
 
 bool bool_field(const json& body, const char* key) {
   const json& v = body.at(key);
-  if (!v.is_boolean()) bad(key, std::string("'") + key + "' must be true or false; got " + v.dump());
+  if (!v.is_boolean()) bad(key, std::string("'") + key + "' must be true or false; got " + json_excerpt(v));
   return v.get<bool>();
 }
 
@@ -64,7 +122,7 @@ std::vector<TokenId> token_list(const json& list, const std::string& param, std:
                                 ? vocab
                                 : t.get<std::int64_t>();
     if (id < 0 || id >= vocab) {
-      bad(param, "'" + param + "' token " + std::to_string(i) + " is " + t.dump() + ", outside the vocabulary of " +
+      bad(param, "'" + param + "' token " + std::to_string(i) + " is " + json_excerpt(t) + ", outside the vocabulary of " +
                      std::to_string(vocab) + " tokens");
     }
     out.push_back(static_cast<TokenId>(id));
@@ -75,13 +133,19 @@ std::vector<TokenId> token_list(const json& list, const std::string& param, std:
 std::vector<TokenId> completion_prompt(const json& body, const ApiLimits& limits, const ByteTokenizer& tokenizer) {
   if (!present(body, "prompt")) bad("prompt", "'prompt' is required");
   const json& p = body.at("prompt");
-  if (p.is_string()) return tokenizer.encode(p.get<std::string>());
+  if (p.is_string()) {
+    check_text_fits(p.get_ref<const std::string&>().size(), "prompt", limits);
+    return tokenizer.encode(p.get<std::string>());
+  }
   if (!p.is_array()) bad("prompt", "'prompt' must be a string, a list of token ids, or a list holding one of those");
   if (p.empty()) return {};
   if (p[0].is_number_integer()) return token_list(p, "prompt", limits.vocab_size);
   if (p.size() > 1) bad("prompt", "one prompt per request: batched prompts (a list of " + std::to_string(p.size()) +
                                       ") are not supported");
-  if (p[0].is_string()) return tokenizer.encode(p[0].get<std::string>());
+  if (p[0].is_string()) {
+    check_text_fits(p[0].get_ref<const std::string&>().size(), "prompt", limits);
+    return tokenizer.encode(p[0].get<std::string>());
+  }
   if (p[0].is_array()) return token_list(p[0], "prompt", limits.vocab_size);
   bad("prompt", "'prompt' must be a string, a list of token ids, or a list holding one of those");
 }
@@ -102,11 +166,12 @@ std::string message_content(const json& m, std::size_t index) {
   return text;
 }
 
-std::vector<TokenId> chat_prompt(const json& body, const ByteTokenizer& tokenizer) {
+std::vector<TokenId> chat_prompt(const json& body, const ApiLimits& limits, const ByteTokenizer& tokenizer) {
   if (!present(body, "messages")) bad("messages", "'messages' is required");
   const json& ms = body.at("messages");
   if (!ms.is_array() || ms.empty()) bad("messages", "'messages' must be a non-empty list");
   std::vector<std::pair<std::string, std::string>> messages;
+  std::size_t text_bytes = 0;
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const json& m = ms[i];
     const std::string param = "messages[" + std::to_string(i) + "]";
@@ -114,6 +179,8 @@ std::vector<TokenId> chat_prompt(const json& body, const ByteTokenizer& tokenize
       bad(param, "'" + param + "' must be an object with a string 'role'");
     }
     messages.emplace_back(m.at("role").get<std::string>(), message_content(m, i));
+    text_bytes += messages.back().first.size() + messages.back().second.size();
+    check_text_fits(text_bytes, "messages", limits);
   }
   return tokenizer.encode(chat_prompt_text(messages));
 }
@@ -156,18 +223,24 @@ std::string chat_prompt_text(const std::vector<std::pair<std::string, std::strin
 
 CompletionParams parse_completion_request(const std::string& text, bool chat, const ApiLimits& limits,
                                           const ByteTokenizer& tokenizer) {
+  const std::size_t max_string = 6 * static_cast<std::size_t>(std::max(limits.max_model_len, 0)) + 65536;
+  if (const std::size_t longest = longest_string(text); longest > max_string) {
+    bad("", "the request body holds a string of " + std::to_string(longest) + " bytes, more than a prompt of " +
+                std::to_string(limits.max_model_len) + " tokens (this model's maximum context length) can take",
+        400, "context_length_exceeded");
+  }
   json body;
   try {
-    body = json::parse(text);
-  } catch (const json::parse_error& e) {
-    bad("", std::string("the request body is not valid JSON: ") + e.what());
+    body = parse_json_guarded(text, "the request body", body_json_limits(text, limits));
+  } catch (const JsonError& e) {
+    bad(e.key_path.substr(0, e.key_path.find_first_of(".[")), e.what());  // param: the top-level field
   }
   if (!body.is_object()) bad("", "the request body must be a JSON object");
   if (present(body, "model")) {
     if (!body.at("model").is_string()) bad("model", "'model' must be a string");
     const std::string model = body.at("model").get<std::string>();
     if (model != limits.model_name) {
-      bad("model", "The model '" + model + "' does not exist; this server serves '" + limits.model_name + "'", 404,
+      bad("model", "The model '" + excerpt(model) + "' does not exist; this server serves '" + limits.model_name + "'", 404,
           "model_not_found");
     }
   }
@@ -206,15 +279,10 @@ CompletionParams parse_completion_request(const std::string& text, bool chat, co
 
   CompletionParams p;
   p.chat = chat;
-  p.prompt = chat ? chat_prompt(body, tokenizer) : completion_prompt(body, limits, tokenizer);
+  p.prompt = chat ? chat_prompt(body, limits, tokenizer) : completion_prompt(body, limits, tokenizer);
   if (p.prompt.empty()) bad(chat ? "messages" : "prompt", "the prompt is empty");
   const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
-  if (prompt_len >= limits.max_model_len) {
-    bad(chat ? "messages" : "prompt",
-        "the prompt has " + std::to_string(prompt_len) + " tokens; this model's maximum context length is " +
-            std::to_string(limits.max_model_len) + " tokens, and at least one token must be generated",
-        400, "context_length_exceeded");
-  }
+  if (prompt_len >= limits.max_model_len) context_exceeded(chat ? "messages" : "prompt", prompt_len, limits);
   const std::int64_t room = limits.max_model_len - prompt_len;
   const char* max_key = chat && present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   if (present(body, max_key)) {

@@ -191,6 +191,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   window.more_specs = [&config] { return build_cluster(config).replicas; };
   EnergyContext energy = energy_context(cluster);
   Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers, std::move(window));
+  if (outputs.stop) simulator.set_stop(outputs.stop);
   RunResult result;
   result.stats = simulator.run(source, sink);
   if (outputs.progress) outputs.progress({to_seconds(result.stats.end_time), result.stats.arrivals, ended});
@@ -207,6 +208,10 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.energy = std::move(energy);
   context.config = config_echo(config, cluster);
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
+  if (result.stats.stopped) {  // as the engine's run marks it
+    context.config["interrupted"] = true;
+    context.config["interrupted_requests"] = result.stats.interrupted;
+  }
   result.summary = collector.summarize(context);
   summarize_kv_tiers(result.summary, cluster, simulator);
 

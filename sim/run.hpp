@@ -40,6 +40,11 @@ struct RunOutputs {
   // when it ends; the simulator itself prints nothing (the command line
   // draws the line, only on a terminal).
   std::function<void(const SimProgress&)> progress;
+  // Asked at every turn of the loop: true stops the run (the command's
+  // Ctrl-C); the requests in flight end as "interrupted", the files are
+  // written whole and summary.json's config says "interrupted": true.
+  // Without a router refresh period only (Simulator::set_stop).
+  std::function<bool()> stop;
   bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
   // Threads between router refreshes (config.router_refresh_s > 0; 1
   // otherwise): the result files are the same bytes for any number.

@@ -61,6 +61,10 @@ const Replica& Simulator::replica(std::int32_t index) const {
   return windowed_ ? windowed_->replica(index) : state_->replicas.at(index);
 }
 
+void Simulator::set_stop(std::function<bool()> stop) {
+  if (state_) state_->clock.set_stop(std::move(stop));
+}
+
 SimStats Simulator::run(RequestSource& source, RecordSink& sink) {
   if (windowed_) {
     if (dynamic_cast<ClientSource*>(&source)) {

@@ -39,7 +39,7 @@ struct SimReplicaSpec {
 // Router, seed, step records and progress: the serving loop's options.
 using SimOptions = ServingOptions;
 // busy_fraction, events and max_in_flight are the simulator's figures;
-// stopped and interrupted stay false and 0 (a virtual clock never stops).
+// stopped and interrupted say whether set_stop's hook ended the run early.
 using SimStats = ServingStats;
 
 // How the replicas advance (docs/simulate.md, "Router refresh").
@@ -77,6 +77,12 @@ class Simulator {
   // Step time spent waiting for loads from the KV tiers below HBM, all
   // replicas (docs/simulate.md, "KV tiers").
   Time tier_load_stall() const;
+
+  // Stops the run early once `stop` returns true (asked at every turn of the
+  // loop): no plan starts after it, the requests in flight end as
+  // "interrupted" and the result says stopped. Honoured without a router
+  // refresh period; a windowed run (router_refresh > 0) runs to its end.
+  void set_stop(std::function<bool()> stop);
 
   // Runs until every request has ended. Call once. The source's requests
   // must come in arrival order (twin::Error naming the request otherwise).

@@ -1,11 +1,13 @@
 #pragma once
 // The simulator's clock for the serving loop (engine/core/serving_loop.hpp):
 // time jumps from event to event, and a step lasts what each replica's cost
-// model prices it at, stage by stage through the pipeline. Nothing waits and
-// nothing stops a run early.
+// model prices it at, stage by stage through the pipeline. Nothing waits;
+// a run stops early only when its stop hook says so (Ctrl-C in `simulate`).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/core/replica.hpp"
@@ -44,7 +46,14 @@ class VirtualClock {
   explicit VirtualClock(const std::vector<Pricing>& replicas, std::shared_ptr<KvTransferModel> transfers = nullptr,
                         std::int32_t first_replica = 0);
 
-  static constexpr bool stop_requested() { return false; }
+  // Asked at every turn of the serving loop (never, when unset); sticky once
+  // true. The hook is the command's (a signal flag) or a test's; the clock
+  // itself reads nothing.
+  void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
+  bool stop_requested() {
+    if (!stopped_ && stop_ && stop_()) stopped_ = true;
+    return stopped_;
+  }
   static constexpr bool wait_until(Time) { return true; }
   static constexpr Time read(Time now) { return now; }
   static constexpr void admit(Request&, const Replica&) {}
@@ -94,6 +103,8 @@ class VirtualClock {
   BatchShape shape_;  // reused for every plan
   Time tier_load_stall_ = 0;
   std::vector<StepMix> lockstep_busy_;  // run_lockstep's scratch, by member
+  std::function<bool()> stop_;
+  bool stopped_ = false;
 };
 
 static_assert(ServingClock<VirtualClock>);

@@ -311,6 +311,9 @@ class ServingLoop {
   // Ends the run once nothing is left to happen.
   ServingStats finish() {
     finishing_ = true;  // a client's answer to these ends would never be taken
+    // A stop that emptied the queue (no arrival left to come, no plan
+    // started after it) ends the run as a stop, not as work left unserved.
+    if (!stats_.stopped && plans_in_flight_ == 0 && clock_.stop_requested()) interrupt();
     // Nothing left to happen, yet requests remain: the policy can never serve
     // them (it would otherwise have planned or asked for a wakeup).
     if (!stats_.stopped) stats_.unserved = end_all("aborted");

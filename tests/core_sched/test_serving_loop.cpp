@@ -116,6 +116,23 @@ TEST_CASE("a stopped loop starts no step, ends the requests in flight as interru
   CHECK_FALSE(replica.has_work());
 }
 
+TEST_CASE("a loop stopped after its last arrival (run --asap) still ends its requests as interrupted") {
+  // Every request is due at 0, so once they are in, only the steps' own
+  // events remain: a stop left the queue empty and the loop ended them as
+  // "aborted", unmarked (run --asap exited 0).
+  Replica replica(config_for("vllm", 64), 0);
+  FixedStepClock clock(kNsPerMs, 2);
+  ServingLoop<FixedStepClock> loop(std::span<Replica>(&replica, 1), clock, ServingOptions{});
+  VectorSource source({make_request(0, 8, 50, 0), make_request(1, 8, 50, 0)});
+  Collect sink;
+  const ServingStats stats = loop.run(source, sink);
+  CHECK(stats.stopped);
+  CHECK(stats.interrupted == 2);
+  CHECK(stats.unserved == 0);
+  REQUIRE(sink.requests.size() == 2);
+  for (const RequestRecord& r : sink.requests) CHECK(r.reason == "interrupted");
+}
+
 TEST_CASE("abort_all ends every live request in id order with the reason given") {
   Replica replica(config_for("vllm", 64), 0);
   replica.add(make_request(5, 8, 4), 0);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -95,7 +96,7 @@ int wait_exit(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("run: a real SIGINT or SIGTERM mid-run keeps the records, marks summary.json, exits 1") {
+TEST_CASE("run: a real SIGINT or SIGTERM mid-run keeps the records, marks summary.json, exits 128 + signal") {
   const fs::path dir = twin::test::temp_dir("interrupt_cli");
   const fs::path trace = dir / "late.jsonl";
   // Two requests now, one due in 1000 s: the run is serving (or waiting for
@@ -125,7 +126,7 @@ TEST_CASE("run: a real SIGINT or SIGTERM mid-run keeps the records, marks summar
     const int code = wait_exit(pid);
     const std::string log = read_text(dir / "log.txt");
     INFO(log);
-    CHECK(code == 1);
+    CHECK(code == 128 + sig);  // as a shell reports a process a signal ended
     CHECK_THAT(log, Catch::Contains("interrupted by signal " + std::to_string(sig)));
     REQUIRE(fs::exists(out / "requests.csv"));
     REQUIRE(fs::exists(out / "steps.csv"));
@@ -208,7 +209,7 @@ TEST_CASE("calibrate and validate: an unwritable --out is found before the model
   CHECK_THAT(val.out, !Catch::Contains("engine:"));
 }
 
-TEST_CASE("validate: a real SIGINT during the engine run stops it cleanly, its records kept, exits 1") {
+TEST_CASE("validate: a real SIGINT during the engine run stops it cleanly, its records kept, exits 130") {
   const fs::path dir = twin::test::temp_dir("interrupt_validate");
   fs::remove_all(dir / "out");
   const fs::path trace = dir / "t.jsonl", profile = dir / "tiny.json";
@@ -239,12 +240,153 @@ TEST_CASE("validate: a real SIGINT during the engine run stops it cleanly, its r
   const int code = wait_exit(pid);
   const std::string log = read_text(dir / "log.txt");
   INFO(log);
-  CHECK(code == 1);
-  CHECK_THAT(log, Catch::Contains("interrupted by signal 2 before any load finished"));
+  CHECK(code == 128 + SIGINT);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: before any load finished"));
   CHECK_THAT(log, Catch::Contains(engine_dir.string()));
   REQUIRE(fs::exists(engine_dir / "summary.json"));
   CHECK(fs::exists(engine_dir / "requests.csv"));
   const auto summary = nlohmann::json::parse(read_text(engine_dir / "summary.json"));
   CHECK(summary.at("config").at("interrupted") == true);
   CHECK_FALSE(fs::exists(dir / "out" / "report.json"));  // no load finished: nothing to report
+}
+
+namespace {
+
+// Runs twinserve as a script's background job (`cmd &`) is started: SIGINT
+// ignored (a non-interactive shell does that for background jobs), and
+// TWIN_TEST_RAISE_AFTER_POLLS=`hook` makes the run raise the signal itself
+// at a known poll of its stop hook. Returns the exit code.
+int run_interrupted(const std::vector<std::string>& args, const std::string& hook, const fs::path& log) {
+  const char* bin = std::getenv("TWIN_BIN");
+  REQUIRE(bin != nullptr);
+  std::vector<std::string> all{bin};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_text{"TWIN_TEST_RAISE_AFTER_POLLS=" + hook};
+  for (char** e = environ; *e; ++e) {
+    if (std::string(*e).rfind("TWIN_TEST_RAISE_AFTER_POLLS=", 0) != 0) env_text.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string log_path = log.string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(127);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  return wait_exit(pid);
+}
+
+// Every line of a CSV has the header's number of columns and ends in a newline.
+void check_whole_lines(const fs::path& csv) {
+  const std::string text = read_text(csv);
+  INFO(csv.string());
+  REQUIRE(!text.empty());
+  CHECK(text.back() == '\n');
+  std::istringstream in(text);
+  std::string header, line;
+  std::getline(in, header);
+  const auto columns = std::count(header.begin(), header.end(), ',');
+  while (std::getline(in, line)) CHECK(std::count(line.begin(), line.end(), ',') == columns);
+}
+
+}  // namespace
+
+TEST_CASE("simulate: an interrupt stops the run, files whole, summary marked, exit 128 + signal, even started with &") {
+  // Before: no handler; exit 130 with no message and no summary.json, a
+  // line of requests.csv cut in half, steps.csv empty, SIGINT ignored in
+  // the background.
+  const fs::path dir = twin::test::temp_dir("interrupt_simulate");
+  const fs::path trace = dir / "t.jsonl";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 400; ++i) t << "{\"id\":" << i << ",\"arrival_s\":" << i * 0.05 << ",\"prompt_len\":256,\"output_len\":128}\n";
+  }
+  for (const int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const fs::path out = dir / ("out" + std::to_string(sig));
+    fs::remove_all(out);
+    const int code = run_interrupted({"simulate", "--trace", trace.string(), "--model", "llama-3.1-8b", "--hw",
+                                      "h100-80gb", "--out", out.string()},
+                                     "3000," + std::to_string(sig), dir / "log.txt");
+    const std::string log = read_text(dir / "log.txt");
+    INFO(log);
+    CHECK(code == 128 + sig);
+    CHECK_THAT(log, Catch::Contains("interrupted by signal " + std::to_string(sig)));
+    const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
+    CHECK(summary.at("config").at("interrupted") == true);
+    CHECK(summary.at("config").at("interrupted_requests").get<int>() > 0);
+    check_whole_lines(out / "requests.csv");
+    check_whole_lines(out / "steps.csv");
+    const std::string requests = read_text(out / "requests.csv");
+    CHECK(requests.find(",interrupted,") != std::string::npos);
+    const std::string steps = read_text(out / "steps.csv");
+    CHECK(std::count(steps.begin(), steps.end(), '\n') > 1);
+  }
+}
+
+TEST_CASE("run --asap: an interrupt exits 128 + signal, summary marked, unfinished requests 'interrupted'") {
+  // Before: exit 0, no mark, the unfinished requests 'aborted' (the stop
+  // emptied the loop's queue, which then read as work never served).
+  const fs::path dir = twin::test::temp_dir("interrupt_asap");
+  const fs::path trace = dir / "t.jsonl";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 4; ++i) t << "{\"id\":" << i << ",\"arrival_s\":" << i << ",\"prompt_len\":8,\"output_len\":200}\n";
+  }
+  const fs::path out = dir / "out";
+  fs::remove_all(out);
+  const int code = run_interrupted({"run", "--trace", trace.string(), "--model", "tiny", "--asap", "--threads", "1",
+                                    "--quiet", "--out", out.string()},
+                                   "20", dir / "log.txt");
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  const auto summary = nlohmann::json::parse(read_text(out / "summary.json"));
+  CHECK(summary.at("config").at("interrupted") == true);
+  check_whole_lines(out / "requests.csv");
+  const std::string csv = read_text(out / "requests.csv");
+  CHECK(csv.find(",interrupted,") != std::string::npos);
+  std::istringstream in(csv);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find(",aborted,") != std::string::npos) CHECK(line.find("interrupted") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan: an interrupt writes the candidates evaluated so far, says so and exits 128 + signal") {
+  // Before: no handler; the plan ended with nothing written.
+  const fs::path dir = twin::test::temp_dir("interrupt_plan");
+  const fs::path trace = dir / "t.jsonl";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 40; ++i) t << "{\"id\":" << i << ",\"arrival_s\":" << i * 0.5 << ",\"prompt_len\":128,\"output_len\":32}\n";
+  }
+  const fs::path out = dir / "out";
+  fs::remove_all(out);
+  // One thread: the first candidate runs, the second poll raises SIGINT,
+  // so no further candidate starts.
+  const int code = run_interrupted({"plan", "--trace", trace.string(), "--slo", "ttft_p90<=2s", "--model",
+                                    "llama-3.1-8b", "--hw", "h100-80gb", "--tp", "1,2,4", "--jobs", "1",
+                                    "--probe-requests", "20", "--no-plots", "--quiet", "--out", out.string()},
+                                   "2", dir / "log.txt");
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: 1 of 3 candidates evaluated"));
+  const auto plan = nlohmann::json::parse(read_text(out / "plan.json"));
+  CHECK(plan.at("interrupted") == true);
+  CHECK(plan.at("candidates_evaluated") == 1);
+  CHECK(plan.at("candidates_enumerated") == 3);
+  CHECK(fs::exists(out / "plan.csv"));
 }

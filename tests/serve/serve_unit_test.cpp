@@ -84,6 +84,64 @@ TEST_CASE("request parser: bad input is a 400 naming the field, another model a 
   CHECK(api_error_json(model).find(R"("param":"model")") != std::string::npos);
 }
 
+std::string nested_arrays(std::size_t depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
+
+TEST_CASE("request parser: a value nested 100,000 deep in an integer field is a short 400, not a crash") {
+  // Before: the error printed the whole value with dump(), which recursed
+  // 100,000 frames deep and overflowed the stack (serve exited 139).
+  for (const char* key : {"max_tokens", "n", "best_of", "top_k", "max_completion_tokens"}) {
+    const bool chat = std::string(key) == "max_completion_tokens";
+    const std::string prompt = chat ? R"("messages": [{"role": "user", "content": "hi"}])" : R"("prompt": "x")";
+    const ApiError e = parse_error("{" + prompt + ", \"" + key + "\": " + nested_arrays(100000) + "}", chat);
+    INFO(key << ": " << e.message);
+    CHECK(e.status == 400);
+    CHECK(e.param == key);
+    CHECK_THAT(e.message, Catch::Contains("nested deeper than"));
+    CHECK(api_error_json(e).size() < 1000);
+  }
+  // A value within the depth limit is quoted as an excerpt, never whole.
+  const ApiError shallow = parse_error(R"({"prompt": "x", "max_tokens": )" + nested_arrays(20) + "}");
+  CHECK(shallow.param == "max_tokens");
+  CHECK(shallow.message.size() < 400);
+  const ApiError big = parse_error(R"({"prompt": "x", "max_tokens": ")" + std::string(60000, 'a') + R"("})");
+  CHECK(big.param == "max_tokens");
+  CHECK(api_error_json(big).size() < 1000);  // before: the whole value came back
+  const ApiError model = parse_error(R"({"prompt": "x", "model": ")" + std::string(60000, 'm') + R"("})");
+  CHECK(model.status == 404);
+  CHECK(api_error_json(model).size() < 1000);
+}
+
+TEST_CASE("request parser: max_tokens 1e309 is a 400 naming the field, not the JSON library's 500") {
+  const ApiError e = parse_error(R"({"prompt": "x", "max_tokens": 1e309})");
+  CHECK(e.status == 400);
+  CHECK(e.param == "max_tokens");
+  CHECK_THAT(e.message, Catch::Contains("max_tokens") && Catch::Contains("out of range"));
+  CHECK(parse_error(R"({"prompt": "x", "temperature": -1e400})").param == "temperature");
+}
+
+TEST_CASE("request parser: memory stays a small multiple of the body (value budget, text checked before encoding)") {
+  // A prompt of 10^6 token ids cannot fit a 100-token context: refused by the
+  // value budget before the list is built, not after 16 bytes per id.
+  std::string ids = "[";
+  for (int i = 0; i < 1000000; ++i) ids += i ? ",1" : "1";
+  const ApiError many = parse_error(R"({"prompt": )" + ids + "]}");
+  CHECK(many.status == 400);
+  CHECK_THAT(many.message, Catch::Contains("values"));
+  // A string longer than any prompt can be is refused from the raw text,
+  // before the JSON lexer copies it (doubling its buffer as it grows).
+  const ApiError huge = parse_error(R"({"user": ")" + std::string(1 << 20, 'u') + R"(", "prompt": "x"})");
+  CHECK(huge.status == 400);
+  CHECK_THAT(huge.message, Catch::Contains("a string of 1048576 bytes"));
+  // Text past the context is refused before it becomes 4 bytes per token.
+  const ApiError text = parse_error(R"({"prompt": ")" + std::string(1000, 'a') + R"("})");
+  CHECK(text.code == "context_length_exceeded");
+  CHECK_THAT(text.message, Catch::Contains("at least 1000 tokens"));
+  const ApiError chat =
+      parse_error(R"({"messages": [{"role": "user", "content": ")" + std::string(1000, 'a') + R"("}]})", true);
+  CHECK(chat.code == "context_length_exceeded");
+  CHECK(chat.param == "messages");
+}
+
 TEST_CASE("request parser: defaults, token ids, stop strings, chat template") {
   const ByteTokenizer tok(256);
   const ApiLimits limits{"tiny", 256, 100};

@@ -109,6 +109,47 @@ TEST_CASE("read_yaml_flags: bad YAML and bad shapes name the file and line") {
   CHECK_THAT(error_of([&] { cli::read_yaml_flags(tmp("missing.yaml").string()); }), Catch::Contains("cannot read"));
 }
 
+// Nine anchors, each a map of nine aliases of the one before: 9^9 values.
+std::string alias_bomb() {
+  std::string text = "a: &a {x0: 1, x1: 1, x2: 1, x3: 1, x4: 1, x5: 1, x6: 1, x7: 1, x8: 1}\n";
+  const std::string names = "abcdefghi";
+  for (std::size_t n = 1; n < names.size(); ++n) {
+    text += std::string(1, names[n]) + ": &" + names[n] + " {";
+    for (int k = 0; k < 9; ++k) text += (k ? ", k" : "k") + std::to_string(k) + ": *" + names[n - 1];
+    text += "}\n";
+  }
+  return text;
+}
+
+TEST_CASE("read_yaml_flags: recursive aliases, alias bombs and deep nesting are refused naming the file and line") {
+  // Before: the recursive alias overflowed the stack (exit 139) and the bomb
+  // of 700 bytes grew past gigabytes.
+  const std::string recursive = write("recursive.yaml", "a: &a\n  b: *a\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(recursive); }),
+             Catch::StartsWith(recursive + ":1: a recursive alias"));
+  const std::string in_list = write("recursive_list.yaml", "model: tiny\nslo: &s [ttft_p90<=1s, *s]\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(in_list); }), Catch::StartsWith(in_list + ":2: a recursive alias"));
+  const std::string bomb = write("bomb.yaml", alias_bomb());
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(bomb); }),
+             Catch::StartsWith(bomb + ":") && Catch::Contains("more than 100000 values"));
+  // Aliases within the budget still work.
+  const std::string shared = write("shared.yaml", "speculative-config: &s {method: ngram}\n");
+  CHECK(cli::read_yaml_flags(shared).size() == 1);
+  const std::string deep = write("deep.yaml", "speculative-config: " + std::string(100, '[') + std::string(100, ']') + "\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(deep); }), Catch::StartsWith(deep + ":1: nested deeper than 64"));
+  // A value yaml-cpp cannot convert (a map as a key) names the file: before,
+  // "yaml-cpp: error at line 1 ... bad conversion", no file, exit 1.
+  const std::string conv = write("conv.yaml", "speculative-config: {[1]: 2}\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(conv); }), Catch::StartsWith(conv + ":1: "));
+  // yaml-cpp 0.7's LoadAll looped for ever (memory growing) on a ',' out of place.
+  const std::string comma = write("comma.yaml", ",max-num-seqs: 8\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(comma); }), Catch::StartsWith(comma + ":1:1: not valid YAML"));
+  const std::string two = write("two.yaml", "model: tiny\n---\nmodel: tiny\n");
+  CHECK_THAT(error_of([&] { cli::read_yaml_flags(two); }), Catch::Contains("a second YAML document"));
+  const std::string long_key = write("long_key.yaml", std::string(100000, 'k') + ": 1\n");
+  CHECK(error_of([&] { cli::read_yaml_flags(long_key); }).size() < 1000);
+}
+
 TEST_CASE("apply_yaml_flags: the command line wins, unknown keys and refused values name the line") {
   CLI::App app;
   auto* sub = app.add_subcommand("simulate");
@@ -208,6 +249,11 @@ TEST_CASE("A YAML config file's errors: an unknown key, a refused value and bad 
     CHECK(r.exit_code == 2);
     CHECK_THAT(r.out, Catch::Contains(other + ":1: unknown key 'explain-memory': `twinserve " + command + "` has no --explain-memory"));
   }
+  // A recursive alias: exit 2 naming the file and line (before: 139).
+  const std::string recursive = write("recursive_cli.yaml", "a: &a\n  b: *a\n");
+  const auto r5 = test::run_twinserve("simulate --config '" + recursive + "'", true);
+  CHECK(r5.exit_code == 2);
+  CHECK_THAT(r5.out, Catch::Contains(recursive + ":1: a recursive alias"));
   // run, validate and plan have no cluster config: a JSON --config is refused by name.
   const auto r4 = test::run_twinserve("run --config cluster.json --model tiny --trace '" + trace + "'", true);
   CHECK(r4.exit_code == 2);

@@ -44,7 +44,7 @@ std::string Scratch::write(const std::string& name, const std::string& data) con
 const std::vector<FuzzTarget>& all_targets() {
   static const std::vector<FuzzTarget> targets = [] {
     std::vector<FuzzTarget> all;
-    for (auto* family : {trace_targets, json_targets, text_targets, binary_targets}) {
+    for (auto* family : {trace_targets, json_targets, text_targets, binary_targets, serve_targets}) {
       for (FuzzTarget& t : family()) all.push_back(std::move(t));
     }
     return all;

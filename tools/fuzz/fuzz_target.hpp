@@ -48,5 +48,6 @@ std::vector<FuzzTarget> trace_targets();
 std::vector<FuzzTarget> json_targets();
 std::vector<FuzzTarget> text_targets();
 std::vector<FuzzTarget> binary_targets();
+std::vector<FuzzTarget> serve_targets();
 
 }  // namespace twin::fuzz

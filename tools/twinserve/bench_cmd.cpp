@@ -179,7 +179,7 @@ void run(const BenchArgs& a) {
   const auto total = static_cast<std::int64_t>(trace.size());
   o.progress = [&](std::int64_t ended) { progress.update(ended, total); };
   const InterruptGuard interrupts;  // the first Ctrl-C cancels the streams in flight, the records are written
-  o.stop = [] { return InterruptGuard::received() != 0; };
+  o.stop = [] { return InterruptGuard::stop_requested(); };
   if (!a.quiet) {
     std::cerr << "bench: " << trace.size() << " requests to " << o.url.scheme_host_port << o.url.prefix << o.endpoint
               << " (model " << o.model << ", "
@@ -214,8 +214,8 @@ void run(const BenchArgs& a) {
   }
   std::cout << "Wrote requests.csv, summary.json and vllm_result.json to " << a.out.dir << "\n";
   if (result.interrupted) {
-    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) +
-                ": the requests not finished are recorded as aborted");
+    throw Interrupted(
+                "the requests not finished are recorded as aborted");
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "tools/twinserve/cli_app.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"twinserve: a digital twin of an LLM serving cluster.\n"
@@ -32,6 +33,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const twin::cli::Interrupted& e) {
+    std::cerr << "twinserve: " << e.what() << "\n";
+    return 128 + e.signal;
   } catch (const twin::UsageError& e) {
     std::cerr << "twinserve: error: " << e.what() << "\n";
     return 2;

@@ -19,6 +19,7 @@
 #include "planner/thread_pool.hpp"
 #include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/capture.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
@@ -122,8 +123,16 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   run_options.progress = [&](std::size_t done, std::size_t total) {
     progress.update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
   };
+  // The first Ctrl-C or SIGTERM starts no further candidate; those evaluated
+  // are written (one process only: MPI ranks gather every candidate).
+  std::optional<InterruptGuard> interrupts;
+  if (mpi.size() == 1) {
+    interrupts.emplace();
+    run_options.stop = [] { return InterruptGuard::stop_requested(); };
+  }
   std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, run_options);
   progress.finish();
+  const bool stopped = results.size() < mine.size();
   if (mpi.active() && mpi.size() > 1) {
     std::vector<std::pair<std::size_t, std::string>> items;
     for (std::size_t k = 0; k < mine.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
@@ -135,6 +144,8 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
                                                           std::to_string(candidates.size()) + " candidates");
   }
   PlanResult plan = assemble_plan(trace, options, std::move(results));
+  plan.interrupted = stopped;
+  plan.candidates_enumerated = candidates.size();
   if (PlanCapture* capture = plan_capture()) {  // the Python module: values, not a printed table
     (void)write_plan_outputs(a.out.dir, a.out.overwrite, !a.no_plots, plan, options);
     capture->json = plan_json(plan, options);
@@ -150,10 +161,15 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
     checks += c.verify.size();
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  std::cout << "\nEvaluated " << candidates.size() << " candidates (" << probes << " capacity probes, " << checks
+  std::cout << "\nEvaluated " << plan.candidates.size() << " candidates (" << probes << " capacity probes, " << checks
             << " cluster checks) in " << wall << " s wall on " << (options.jobs > 0 ? options.jobs : default_jobs())
             << " threads" << (mpi.size() > 1 ? " x " + std::to_string(mpi.size()) + " MPI ranks" : "") << "\n";
   std::cout << "Wrote plan.html (the report), plan.json, plan.csv, pareto.csv to " << a.out.dir << "; " << plots << "\n";
+  if (stopped) {
+    throw Interrupted(std::to_string(plan.candidates.size()) + " of " + std::to_string(candidates.size()) +
+                      " candidates evaluated; the plan written to " + a.out.dir +
+                      " covers those only (plan.json: \"interrupted\": true)");
+  }
 }
 
 const RegisterCommand registration{"plan", [](CLI::App& root) {

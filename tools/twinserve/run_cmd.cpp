@@ -144,7 +144,7 @@ void run(const RunArgs& a) {
   options.asap = a.asap;
   options.token_seed = a.seed;
   const InterruptGuard interrupts;  // the first Ctrl-C stops the run, the records are kept
-  options.stop = [] { return InterruptGuard::received() != 0; };
+  options.stop = [] { return InterruptGuard::stop_requested(); };
   const DriveStats stats = engine.serve(source, sink, options);
   progress.finish();
 
@@ -224,8 +224,7 @@ void run(const RunArgs& a) {
   }
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
   if (stats.stopped) {
-    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": " +
-                std::to_string(stats.interrupted) + " requests in flight aborted (reason 'interrupted'), the rest never "
+    throw Interrupted(std::to_string(stats.interrupted) + " requests in flight aborted (reason 'interrupted'), the rest never "
                 "submitted; the records so far are written" + (a.out.dir.empty() ? "" : " to " + a.out.dir));
   }
 }

@@ -68,6 +68,10 @@ struct ServeArgs {
   std::int32_t port = 8000;
   std::int32_t http_threads = 128;
   double shutdown_timeout_s = 5;
+  // Guards against clients (docs/serve.md, "Limits").
+  std::uint64_t max_request_bytes = std::uint64_t{32} << 20;
+  double request_read_timeout_s = 30;
+  double keep_alive_timeout_s = 5;
 };
 
 // What serves the steps, and what summary.json says about it.
@@ -213,6 +217,11 @@ void serve(const ServeArgs& a) {
   front_options.host = a.host;
   front_options.port = a.port;
   front_options.threads = a.http_threads;
+  front_options.max_request_bytes = static_cast<std::size_t>(a.max_request_bytes);
+  front_options.connection.request_read_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(a.request_read_timeout_s * 1000));
+  front_options.connection.keep_alive_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(a.keep_alive_timeout_s * 1000));
   front_options.limits.model_name = name;
   front_options.limits.vocab_size = s.vocab_size;
   front_options.limits.max_model_len = s.replica.scheduler.max_model_len;
@@ -300,6 +309,16 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
   sub->add_option("--shutdown-timeout", a.shutdown_timeout_s, "Seconds in-flight requests may finish after SIGTERM/"
                                                               "Ctrl-C before they are aborted (default 5; 0: at once)")
       ->check(real_range(0, 86400));
+  sub->add_option("--max-request-bytes", a.max_request_bytes, "Largest request body; a larger one is a 413, refused "
+                                                             "before it is read whole (default 33554432, 32 MiB)")
+      ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 40));
+  sub->add_option("--request-read-timeout", a.request_read_timeout_s,
+                  "Seconds a client has to send a whole request, head and body; then the connection closes, "
+                  "so slow clients cannot hold the HTTP threads (default 30)")
+      ->check(real_range(0.001, 86400));
+  sub->add_option("--keep-alive-timeout", a.keep_alive_timeout_s,
+                  "Seconds a kept-alive connection may idle between requests (default 5, as vLLM's)")
+      ->check(real_range(0.001, 86400));
   add_output_flags(*sub, a.out, "Write requests.csv, steps.csv and summary.json here at shutdown", false);
   add_switch(*sub, FlagId::no_steps, a.no_steps);
   sub->callback([args] { serve(*args); });

@@ -27,6 +27,7 @@
 #include "sim/run.hpp"
 #include "sim/sources.hpp"
 #include "tools/twinserve/capture.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -245,6 +246,14 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   echo_client_options(a.clients, extra);
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   if (capture && capture->prepare) capture->prepare(outputs);
+  // The first Ctrl-C or SIGTERM stops the run at the loop's next turn, with
+  // every file written whole (run's mechanism). A windowed run (router
+  // refresh > 0) has no stop: the signal then ends it as before.
+  std::optional<InterruptGuard> interrupts;
+  if (config.router_refresh_s == 0 && !capture) {  // Python: its own KeyboardInterrupt
+    interrupts.emplace();
+    outputs.stop = [] { return InterruptGuard::stop_requested(); };
+  }
   RunResult result = run_simulation(config, clients.source(), outputs, extra);
   progress.finish();
   if (!root) return;
@@ -280,6 +289,11 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
             << result.wall_time_s << " s wall\n";
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
+  if (result.stats.stopped) {
+    throw Interrupted(std::to_string(result.stats.interrupted) +
+                      " requests in flight ended as 'interrupted', the rest of the trace never arrived; the records "
+                      "so far are written" + (a.out.dir.empty() ? "" : " to " + a.out.dir));
+  }
 }
 
 // How a replica is laid out and how arrivals reach the replicas.

@@ -131,10 +131,10 @@ void run(const ValidateArgs& a, const CLI::App& sub) {
   if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "validate: " << line << "\n"; };
 
   const InterruptGuard interrupts;  // the first Ctrl-C stops the engine run, the loads finished are reported
-  o.stop = [] { return InterruptGuard::received() != 0; };
+  o.stop = [] { return InterruptGuard::stop_requested(); };
   const ValidationResult result = run_validation(o);
   if (result.interrupted && result.loads.empty()) {
-    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + " before any load finished" +
+    throw Interrupted("before any load finished" +
                 (result.interrupted->empty() ? "" : "; the engine's records so far are in " +
                                                          (o.out_dir / *result.interrupted / "engine").string()) +
                 "; no report written");
@@ -155,7 +155,7 @@ void run(const ValidateArgs& a, const CLI::App& sub) {
   if (!plot_note.empty()) std::cerr << "validate: " << plot_note << "\n";
   std::cout << "Wrote " << (o.out_dir / "report.html").string() << " (the report), report.md and report.json\n";
   if (result.interrupted) {
-    throw Error("interrupted by signal " + std::to_string(InterruptGuard::received()) + ": the report covers the " +
+    throw Interrupted("the report covers the " +
                 std::to_string(result.loads.size()) + " loads finished" +
                 (result.interrupted->empty() ? "" : "; the engine's records of the load it stopped are in " +
                                                          (o.out_dir / *result.interrupted / "engine").string()));
