@@ -46,6 +46,7 @@ Json curve_json(const EfficiencyCurveDesc& c) {
     j["points"] = points_json(c.points);
   }
   j["ops"] = c.ops;
+  if (!c.dtype.empty()) j["dtype"] = c.dtype;
   return j;
 }
 
@@ -63,7 +64,45 @@ Json efficiency_json(const HardwareDesc& hw) {
     for (const EfficiencyCurveDesc& c : hw.curves) curves[c.name] = curve_json(c);
     e["curves"] = curves;
   }
+  if (!hw.gemm_dtype_ratio.empty()) {
+    Json ratios = Json::object();
+    for (const auto& [dtype, ratio] : hw.gemm_dtype_ratio) ratios[dtype] = ratio;
+    e["dtype_ratio"] = ratios;
+  }
   return e;
+}
+
+Json collectives_json(const HardwareDesc& hw) {
+  Json out = Json::object();
+  for (const CollectiveCurveDesc& c : hw.collectives) {
+    out[c.name] = Json{{"kind", collective_kind_name(c.kind)},
+                       {"link", collective_link_name(c.link)},
+                       {"gpus", c.gpus},
+                       {"points", points_json(c.points)}};
+  }
+  return out;
+}
+
+// The optional blocks of the format (host work, vendor, P2P, collectives,
+// power): written where the profile had them, so a fitted profile keeps
+// every figure of the one it was fitted from.
+void put_optional(Json& j, const HardwareDesc& hw) {
+  const std::pair<const char*, double> host[] = {{"host_speed", hw.host_speed},
+                                                 {"host_per_seq_us", hw.host_per_seq_us},
+                                                 {"host_per_token_us", hw.host_per_token_us},
+                                                 {"host_per_sample_us", hw.host_per_sample_us},
+                                                 {"host_exposed_us", hw.host_exposed_us}};
+  for (const auto& [key, v] : host)
+    if (hw.sources.count(key)) j[key] = v;
+  if (hw.vendor != "nvidia" || hw.sources.count("vendor")) j["vendor"] = hw.vendor;
+  if (hw.sources.count("pcie_p2p")) j["pcie_p2p"] = hw.pcie_p2p;
+  if (!hw.collectives.empty()) j["collectives"] = collectives_json(hw);
+  if (hw.power.known) {
+    j["power"] = Json{{"idle_w", hw.power.idle_w},
+                      {"memory_w", hw.power.memory_w},
+                      {"compute_w", hw.power.compute_w},
+                      {"max_w", hw.power.max_w}};
+  }
 }
 
 }  // namespace
@@ -75,7 +114,8 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
   Json peaks = Json::object();
   const std::pair<const char*, double> peak_fields[] = {
       {"fp32", hw.peak_tflops.fp32}, {"tf32", hw.peak_tflops.tf32}, {"bf16", hw.peak_tflops.bf16},
-      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8}};
+      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8},
+      {"fp4", hw.peak_tflops.fp4}};
   for (const auto& [key, v] : peak_fields)
     if (v > 0) peaks[key] = v;
   j["peak_tflops"] = peaks;
@@ -98,6 +138,7 @@ nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
     j["collective_reserve_mib"] = hw.collective_reserve_bytes / (1024.0 * 1024.0);
   j["efficiency"] = efficiency_json(hw);
   j["price_per_gpu_hour"] = hw.price_per_gpu_hour;
+  put_optional(j, hw);
   Json sources = Json::object();
   for (const auto& [key, note] : hw.sources) sources[key] = note;
   j["sources"] = sources;

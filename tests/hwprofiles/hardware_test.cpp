@@ -393,6 +393,16 @@ TEST_CASE("hardware_json writes every bundled profile back to the same numbers",
     const std::string text = twin::hardware_json(hw).dump(2);
     const twin::HardwareDesc back = twin::parse_hardware_json(text, "written " + name, name);
     CHECK(twin::hardware_json(back).dump(2) == text);
+    // Every optional block survives (a fitted profile keeps them all).
+    CHECK(back.collectives.size() == hw.collectives.size());
+    CHECK(back.gemm_dtype_ratio == hw.gemm_dtype_ratio);
+    CHECK(back.pcie_p2p == hw.pcie_p2p);
+    CHECK(back.vendor == hw.vendor);
+    CHECK(back.peak_tflops.fp4 == hw.peak_tflops.fp4);
+    CHECK(back.power.known == hw.power.known);
+    CHECK(back.power.max_w == hw.power.max_w);
+    CHECK(back.host_speed == hw.host_speed);
+    CHECK(back.curves.size() == hw.curves.size());
     // calibrate --measured's record of a fit loads with the profile.
     auto fitted = twin::hardware_json(hw);
     fitted["fitted_from"] = {{"tool", "twinserve calibrate --measured"}};

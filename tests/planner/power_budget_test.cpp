@@ -63,7 +63,7 @@ TEST_CASE("a power budget prunes the candidates whose GPUs draw more at their ca
   CHECK(back.provisioned_power_w == one.provisioned_power_w);
 }
 
-TEST_CASE("a power budget cannot pass a profile without power figures; a bad budget is a usage error") {
+TEST_CASE("a power budget cannot pass a profile without power figures, and a bad budget is a usage error") {
   nlohmann::ordered_json hw;
   std::ifstream(std::string(TWIN_SOURCE_DIR) + "/hwprofiles/profiles/h100-80gb.json") >> hw;
   hw.erase("power");

@@ -190,9 +190,9 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   add_switch(*sub, FlagId::quiet, a.quiet, "nor the phase lines: nothing on stderr while timing");
   // --measured: fitting a deployment (docs/calibrate.md, "Fitting a
   // deployment"); the deployment's flags are simulate's groups.
-  sub->add_option("--measured", a.measured,
-                  "Fit --hw's free parameters to these runs instead of timing the engine: vLLM `bench serve "
-                  "--save-result --save-detailed` JSON, our requests.csv, or a `twinserve bench` output folder")
+  add_flag(*sub, FlagId::measured, a.measured,
+           "fit --hw's free parameters to these runs instead of timing the engine: vLLM `bench serve "
+           "--save-result --save-detailed` JSON, our requests.csv, or a `twinserve bench` output folder")
       ->expected(1, -1);
   add_trace_input_flags(*sub, a.in, "With --measured: the trace the runs played (default: the runs' own lengths)", false);
   add_flag(*sub, FlagId::hardware, a.hw, "with --measured: the base profile the fit starts from");

@@ -98,6 +98,7 @@ std::vector<FlagSpec> make_table() {
       {F::no_plots, "--no-plots", "Do not run gnuplot (the data and the plot script are still written)", {}},
       {F::no_steps, "--no-steps", "Do not write steps.csv", {}},
       {F::json, "--json", "Print one JSON object", {}},
+      {F::measured, "--measured", "Runs measured elsewhere (docs/validate.md, docs/calibrate.md)", {}},
   };
 }
 

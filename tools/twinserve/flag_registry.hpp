@@ -65,6 +65,7 @@ enum class FlagId {
   no_plots,
   no_steps,
   json,
+  measured,  // runs measured on a deployment (validate, calibrate)
   count_  // the number of rows; keep last
 };
 

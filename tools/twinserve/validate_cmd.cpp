@@ -181,10 +181,9 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
   add_flag(*sub, FlagId::hardware, a.hw,
            "the roofline column's (default: the engine's device, e.g. h200, cpu); with --measured: the hardware the "
            "measured run ran on");
-  sub->add_option("--measured", a.measured,
-                  "Compare the simulator with a run measured elsewhere instead of the engine: a requests.csv (run, "
-                  "bench) matched to --trace by id, or `vllm bench serve --save-result --save-detailed` JSON "
-                  "matched to --trace by order (docs/validate.md)")
+  add_flag(*sub, FlagId::measured, a.measured,
+           "compare the simulator with one instead of the engine: a requests.csv (run, bench) matched to --trace "
+           "by id, or `vllm bench serve --save-result --save-detailed` JSON matched to --trace by order")
       ->check(non_empty());
   add_flag(*sub, FlagId::tensor_parallel, a.tp, "with --measured: the measured deployment's");
   add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the measured deployment's");
