@@ -102,6 +102,47 @@ void config_rows(Table& t, const nlohmann::ordered_json& config) {
   }
 }
 
+// KV hand-offs (disaggregated pools) and tiers, where the run had them.
+void transfer_and_tier_rows(Table& t, const Summary& s) {
+  if (s.disaggregated) {
+    const TransferSummary& x = s.kv_transfer;
+    t.section("KV transfers (prefill to decode)");
+    t.row("Requests handed off", std::to_string(x.handed_off));
+    t.row("Transfers", std::to_string(x.transfers));
+    t.row("KV moved (GB)", fixed(static_cast<double>(x.bytes) / 1e9, 3));
+    t.row("Wait for decode blocks, mean / p99 (ms)",
+          x.wait_ms.count > 0 ? fixed(x.wait_ms.mean, 2) + " / " + fixed(x.wait_ms.p99, 2) : std::string("-"));
+    t.row("Transfer time, mean / p99 (ms)",
+          x.transfer_ms.count > 0 ? fixed(x.transfer_ms.mean, 2) + " / " + fixed(x.transfer_ms.p99, 2) : std::string("-"));
+  }
+  if (!s.kv_tiers.empty()) {
+    t.section("KV tiers (prefix tokens hit, bytes in / out)");
+    for (const KvTierSummary& x : s.kv_tiers) {
+      t.row(x.name, fixed(100.0 * x.hit_rate, 2) + "% hit, " + fixed(static_cast<double>(x.stored_bytes) / 1e9, 3) +
+                        " GB stored, " + fixed(static_cast<double>(x.loaded_bytes) / 1e9, 3) + " GB loaded");
+    }
+    t.row("Prefix hit rate, all tiers", fixed(100.0 * s.kv_tier_hit_rate, 2) + "%");
+    t.row("Moved between tiers (GB)", fixed(static_cast<double>(s.kv_tier_bytes_moved) / 1e9, 3));
+    t.row("Steps waiting for loads (s)", fixed(s.kv_tier_load_stall_s, 3));
+  }
+}
+
+void energy_rows(Table& t, const Summary& s) {
+  t.section("Energy");
+  if (!s.energy.known) {
+    t.row("Energy", "not known: " + s.energy.unknown_reason);
+  } else {
+    const EnergySummary& e = s.energy;
+    t.row("Energy (J)", fixed(static_cast<double>(e.total_uj) * 1e-6, 1));
+    t.row("  in steps / idle (J)", fixed(static_cast<double>(e.steps_uj) * 1e-6, 1) + " / " +
+                                    fixed(static_cast<double>(e.idle_uj) * 1e-6, 1));
+    t.row("Average power (W)", fixed(e.average_power_w, 1));
+    t.row("Energy per output token (J)", fixed(e.joules_per_output_token, 4));
+    t.row("Energy per request (J)", fixed(e.joules_per_request, 2));
+    if (e.cost_per_m_output_tokens > 0) t.row("Cost per M output tokens ($)", fixed(e.cost_per_m_output_tokens, 4));
+  }
+}
+
 }  // namespace
 
 void print_summary_table(std::ostream& out, const Summary& s) {
@@ -153,40 +194,8 @@ void print_summary_table(std::ostream& out, const Summary& s) {
     t.row("Mean batch size", fixed(s.mean_batch_size, 2));
     t.row("Max batch size", fixed(s.max_batch_size, 0));
   }
-  if (s.disaggregated) {
-    const TransferSummary& x = s.kv_transfer;
-    t.section("KV transfers (prefill to decode)");
-    t.row("Requests handed off", std::to_string(x.handed_off));
-    t.row("Transfers", std::to_string(x.transfers));
-    t.row("KV moved (GB)", fixed(static_cast<double>(x.bytes) / 1e9, 3));
-    t.row("Wait for decode blocks, mean / p99 (ms)",
-          x.wait_ms.count > 0 ? fixed(x.wait_ms.mean, 2) + " / " + fixed(x.wait_ms.p99, 2) : std::string("-"));
-    t.row("Transfer time, mean / p99 (ms)",
-          x.transfer_ms.count > 0 ? fixed(x.transfer_ms.mean, 2) + " / " + fixed(x.transfer_ms.p99, 2) : std::string("-"));
-  }
-  if (!s.kv_tiers.empty()) {
-    t.section("KV tiers (prefix tokens hit, bytes in / out)");
-    for (const KvTierSummary& x : s.kv_tiers) {
-      t.row(x.name, fixed(100.0 * x.hit_rate, 2) + "% hit, " + fixed(static_cast<double>(x.stored_bytes) / 1e9, 3) +
-                        " GB stored, " + fixed(static_cast<double>(x.loaded_bytes) / 1e9, 3) + " GB loaded");
-    }
-    t.row("Prefix hit rate, all tiers", fixed(100.0 * s.kv_tier_hit_rate, 2) + "%");
-    t.row("Moved between tiers (GB)", fixed(static_cast<double>(s.kv_tier_bytes_moved) / 1e9, 3));
-    t.row("Steps waiting for loads (s)", fixed(s.kv_tier_load_stall_s, 3));
-  }
-  t.section("Energy");
-  if (!s.energy.known) {
-    t.row("Energy", "not known: " + s.energy.unknown_reason);
-  } else {
-    const EnergySummary& e = s.energy;
-    t.row("Energy (J)", fixed(static_cast<double>(e.total_uj) * 1e-6, 1));
-    t.row("  in steps / idle (J)", fixed(static_cast<double>(e.steps_uj) * 1e-6, 1) + " / " +
-                                    fixed(static_cast<double>(e.idle_uj) * 1e-6, 1));
-    t.row("Average power (W)", fixed(e.average_power_w, 1));
-    t.row("Energy per output token (J)", fixed(e.joules_per_output_token, 4));
-    t.row("Energy per request (J)", fixed(e.joules_per_request, 2));
-    if (e.cost_per_m_output_tokens > 0) t.row("Cost per M output tokens ($)", fixed(e.cost_per_m_output_tokens, 4));
-  }
+  transfer_and_tier_rows(t, s);
+  energy_rows(t, s);
   t.section("Replica load (min / mean / max)");
   t.row("Replicas", std::to_string(s.replicas.size()));
   t.row("Requests per replica", spread_text(s.replica_requests, 1));

@@ -168,6 +168,84 @@ std::string over_power_budget(const CandidateResult& r, std::int32_t gpus, const
 }  // namespace
 
 
+namespace {
+
+// One replica's hardware figures and memory plan; false (the reason set)
+// when the layout, the memory plan or the knobs rule the candidate out.
+bool read_one_replica(const ClusterConfig& one, CandidateResult& r) {
+  try {
+    const Cluster cluster = build_cluster(one);
+    r.price_per_gpu_hour = cluster.groups.front().hardware.price_per_gpu_hour;
+    r.num_gpu_blocks = cluster.groups.front().memory.num_blocks;
+    r.max_model_len = cluster.groups.front().replica.scheduler.max_model_len;
+    const PowerDesc& power = cluster.groups.front().hardware.power;
+    if (power.known) r.max_power_per_gpu_w = power.max_w;
+  } catch (const Error& e) {
+    r.reason = e.what();
+    return false;
+  }
+  return true;
+}
+
+// The cluster check's rate and pacing, and what it costs at n replicas.
+struct VerifyLoad {
+  double rate = 0;     // req/s the plan is for
+  double speedup = 1;  // the trace's arrival times scaled to it
+  double mean_out = 0; // output tokens per request
+};
+
+void price_at(CandidateResult& r, std::int32_t replicas, const VerifyLoad& load) {
+  r.replicas = replicas;
+  r.gpus = replicas * r.gpus_per_replica;
+  r.cost_per_hour = r.gpus * r.price_per_gpu_hour;
+  const double tokens_per_hour = load.rate * load.mean_out * 3600.0;
+  r.cost_per_m_output_tokens = tokens_per_hour > 0 ? r.cost_per_hour / tokens_per_hour * 1e6 : kNaN;
+  r.provisioned_power_w = r.gpus * r.max_power_per_gpu_w;
+}
+
+// Replays the trace on the estimated number of replicas, then one more at a
+// time, until the cluster meets the SLOs or a limit (GPUs, power, extra
+// replicas) stops it; sets the status and the figures of the last check.
+void verify_replicas(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o, LatencyAxis axis,
+                     const VerifyLoad& load, CandidateResult& r) {
+  price_at(r, r.replicas_estimated, load);
+  r.latency_ms = kNaN;
+  r.status = CandidateStatus::verify_failed;
+  for (std::int32_t n = r.replicas_estimated; n <= r.replicas_estimated + o.max_extra_replicas; ++n) {
+    if (o.space.max_gpus && n * r.gpus_per_replica > *o.space.max_gpus) {
+      price_at(r, n, load);
+      r.status = CandidateStatus::over_max_gpus;
+      r.reason = "needs " + std::to_string(n * r.gpus_per_replica) + " GPUs or more, --max-gpus is " +
+                 std::to_string(*o.space.max_gpus);
+      return;
+    }
+    if (std::string why = over_power_budget(r, n * r.gpus_per_replica, o); !why.empty()) {
+      price_at(r, n, load);
+      r.status = CandidateStatus::over_power_budget;
+      r.reason = std::move(why);
+      return;
+    }
+    ScaledTraceSource source(trace, o.verify_requests, load.speedup);
+    RunOutputs outputs;
+    const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
+    r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, load.rate)});
+    r.verify.back().result.peak_in_flight = sent.peak_in_flight;
+    price_at(r, n, load);
+    r.latency_ms = axis_value(axis, r.verify.back().result);
+    const EnergySummary& energy = sent.run.summary.energy;
+    r.average_power_w = energy.known ? energy.average_power_w : kNaN;
+    r.joules_per_output_token = energy.known ? energy.joules_per_output_token : kNaN;
+    if (r.verify.back().result.pass) {
+      r.status = CandidateStatus::ok;
+      r.reason.clear();
+      return;
+    }
+  }
+  r.reason = "the cluster misses the SLOs on the trace even with " + std::to_string(r.replicas) + " replicas";
+}
+
+}  // namespace
+
 CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o) {
   CandidateResult r;
   r.candidate = c;
@@ -179,17 +257,7 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     return r;
   }
   const ClusterConfig one = candidate_config(c, 1, o.slos, o.seed);
-  try {
-    const Cluster cluster = build_cluster(one);
-    r.price_per_gpu_hour = cluster.groups.front().hardware.price_per_gpu_hour;
-    r.num_gpu_blocks = cluster.groups.front().memory.num_blocks;
-    r.max_model_len = cluster.groups.front().replica.scheduler.max_model_len;
-    const PowerDesc& power = cluster.groups.front().hardware.power;
-    if (power.known) r.max_power_per_gpu_w = power.max_w;
-  } catch (const Error& e) {  // the layout, the memory plan or the knobs rule it out
-    r.reason = e.what();
-    return r;
-  }
+  if (!read_one_replica(one, r)) return r;
   if (std::string why = over_power_budget(r, r.gpus_per_replica, o); !why.empty()) {
     r.reason = std::move(why);
     return r;
@@ -210,61 +278,18 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
     r.latency_ms = kNaN;
     return r;
   }
-  const double verify_rate = planned_rate(trace, o);
+  VerifyLoad load;
+  load.rate = planned_rate(trace, o);
   // The cluster check replays the trace at the planned rate: its own
   // arrival times (speedup 1) without --target-rate.
-  const double verify_speedup = o.target_rate > 0 ? o.target_rate / arrival_rate(trace, o.verify_requests) : 1.0;
-  const double verify_out = mean_output_tokens(trace, o.verify_requests);
-  const double capacity_tokens_per_hour = r.capacity.capacity * verify_out * 3600.0;
+  load.speedup = o.target_rate > 0 ? o.target_rate / arrival_rate(trace, o.verify_requests) : 1.0;
+  load.mean_out = mean_output_tokens(trace, o.verify_requests);
+  const double capacity_tokens_per_hour = r.capacity.capacity * load.mean_out * 3600.0;
   r.cost_per_m_output_tokens_at_capacity =
       capacity_tokens_per_hour > 0 ? r.gpus_per_replica * r.price_per_gpu_hour / capacity_tokens_per_hour * 1e6 : kNaN;
-  r.replicas_estimated = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(verify_rate / r.capacity.capacity - 1e-9)));
-  auto price = [&](std::int32_t replicas) {
-    r.replicas = replicas;
-    r.gpus = replicas * r.gpus_per_replica;
-    r.cost_per_hour = r.gpus * r.price_per_gpu_hour;
-    const double tokens_per_hour = verify_rate * verify_out * 3600.0;
-    r.cost_per_m_output_tokens = tokens_per_hour > 0 ? r.cost_per_hour / tokens_per_hour * 1e6 : kNaN;
-    r.provisioned_power_w = r.gpus * r.max_power_per_gpu_w;
-  };
-  price(r.replicas_estimated);
-  r.latency_ms = kNaN;
-  r.status = CandidateStatus::verify_failed;
-  for (std::int32_t n = r.replicas_estimated; n <= r.replicas_estimated + o.max_extra_replicas; ++n) {
-    if (o.space.max_gpus && n * r.gpus_per_replica > *o.space.max_gpus) {
-      price(n);
-      r.status = CandidateStatus::over_max_gpus;
-      r.reason = "needs " + std::to_string(n * r.gpus_per_replica) + " GPUs or more, --max-gpus is " +
-                 std::to_string(*o.space.max_gpus);
-      return r;
-    }
-    if (std::string why = over_power_budget(r, n * r.gpus_per_replica, o); !why.empty()) {
-      price(n);
-      r.status = CandidateStatus::over_power_budget;
-      r.reason = std::move(why);
-      return r;
-    }
-    ScaledTraceSource source(trace, o.verify_requests, verify_speedup);
-    RunOutputs outputs;
-    const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
-    r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, verify_rate)});
-    r.verify.back().result.peak_in_flight = sent.peak_in_flight;
-    price(n);
-    r.latency_ms = axis_value(axis, r.verify.back().result);
-    const EnergySummary& energy = sent.run.summary.energy;
-    r.average_power_w = energy.known ? energy.average_power_w : kNaN;
-    r.joules_per_output_token = energy.known ? energy.joules_per_output_token : kNaN;
-    if (r.verify.back().result.pass) {
-      r.status = CandidateStatus::ok;
-      r.reason.clear();
-      break;
-    }
-  }
-  if (r.status == CandidateStatus::verify_failed) {
-    r.reason = "the cluster misses the SLOs on the trace even with " + std::to_string(r.replicas) + " replicas";
-    return r;
-  }
-  if (o.space.budget && r.cost_per_hour > *o.space.budget) {
+  r.replicas_estimated = std::max<std::int32_t>(1, static_cast<std::int32_t>(std::ceil(load.rate / r.capacity.capacity - 1e-9)));
+  verify_replicas(c, trace, o, axis, load, r);
+  if (r.status == CandidateStatus::ok && o.space.budget && r.cost_per_hour > *o.space.budget) {
     r.status = CandidateStatus::over_budget;
     r.reason = "costs more than --budget";
   }

@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/measured_runs.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -113,24 +115,7 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path bin = fs::absolute(fs::path(argv[0])).parent_path() / "twinserve";
-  const fs::path root = argc > 1 ? fs::path(argv[1]) : fs::path("../shared/measured");
-  const fs::path work = fs::absolute(argc > 2 ? fs::path(argv[2]) : fs::path("bench_calibrate_measured_out"));
-  if (!fs::is_directory(root)) {
-    std::printf("bench_calibrate_measured: skipped, no measured runs at %s\n", root.c_str());
-    return 0;
-  }
-  std::vector<fs::path> runs;
-  for (const auto& e : fs::directory_iterator(root)) {
-    if (fs::exists(e.path() / "meta.json") && fs::exists(e.path() / "requests.jsonl")) runs.push_back(e.path());
-  }
-  std::sort(runs.begin(), runs.end());
-  for (const fs::path& run : runs) {
-    try {
-      bench_run(bin, run, work / run.filename());
-    } catch (const std::exception& e) {
-      std::printf("== %s: %s\n", run.filename().c_str(), e.what());
-    }
-  }
-  return 0;
+  return twin::bench::for_each_measured_run(
+      "bench_calibrate_measured", argc, argv, "requests.jsonl",
+      [](const fs::path& bin, const fs::path& run, const fs::path& work) { bench_run(bin, run, work / run.filename()); });
 }

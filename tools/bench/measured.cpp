@@ -28,6 +28,8 @@
 #include "metrics/request_csv.hpp"
 #include "metrics/step_csv.hpp"
 
+#include "tools/bench/measured_runs.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -179,24 +181,7 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const fs::path bin = fs::absolute(fs::path(argv[0])).parent_path() / "twinserve";
-  const fs::path root = argc > 1 ? fs::path(argv[1]) : fs::path("../shared/measured");
-  const fs::path work = fs::absolute(argc > 2 ? fs::path(argv[2]) : fs::path("bench_measured_out"));
-  if (!fs::is_directory(root)) {
-    std::printf("bench_measured: skipped, no measured runs at %s\n", root.c_str());
-    return 0;
-  }
-  std::vector<fs::path> runs;
-  for (const auto& e : fs::directory_iterator(root)) {
-    if (fs::exists(e.path() / "meta.json") && fs::exists(e.path() / "workload.jsonl")) runs.push_back(e.path());
-  }
-  std::sort(runs.begin(), runs.end());
-  for (const fs::path& run : runs) {
-    try {
-      bench_run(bin, run, work);
-    } catch (const std::exception& e) {
-      std::printf("== %s: %s\n", run.filename().c_str(), e.what());
-    }
-  }
-  return 0;
+  return twin::bench::for_each_measured_run(
+      "bench_measured", argc, argv, "workload.jsonl",
+      [](const fs::path& bin, const fs::path& run, const fs::path& work) { bench_run(bin, run, work); });
 }

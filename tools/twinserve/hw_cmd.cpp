@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hwprofiles/hardware_desc.hpp"
+#include "hwprofiles/hardware_writer.hpp"  // hardware_json: the profile as it loads again
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
 
@@ -33,76 +34,6 @@ void list_hardware() {
                 hw.memory_capacity_bytes / (1024.0 * 1024 * 1024), hw.memory_bandwidth_gbps, hw.gpus_per_node,
                 hw.price_per_gpu_hour);
   }
-}
-
-nlohmann::ordered_json hardware_json(const HardwareDesc& hw) {
-  nlohmann::ordered_json j;
-  j["name"] = hw.name;
-  j["kind"] = kind_name(hw.kind);
-  if (hw.kind == DeviceKind::gpu) j["vendor"] = hw.vendor;
-  auto& peak = j["peak_tflops"];
-  peak = nlohmann::ordered_json::object();
-  const std::pair<const char*, double> peaks[] = {
-      {"fp32", hw.peak_tflops.fp32}, {"tf32", hw.peak_tflops.tf32}, {"bf16", hw.peak_tflops.bf16},
-      {"fp16", hw.peak_tflops.fp16}, {"fp8", hw.peak_tflops.fp8},   {"int8", hw.peak_tflops.int8},
-      {"fp4", hw.peak_tflops.fp4}};
-  for (const auto& [k, v] : peaks)
-    if (v > 0) peak[k] = v;
-  // Back in the unit the profile gave, so that the output loads again.
-  const std::string& reported = hw.memory_reported;
-  const auto space = reported.rfind(' ');
-  const std::string unit = space == std::string::npos ? "bytes" : reported.substr(space + 1);
-  const double scale = unit == "MiB" ? 1024.0 * 1024 : unit == "GiB" ? 1024.0 * 1024 * 1024 : unit == "GB" ? 1e9 : 1.0;
-  const char* key = unit == "MiB" ? "memory_mib" : unit == "GiB" ? "memory_gib" : unit == "GB" ? "memory_gb" : "memory_bytes";
-  j[key] = hw.memory_capacity_bytes / scale;
-  j["memory_bandwidth_gbps"] = hw.memory_bandwidth_gbps;
-  j["nvlink_bandwidth_gbps"] = hw.nvlink_bandwidth_gbps;
-  j["nvlink_latency_us"] = hw.nvlink_latency_us;
-  j["gpus_per_node"] = hw.gpus_per_node;
-  j["interconnect"] = hw.interconnect;
-  j["pcie_bandwidth_gbps"] = hw.pcie_bandwidth_gbps;
-  j["pcie_latency_us"] = hw.pcie_latency_us;
-  j["nic_bandwidth_gbps"] = hw.nic_bandwidth_gbps;
-  j["nic_latency_us"] = hw.nic_latency_us;
-  j["kernel_launch_us"] = hw.kernel_launch_us;
-  j["step_overhead_us"] = hw.step_overhead_us;
-  // The optional host-work keys, as the profile gave them.
-  for (const auto& [key, value] : {std::pair{"host_speed", hw.host_speed}, std::pair{"host_per_seq_us", hw.host_per_seq_us},
-                                   std::pair{"host_per_token_us", hw.host_per_token_us},
-                                   std::pair{"host_per_sample_us", hw.host_per_sample_us},
-                                   std::pair{"host_exposed_us", hw.host_exposed_us}})
-    if (hw.sources.count(key)) j[key] = value;
-  if (hw.sources.count("runtime_reserve_mib")) j["runtime_reserve_mib"] = hw.runtime_reserve_bytes / (1024.0 * 1024);
-  if (hw.sources.count("collective_reserve_mib"))
-    j["collective_reserve_mib"] = hw.collective_reserve_bytes / (1024.0 * 1024);
-  auto& eff = j["efficiency"];
-  eff["compute"] = hw.compute_efficiency;
-  eff["memory"] = hw.memory_efficiency;
-  eff["allreduce"] = hw.allreduce_efficiency;
-  eff["pcie"] = hw.pcie_efficiency;
-  eff["gemm_curve"] = nlohmann::ordered_json::array();
-  for (const auto& p : hw.gemm_curve) eff["gemm_curve"].push_back({p.flops, p.efficiency});
-  for (const auto& [dtype, ratio] : hw.gemm_dtype_ratio) eff["dtype_ratio"][dtype] = ratio;
-  if (hw.sources.count("pcie_p2p")) j["pcie_p2p"] = hw.pcie_p2p;
-  for (const auto& c : hw.collectives) {
-    auto& out = j["collectives"][c.name];
-    out["kind"] = collective_kind_name(c.kind);
-    out["link"] = collective_link_name(c.link);
-    out["gpus"] = c.gpus;
-    out["points"] = nlohmann::ordered_json::array();
-    for (const auto& [bytes, us] : c.points) out["points"].push_back({bytes, us});
-  }
-  j["price_per_gpu_hour"] = hw.price_per_gpu_hour;
-  if (hw.power.known) {  // issue 44: optional
-    auto& power = j["power"];
-    power["idle_w"] = hw.power.idle_w;
-    power["memory_w"] = hw.power.memory_w;
-    power["compute_w"] = hw.power.compute_w;
-    power["max_w"] = hw.power.max_w;
-  }
-  auto& src = j["sources"];
-  for (const auto& [k, v] : hw.sources) src[k] = v;  // std::map: sorted, deterministic
-  return j;
 }
 
 void show_hardware(const std::string& name, bool json) {
