@@ -19,6 +19,7 @@
 #include "hwprofiles/calibrated_profile.hpp"
 #include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
+#include "tools/twinserve/measured_deployment.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -62,7 +63,7 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-// The measured deployment, as validate --measured reads it from the same flags.
+// The measured deployment, from the flags validate --measured shares.
 ClusterConfig measured_deployment(const CalibrateArgs& a, const CLI::App& sub) {
   ClusterConfig c;
   c.groups.emplace_back();
@@ -71,14 +72,7 @@ ClusterConfig measured_deployment(const CalibrateArgs& a, const CLI::App& sub) {
   g.hardware = a.hw;
   g.tp = a.tp;
   if (a.pp) g.pp = *a.pp;
-  if (a.engine.dtype != "auto") g.dtype = a.engine.dtype;
-  if (a.engine.kv_cache_dtype != "auto") g.kv_dtype = a.engine.kv_cache_dtype;
-  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
-  c.overrides = scheduler_overrides(a.sched);
-  c.overrides.max_model_len = max_model_len_number(a.memory.max_model_len);
-  c.max_model_len_auto = max_model_len_is_auto(a.memory.max_model_len);
-  if (a.memory.num_gpu_blocks) c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
-  if (sub.count("--gpu-memory-utilization") > 0) c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
+  apply_deployment_flags(c, a.engine, a.sched, a.memory, sub);
   c.seed = a.seed;
   return c;
 }

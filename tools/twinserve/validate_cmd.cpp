@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "tools/twinserve/measured_deployment.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -55,21 +56,8 @@ ClusterConfig measured_cluster(const ValidateArgs& a, const CLI::App& sub) {
     if (!a.profile.empty()) g.profile = a.profile;
     if (a.tp) g.tp = *a.tp;
     if (a.pp) g.pp = *a.pp;
-    if (a.engine.dtype != "auto") g.dtype = a.engine.dtype;
-    if (a.engine.kv_cache_dtype != "auto") g.kv_dtype = a.engine.kv_cache_dtype;
   }
-  if (a.sched.preset) c.scheduler_preset = *a.sched.preset;
-  c.overrides = scheduler_overrides(a.sched);
-  c.overrides.max_model_len = max_model_len_number(a.memory.max_model_len);
-  c.max_model_len_auto = max_model_len_is_auto(a.memory.max_model_len);
-  if (a.memory.num_gpu_blocks) {
-    c.num_gpu_blocks_override = *a.memory.num_gpu_blocks;
-    for (ReplicaGroupConfig& g : c.groups) g.num_gpu_blocks_override = -1;
-  }
-  if (sub.count("--gpu-memory-utilization") > 0) {
-    c.gpu_memory_utilization = a.memory.gpu_memory_utilization;
-    for (ReplicaGroupConfig& g : c.groups) g.gpu_memory_utilization = 0;
-  }
+  apply_deployment_flags(c, a.engine, a.sched, a.memory, sub);
   c.seed = a.seed;
   return c;
 }
