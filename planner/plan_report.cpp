@@ -54,6 +54,37 @@ std::string overload_cell(const CandidateResult& c) {
   return n.runs == 0 ? "-" : std::to_string(n.overloaded) + "/" + std::to_string(n.runs);
 }
 
+// The search space as plan.json records it.
+nlohmann::ordered_json search_json(const SearchSpace& space) {
+  nlohmann::ordered_json search;
+  search["model"] = space.model;
+  search["dtype"] = space.dtype;
+  // Only where given: other plans' files stay as they were.
+  if (!space.quantization.empty()) search["quantization"] = space.quantization;
+  if (!space.kv_dtype.empty()) search["kv_dtype"] = space.kv_dtype;
+  search["hardware"] = space.hardware;
+  search["tp"] = space.tp;
+  search["pp"] = space.pp;
+  // The dimensions of #19 only where searched: other plans' files stay as they were.
+  if (space.ep != std::vector<std::int32_t>{1}) search["ep"] = space.ep;
+  if (space.pd != std::vector<std::pair<std::int32_t, std::int32_t>>{{0, 0}}) {
+    nlohmann::ordered_json pd = nlohmann::ordered_json::array();
+    for (const auto& [p, d] : space.pd) pd.push_back(p == 0 ? std::string("none") : std::to_string(p) + ":" + std::to_string(d));
+    search["pd"] = std::move(pd);
+  }
+  if (space.kv_dram_gib != std::vector<double>{0}) search["kv_dram_gib"] = space.kv_dram_gib;
+  search["preset"] = space.presets;
+  search["max_num_batched_tokens"] = space.max_num_batched_tokens;
+  search["max_num_seqs"] = space.max_num_seqs;
+  search["router"] = space.routers;
+  // Only where given: other plans' files stay as they were.
+  if (space.max_model_len == kMaxModelLenAuto) search["max_model_len"] = "auto";
+  if (space.max_model_len > 0) search["max_model_len"] = space.max_model_len;
+  search["max_gpus"] = space.max_gpus ? nlohmann::ordered_json(*space.max_gpus) : nullptr;
+  search["budget"] = space.budget ? nlohmann::ordered_json(*space.budget) : nullptr;
+  return search;
+}
+
 }  // namespace
 
 nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
@@ -78,33 +109,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   j["target_rate_rps"] = p.rate_is_target ? nlohmann::ordered_json(p.planned_rate) : nlohmann::ordered_json(nullptr);
   j["slos"] = p.slos;
   j["latency_metric"] = p.latency_metric;
-  nlohmann::ordered_json search;
-  search["model"] = o.space.model;
-  search["dtype"] = o.space.dtype;
-  // Only where given: other plans' files stay as they were.
-  if (!o.space.quantization.empty()) search["quantization"] = o.space.quantization;
-  if (!o.space.kv_dtype.empty()) search["kv_dtype"] = o.space.kv_dtype;
-  search["hardware"] = o.space.hardware;
-  search["tp"] = o.space.tp;
-  search["pp"] = o.space.pp;
-  // The dimensions of #19 only where searched: other plans' files stay as they were.
-  if (o.space.ep != std::vector<std::int32_t>{1}) search["ep"] = o.space.ep;
-  if (o.space.pd != std::vector<std::pair<std::int32_t, std::int32_t>>{{0, 0}}) {
-    nlohmann::ordered_json pd = nlohmann::ordered_json::array();
-    for (const auto& [p, d] : o.space.pd) pd.push_back(p == 0 ? std::string("none") : std::to_string(p) + ":" + std::to_string(d));
-    search["pd"] = std::move(pd);
-  }
-  if (o.space.kv_dram_gib != std::vector<double>{0}) search["kv_dram_gib"] = o.space.kv_dram_gib;
-  search["preset"] = o.space.presets;
-  search["max_num_batched_tokens"] = o.space.max_num_batched_tokens;
-  search["max_num_seqs"] = o.space.max_num_seqs;
-  search["router"] = o.space.routers;
-  // Only where given: other plans' files stay as they were.
-  if (o.space.max_model_len == kMaxModelLenAuto) search["max_model_len"] = "auto";
-  if (o.space.max_model_len > 0) search["max_model_len"] = o.space.max_model_len;
-  search["max_gpus"] = o.space.max_gpus ? nlohmann::ordered_json(*o.space.max_gpus) : nullptr;
-  search["budget"] = o.space.budget ? nlohmann::ordered_json(*o.space.budget) : nullptr;
-  j["search"] = std::move(search);
+  j["search"] = search_json(o.space);
   // How every run's requests were sent, only with clients: other plans' files stay as they were.
   if (const ClientOptions& k = o.capacity.clients; k.any()) {
     nlohmann::ordered_json clients;
