@@ -390,26 +390,11 @@ void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json&
   for (const auto& c : hw.collectives) numeric_fields.insert("collectives." + c.name);
 }
 
-HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& origin,
-                                const std::string& default_name) {
-  auto key_of_cstr = [](const char* k) { return std::string(k); };
-  reject_unknown_keys(j, kTopKeys, key_of_cstr, "", origin);
-  HardwareDesc hw;
-  hw.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
-  if (hw.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
-  const std::string kind = json_string(j, "kind", origin);
-  if (kind == "gpu")
-    hw.kind = DeviceKind::gpu;
-  else if (kind == "cpu")
-    hw.kind = DeviceKind::cpu;
-  else
-    json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + excerpt(kind) + "\"");
+namespace {
 
-  // `calibrate --measured`'s record of the fit (runs, residuals, intervals):
-  // for people and tools reading the file; the profile is its numbers.
-  if (j.contains("fitted_from") && !j.at("fitted_from").is_object())
-    json_field_error(origin, "fitted_from", "expected an object (written by calibrate --measured)");
-  std::set<std::string> numeric_fields;  // every number read, to match against sources
+using FieldSet = std::set<std::string>;  // every number read, to match against sources
+
+void read_peaks(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw, FieldSet& numeric_fields) {
   const auto& peaks = read_object(j, "peak_tflops", origin);
   reject_unknown_keys(peaks, kPeaks, [](const PeakField& p) { return std::string(p.key); },
                       "peak_tflops.", origin);
@@ -420,11 +405,10 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
     numeric_fields.insert(path);
   }
   if (peaks.empty()) json_field_error(origin, "peak_tflops", "expected at least one dtype");
+}
 
-  for (const auto& f : kScalars) {
-    hw.*f.member = read_number(j, f.key, f.key, f.rule, origin);
-    numeric_fields.insert(f.key);
-  }
+// The named choices: how the node's GPUs are joined, and whose they are.
+void read_interconnect_and_vendor(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw) {
   if (j.contains("interconnect")) {
     hw.interconnect = json_string(j, "interconnect", origin);
     if (hw.interconnect != "nvswitch" && hw.interconnect != "nvlink_pairs" && hw.interconnect != "pcie" &&
@@ -438,6 +422,9 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
     if (hw.vendor != "nvidia" && hw.vendor != "amd")
       json_field_error(origin, "vendor", "expected \"nvidia\" or \"amd\", got \"" + excerpt(hw.vendor) + "\"");
   }
+}
+
+void read_memory(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw, FieldSet& numeric_fields) {
   const MemoryUnit* memory_unit = nullptr;
   for (const auto& u : kMemoryUnits) {
     if (!j.contains(u.key)) continue;
@@ -453,6 +440,11 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   if (!memory_unit) {
     json_field_error(origin, "memory_mib", "missing required field (or memory_bytes / memory_gib / memory_gb)");
   }
+}
+
+// The host-work figures, the memory reserves and the node's GPU count.
+void read_host_and_node(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw,
+                        FieldSet& numeric_fields) {
   // Optional host-work figures (hardware_desc.hpp): absent keeps the
   // default (host_speed 1, the engine's per-item figures).
   for (const auto& [key, member, rule] :
@@ -478,6 +470,9 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   hw.gpus_per_node = static_cast<int>(gpn);
   numeric_fields.insert("gpus_per_node");
 
+}
+
+void read_efficiency(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw, FieldSet& numeric_fields) {
   const auto& eff = read_object(j, "efficiency", origin);
   std::vector<std::string> eff_keys{"gemm_curve", "curves", "dtype_ratio"};
   for (const auto& f : kEfficiencies) eff_keys.emplace_back(f.key);
@@ -493,8 +488,10 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   for (const auto& c : hw.curves) numeric_fields.insert("efficiency.curves." + c.name);
   read_formats_and_collectives(j, eff, origin, hw, numeric_fields);
 
-  hw.power = read_power(j, origin, numeric_fields);
+}
 
+void read_sources(const nlohmann::json& j, const std::string& origin, HardwareDesc& hw,
+                  const FieldSet& numeric_fields) {
   // Every number says where it came from; every note belongs to a number.
   const auto& sources = read_object(j, "sources", origin);
   for (auto it = sources.begin(); it != sources.end(); ++it) {
@@ -506,6 +503,45 @@ HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& orig
   }
   for (const auto& f : numeric_fields)
     if (!hw.sources.count(f)) json_field_error(origin, "sources." + f, "missing source note for " + f);
+}
+
+}  // namespace
+
+HardwareDesc hardware_from_json(const nlohmann::json& j, const std::string& origin,
+                                const std::string& default_name) {
+  auto key_of_cstr = [](const char* k) { return std::string(k); };
+  reject_unknown_keys(j, kTopKeys, key_of_cstr, "", origin);
+  HardwareDesc hw;
+  hw.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
+  if (hw.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
+  const std::string kind = json_string(j, "kind", origin);
+  if (kind == "gpu")
+    hw.kind = DeviceKind::gpu;
+  else if (kind == "cpu")
+    hw.kind = DeviceKind::cpu;
+  else
+    json_field_error(origin, "kind", "expected \"gpu\" or \"cpu\", got \"" + excerpt(kind) + "\"");
+
+  // `calibrate --measured`'s record of the fit (runs, residuals, intervals):
+  // for people and tools reading the file; the profile is its numbers.
+  if (j.contains("fitted_from") && !j.at("fitted_from").is_object())
+    json_field_error(origin, "fitted_from", "expected an object (written by calibrate --measured)");
+  std::set<std::string> numeric_fields;  // every number read, to match against sources
+  read_peaks(j, origin, hw, numeric_fields);
+
+  for (const auto& f : kScalars) {
+    hw.*f.member = read_number(j, f.key, f.key, f.rule, origin);
+    numeric_fields.insert(f.key);
+  }
+  read_interconnect_and_vendor(j, origin, hw);
+  read_memory(j, origin, hw, numeric_fields);
+  read_host_and_node(j, origin, hw, numeric_fields);
+
+  read_efficiency(j, origin, hw, numeric_fields);
+
+  hw.power = read_power(j, origin, numeric_fields);
+
+  read_sources(j, origin, hw, numeric_fields);
   return hw;
 }
 

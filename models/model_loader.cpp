@@ -196,20 +196,9 @@ void read_layer_types(const nlohmann::json& j, const std::string& origin, ModelD
   m.layer_attention = std::move(kinds);
 }
 
-ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
-                          const std::string& default_name) {
-  ModelDesc m;
-  m.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
-  if (m.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
-  for (const char* key : {"hf_id", "_name_or_path"}) {
-    if (m.hf_id.empty() && j.contains(key) && j.at(key).is_string()) m.hf_id = j.at(key).get<std::string>();
-  }
-  m.model_type = j.contains("model_type") ? json_string(j, "model_type", origin) : "llama";
-  if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
-                   [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
-    json_field_error(origin, "model_type",
-                     "unsupported '" + excerpt(m.model_type) + "'; supported: " + supported_types_text());
+namespace {
 
+void read_sizes(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
   m.hidden_size = json_int(j, "hidden_size", origin);
   m.intermediate_size = json_int(j, "intermediate_size", origin);
   m.num_hidden_layers = json_int(j, "num_hidden_layers", origin);
@@ -234,7 +223,11 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                      "expected at least 2 (one prompt and one output token), got " +
                          std::to_string(m.max_position_embeddings));
 
-  // HF leaves these out when they take the default; null means the same.
+}
+
+// Heads, head width, norms, rotary, windows and biases. HF leaves these out
+// when they take the default; null means the same.
+void read_attention(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
   auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
   read_mla(j, origin, m);  // an MLA model's heads and head_dim are set there
   if (!m.is_mla())
@@ -286,7 +279,10 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                                                : m.model_type == "qwen2";
   if (present("mlp_bias")) m.mlp_bias = json_bool(j, "mlp_bias", origin);
   if (present("hidden_act")) m.hidden_act = json_string(j, "hidden_act", origin);
-  read_qk_norm_and_moe_layout(j, origin, m);
+}
+
+void read_experts(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
   // DeepSeek's configs call the routed experts n_routed_experts, Qwen3-MoE's num_experts.
   const char* experts_key = present("num_local_experts") ? "num_local_experts"
                             : present("n_routed_experts") ? "n_routed_experts"
@@ -318,6 +314,9 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                          "expected 0 to num_hidden_layers - 1 (" + std::to_string(m.num_hidden_layers - 1) + ")");
     }
   }
+}
+
+void check_parameter_count(const std::string& origin, const ModelDesc& m) {
   // Sizes are computed in int64 (parameters, bytes): a descriptor past any
   // real model would overflow them. Estimated in long double, generously.
   {
@@ -340,7 +339,10 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
                   "head_dim, vocab_size and experts give " + count + " parameters; expected at most 10^15");
     }
   }
-  read_quantization_config(j, origin, m);
+}
+
+void read_torch_dtype(const nlohmann::json& j, const std::string& origin, ModelDesc& m) {
+  auto present = [&](const char* key) { return j.contains(key) && !j.at(key).is_null(); };
   // Newer transformers write "dtype" instead of "torch_dtype".
   const char* dtype_key = present("torch_dtype") ? "torch_dtype" : (present("dtype") ? "dtype" : nullptr);
   if (dtype_key) {
@@ -351,6 +353,31 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
       json_field_error(origin, dtype_key, e.what());
     }
   }
+}
+
+}  // namespace
+
+ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
+                          const std::string& default_name) {
+  ModelDesc m;
+  m.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
+  if (m.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
+  for (const char* key : {"hf_id", "_name_or_path"}) {
+    if (m.hf_id.empty() && j.contains(key) && j.at(key).is_string()) m.hf_id = j.at(key).get<std::string>();
+  }
+  m.model_type = j.contains("model_type") ? json_string(j, "model_type", origin) : "llama";
+  if (std::find_if(std::begin(kSupportedTypes), std::end(kSupportedTypes),
+                   [&](const char* t) { return m.model_type == t; }) == std::end(kSupportedTypes))
+    json_field_error(origin, "model_type",
+                     "unsupported '" + excerpt(m.model_type) + "'; supported: " + supported_types_text());
+
+  read_sizes(j, origin, m);
+  read_attention(j, origin, m);
+  read_qk_norm_and_moe_layout(j, origin, m);
+  read_experts(j, origin, m);
+  check_parameter_count(origin, m);
+  read_quantization_config(j, origin, m);
+  read_torch_dtype(j, origin, m);
   return m;
 }
 

@@ -183,6 +183,10 @@ NodeLinks node_links(const HardwareDesc& hw) {
   return l;
 }
 
+// Over 80 lines, known: dtype, max_model_len, speculation memory, the
+// memory plan, placement, tiers and the cost model in one pass over shared
+// locals. Issue 42 splits it together with the engine-as-library work, which
+// will call the same steps; a piecemeal split now would be reshuffled then.
 Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
   Cluster cluster;
   cluster.router = router_policy(data_parallel_router(config));

@@ -596,6 +596,9 @@ void Scheduler::admit_pass(StepPlan& plan) {
 
 // ---- completion -------------------------------------------------------------
 
+// Over 80 lines, known (issue 42 lists it): one pass over the step's
+// sequences in plan order, whose cases (chunk done, token appended, draft
+// accepted, finished, aborted) share the in-flight entry and its cursor.
 void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time now) {
   InFlight* entry = nullptr;
   for (auto& f : in_flight_) {

@@ -223,6 +223,9 @@ std::string engine_storage_dtype(const std::string& text, const std::string& fla
                    " storage is not implemented on any backend yet (use auto, f32 or bf16)");
 }
 
+// Over 80 lines, known (issue 42 lists the long functions): the tensors of
+// one model in file order, each checked and uploaded as it is read, so a
+// bad tensor is named with its file before the next is touched.
 ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options) {
   check_model_config(config);
   std::unique_ptr<Checkpoint> ckpt;
