@@ -4,6 +4,7 @@
 
 #include "sim/cluster.hpp"
 #include "sim/topology.hpp"
+#include "tests/sim/sim_test_util.hpp"
 
 using namespace twin;
 
@@ -116,14 +117,8 @@ TEST_CASE("NVLink bridges join GPUs two by two - other pairs and PCIe-only nodes
 
 TEST_CASE("a 72-GPU NVLink domain holds TP x PP = 72 and EP = 64 on NVLink, an HGX node does not") {
   auto group = [](const std::string& model, const std::string& hw, int tp, int pp, int ep) {
-    ClusterConfig c;
-    ReplicaGroupConfig g;
-    g.model = model;
-    g.hardware = hw;
-    g.tp = tp;
-    g.pp = pp;
-    g.ep = ep;
-    c.groups.push_back(g);
+    ClusterConfig c = twin::test::one_group(model, hw, tp, pp);
+    c.groups.front().ep = ep;
     return build_cluster(c, StartUpCheck::report);
   };
   const Cluster rack = group("llama-3.1-70b", "gb200-nvl72", 8, 9, 1);
