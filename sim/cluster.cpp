@@ -7,6 +7,7 @@
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/data_parallel.hpp"
 #include "sim/host_work.hpp"
+#include "sim/input_quant_kernels.hpp"
 #include "sim/medusa_heads_cost_model.hpp"
 #include "metrics/step_csv.hpp"
 #include "sim/acceptance_model.hpp"
@@ -390,6 +391,7 @@ Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
       params.cudagraph_max_tokens = graph_capture_max(g.replica);
       // The engine the preset stands for does the host work (sim/host_work.hpp).
       params.host = host_work_for(g.replica.scheduler, g.hardware);
+      params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);
       const std::vector<GpuId>& gpus = g.replica_gpus.front();
       for (int stage = 0; stage < gc.pp; ++stage) {
         const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage

@@ -271,6 +271,14 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       const double memory = op.bytes / (params_.memory_bandwidth * memory_eff) * 1e9;
       c.compute_bound = compute > memory;
       one = std::max(compute, memory) + params_.kernel_launch_ns;
+      if ((params_.separate_input_quant & op_kind_bit(op.kind)) != 0) {
+        // The engine's own quantisation kernel before this GEMM: reads the
+        // m x k activations, writes them in fp8 with a 4-byte scale per row.
+        const double rows = static_cast<double>(op.m), width = static_cast<double>(op.k);
+        const double quant_bytes = rows * width * (weights_.activation() + 1.0) + rows * 4.0;
+        c.bytes += quant_bytes * op.repeat;
+        one += quant_bytes / (params_.memory_bandwidth * params_.memory_efficiency) * 1e9 + params_.kernel_launch_ns;
+      }
       const auto k = static_cast<std::size_t>(op.kind);
       const bool own_format = params_.quant_gemm_peak_flops > 0 && is_quantized_linear(op.kind) &&
                               params_.quant_compute_curve[k] >= 0;

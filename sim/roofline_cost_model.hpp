@@ -20,6 +20,7 @@
 #include "models/step_ops.hpp"
 #include "sim/cost_model.hpp"
 #include "sim/host_work.hpp"
+#include "sim/input_quant_kernels.hpp"
 #include "sim/topology.hpp"
 
 namespace twin {
@@ -131,6 +132,10 @@ struct RooflineParams {
   // quant_gemm_efficiency_ratio (measured format / bf16 efficiency).
   std::array<std::int8_t, kNumOpKinds> quant_compute_curve = filled(-1);
   double quant_gemm_efficiency_ratio = 1.0;
+  // W8A8 fp8 linear layers whose input the engine quantises in a kernel of
+  // its own (sim/input_quant_kernels.hpp): each such GEMM also pays that
+  // kernel, a memory-bound pass over its input rows plus a launch.
+  OpKindSet separate_input_quant = 0;
 };
 
 // The profile's curve for a collective of `kind` over `gpus` GPUs joined by
