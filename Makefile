@@ -8,7 +8,8 @@ CMAKE_ARGS ?=
 FUZZ_ITERATIONS ?= 1000000
 FUZZ_SEED  ?= 1
 
-.PHONY: all deps configure build demo test bench bench-spec test-asan fuzz fuzz-asan clean install-python
+.PHONY: all deps configure build demo test test-quick bench bench-spec test-asan fuzz fuzz-asan clean \
+        install-python
 
 all: build
 
@@ -34,6 +35,10 @@ demo: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The tests labelled quick (docs/contributing.md): about a minute.
+test-quick: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L quick
 
 bench: build
 	@tools/run-bench $(BUILD)
