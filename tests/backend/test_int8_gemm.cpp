@@ -11,6 +11,7 @@
 
 #include "engine/backend/cpu/cpu_backend.hpp"
 #include "tests/backend/backend_test_util.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace twin;
 using namespace twin::test;
@@ -104,10 +105,8 @@ TEST_CASE("int8 gemm needs its scales, and scales need int8 weights", "[int8]") 
 }
 
 TEST_CASE("the AVX2+FMA int8 decode kernel matches the portable kernel and is batch-invariant", "[int8]") {
-  if (cpu_best_kernel_isa() != CpuKernelIsa::avx2_fma) {
-    WARN("this CPU has no AVX2 and FMA: only the portable kernel runs");
-    return;
-  }
+  if (cpu_best_kernel_isa() != CpuKernelIsa::avx2_fma)
+    TWIN_SKIP("this CPU has no AVX2 and FMA: only the portable kernel runs");
   auto be = make_cpu_backend(2);
   // Rows 1-8 cover every register block (1x8, 2x4, 1x4, 4x1, 1x1); k = 67
   // and 775 leave tails, k = 768 is the `small` model's hidden size.

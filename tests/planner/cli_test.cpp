@@ -10,6 +10,7 @@
 
 #include "tests/planner/planner_test_util.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 
 namespace twin {
 namespace {
@@ -44,10 +45,7 @@ TEST_CASE("plan writes its files and gives the same bytes on 1 and 2 threads") {
 }
 
 TEST_CASE("plan under mpirun -n 2 writes the single-process bytes") {
-  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
-    WARN("mpirun not found: MPI comparison skipped");
-    return;
-  }
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) TWIN_SKIP("mpirun not found: no MPI comparison");
   const char* bin = std::getenv("TWIN_BIN");
   REQUIRE(bin != nullptr);
   const std::string trace = test::write_vidur(test::chat_trace(200, 15.0), "mpi_trace.csv");
@@ -129,10 +127,7 @@ TEST_CASE("sweep prints a table and writes sweep.csv") {
 }
 
 TEST_CASE("plan's gnuplot plots: names as written (no enhanced-text subscripts), bars and costs from 0") {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    WARN("gnuplot not found: plot check skipped");
-    return;
-  }
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) TWIN_SKIP("gnuplot not found: no plot check");
   const std::string trace = test::write_vidur(test::chat_trace(120, 6.0), "plots_trace.csv");
   const auto out = test::planner_tmp("plan_plots");
   std::filesystem::remove_all(out);

@@ -16,6 +16,7 @@
 #include "engine/runtime/safetensors.hpp"
 #include "tests/runtime/reference_model.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 
 namespace fs = std::filesystem;
 using twin::test::run_twinserve;
@@ -152,13 +153,9 @@ TEST_CASE("flags: every numeric flag outside its range exits 2 naming the flag")
 
 TEST_CASE("run: a 240 MiB row of hash ids under a 1 GiB address-space limit is a FILE:LINE error, not bad_alloc") {
 #if defined(__SANITIZE_ADDRESS__)
-  WARN("skipped under ASan: its shadow memory alone is past any address-space limit");
-  return;
+  TWIN_SKIP("under ASan: its shadow memory alone is past any address-space limit");
 #endif
-  if (std::system("prlimit --version > /dev/null 2>&1") != 0) {
-    WARN("skipped: prlimit (util-linux) is not installed");
-    return;
-  }
+  if (std::system("prlimit --version > /dev/null 2>&1") != 0) TWIN_SKIP("prlimit (util-linux) is not installed");
   const fs::path dir = twin::test::temp_dir("guard_huge_row");
   // 120 Mi ids at 2 bytes each: within the 256 MiB line cap, 1 GiB as a
   // vector of ids; the reader stops at 2^24 of them.

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "sim_test_util.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace twin;
 using namespace twin::test;
@@ -160,10 +161,7 @@ int run_cli(const std::string& args) {
 }  // namespace
 
 TEST_CASE("twinserve simulate exit codes") {
-  if (!std::getenv("TWIN_BIN")) {
-    WARN("TWIN_BIN not set: skipping the command-line checks");
-    return;
-  }
+  if (!std::getenv("TWIN_BIN")) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   namespace fs = std::filesystem;
   const fs::path trace = fs::temp_directory_path() / "twin_sim_cli_trace.csv";
   {

@@ -13,6 +13,7 @@
 
 #include "sim_test_util.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 #include "traces/generator.hpp"
 
 using namespace twin;
@@ -160,10 +161,7 @@ TEST_CASE("disaggregation: configuration errors name the file and the key", "[si
 
 TEST_CASE("simulate --prefill-replicas/--decode-replicas: pools from flags, usage errors naming the flag",
           "[sim][disagg][cli]") {
-  if (!std::getenv("TWIN_BIN")) {
-    WARN("TWIN_BIN not set: skipping the command-line checks");
-    return;
-  }
+  if (!std::getenv("TWIN_BIN")) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "twin_disagg_cli";
   fs::remove_all(dir);

@@ -14,6 +14,7 @@
 #include "models/step_ops.hpp"
 #include "sim_test_util.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace twin;
 using namespace twin::test;
@@ -179,10 +180,7 @@ TEST_CASE("EP: layout and configuration errors name the key", "[sim][ep]") {
 
 TEST_CASE("simulate --ep: --explain-ops shows the all-to-all, a run serves, bad values name the flag",
           "[sim][ep][cli]") {
-  if (!std::getenv("TWIN_BIN")) {
-    WARN("TWIN_BIN not set: skipping the command-line checks");
-    return;
-  }
+  if (!std::getenv("TWIN_BIN")) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   const CliRun ops = run_twinserve("simulate --model mixtral-8x7b --hw h100-80gb --ep 4 --explain-ops 512,64x1024");
   CHECK(ops.exit_code == 0);
   CHECK(ops.out.find("ep=4") != std::string::npos);

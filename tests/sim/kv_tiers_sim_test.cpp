@@ -13,6 +13,7 @@
 
 #include "sim_test_util.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 #include "traces/generator.hpp"
 
 using namespace twin;
@@ -145,10 +146,7 @@ TEST_CASE("tiers: configuration errors name the key", "[sim][tiers]") {
 }
 
 TEST_CASE("simulate --kv-offload-*: tiers in the outputs only when asked for", "[sim][tiers][cli]") {
-  if (!std::getenv("TWIN_BIN")) {
-    WARN("TWIN_BIN not set: skipping the command-line checks");
-    return;
-  }
+  if (!std::getenv("TWIN_BIN")) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / "twin_kv_tiers_cli";
   fs::remove_all(dir);

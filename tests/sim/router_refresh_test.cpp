@@ -15,6 +15,7 @@
 #include "sim/sources.hpp"
 #include "tests/sim/sim_test_util.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 
 namespace twin {
 namespace {
@@ -190,10 +191,7 @@ TEST_CASE("simulate --jobs and --router-refresh-s on the command line") {
 }
 
 TEST_CASE("simulate under mpirun -n 2 writes the one-process bytes") {
-  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
-    WARN("mpirun not found: MPI comparison skipped");
-    return;
-  }
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) TWIN_SKIP("mpirun not found: no MPI comparison");
   const char* bin = std::getenv("TWIN_BIN");
   REQUIRE(bin != nullptr);
   const fs::path root = fs::temp_directory_path() / "twin_router_refresh_mpi";

@@ -9,17 +9,14 @@
 #include <sstream>
 
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 
 namespace fs = std::filesystem;
 using twin::test::run_twinserve;
 
 namespace {
 
-bool have_bin() {
-  if (std::getenv("TWIN_BIN")) return true;
-  WARN("TWIN_BIN not set: skipping the command-line checks");
-  return false;
-}
+bool have_bin() { return std::getenv("TWIN_BIN") != nullptr; }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -33,7 +30,7 @@ const std::string kModel = " --model llama-3.1-8b --hw h100-80gb";
 }  // namespace
 
 TEST_CASE("vLLM's -tp, -pp and -dp are its long names where the command has them") {
-  if (!have_bin()) return;
+  if (!have_bin()) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   const auto short_form = run_twinserve("simulate -tp 2 -pp=2" + kModel + " --explain-memory", true);
   REQUIRE(short_form.exit_code == 0);
   CHECK_THAT(short_form.out, Catch::Contains("tp=2 pp=2"));
@@ -58,7 +55,7 @@ TEST_CASE("vLLM's -tp, -pp and -dp are its long names where the command has them
 }
 
 TEST_CASE("chunked prefill off alone budgets max(max_model_len, 2048), as vLLM") {
-  if (!have_bin()) return;
+  if (!have_bin()) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   const auto unset = run_twinserve("simulate" + kModel + " --no-enable-chunked-prefill --explain-memory", true);
   REQUIRE(unset.exit_code == 0);
   CHECK_THAT(unset.out, Catch::Contains("max_num_batched_tokens 131072, max_num_seqs 256, max_model_len 131072"));
@@ -73,7 +70,7 @@ TEST_CASE("chunked prefill off alone budgets max(max_model_len, 2048), as vLLM")
 }
 
 TEST_CASE("simulate --rate gives a length-only trace the arrivals trace convert --rate writes") {
-  if (!have_bin()) return;
+  if (!have_bin()) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
   const fs::path dir = fs::temp_directory_path() / "twin_vllm_surface_rate";
   fs::remove_all(dir);
   fs::create_directories(dir);

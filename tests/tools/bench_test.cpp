@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_cli.hpp"
+#include "tests/support/skip.hpp"
 #include "tests/support/twin_server.hpp"
 #include "tools/twinserve/sse_stream.hpp"
 
@@ -127,10 +128,7 @@ TEST_CASE("SSE parser: events split anywhere, CRLF, comments and other fields") 
 }
 
 TEST_CASE("bench replays a trace against an OpenAI-compatible server and writes the client's view") {
-  if (!have_python()) {
-    WARN("python3 not found: the stand-in server cannot start (tools/install-deps installs it)");
-    return;
-  }
+  if (!have_python()) TWIN_SKIP("python3 not found: the stand-in server cannot start (tools/install-deps installs it)");
   const fs::path dir = fresh_dir("fake");
   const std::string trace = write_trace(dir);
   FakeServer server(dir);
@@ -233,10 +231,7 @@ TEST_CASE("bench replays a trace against an OpenAI-compatible server and writes 
 }
 
 TEST_CASE("bench sets its TTFT against a server's /metrics histogram and warns when they disagree") {
-  if (!have_python()) {
-    WARN("python3 not found: the stand-in server cannot start (tools/install-deps installs it)");
-    return;
-  }
+  if (!have_python()) TWIN_SKIP("python3 not found: the stand-in server cannot start (tools/install-deps installs it)");
   const fs::path dir = fresh_dir("metrics");
   const std::string trace = write_trace(dir);
   // The server claims 600 ms for every first token; it sends them at once.

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/traces/test_util.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace twin::test;
 
@@ -22,10 +23,7 @@ int run_cli(const std::string& args, const std::string& stdout_path = "/dev/null
 }  // namespace
 
 TEST_CASE("CLI: trace stats --json, convert, generate and their exit codes", "[traces][cli]") {
-  if (!std::getenv("TWIN_BIN")) {
-    WARN("skipping: TWIN_BIN is not set (run through ctest)");
-    return;
-  }
+  if (!std::getenv("TWIN_BIN")) TWIN_SKIP("TWIN_BIN is not set (run through ctest)");
   TempFile json(".json");
   REQUIRE(run_cli("trace stats --json " + fixture("mooncake.jsonl"), json.path) == 0);
   const auto j = nlohmann::json::parse(read_file(json.path));

@@ -7,6 +7,7 @@
 
 #include "tests/traces/test_util.hpp"
 #include "traces/trace_writer.hpp"
+#include "tests/support/skip.hpp"
 
 using namespace twin;
 using namespace twin::test;
@@ -111,10 +112,7 @@ TEST_CASE("convert to Vidur and Azure keeps times to the ns and lengths", "[trac
 
 TEST_CASE("CLI: convert --to, traces without times given a rate", "[traces][cli][convert]") {
   const char* bin = std::getenv("TWIN_BIN");
-  if (!bin) {
-    WARN("skipping: TWIN_BIN is not set (run through ctest)");
-    return;
-  }
+  if (!bin) TWIN_SKIP("TWIN_BIN is not set (run through ctest)");
   auto run = [&](const std::string& args) {
     const int status = std::system((std::string(bin) + " " + args + " >/dev/null 2>&1").c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
