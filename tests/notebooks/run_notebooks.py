@@ -62,6 +62,7 @@ def main():
     # The kernel inherits this environment: the build tree's module first.
     os.environ["PYTHONPATH"] = module_dir + os.pathsep + os.environ.get("PYTHONPATH", "")
     os.environ["MPLBACKEND"] = "Agg"
+    os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger note on frozen modules
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         client = NotebookClient(nb, timeout=600, kernel_name="python3",
