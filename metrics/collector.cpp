@@ -419,6 +419,10 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   }
   s.max_kv_blocks_used = static_cast<double>(steps_.kv_blocks_max);
   s.energy = summarize_energy(steps_, context.energy, first_arrival_, last_finish_, output_tokens_, completed_);
+  s.measured_energy = context.measured_energy;
+  if (s.measured_energy && s.measured_energy->known && output_tokens_ > 0) {
+    s.measured_energy->joules_per_output_token = s.measured_energy->joules / static_cast<double>(output_tokens_);
+  }
   s.max_batch_size = static_cast<double>(steps_.batch_size_max);
   std::vector<std::pair<Time, Time>> arrival_ttft;
   if (streaming_) {

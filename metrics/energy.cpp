@@ -38,6 +38,13 @@ EnergySummary summarize_energy(const StepTally& steps, const EnergyContext& cont
   if (output_tokens > 0 && context.price_per_hour > 0) {
     e.cost_per_m_output_tokens = context.price_per_hour * e.window_s / 3600.0 / static_cast<double>(output_tokens) * 1e6;
   }
+  const double per_m = output_tokens > 0 ? 1e6 / static_cast<double>(output_tokens) : 0;
+  e.energy_price_per_kwh = context.energy_price_per_kwh;
+  e.energy_cost = e.kwh * context.energy_price_per_kwh;
+  e.energy_cost_per_m_output_tokens = e.energy_cost * per_m;
+  e.carbon_g_per_kwh = context.carbon_g_per_kwh;
+  e.co2_g = e.kwh * context.carbon_g_per_kwh;
+  e.co2_g_per_m_output_tokens = e.co2_g * per_m;
   return e;
 }
 

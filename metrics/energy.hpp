@@ -20,6 +20,10 @@ struct EnergyContext {
   double idle_power_w = 0;    // every device of the cluster idle, together
   double price_per_hour = 0;  // every device of the cluster, $/h (0: no price)
   Time end = 0;               // the run's last event (the idle draw runs to it)
+  // What a kWh costs and emits (--energy-price $/kWh, --carbon-intensity
+  // g/kWh); 0: not given, and the summary leaves those figures out.
+  double energy_price_per_kwh = 0;
+  double carbon_g_per_kwh = 0;
 };
 
 struct EnergySummary {
@@ -32,6 +36,21 @@ struct EnergySummary {
   double kwh = 0;
   // The cluster's price over the window, per million output tokens (0 without a price).
   double cost_per_m_output_tokens = 0;
+  // The electricity at --energy-price and its CO2 at --carbon-intensity
+  // (0 and absent from the outputs when not given).
+  double energy_price_per_kwh = 0, energy_cost = 0, energy_cost_per_m_output_tokens = 0;
+  double carbon_g_per_kwh = 0, co2_g = 0, co2_g_per_m_output_tokens = 0;
+};
+
+// Energy an engine run measured on its device's own counter (RAPL, NVML;
+// engine/runtime/energy_meter.hpp), beside the prediction. Not known: the
+// reason, never a 0.
+struct MeasuredEnergy {
+  bool known = false;
+  std::string reason;  // when not known
+  std::string source;  // e.g. "RAPL (1 package domain(s))"
+  double joules = 0, wall_s = 0, average_power_w = 0;
+  double joules_per_output_token = 0;  // set by the summary (completed requests' output tokens)
 };
 
 // `first_arrival` and `last_finish` as the collector saw them (kNoTime: none).

@@ -15,14 +15,16 @@ enum Column {
   // Always written; optional when read (files of earlier versions lack it).
   kScheduled,
   // Optional: only a run with prefill/decode pools writes them.
-  kPrefillReplica, kKvReserved, kKvArrived, kKvWait, kKvTransferMs, kKvTransferBytes
+  kPrefillReplica, kKvReserved, kKvArrived, kKvWait, kKvTransferMs, kKvTransferBytes,
+  // Optional: only a run whose energy is priced writes it (issue 44).
+  kEnergyJ
 };
 constexpr std::size_t kRequiredColumns = kScheduled;
 constexpr std::size_t kWrittenColumns = kPrefillReplica;
 const std::vector<std::string> kColumns = {
     "id", "replica", "outcome", "arrival_s", "first_token_s", "finish_s", "prompt_tokens", "output_tokens",
     "cached_prompt_tokens", "preemptions", "ttft_ms", "tpot_ms", "e2el_ms", "reason", "scheduled_s",
-    "prefill_replica", "kv_reserved_s", "kv_arrived_s", "kv_wait_ms", "kv_transfer_ms", "kv_transfer_bytes"};
+    "prefill_replica", "kv_reserved_s", "kv_arrived_s", "kv_wait_ms", "kv_transfer_ms", "kv_transfer_bytes", "energy_j"};
 
 std::string_view outcome_name(Outcome outcome) {
   switch (outcome) {
@@ -35,11 +37,12 @@ std::string_view outcome_name(Outcome outcome) {
 
 }  // namespace
 
-RequestCsvWriter::RequestCsvWriter(std::ostream& out, bool transfer_columns)
-    : out_(out), transfer_columns_(transfer_columns) {
+RequestCsvWriter::RequestCsvWriter(std::ostream& out, bool transfer_columns, bool energy)
+    : out_(out), transfer_columns_(transfer_columns), energy_(energy) {
   std::string header;
-  const std::size_t columns = transfer_columns_ ? kColumns.size() : kWrittenColumns;
+  const std::size_t columns = transfer_columns_ ? static_cast<std::size_t>(kEnergyJ) : kWrittenColumns;
   for (std::size_t c = 0; c < columns; ++c) header += (header.empty() ? "" : ",") + kColumns[c];
+  if (energy_) header += "," + kColumns[kEnergyJ];
   out_ << header << '\n';
 }
 
@@ -92,6 +95,10 @@ void RequestCsvWriter::write(const RequestRecord& r) {
     row += ',';
     if (r.kv_arrived != kNoTime) csv::append_int(row, r.kv_transfer_bytes);
   }
+  if (energy_) {
+    row += ',';
+    if (r.energy_uj >= 0) csv::append_fixed(row, static_cast<double>(r.energy_uj) * 1e-6, 6);
+  }
   row += '\n';
   out_ << row;
 }
@@ -127,6 +134,12 @@ void for_each_request_record(const std::filesystem::path& path,
     if (reader.has(kKvArrived)) r.kv_arrived = reader.seconds(kKvArrived, true);
     if (reader.has(kKvTransferBytes) && !reader.text(kKvTransferBytes).empty()) {
       r.kv_transfer_bytes = reader.integer(kKvTransferBytes);
+    }
+    if (reader.has(kEnergyJ)) {
+      // Six decimals of joules are whole microjoules: millis() reads the
+      // same digits at the same scale (1e-3 x 1e-3).
+      r.energy_uj = reader.millis(kEnergyJ, true);
+      if (r.energy_uj < -1) reader.fail(kEnergyJ, "negative");
     }
     if (r.outcome == Outcome::finished && (r.first_token == kNoTime || r.finish == kNoTime)) {
       reader.fail(r.first_token == kNoTime ? kFirstToken : kFinish, "empty for a finished request");

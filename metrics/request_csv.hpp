@@ -16,13 +16,15 @@ class RequestCsvWriter {
  public:
   // Writes the header. `transfer_columns` adds the disaggregation columns
   // (prefill_replica, kv_reserved_s, kv_arrived_s, kv_wait_ms,
-  // kv_transfer_ms, kv_transfer_bytes) after the others.
-  explicit RequestCsvWriter(std::ostream& out, bool transfer_columns = false);
+  // kv_transfer_ms, kv_transfer_bytes) after the others; `energy` adds
+  // energy_j (the run's energy is priced) last.
+  explicit RequestCsvWriter(std::ostream& out, bool transfer_columns = false, bool energy = false);
   void write(const RequestRecord& record);
 
  private:
   std::ostream& out_;
   bool transfer_columns_;
+  bool energy_;
 };
 
 // Errors (twin::Error) name file:line and the column. The disaggregation

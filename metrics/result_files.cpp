@@ -29,7 +29,7 @@ std::vector<std::string> csv_result_names(const ResultFileOptions& options) {
 ResultFiles::ResultFiles(const OutputDir& dir, const ResultFileOptions& options, const ResultColumns& columns) {
   requests_file_ = std::make_unique<CsvOutputFile>(dir.path() / csv_file_name("requests.csv", options.compression),
                                                    options.compression);
-  requests_ = std::make_unique<RequestCsvWriter>(requests_file_->stream(), columns.transfer);
+  requests_ = std::make_unique<RequestCsvWriter>(requests_file_->stream(), columns.transfer, columns.energy);
   if (!options.steps.none()) {
     steps_file_ = std::make_unique<CsvOutputFile>(dir.path() / csv_file_name("steps.csv", options.compression),
                                                   options.compression);

@@ -43,7 +43,7 @@ struct ResultColumns {
   bool transfer = false;            // requests.csv: the disaggregation columns
   bool speculative = false;         // steps.csv: the speculative columns
   std::vector<std::string> tiers;   // steps.csv: the KV tier columns
-  bool energy = false;              // steps.csv: energy_j (the run's power is priced)
+  bool energy = false;              // steps.csv and requests.csv: energy_j (the run's power is priced)
 };
 
 class ResultFiles {

@@ -2,6 +2,7 @@
 // The numbers of one run, as the collector computes them and summary.json /
 // the summary table show them. Plain data. docs/outputs.md defines each.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,7 @@ struct Summary {
   double spec_tokens_per_verification = 0;  // 1 + the above: tokens a verifying seq gains per target step
 
   EnergySummary energy;  // issue 44: "energy" in summary.json
+  std::optional<MeasuredEnergy> measured_energy;  // engine runs: "measured_energy" in summary.json
 
   double simulated_time_s = 0, wall_time_s = 0;  // filled by the caller
   // What a reader should know before trusting the figures (e.g. the load
@@ -130,6 +132,7 @@ struct SummaryContext {
   double simulated_time_s = 0;
   double wall_time_s = 0;
   EnergyContext energy;  // the cluster's power (default: energy not known)
+  std::optional<MeasuredEnergy> measured_energy;  // an engine run's counter reading (engine/runtime/energy_meter.hpp)
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
 };
 

@@ -41,10 +41,35 @@ Json energy_json(const EnergySummary& e) {
   j["joules_per_request"] = number(e.joules_per_request);
   j["kwh"] = number(e.kwh);
   j["cost_per_m_output_tokens"] = number(e.cost_per_m_output_tokens);
+  if (e.energy_price_per_kwh > 0) {
+    j["energy_price_per_kwh"] = number(e.energy_price_per_kwh);
+    j["energy_cost"] = number(e.energy_cost);
+    j["energy_cost_per_m_output_tokens"] = number(e.energy_cost_per_m_output_tokens);
+  }
+  if (e.carbon_g_per_kwh > 0) {
+    j["carbon_intensity_g_per_kwh"] = number(e.carbon_g_per_kwh);
+    j["co2_g"] = number(e.co2_g);
+    j["co2_g_per_m_output_tokens"] = number(e.co2_g_per_m_output_tokens);
+  }
   return j;
 }
 
 }  // namespace
+
+Json measured_energy_json(const MeasuredEnergy& m) {
+  Json j;
+  j["known"] = m.known;
+  if (!m.known) {
+    j["reason"] = m.reason;
+    return j;
+  }
+  j["source"] = m.source;
+  j["energy_j"] = number(m.joules);
+  j["wall_s"] = number(m.wall_s);
+  j["average_power_w"] = number(m.average_power_w);
+  j["joules_per_output_token"] = number(m.joules_per_output_token);
+  return j;
+}
 
 Json latency_stats_json(const LatencyStats& s, Figures figures) {
   const auto figure = [figures](double v) {
@@ -182,6 +207,7 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
     j["speculative"] = std::move(spec);
   }
   j["energy"] = energy_json(s.energy);
+  if (s.measured_energy) j["measured_energy"] = measured_energy_json(*s.measured_energy);
   j["simulated_time_s"] = number(s.simulated_time_s);
   j["wall_time_s"] = number(s.wall_time_s);
   if (!s.warnings.empty()) j["warnings"] = s.warnings;  // absent when there are none

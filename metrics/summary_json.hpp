@@ -26,6 +26,8 @@ nlohmann::ordered_json latency_stats_json(const LatencyStats& stats, Figures fig
 LatencyStats latency_stats_from_json(const nlohmann::json& json);
 
 nlohmann::ordered_json summary_to_json(const Summary& summary);
+// summary.json's "measured_energy" (an engine run's counter reading), also in validate's report.
+nlohmann::ordered_json measured_energy_json(const MeasuredEnergy& measured);
 void write_summary_json(std::ostream& out, const Summary& summary);  // pretty, 2 spaces, final newline
 
 }  // namespace twin

@@ -140,6 +140,15 @@ void energy_rows(Table& t, const Summary& s) {
     t.row("Energy per output token (J)", fixed(e.joules_per_output_token, 4));
     t.row("Energy per request (J)", fixed(e.joules_per_request, 2));
     if (e.cost_per_m_output_tokens > 0) t.row("Cost per M output tokens ($)", fixed(e.cost_per_m_output_tokens, 4));
+    if (e.energy_price_per_kwh > 0) {
+      t.row("Energy (kWh)", fixed(e.kwh, 6));
+      t.row("Electricity ($)", fixed(e.energy_cost, 6));
+      t.row("Electricity per M output tokens ($)", fixed(e.energy_cost_per_m_output_tokens, 4));
+    }
+    if (e.carbon_g_per_kwh > 0) {
+      t.row("CO2 (g)", fixed(e.co2_g, 3));
+      t.row("CO2 per M output tokens (g)", fixed(e.co2_g_per_m_output_tokens, 2));
+    }
   }
 }
 

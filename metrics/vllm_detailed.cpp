@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.hpp"
+#include "metrics/summary_json.hpp"
 
 namespace twin {
 namespace {
@@ -122,8 +123,11 @@ VllmDetailedResult read_vllm_detailed(const std::filesystem::path& path) {
 void add_vllm_detailed(nlohmann::ordered_json& result, const std::vector<VllmRequestEntry>& requests) {
   using OJson = nlohmann::ordered_json;
   OJson input_lens = OJson::array(), output_lens = OJson::array(), ttfts = OJson::array(), itls = OJson::array(),
-        start_times = OJson::array(), latencies = OJson::array(), errors = OJson::array();
+        start_times = OJson::array(), latencies = OJson::array(), errors = OJson::array(), energies = OJson::array();
+  bool any_energy = false;
   for (const VllmRequestEntry& e : requests) {
+    any_energy = any_energy || e.energy_j.has_value();
+    energies.push_back(e.energy_j ? json_figure(*e.energy_j) : OJson(nullptr));
     input_lens.push_back(e.input_len);
     output_lens.push_back(e.output_len);
     ttfts.push_back(to_ns_seconds(e.ttft_s));
@@ -141,12 +145,14 @@ void add_vllm_detailed(nlohmann::ordered_json& result, const std::vector<VllmReq
   result["latencies"] = std::move(latencies);
   result["start_times"] = std::move(start_times);
   result["errors"] = std::move(errors);
+  if (any_energy) result["energies_j"] = std::move(energies);  // twinserve's key (issue 44)
 }
 
 VllmRequestEntry vllm_request_entry(const RequestRecord& r) {
   VllmRequestEntry e;
   e.input_len = r.prompt_tokens;
   e.start_time_s = to_seconds(r.arrival);
+  if (r.energy_uj >= 0) e.energy_j = static_cast<double>(r.energy_uj) * 1e-6;
   if (r.outcome != Outcome::finished) {
     e.error = r.reason.empty() ? std::string(r.outcome == Outcome::rejected ? "rejected" : "aborted") : r.reason;
     return e;
@@ -156,6 +162,7 @@ VllmRequestEntry vllm_request_entry(const RequestRecord& r) {
   e.itl_s.reserve(r.itl.size());
   for (const Time gap : r.itl) e.itl_s.push_back(to_seconds(gap));
   e.latency_s = to_seconds(r.finish - r.arrival);
+  if (r.energy_uj >= 0) e.energy_j = static_cast<double>(r.energy_uj) * 1e-6;
   return e;
 }
 

@@ -27,6 +27,9 @@ struct VllmRequestEntry {
   std::optional<double> start_time_s;
   std::optional<double> latency_s;  // latencies (newest vLLM): send to last token chunk
   std::string error;                // errors: empty for a success
+  // twinserve's own list (issue 44), not vLLM's: the request's share of its
+  // steps' energy (requests.csv's energy_j); absent where not known.
+  std::optional<double> energy_j;
 };
 
 struct VllmDetailedResult {

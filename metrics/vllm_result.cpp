@@ -63,6 +63,12 @@ nlohmann::ordered_json vllm_result_json(const Summary& s, const VllmResultContex
   metric("tpot", s.tpot_ms);
   metric("itl", s.itl_ms);
   metric("e2el", s.e2el_ms);
+  // twinserve's keys beside vLLM's (issue 44): the run's energy when priced.
+  if (s.energy.known) {
+    j["energy_j"] = json_figure(static_cast<double>(s.energy.total_uj) * 1e-6);
+    j["average_power_w"] = json_figure(s.energy.average_power_w);
+    j["joules_per_output_token"] = json_figure(s.energy.joules_per_output_token);
+  }
   return j;
 }
 

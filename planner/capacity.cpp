@@ -29,6 +29,7 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
   p.output_throughput = summary.output_throughput;
   p.request_throughput = summary.request_throughput;
   p.overloaded = summary.overloaded;
+  if (summary.energy.known) p.joules_per_output_token = summary.energy.joules_per_output_token;
   bool pass = summary.aborted == 0 && unserved == 0 && summary.completed > 0 && !summary.overloaded;
   double worst = 0;
   for (const SloResult& r : summary.slos) {

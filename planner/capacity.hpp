@@ -8,6 +8,7 @@
 // t=0) never passes: past it a queue grows without bound, which a short
 // probe may not live long enough to show in its latencies.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ struct ProbeResult {
   // With clients (--max-concurrency, --sessions): the most requests in
   // flight at once, counted at the client (planner/client_run.hpp); 0 without.
   std::int64_t peak_in_flight = 0;
+  // The run's energy per output token (issue 44); NaN: not known.
+  double joules_per_output_token = std::numeric_limits<double>::quiet_NaN();
 };
 
 // One statistic of a metric (e.g. &LatencyStats::p90), NaN without data (a

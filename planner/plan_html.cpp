@@ -92,6 +92,35 @@ ChartSpec pareto_chart(const PlanResult& p) {
   return spec;
 }
 
+// Issue 44: energy per output token against what a GPU serves, one point
+// per capacity probe (each at its offered load), a curve per candidate:
+// where a deployment sits between busy (cheap tokens) and idle (dear ones).
+ChartSpec energy_chart(const PlanResult& p) {
+  ChartSpec spec;
+  spec.title = "Energy per output token against throughput per GPU";
+  spec.x_label = "output tokens/s per GPU";
+  spec.y_label = "joules per output token";
+  spec.log_y = true;
+  for (const CandidateResult& c : p.candidates) {
+    if (!drawn(c) || c.gpus_per_replica <= 0) continue;
+    std::vector<const ProbeResult*> probes;
+    for (const ProbeResult& pr : c.capacity.probes) {
+      if (std::isfinite(pr.joules_per_output_token) && pr.output_throughput > 0) probes.push_back(&pr);
+    }
+    std::stable_sort(probes.begin(), probes.end(),
+                     [](const ProbeResult* a, const ProbeResult* b) { return a->output_throughput < b->output_throughput; });
+    ChartSeries series;
+    series.name = candidate_label(c.candidate);
+    series.emphasized = is_chosen(p, c);
+    for (const ProbeResult* pr : probes) {
+      series.x.push_back(pr->output_throughput / c.gpus_per_replica);
+      series.y.push_back(pr->joules_per_output_token);
+    }
+    spec.series.push_back(std::move(series));
+  }
+  return spec;
+}
+
 // "2 of 9" capacity probes and cluster checks flagged by simulate's overload
 // warning (the queue grew all along); "-" without runs.
 std::string overload_cell(const CandidateResult& c) {
@@ -164,6 +193,10 @@ std::string plan_html(const PlanResult& p) {
   out += "<h2>Throughput per GPU against speed per user</h2>\n<p>Every probe of every candidate; the front is the "
          "best throughput per GPU at each speed a user sees.</p>\n";
   out += svg_chart(pareto_chart(p));
+  out += "<h2>Energy per token against throughput per GPU</h2>\n<p>Every capacity probe of every candidate: the "
+         "energy the replica drew (its hardware profile's power figures, docs/energy.md) over the output tokens it "
+         "served. A candidate whose profile has no power figures has no points.</p>\n";
+  out += svg_chart(energy_chart(p));
   out += "<h2>Candidates</h2>\n<p><i>Overloaded runs</i>: the candidate's capacity probes and cluster checks in "
          "which simulate's overload warning held (the queue grew all along, so the latencies measure it); such a run "
          "fails its SLOs. A pruned candidate's status gives the reason, e.g. vLLM's start-up check.</p>\n" +

@@ -146,7 +146,8 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
 void write_plan_csv(std::ostream& out, const PlanResult& p) {
   out << "rank,index,label,hardware,tp,pp,preset,max_num_batched_tokens,max_num_seqs,router,status,capacity_rps,"
          "replicas,gpus,cost_per_hour,cost_per_m_output_tokens,cost_per_m_output_tokens_at_capacity,latency_ms,"
-         "planned_rate_rps,overloaded_runs,provisioned_power_w,average_power_w,joules_per_output_token";
+         "planned_rate_rps,overloaded_runs,provisioned_power_w,average_power_w,joules_per_output_token,gpu_cost_per_hour,"
+         "energy_cost_per_hour";
   std::string slos = p.slos;
   std::size_t start = 0;
   while (!slos.empty()) {
@@ -170,7 +171,8 @@ void write_plan_csv(std::ostream& out, const PlanResult& p) {
         << (c.gpus ? cell(c.cost_per_m_output_tokens, 4) : "") << "," << cell(c.cost_per_m_output_tokens_at_capacity, 4)
         << "," << cell(c.latency_ms, 3) << "," << cell(p.planned_rate, 4) << "," << overload_count(c).overloaded
         << "," << cell(c.provisioned_power_w, 1) << "," << cell(c.average_power_w, 1) << ","
-        << cell(c.joules_per_output_token, 4) << slo_cells(p, c) << ","
+        << cell(c.joules_per_output_token, 4) << "," << (c.gpus ? cell(c.gpu_cost_per_hour, 2) : "") << ","
+        << (c.gpus ? cell(c.energy_cost_per_hour, 4) : "") << slo_cells(p, c) << ","
         << quote(c.reason) << "\n";
   }
 }

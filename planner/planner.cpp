@@ -84,6 +84,7 @@ nlohmann::ordered_json probe_json(const ProbeResult& p) {
   j["above_saturation"] = p.above_saturation;
   j["overloaded"] = p.overloaded;
   if (p.peak_in_flight > 0) j["peak_in_flight"] = p.peak_in_flight;  // with clients only: old plans' bytes stay
+  j["joules_per_output_token"] = num(p.joules_per_output_token);
   return j;
 }
 
@@ -105,6 +106,7 @@ ProbeResult probe_from(const nlohmann::json& j) {
   p.above_saturation = j.value("above_saturation", false);
   p.overloaded = j.value("overloaded", false);
   p.peak_in_flight = j.value("peak_in_flight", std::int64_t{0});
+  p.joules_per_output_token = j.contains("joules_per_output_token") ? num_from(j.at("joules_per_output_token")) : kNaN;
   return p;
 }
 
@@ -150,20 +152,24 @@ void check_plan_options(const PlanOptions& o) {
                      "--max-concurrency 1,4,16,64`");
   }
   if (o.space.power_budget_w && !(std::isfinite(*o.space.power_budget_w) && *o.space.power_budget_w > 0))
-    throw UsageError("--power-budget-w: expected a positive number of watts");
+    throw UsageError("--max-power-kw: expected a positive number of kilowatts");
+  if (!(std::isfinite(o.energy_price_per_kwh) && o.energy_price_per_kwh >= 0))
+    throw UsageError("--energy-price: expected a number >= 0 ($ per kWh)");
 }
 
 namespace {
-// --power-budget-w against `gpus` at their max board power; the reason when
+// --max-power-kw against `gpus` at their max board power; the reason when
 // over (or when the profile has no power figures to check), else empty.
 std::string over_power_budget(const CandidateResult& r, std::int32_t gpus, const PlanOptions& o) {
   if (!o.space.power_budget_w) return "";
   if (std::isnan(r.max_power_per_gpu_w))
-    return "hardware " + r.candidate.hardware + " has no power figures, so --power-budget-w cannot be checked";
+    return "hardware " + r.candidate.hardware + " has no power figures, so --max-power-kw cannot be checked";
   const double watts = gpus * r.max_power_per_gpu_w;
   if (watts <= *o.space.power_budget_w) return "";
+  char kw[32];
+  std::snprintf(kw, sizeof kw, "%.3f", *o.space.power_budget_w / 1000.0);
   return "needs " + std::to_string(gpus) + " GPUs of " + std::to_string(static_cast<long>(r.max_power_per_gpu_w)) +
-         " W, " + std::to_string(static_cast<long>(watts)) + " W provisioned, over --power-budget-w";
+         " W, " + std::to_string(static_cast<long>(watts)) + " W provisioned, over --max-power-kw " + kw;
 }
 }  // namespace
 
@@ -194,10 +200,17 @@ struct VerifyLoad {
   double mean_out = 0; // output tokens per request
 };
 
-void price_at(CandidateResult& r, std::int32_t replicas, const VerifyLoad& load) {
+// The GPUs' price plus, with --energy-price, the electricity the last
+// cluster check drew (its average power; 0 while none ran or the energy is
+// not known, and the plan says so).
+void price_at(CandidateResult& r, std::int32_t replicas, const VerifyLoad& load, double energy_price_per_kwh) {
   r.replicas = replicas;
   r.gpus = replicas * r.gpus_per_replica;
-  r.cost_per_hour = r.gpus * r.price_per_gpu_hour;
+  r.gpu_cost_per_hour = r.gpus * r.price_per_gpu_hour;
+  r.energy_cost_per_hour = energy_price_per_kwh > 0 && std::isfinite(r.average_power_w)
+                               ? r.average_power_w / 1000.0 * energy_price_per_kwh
+                               : 0;
+  r.cost_per_hour = r.gpu_cost_per_hour + r.energy_cost_per_hour;
   const double tokens_per_hour = load.rate * load.mean_out * 3600.0;
   r.cost_per_m_output_tokens = tokens_per_hour > 0 ? r.cost_per_hour / tokens_per_hour * 1e6 : kNaN;
   r.provisioned_power_w = r.gpus * r.max_power_per_gpu_w;
@@ -208,19 +221,19 @@ void price_at(CandidateResult& r, std::int32_t replicas, const VerifyLoad& load)
 // replicas) stops it; sets the status and the figures of the last check.
 void verify_replicas(const Candidate& c, const LoadedTrace& trace, const PlanOptions& o, LatencyAxis axis,
                      const VerifyLoad& load, CandidateResult& r) {
-  price_at(r, r.replicas_estimated, load);
+  price_at(r, r.replicas_estimated, load, o.energy_price_per_kwh);
   r.latency_ms = kNaN;
   r.status = CandidateStatus::verify_failed;
   for (std::int32_t n = r.replicas_estimated; n <= r.replicas_estimated + o.max_extra_replicas; ++n) {
     if (o.space.max_gpus && n * r.gpus_per_replica > *o.space.max_gpus) {
-      price_at(r, n, load);
+      price_at(r, n, load, o.energy_price_per_kwh);
       r.status = CandidateStatus::over_max_gpus;
       r.reason = "needs " + std::to_string(n * r.gpus_per_replica) + " GPUs or more, --max-gpus is " +
                  std::to_string(*o.space.max_gpus);
       return;
     }
     if (std::string why = over_power_budget(r, n * r.gpus_per_replica, o); !why.empty()) {
-      price_at(r, n, load);
+      price_at(r, n, load, o.energy_price_per_kwh);
       r.status = CandidateStatus::over_power_budget;
       r.reason = std::move(why);
       return;
@@ -230,11 +243,11 @@ void verify_replicas(const Candidate& c, const LoadedTrace& trace, const PlanOpt
     const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
     r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, load.rate)});
     r.verify.back().result.peak_in_flight = sent.peak_in_flight;
-    price_at(r, n, load);
     r.latency_ms = axis_value(axis, r.verify.back().result);
     const EnergySummary& energy = sent.run.summary.energy;
     r.average_power_w = energy.known ? energy.average_power_w : kNaN;
     r.joules_per_output_token = energy.known ? energy.joules_per_output_token : kNaN;
+    price_at(r, n, load, o.energy_price_per_kwh);
     if (r.verify.back().result.pass) {
       r.status = CandidateStatus::ok;
       r.reason.clear();
@@ -411,6 +424,8 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   j["replicas"] = r.replicas;
   j["gpus"] = r.gpus;
   j["cost_per_hour"] = num(r.cost_per_hour);
+  j["gpu_cost_per_hour"] = num(r.gpu_cost_per_hour);
+  j["energy_cost_per_hour"] = num(r.energy_cost_per_hour);
   j["cost_per_m_output_tokens"] = num(r.cost_per_m_output_tokens);
   j["cost_per_m_output_tokens_at_capacity"] = num(r.cost_per_m_output_tokens_at_capacity);
   j["latency_ms"] = num(r.latency_ms);
@@ -474,6 +489,9 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
   r.replicas = j.at("replicas").get<std::int32_t>();
   r.gpus = j.at("gpus").get<std::int32_t>();
   r.cost_per_hour = num_from(j.at("cost_per_hour"));
+  // Plans written before issue 44's energy price: the GPUs were the cost.
+  r.gpu_cost_per_hour = j.contains("gpu_cost_per_hour") ? num_from(j.at("gpu_cost_per_hour")) : r.cost_per_hour;
+  r.energy_cost_per_hour = j.contains("energy_cost_per_hour") ? num_from(j.at("energy_cost_per_hour")) : 0;
   r.cost_per_m_output_tokens = num_from(j.at("cost_per_m_output_tokens"));
   r.cost_per_m_output_tokens_at_capacity = num_from(j.at("cost_per_m_output_tokens_at_capacity"));
   r.latency_ms = num_from(j.at("latency_ms"));

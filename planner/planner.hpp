@@ -29,6 +29,10 @@ struct PlanOptions {
   // year's traffic); 0: the trace's own. The trace is replayed rescaled to it
   // (ScaledTraceSource, the one rule of engine/core/timeline.hpp).
   double target_rate = 0;
+  // $/kWh (--energy-price; issue 44): a candidate's cost per hour adds the
+  // electricity its cluster check drew, so the ranking weighs energy too.
+  // 0: the GPUs' price only.
+  double energy_price_per_kwh = 0;
   std::uint64_t seed = 0;
   int jobs = 0;  // threads; 0: hardware threads
   ProgressFn progress;  // (candidates evaluated, candidates) after each one
@@ -57,7 +61,9 @@ struct CandidateResult {
   CapacityResult capacity;
   std::int32_t replicas_estimated = 0, replicas = 0, gpus = 0;
   std::vector<VerifyRun> verify;  // cluster checks, in order
-  double cost_per_hour = 0;
+  double cost_per_hour = 0;             // gpu_cost_per_hour + energy_cost_per_hour: what the ranking sorts by
+  double gpu_cost_per_hour = 0;         // GPUs x price_per_gpu_hour
+  double energy_cost_per_hour = 0;      // average power of the cluster check x --energy-price (0 without)
   double cost_per_m_output_tokens = 0;  // the cluster at the planned rate
   // One replica run at its SLO capacity: what the hardware costs per million
   // output tokens when the load grows into it (comparable across candidates,

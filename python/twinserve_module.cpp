@@ -87,9 +87,10 @@ struct RequestColumns {
   std::vector<std::int64_t> id;
   std::vector<std::int32_t> replica, prompt_tokens, output_tokens, cached_prompt_tokens, preemptions;
   std::vector<std::int8_t> outcome;  // 0 finished, 1 aborted, 2 rejected
-  std::vector<double> arrival_s, first_token_s, finish_s, scheduled_s;
+  std::vector<double> arrival_s, first_token_s, finish_s, scheduled_s, energy_j;
   std::vector<std::string> reason;
   void add(const RequestRecord& r) {
+    energy_j.push_back(r.energy_uj < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(r.energy_uj) * 1e-6);
     id.push_back(static_cast<std::int64_t>(r.id));
     replica.push_back(r.replica);
     outcome.push_back(r.outcome == Outcome::finished ? 0 : r.outcome == Outcome::aborted ? 1 : 2);
@@ -116,6 +117,7 @@ struct RequestColumns {
     d["cached_prompt_tokens"] = array_of(cached_prompt_tokens);
     d["preemptions"] = array_of(preemptions);
     d["scheduled_s"] = array_of(scheduled_s);
+    d["energy_j"] = array_of(energy_j);  // issue 44: its share of its steps' energy (NaN: not known)
     d["reason"] = py::cast(reason);
     return d;
   }

@@ -205,6 +205,8 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.simulated_time_s = to_seconds(result.stats.end_time);
   context.wall_time_s = result.wall_time_s;
   energy.end = result.stats.end_time;
+  energy.energy_price_per_kwh = outputs.energy_price_per_kwh;
+  energy.carbon_g_per_kwh = outputs.carbon_g_per_kwh;
   context.energy = std::move(energy);
   context.config = config_echo(config, cluster);
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;

@@ -46,6 +46,9 @@ struct RunOutputs {
   // Without a router refresh period only (Simulator::set_stop).
   std::function<bool()> stop;
   bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
+  // Issue 44: $/kWh and g CO2/kWh for the summary's energy (0: not given).
+  double energy_price_per_kwh = 0;
+  double carbon_g_per_kwh = 0;
   // Threads between router refreshes (config.router_refresh_s > 0; 1
   // otherwise): the result files are the same bytes for any number.
   int jobs = 1;

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "engine/runtime/energy_meter.hpp"
+
 namespace twin {
 
 RunRecords serve_on_engine(Engine& engine, const std::vector<Request>& trace, const std::filesystem::path& dir,
@@ -12,11 +14,15 @@ RunRecords serve_on_engine(Engine& engine, const std::vector<Request>& trace, co
   options.token_seed = engine.settings().runner.seed;  // as `twinserve run --seed`
   options.stop = stop;
   VectorSource source(trace);
+  EnergyMeter meter = EnergyMeter::for_backend(engine.runner().backend_name());  // issue 44
+  meter.start();
   const DriveStats stats = engine.serve(source, recorder, options);
+  const MeasuredEnergy measured = meter.stop(stats.wall_time_s);
   SummaryContext context;
   context.num_replicas = 1;
   context.kv_blocks_capacity = engine.replica_config().kv.num_blocks;
   context.wall_time_s = stats.wall_time_s;
+  context.measured_energy = measured;
   context.config = echo;
   const nlohmann::ordered_json settings = engine.config_echo();
   for (const auto& [key, value] : settings.items()) context.config[key] = value;

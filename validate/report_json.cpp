@@ -75,6 +75,34 @@ Json model_details(const ModelResult& m) {
 
 }  // namespace
 
+namespace {
+
+// Issue 44: the engine's measured energy (RAPL, NVML) beside each model's
+// prediction; either side says why it is not known rather than a 0.
+Json energy_comparison_json(const LoadResult& l) {
+  Json j;
+  const std::optional<MeasuredEnergy>& m = l.engine.summary.measured_energy;
+  j["measured"] = m ? measured_energy_json(*m) : Json{{"known", false}, {"reason", "the engine run read no counter"}};
+  Json predicted;
+  for (const ModelResult& model : l.models) {
+    const EnergySummary& e = model.run.summary.energy;
+    Json p;
+    p["known"] = e.known;
+    if (!e.known) {
+      p["reason"] = e.unknown_reason;
+    } else {
+      p["energy_j"] = num(static_cast<double>(e.total_uj) * 1e-6);
+      p["joules_per_output_token"] = num(e.joules_per_output_token);
+      if (m && m->known && m->joules > 0) p["error_pct"] = num((static_cast<double>(e.total_uj) * 1e-6 / m->joules - 1) * 100);
+    }
+    predicted[model.name] = std::move(p);
+  }
+  j["predicted"] = std::move(predicted);
+  return j;
+}
+
+}  // namespace
+
 nlohmann::ordered_json report_json(const ValidationResult& r) {
   Json out;
   out["model"] = r.model;
@@ -109,6 +137,7 @@ nlohmann::ordered_json report_json(const ValidationResult& r) {
     const Json details = model_details(predicted);
     for (const auto& [key, value] : details.items()) j[key] = value;
     j["engine_steps"] = l.engine.steps.size();
+    j["energy"] = energy_comparison_json(l);
     if (!l.engine_repeats.empty()) {
       Json runs = Json::array();
       for (const auto& repeat : l.engine_repeats) runs.push_back(metric_comparison_json(repeat));

@@ -14,6 +14,22 @@ std::string f(double v, int decimals = 3) { return fixed_or(v, decimals, "–");
 
 std::string signed_pct(double v) { return signed_pct_or(v, "–"); }
 
+// Issue 44: measured (the engine's counter) beside each model's prediction.
+std::string energy_text(const LoadResult& l) {
+  const std::optional<MeasuredEnergy>& m = l.engine.summary.measured_energy;
+  std::string text = "measured ";
+  if (m && m->known) {
+    text += f(m->joules, 1) + " J (" + m->source + ", " + f(m->average_power_w, 1) + " W)";
+  } else {
+    text += "not known (" + (m ? m->reason : std::string("no counter read")) + ")";
+  }
+  for (const ModelResult& model : l.models) {
+    const EnergySummary& e = model.run.summary.energy;
+    text += "; " + model.name + " " + (e.known ? f(static_cast<double>(e.total_uj) * 1e-6, 1) + " J" : "not known");
+  }
+  return text;
+}
+
 std::string parity_text(const LoadResult& l) {
   if (!l.parity_error.empty()) return "FAILED: " + l.parity_error;
   if (l.parity.exact()) return "exact (max |error| 0 ns over " + std::to_string(l.parity.requests) + " requests)";
@@ -101,6 +117,7 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
     out << "## Load " << f(l.load, 2) << " (" << f(l.rate_rps) << " req/s) — [`" << l.folder << "/`](" << l.folder
         << "/)\n\n";
     out << "Replay parity: " << parity_text(l) << ".\n\n";
+    out << "Energy: " << energy_text(l) << ".\n\n";
     if (!l.engine_repeats.empty()) {
       out << "Measured: the median of the " << l.engine_repeats.size() + 1
           << " engine runs for each metric (of two, their mean); the per-request and step tables use run 1.\n\n";
@@ -201,6 +218,7 @@ void print_validation_table(std::ostream& out, const ValidationResult& r) {
       out << line;
     }
     out << "       replay parity: " << parity_text(l) << "\n";
+    out << "       energy: " << energy_text(l) << "\n";
   }
 }
 

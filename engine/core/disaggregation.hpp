@@ -47,6 +47,7 @@ struct Handoff {
   Time first_token = kNoTime;      // its prefill ended: the first token exists
   std::int32_t cached_prompt_tokens = 0;  // prefix hits on the prefill replica
   std::int32_t preemptions = 0;
+  std::int64_t energy_uj = 0;  // its share of the prefill side's steps (RequestRecord::energy_uj)
 };
 
 // A transfer a decode replica can start now: it has reserved the blocks.

@@ -26,6 +26,10 @@ struct RequestRecord {
   std::int32_t output_tokens = 0;     // generated
   std::int32_t cached_prompt_tokens = 0;  // served from the prefix cache at first admission
   std::int32_t preemptions = 0;
+  // Issue 44: its share of the energy of the steps it ran in, apportioned
+  // by its tokens in each step, microjoules; -1: not known (a step priced
+  // without an energy, the engine). Idle draw between steps is not in it.
+  std::int64_t energy_uj = -1;
   // Gaps between consecutive output tokens (ITL), in order; size output_tokens - 1.
   std::vector<Time> itl;
   // Disaggregation (engine/core/disaggregation.hpp): the prefill replica of

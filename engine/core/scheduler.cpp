@@ -180,6 +180,7 @@ void Scheduler::end_request(std::int32_t slot, Outcome outcome, std::string reas
   r.output_tokens = s.num_output;
   r.cached_prompt_tokens = s.cached_prompt_tokens;
   r.preemptions = s.preemptions;
+  r.energy_uj = s.energy_uj;
   if (s.num_output > 0) flush_itl(s, 0);
   r.itl = std::move(s.itl);
   if (!disagg_.empty()) {
@@ -626,6 +627,7 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   planned_since_done_ = false;
   last_done_start_ = plan.start;
   const bool own_blocks = kv_.config().cache_generated_blocks && kv_.config().enable_prefix_caching;
+  apportion_energy(plan, *entry, result.energy_uj);
   bool any_ended = false;
   for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
     const std::int32_t slot = entry->slots[j];
@@ -718,6 +720,27 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
   if (done_times_.size() >= trim_at_) trim_done_times();
 }
 
+// A step's energy shared by its seqs in proportion to the tokens each had
+// in it (a prefill chunk of 512 tokens takes 512 shares, a decode one); the
+// last seq takes the rounding, so the shares add up to the step's energy.
+void Scheduler::apportion_energy(const StepPlan& plan, const InFlight& entry, std::int64_t step_uj) {
+  std::int64_t tokens = 0;
+  for (const ScheduledSeq& q : plan.seqs) tokens += q.num_new;
+  std::int64_t left = step_uj;
+  for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
+    Seq& s = seqs_[static_cast<std::size_t>(entry.slots[j])];
+    if (step_uj < 0 || s.energy_uj < 0) {
+      s.energy_uj = -1;
+      continue;
+    }
+    const std::int64_t share = j + 1 == plan.seqs.size() ? left
+                               : tokens > 0 ? step_uj * plan.seqs[j].num_new / tokens
+                                            : step_uj / static_cast<std::int64_t>(plan.seqs.size());
+    left -= share;
+    s.energy_uj += share;
+  }
+}
+
 // The engine plans step N+1 as step N starts, from the state it then has:
 // the first plan after a completion sees the arrivals up to that step's
 // start (in the engine a little host time has passed since the completion:
@@ -775,6 +798,7 @@ void Scheduler::hand_off(std::int32_t slot) {
   h.first_token = s.first_token;
   h.cached_prompt_tokens = s.cached_prompt_tokens;
   h.preemptions = s.preemptions;
+  h.energy_uj = s.energy_uj;
   handoffs_.push_back(std::move(h));
   s.state = State::held;
 }
@@ -808,6 +832,7 @@ void Scheduler::accept_handoff(Handoff h, Time now) {
     r.output_tokens = 1;
     r.cached_prompt_tokens = h.cached_prompt_tokens;
     r.preemptions = h.preemptions;
+    r.energy_uj = h.energy_uj;
     r.prefill_replica = h.from_replica;
     finished_.push_back(std::move(r));
     return;
@@ -825,6 +850,7 @@ void Scheduler::accept_handoff(Handoff h, Time now) {
   s.first_scheduled = h.prefill_start;  // scheduled on the prefill side
   s.cached_prompt_tokens = h.cached_prompt_tokens;
   s.preemptions = h.preemptions;
+  s.energy_uj = h.energy_uj;
   s.admitted_once = true;  // no queue deadline: it was scheduled on the prefill side
   s.queued_at = now;
   s.added_at = now;

@@ -125,6 +125,7 @@ class Scheduler {
     bool batch_member = false;   // static / dynamic: part of the current batch
     std::int32_t cached_prompt_tokens = 0;
     std::int32_t preemptions = 0;
+    std::int64_t energy_uj = 0;     // its share of its steps' energy (-1: one was not known)
     Time queued_at = 0;
     Time added_at = 0;              // when add() took it: async scheduling admits it from the next plan made after
     Time first_token = kNoTime;
@@ -180,6 +181,7 @@ class Scheduler {
     return done_times_[static_cast<std::size_t>(completion - done_base_)];
   }
   void flush_itl(Seq& s, std::size_t extra);
+  void apportion_energy(const StepPlan& plan, const InFlight& entry, std::int64_t step_uj);
   void trim_done_times();
   void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new, std::int32_t lookahead = 0);
   // Lookahead tokens for `s` scheduled for `n` known tokens this step: k for

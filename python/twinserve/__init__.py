@@ -170,6 +170,35 @@ def plan(trace: Any, *, out: str | None = None, **flags) -> PlanResult:
     return PlanResult(candidates=candidates, chosen=result.get("chosen"), plan=result)
 
 
+def run(trace: Any, *, out: str | None = None, **flags) -> Result:
+    """Runs `twinserve run`: the engine itself on this machine (--backend cpu
+    by default), the trace played in wall-clock time (asap=True: all at
+    once). Returns its summary.json (with "measured_energy": RAPL or NVML
+    where readable, docs/energy.md) and requests.csv as a DataFrame.
+    """
+    pd = _pandas()
+    with tempfile.TemporaryDirectory(prefix="twinserve-run-") as tmp, _TraceFile(trace) as t:
+        folder = out or os.path.join(tmp, "run")
+        flags.setdefault("quiet", True)
+        _core.run_command(["run", "--trace", t.path, "--out", folder] + flag_words(flags))
+        with open(os.path.join(folder, "summary.json")) as f:
+            summary = json.load(f)
+        requests = pd.read_csv(os.path.join(folder, "requests.csv"))
+    return Result(summary=summary, requests=requests)
+
+
+def validate(*, out: str | None = None, **flags) -> dict:
+    """Runs `twinserve validate` with these flags (measured="requests.csv",
+    trace=..., model=..., hw=... for a run measured elsewhere; see
+    docs/validate.md) and returns report.json's content."""
+    with tempfile.TemporaryDirectory(prefix="twinserve-validate-") as tmp:
+        folder = out or os.path.join(tmp, "validate")
+        flags.setdefault("no_plots", True)
+        _core.run_command(["validate", "--out", folder] + flag_words(flags))
+        with open(os.path.join(folder, "report.json")) as f:
+            return json.load(f)
+
+
 class _Show:
     def __init__(self, command: str):
         self._command = command

@@ -1,4 +1,4 @@
-// plan --power-budget-w (docs/plan.md): a candidate whose GPUs at their max
+// plan --max-power-kw (docs/plan.md; --power-budget-w its earlier spelling in W): a candidate whose GPUs at their max
 // board power exceed the budget is pruned before any simulation; one whose
 // profile has no power figures cannot be checked against it.
 #include <catch2/catch.hpp>
@@ -43,7 +43,7 @@ TEST_CASE("a power budget prunes the candidates whose GPUs draw more at their ca
   // 700 W per H100: tp 2 needs 1400 W provisioned, over a 1000 W budget.
   const CandidateResult wide = evaluate_candidate(h100(2), trace, options(1000));
   CHECK(wide.status == CandidateStatus::pruned);
-  CHECK_THAT(wide.reason, Catch::Contains("--power-budget-w"));
+  CHECK_THAT(wide.reason, Catch::Contains("--max-power-kw 1.000"));
   CHECK_THAT(wide.reason, Catch::Contains("1400 W"));
   CHECK(wide.capacity.probes.empty());  // before any simulation
   CHECK(wide.max_power_per_gpu_w == 700);
@@ -78,7 +78,28 @@ TEST_CASE("a power budget cannot pass a profile without power figures, and a bad
   std::filesystem::remove(path);
 
   CHECK_THROWS_AS(check_plan_options(options(-5)), UsageError);
-  CHECK_THROWS_WITH(check_plan_options(options(0)), Catch::Contains("--power-budget-w"));
+  CHECK_THROWS_WITH(check_plan_options(options(0)), Catch::Contains("--max-power-kw"));
+}
+
+TEST_CASE("with an energy price a candidate's cost per hour adds the electricity its cluster check drew") {
+  const LoadedTrace trace = test::chat_trace(20, 5.0);
+  PlanOptions o = options(1e6);
+  const CandidateResult gpus_only = evaluate_candidate(h100(1), trace, o);
+  REQUIRE(gpus_only.replicas >= 1);
+  CHECK(gpus_only.energy_cost_per_hour == 0);
+  CHECK(gpus_only.cost_per_hour == gpus_only.gpu_cost_per_hour);
+  o.energy_price_per_kwh = 0.5;
+  const CandidateResult priced = evaluate_candidate(h100(1), trace, o);
+  REQUIRE(priced.average_power_w > 0);
+  CHECK(priced.energy_cost_per_hour == Approx(priced.average_power_w / 1000.0 * 0.5));
+  CHECK(priced.cost_per_hour == Approx(priced.gpu_cost_per_hour + priced.energy_cost_per_hour));
+  CHECK(priced.cost_per_hour > gpus_only.cost_per_hour);
+  const CandidateResult back = candidate_result_from_json(candidate_result_json(priced));
+  CHECK(back.energy_cost_per_hour == Approx(priced.energy_cost_per_hour));
+  // Every capacity probe carries its energy per token (plan.html's chart).
+  for (const ProbeResult& p : priced.capacity.probes) CHECK(p.joules_per_output_token > 0);
+  o.energy_price_per_kwh = -1;
+  CHECK_THROWS_WITH(check_plan_options(o), Catch::Contains("--energy-price"));
 }
 
 }  // namespace twin

@@ -101,7 +101,8 @@ with tempfile.TemporaryDirectory() as tmp:
                        slo="ttft_p90<=2s,tpot_p90<=100ms", probe_requests=60, power_budget_w=1000, quiet=True)
     check(len(p.candidates) == 2, "two candidates")
     pruned = p.candidates[p.candidates["candidate.tp"] == 2]
-    check(len(pruned) == 1 and "--power-budget-w" in pruned["reason"].iloc[0], "tp 2 is over the power budget")
+    # power_budget_w (W) is the earlier spelling of max_power_kw; the reason names the kW flag.
+    check(len(pruned) == 1 and "--max-power-kw 1.000" in pruned["reason"].iloc[0], "tp 2 is over the power budget")
 
 if failures:
     print(f"{len(failures)} checks failed")

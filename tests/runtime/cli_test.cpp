@@ -49,6 +49,14 @@ TEST_CASE("run: every request of a small trace finishes and the result files mat
     CHECK(summary["num_requests"] == 6);
     CHECK(summary["completed"] == 6);
     CHECK(summary["rejected"] == 0);
+    // The engine's measured energy: RAPL where readable, else why not (issue 44).
+    REQUIRE(summary.contains("measured_energy"));
+    const auto& measured = summary["measured_energy"];
+    if (measured["known"].get<bool>()) {
+      CHECK(measured["energy_j"].get<double>() >= 0);
+    } else {
+      CHECK_FALSE(measured["reason"].get<std::string>().empty());
+    }
   }
 
   const fs::path sim = dir / "sim";

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/replica.hpp"
+#include "metrics/request_csv.hpp"
 #include "metrics/summary_json.hpp"
 #include "sim/replica_pricing.hpp"
 #include "sim/virtual_clock.hpp"
@@ -131,4 +132,43 @@ TEST_CASE("power figures outside idle..max are refused, naming the field", "[sim
   CHECK_THROWS_WITH(parse_hardware_json(hw.dump(), "h100.json", "h100"), Catch::Contains("power.compute_w"));
   hw["power"].erase("idle_w");
   CHECK_THROWS_WITH(parse_hardware_json(hw.dump(), "h100.json", "h100"), Catch::Contains("power.idle_w"));
+}
+
+TEST_CASE("requests.csv's energy is each request's token share of its steps, adding up to the steps' energy",
+          "[sim][energy]") {
+  const auto dir = std::filesystem::temp_directory_path() / "twin_energy_requests";
+  std::filesystem::remove_all(dir);
+  GeneratorSource source(light_trace());
+  RunOutputs outputs;
+  outputs.out_dir = dir.string();
+  outputs.energy_price_per_kwh = 0.2;
+  outputs.carbon_g_per_kwh = 400;
+  const RunResult result = run_simulation(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 2), source, outputs);
+  const EnergySummary& e = result.summary.energy;
+  REQUIRE(e.known);
+  std::int64_t requests_uj = 0;
+  for (const RequestRecord& r : read_request_records(dir / "requests.csv")) {
+    REQUIRE(r.energy_uj > 0);
+    requests_uj += r.energy_uj;
+  }
+  // Every step's energy is split whole among its requests (none aborted here).
+  CHECK(requests_uj == e.steps_uj);
+  // The price and the intensity follow from the kWh.
+  CHECK(e.energy_cost == Approx(e.kwh * 0.2));
+  CHECK(e.co2_g == Approx(e.kwh * 400));
+  CHECK(e.co2_g_per_m_output_tokens == Approx(e.co2_g / static_cast<double>(result.summary.total_output_tokens) * 1e6));
+  nlohmann::json summary;
+  std::ifstream(dir / "summary.json") >> summary;
+  CHECK(summary["energy"]["energy_price_per_kwh"].get<double>() == 0.2);
+  CHECK(summary["energy"].contains("co2_g"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("without a price or an intensity the summary leaves those figures out", "[sim][energy]") {
+  const Run run = simulate(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 1));
+  const nlohmann::ordered_json j = summary_to_json(run.result.summary);
+  REQUIRE(j["energy"]["known"].get<bool>());
+  CHECK_FALSE(j["energy"].contains("energy_cost"));
+  CHECK_FALSE(j["energy"].contains("co2_g"));
+  CHECK_FALSE(j.contains("measured_energy"));  // a simulation measures nothing
 }

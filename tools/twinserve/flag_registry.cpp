@@ -101,6 +101,16 @@ std::vector<FlagSpec> make_table() {
       {F::no_steps, "--no-steps", "Do not write steps.csv", {}},
       {F::json, "--json", "Print one JSON object", {}},
       {F::measured, "--measured", "Runs measured elsewhere (docs/validate.md, docs/calibrate.md)", {}},
+      // ---- energy (issue 44; docs/energy.md) ----
+      {F::energy_price, "--energy-price",
+       "Electricity price, $ per kWh: the run's energy cost in the summary (default: none)", real_range(0, 1.0e6)},
+      {F::carbon_intensity, "--carbon-intensity",
+       "Grid carbon intensity, g CO2 per kWh: the run's CO2 in the summary (default: none)", real_range(0, 1.0e6)},
+      {F::max_power_kw, "--max-power-kw",
+       "Power budget in kW: candidates whose GPUs' max board power (hardware profile max_w) exceeds it are pruned",
+       real_range(1.0e-9, 1.0e9)},
+      {F::power_budget_w, "--power-budget-w", "The power budget in watts (earlier spelling of --max-power-kw x 1000)",
+       real_range(1.0e-6, 1.0e12)},
   };
 }
 

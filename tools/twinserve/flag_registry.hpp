@@ -66,6 +66,11 @@ enum class FlagId {
   no_steps,
   json,
   measured,  // runs measured on a deployment (validate, calibrate)
+  // ---- energy (issue 44) ----
+  energy_price,      // $/kWh
+  carbon_intensity,  // g CO2/kWh
+  max_power_kw,      // plan's power budget
+  power_budget_w,    // the same in watts, kept for earlier scripts
   count_  // the number of rows; keep last
 };
 

@@ -45,7 +45,8 @@ struct PlanArgs {
   std::optional<std::int32_t> max_gpus;
   std::optional<std::string> max_model_len;  // a number, or vLLM's "auto" / -1
   std::optional<double> budget, target_rate;
-  std::optional<double> power_budget_w;  // issue 44
+  std::optional<double> max_power_kw, power_budget_w;  // issue 44: one budget, two spellings
+  double energy_price = 0;                              // $/kWh
   double tolerance = 0.02;
   std::int64_t probe_requests = 2000, verify_requests = 0;
   std::int32_t max_extra_replicas = 8;
@@ -78,7 +79,12 @@ PlanOptions make_options(const PlanArgs& a) {
   if (a.max_gpus) o.space.max_gpus = *a.max_gpus;
   if (a.max_model_len) o.space.max_model_len = max_model_len_number(a.max_model_len).value_or(kMaxModelLenAuto);
   if (a.budget) o.space.budget = *a.budget;
+  if (a.max_power_kw && a.power_budget_w) {
+    throw UsageError("--max-power-kw and --power-budget-w are one budget: give one of them");
+  }
+  if (a.max_power_kw) o.space.power_budget_w = *a.max_power_kw * 1000.0;
   if (a.power_budget_w) o.space.power_budget_w = *a.power_budget_w;
+  o.energy_price_per_kwh = a.energy_price;
   if (a.target_rate) o.target_rate = *a.target_rate;
   o.slos = a.slo;
   o.capacity.tolerance = a.tolerance;
@@ -215,9 +221,9 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
            "candidate the largest its KV cache holds");
   sub->add_option("--max-gpus", a.max_gpus, "At most this many GPUs in the deployment")->check(int_range(1, 1000000));
   sub->add_option("--budget", a.budget, "At most this many $ per hour")->check(real_range(0, 1e12, true));
-  sub->add_option("--power-budget-w", a.power_budget_w,
-                  "At most this many watts provisioned: every GPU at its max board power (the profile's power.max_w)")
-      ->check(real_range(0, 1e12, true));
+  add_flag(*sub, FlagId::max_power_kw, a.max_power_kw);
+  add_flag(*sub, FlagId::power_budget_w, a.power_budget_w);
+  add_flag(*sub, FlagId::energy_price, a.energy_price, "a candidate's $/h adds its cluster check's electricity");
   sub->add_option("--target-rate", a.target_rate,
                   "Size for this mean arrival rate, req/s (growth; default: the trace's): the trace replayed at it")
       ->check(real_range(0, 1e12, true));

@@ -19,6 +19,7 @@
 #include "models/speculative_config.hpp"
 #include "engine/core/record_stream.hpp"
 #include "engine/core/replica.hpp"
+#include "engine/runtime/energy_meter.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/engine_setup.hpp"
 #include "engine/runtime/serve.hpp"
@@ -145,7 +146,10 @@ void run(const RunArgs& a) {
   options.token_seed = a.seed;
   const InterruptGuard interrupts;  // the first Ctrl-C stops the run, the records are kept
   options.stop = [] { return InterruptGuard::stop_requested(); };
+  EnergyMeter meter = EnergyMeter::for_backend(engine.runner().backend_name());  // issue 44: measured beside predicted
+  meter.start();
   const DriveStats stats = engine.serve(source, sink, options);
+  const MeasuredEnergy measured = meter.stop(stats.wall_time_s);
   progress.finish();
 
   const ReplicaConfig& rc = engine.replica_config();
@@ -156,6 +160,7 @@ void run(const RunArgs& a) {
   context.disaggregated = engine.disaggregated();
   context.simulated_time_s = to_seconds(stats.end_time);
   context.wall_time_s = stats.wall_time_s;
+  context.measured_energy = measured;
   nlohmann::ordered_json& echo = context.config;
   echo["trace"] = a.in.path;
   if (a.in.max_requests > 0) echo["max_requests"] = a.in.max_requests;

@@ -72,6 +72,7 @@ struct SimulateArgs {
   std::string percentiles = "auto";  // --percentiles
   bool no_progress = false, explain_memory = false;
   std::string result_format = "twin";
+  double energy_price = 0, carbon_intensity = 0;  // issue 44: $/kWh, g/kWh
   std::string explain_ops;  // step shapes to price op by op, then exit
   std::string speculative_config;  // vLLM's --speculative-config JSON plus the acceptance keys
 };
@@ -236,6 +237,8 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
     };
   }
   outputs.vllm_result = a.result_format == "vllm";
+  outputs.energy_price_per_kwh = a.energy_price;
+  outputs.carbon_g_per_kwh = a.carbon_intensity;
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
@@ -370,6 +373,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
                   "each percentile within 0.39%); docs/outputs.md")
       ->check(CLI::IsMember({"auto", "exact", "histogram"}));
   add_flag(*sub, FlagId::result_format, a.result_format);
+  add_flag(*sub, FlagId::energy_price, a.energy_price);
+  add_flag(*sub, FlagId::carbon_intensity, a.carbon_intensity);
   add_switch(*sub, FlagId::quiet, a.no_progress, "requests ended of the total, rate, ETA");
   add_flag(*sub, FlagId::speculative_config, a.speculative_config,
            "plus the acceptance: acceptance_rate, acceptance_length or acceptance_from (a steps.csv); method ngram, "
