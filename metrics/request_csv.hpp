@@ -19,6 +19,7 @@ class RequestCsvWriter {
   // kv_transfer_ms, kv_transfer_bytes) after the others.
   explicit RequestCsvWriter(std::ostream& out, bool transfer_columns = false);
   void write(const RequestRecord& record);
+  void flush() { out_.flush(); }
 
  private:
   std::ostream& out_;
