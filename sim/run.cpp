@@ -90,6 +90,26 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
   return echo;
 }
 
+namespace {
+
+// The CSVs' columns for what the cluster has.
+ResultColumns result_columns(const Cluster& cluster) {
+  ResultColumns columns;
+  columns.transfer = cluster.disaggregated();
+  for (const SimReplicaSpec& r : cluster.replicas) {
+    columns.speculative = columns.speculative || r.config.scheduler.num_speculative_tokens > 0;
+  }
+  // Tier columns only when the run has tiers (the cluster's, one list).
+  for (const GroupPlan& g : cluster.groups) {
+    if (!g.tiers || !columns.tiers.empty()) continue;
+    for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
+  }
+  columns.energy = energy_context(cluster).unknown.empty();
+  return columns;
+}
+
+}  // namespace
+
 RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,
                          const nlohmann::ordered_json& extra_echo) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -97,20 +117,7 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   Cluster cluster = build_cluster(config);
 
   RunWriter writer({outputs.out_dir, outputs.overwrite, outputs.files, outputs.vllm_result});
-  if (writer.writes()) {
-    ResultColumns columns;
-    columns.transfer = cluster.disaggregated();
-    for (const SimReplicaSpec& r : cluster.replicas) {
-      columns.speculative = columns.speculative || r.config.scheduler.num_speculative_tokens > 0;
-    }
-    // Tier columns only when the run has tiers (the cluster's, one list).
-    for (const GroupPlan& g : cluster.groups) {
-      if (!g.tiers || !columns.tiers.empty()) continue;
-      for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
-    }
-    columns.energy = energy_context(cluster).unknown.empty();
-    writer.open(columns);
-  }
+  if (writer.writes()) writer.open(result_columns(cluster));
   RequestCsvWriter* request_writer = writer.requests();
   StepCsvWriter* step_writer = writer.steps();
 

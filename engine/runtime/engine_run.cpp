@@ -134,9 +134,8 @@ EngineRunResult run_engine(Engine& engine, RequestSource& source, const EngineRu
   return serve_and_write(engine, writer, source, options, echo);
 }
 
-EngineRunResult run_engine(const EngineSetup& setup, RequestSource& source, const EngineRunOptions& options,
+EngineRunResult run_engine(const EngineSettings& settings, RequestSource& source, const EngineRunOptions& options,
                            const nlohmann::ordered_json& echo, const std::function<void(const Engine&)>& ready) {
-  const EngineSettings settings = engine_settings(setup);
   RunWriter writer(options.files);  // before the weights load
   Engine engine(settings);
   if (ready) ready(engine);

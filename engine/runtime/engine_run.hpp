@@ -1,7 +1,7 @@
 #pragma once
 // One engine run from a request source to the outputs: the engine's
 // counterpart of sim/run.hpp's run_simulation. The engine is set up from an
-// EngineSetup (or given, built once for several runs), the requests are sent
+// EngineSetup's settings (or given, built once for several runs), the requests are sent
 // on the client's timeline (the trace's times, time_scale times faster, or
 // every one at t = 0), as simulate sends them (traces/clients.hpp:
 // --max-concurrency, --request-rate inf, sessions), served against the wall
@@ -80,10 +80,11 @@ struct EngineRunResult {
 EngineRunResult run_engine(Engine& engine, RequestSource& source, const EngineRunOptions& options,
                            const nlohmann::ordered_json& echo = nlohmann::ordered_json::object());
 
-// Claims the output folder, then builds the engine from `setup` (a refused
-// folder costs no weight load), calls `ready` with it (what a command prints
-// about what it runs) and serves `source` as above.
-EngineRunResult run_engine(const EngineSetup& setup, RequestSource& source, const EngineRunOptions& options,
+// Claims the output folder, then builds the engine from `settings` (what
+// engine_settings() settles an EngineSetup to; a refused folder costs no
+// weight load), calls `ready` with it (what a command prints about what it
+// runs, and does just before serving) and serves `source` as above.
+EngineRunResult run_engine(const EngineSettings& settings, RequestSource& source, const EngineRunOptions& options,
                            const nlohmann::ordered_json& echo = nlohmann::ordered_json::object(),
                            const std::function<void(const Engine&)>& ready = {});
 

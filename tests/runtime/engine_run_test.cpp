@@ -71,7 +71,7 @@ TEST_CASE("run_engine writes the run's folder with the caller's echo first, then
   o.on_request = [&](const RequestRecord&) { ++seen; };
   std::string described;
   const EngineRunResult r =
-      run_engine(tiny_setup(), source, o, echo, [&](const Engine& e) { described = e.description(); });
+      run_engine(engine_settings(tiny_setup()), source, o, echo, [&](const Engine& e) { described = e.description(); });
   CHECK(described.find("tiny") != std::string::npos);
   CHECK(seen == 12);
   CHECK(r.summary.completed == 12);
@@ -89,7 +89,7 @@ TEST_CASE("run_engine writes the run's folder with the caller's echo first, then
   // The folder is claimed before the weights load: a second run without
   // overwrite is refused, naming the file.
   VectorSource again(requests(2));
-  CHECK_THROWS_AS(run_engine(tiny_setup(), again, o), UsageError);
+  CHECK_THROWS_AS(run_engine(engine_settings(tiny_setup()), again, o), UsageError);
   fs::remove_all(dir);
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("run_engine sends the requests through simulate's clients: --max-concu
   std::int64_t late_arrivals = 0;
   o.on_step = [&](const StepRecord& s) { largest_batch = std::max(largest_batch, s.batch_size); };
   o.on_request = [&](const RequestRecord& r) { late_arrivals += r.arrival > 0 ? 1 : 0; };
-  const EngineRunResult r = run_engine(tiny_setup(), source, o);
+  const EngineRunResult r = run_engine(engine_settings(tiny_setup()), source, o);
   CHECK(r.summary.completed == 20);
   CHECK(largest_batch == 3);
   // Every request past the first three is sent when one ends, not at t = 0.
@@ -118,7 +118,7 @@ TEST_CASE("a stopped engine run is written whole and marked interrupted") {
   std::int64_t ended = 0;
   o.on_request = [&](const RequestRecord&) { ++ended; };
   o.stop = [&] { return ended >= 1; };  // the first request's end stops the run
-  const EngineRunResult r = run_engine(tiny_setup(), source, o);
+  const EngineRunResult r = run_engine(engine_settings(tiny_setup()), source, o);
   CHECK(r.stats.stopped);
   CHECK(r.stats.interrupted > 0);
   const nlohmann::ordered_json config = read_json(dir / "summary.json").at("config");

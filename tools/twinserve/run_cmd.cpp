@@ -129,7 +129,9 @@ void run(const RunArgs& a) {
   o.clients = client_options(a.clients);
   o.token_seed = a.seed;
   o.files = {a.out.dir, a.out.overwrite, result_file_options(a.files), a.result_format == "vllm"};
-  const EngineSetup setup = engine_setup(a);
+  // The setup settled against the model (a bad flag or model fails here,
+  // before the trace is opened).
+  const EngineSettings settings = engine_settings(engine_setup(a));
   TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
   nlohmann::ordered_json echo;
   echo["trace"] = a.in.path;
@@ -144,14 +146,18 @@ void run(const RunArgs& a) {
   const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
   std::int64_t ended = 0;
   o.on_request = [&](const RequestRecord&) { progress.update(++ended, total.total()); };
-  const InterruptGuard interrupts;  // the first Ctrl-C stops the run, the records are kept
+  // The first Ctrl-C stops the run and the records are kept; installed once
+  // the weights are loaded, just before serving (until then it ends the
+  // process, as before any command's work).
+  std::optional<InterruptGuard> interrupts;
   o.stop = [] { return InterruptGuard::stop_requested(); };
   std::int32_t max_model_len = 0;
   std::int64_t block_bytes = 0;
   bool disaggregated = false;
-  const EngineRunResult r = run_engine(setup, source, o, echo, [&](const Engine& engine) {
+  const EngineRunResult r = run_engine(settings, source, o, echo, [&](const Engine& engine) {
     if (const std::string plan = engine.memory_plan_line(); !plan.empty()) std::cerr << plan << "\n";
     std::cerr << "engine: " << engine.description() << "\n";
+    interrupts.emplace();
     max_model_len = engine.replica_config().scheduler.max_model_len;
     block_bytes = engine.runner().kv_block_bytes();
     disaggregated = engine.disaggregated();
