@@ -34,6 +34,11 @@ class CsvOutputFile::Encoder {
     if (!ok || !closed || failed_) throw Error(path_ + ": write failed");
   }
   std::uint64_t bytes_written() const { return written_; }
+  // Hands what was put so far to the file (a compressor keeps what it has
+  // not yet encoded).
+  void flush() {
+    if (file_ && std::fflush(file_) != 0) failed_ = true;
+  }
 
  protected:
   virtual void end_stream() {}
@@ -153,8 +158,9 @@ class EncodingBuffer final : public std::streambuf {
     }
     return n;
   }
-  int sync() override {
+  int sync() override {  // a flush of the stream: its rows reach the file
     drain();
+    encoder_->flush();
     return 0;
   }
 

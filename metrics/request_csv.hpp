@@ -20,6 +20,7 @@ class RequestCsvWriter {
   // energy_j (the run's energy is priced) last.
   explicit RequestCsvWriter(std::ostream& out, bool transfer_columns = false, bool energy = false);
   void write(const RequestRecord& record);
+  void flush() { out_.flush(); }
 
  private:
   std::ostream& out_;

@@ -184,317 +184,383 @@ NodeLinks node_links(const HardwareDesc& hw) {
   return l;
 }
 
-// Over 80 lines, known: dtype, max_model_len, speculation memory, the
-// memory plan, placement, tiers and the cost model in one pass over shared
-// locals. Issue 42 splits it together with the engine-as-library work, which
-// will call the same steps; a piecemeal split now would be reshuffled then.
+namespace {
+
+// A dtype key of a group: unset is none, "auto" (vLLM's default) the caller's default.
+std::optional<Dtype> given_dtype(const std::string& text, const char* key) {
+  if (text.empty()) return std::nullopt;
+  try {
+    return parse_dtype_or_auto(text);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string(key) + ": " + e.what());
+  }
+}
+
+// The weights' dtype and quantization and the KV cache's dtype. Unset or
+// "auto": the model's dtype for the weights, the weights' 16-bit type (fp32
+// stays fp32) for the KV cache. Returns the quantization method asked for.
+QuantMethod resolve_precision(GroupPlan& g, const ReplicaGroupConfig& gc) {
+  g.dtype = given_dtype(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
+  // Quantization (docs/quantization.md): --dtype fp8 / int8 are read as
+  // --quantization fp8 / int8_w8a8 with the model's 16-bit activations,
+  // so there is one path for 8-bit weights.
+  QuantMethod method = QuantMethod::none;
+  try {
+    method = parse_quant_method(gc.quantization);
+  } catch (const UsageError& e) {
+    throw UsageError(std::string("quantization (--quantization): ") + e.what());
+  }
+  method = checkpoint_quantization(g.model, method, gc.quantization);
+  if (g.dtype == Dtype::fp8 || g.dtype == Dtype::int8) {
+    const QuantMethod implied = g.dtype == Dtype::fp8 ? QuantMethod::fp8 : QuantMethod::int8_w8a8;
+    if (method != QuantMethod::none && method != implied) {
+      throw UsageError("dtype (--dtype) " + std::string(dtype_name(g.dtype)) + " means quantization " +
+                       std::string(quant_method_name(implied)) + ", not '" + gc.quantization +
+                       "': give the activation dtype (bf16, fp16) with --quantization");
+    }
+    method = implied;
+    g.dtype = g.model.torch_dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16;
+  }
+  if (method != QuantMethod::none && g.dtype == Dtype::fp32 && g.hardware.kind == DeviceKind::gpu) {
+    throw UsageError("quantization (--quantization) " + std::string(quant_method_name(method)) +
+                     " runs with 16-bit activations on a GPU; give --dtype bf16 or fp16");
+  }
+  try {
+    g.precision = WeightPrecision(g.dtype, quant_scheme(method, quant_hardware(g.hardware)));
+    // vLLM's Mxfp4Config quantises FusedMoE layers only: on a dense
+    // model it would run every layer in 16 bits, not what was asked.
+    if (g.precision.quant.experts_only && !g.model.is_moe()) {
+      throw UsageError("quantization mxfp4 quantises MoE experts only in vLLM (its linear layers stay " +
+                       std::string(dtype_name(g.dtype)) + "), and model " + g.model.name +
+                       " has no experts; use nvfp4 (modelopt_fp4), awq or fp8");
+    }
+  } catch (const UsageError& e) {
+    throw UsageError("quantization (--quantization) on " + g.hardware.name + ": " + e.what());
+  }
+  g.kv_dtype = given_dtype(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
+                   .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32 : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
+  return method;
+}
+
+// The group's calibrated profile (null without one): its dtypes and its
+// quantization become the group's.
+std::shared_ptr<const CalibratedTables> load_group_profile(GroupPlan& g, const ReplicaGroupConfig& gc,
+                                                           QuantMethod method) {
+  if (gc.profile.empty()) return nullptr;
+  if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
+  std::shared_ptr<const CalibratedTables> profile = load_calibrated_tables(gc.profile);
+  apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
+  // The profile timed the engine's own GEMMs, quantized or not: a group
+  // takes its quantization, and one that asks for another is refused (its
+  // tables would price other kernels).
+  const std::string& measured = profile->profile().metadata.quantization;
+  const QuantMethod profiled = parse_quant_method(measured);
+  if (!gc.quantization.empty() && method != profiled) {
+    throw UsageError(profile->origin() + ": the profile was measured with " +
+                     (measured.empty() ? std::string("no quantization") : "quantization " + measured) +
+                     ", the group asks for " + gc.quantization + " (leave it unset to use the profile's)");
+  }
+  g.precision = WeightPrecision(g.dtype, quant_scheme(profiled, quant_hardware(g.hardware)));
+  return profile;
+}
+
+// The scheduler: the preset, then the cluster's options and overrides, then
+// the group's. As vLLM (and `twinserve run`): requests are bounded by the
+// model's own context unless max_model_len says less. The presets' 131072
+// would let 8k prompts through on a 4k model and size a no-chunking budget
+// for contexts the model never sees.
+void settle_scheduler(GroupPlan& g, const ClusterConfig& config, const ReplicaGroupConfig& gc) {
+  g.replica = replica_preset(config.scheduler_preset);
+  const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
+  if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
+  for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
+  apply_overrides(g.replica, config.overrides);
+  for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
+  if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
+    throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +
+                     " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
+  }
+  g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
+  g.replica.role = replica_role(gc.role);
+}
+
+// Speculative decoding's draft model (if any), run at tp=1 beside the target.
+struct DraftModel {
+  std::optional<ModelDesc> model;
+  bool shares_embeddings = false;  // EAGLE's head reads the target's embedding and LM head
+};
+
+DraftModel settle_speculation(GroupPlan& g, const ReplicaGroupConfig& gc) {
+  DraftModel draft;
+  if (!gc.speculative) return draft;
+  const SpeculativeConfig& sc = *gc.speculative;
+  if (gc.pp != 1) throw UsageError("speculative_config: speculative decoding is modelled at pp=1 only");
+  g.replica.scheduler.num_speculative_tokens = sc.num_speculative_tokens;
+  if (sc.method == SpeculativeMethod::eagle) {
+    draft.model = sc.model.empty() ? eagle_head(g.model) : resolve_model(sc.model);
+    draft.shares_embeddings = true;
+  } else if (sc.method == SpeculativeMethod::draft_model) {
+    draft.model = resolve_model(sc.model);
+  }
+  if (draft.model && draft.model->vocab_size != g.model.vocab_size) {
+    throw UsageError("speculative_config: draft model '" + draft.model->name + "' has a vocabulary of " +
+                     std::to_string(draft.model->vocab_size) + " tokens, the target '" + g.model.name + "' " +
+                     std::to_string(g.model.vocab_size) + ": a draft must share the target's vocabulary");
+  }
+  return draft;
+}
+
+// What speculation adds to one GPU of the target: the draft's weights and
+// its KV pool (one draft block per target block, docs/speculative.md), or
+// Medusa's heads (no KV: they read the target's last hidden state).
+void add_speculation_memory(MemoryPlanInput& s, const GroupPlan& g, const ReplicaGroupConfig& gc,
+                            const DraftModel& draft) {
+  if (draft.model) {
+    const ParallelLayout one{1, 1};
+    std::int64_t draft_weights = weight_bytes_per_gpu(*draft.model, g.dtype, one, 0);
+    if (draft.shares_embeddings) {
+      ModelDesc bare = *draft.model;  // the embedding and LM head alone: the target's, already counted
+      bare.num_hidden_layers = 0;
+      draft_weights -= weight_bytes_per_gpu(bare, g.dtype, one, 0);
+    }
+    s.weight_bytes_per_gpu += static_cast<double>(draft_weights);
+    s.kv_block_bytes_per_gpu +=
+        static_cast<double>(kv_bytes_per_token_per_gpu(*draft.model, g.kv_dtype, one, 0)) * g.replica.kv.block_size;
+  }
+  if (gc.speculative && gc.speculative->method == SpeculativeMethod::medusa) {
+    s.weight_bytes_per_gpu +=
+        static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype, gc.tp));
+  }
+}
+
+// The memory plan: the fullest GPU decides, so every stage is checked; then
+// max_model_len against what the KV memory holds, and the block count.
+void plan_group_memory(GroupPlan& g, const ClusterConfig& config, const ReplicaGroupConfig& gc,
+                       const DraftModel& draft, StartUpCheck check) {
+  MemoryPlanInput mem;
+  mem.gpu_memory_bytes = memory_bytes(g.hardware);
+  mem.gpu_memory_utilization = gc.gpu_memory_utilization > 0 ? gc.gpu_memory_utilization : config.gpu_memory_utilization;
+  mem.num_gpu_blocks_override = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
+  mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
+  mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
+  mem.collective_reserve_bytes = g.layout.tp * g.layout.pp * g.layout.ep > 1 ? g.hardware.collective_reserve_bytes : 0.0;
+  // Lockstep DP ranks each hold their own KV cache (vLLM's
+  // num_gpu_blocks_override is per rank too); --ep's one replica holds its ranks'.
+  mem.attention_ranks = is_lockstep(gc) ? 1 : g.layout.ep;
+  // vLLM captures its CUDA graphs after the cache is sized, so the graph
+  // pool lives in the (1 - utilization) headroom, not in this budget.
+  mem.cuda_graph_reserve_bytes = 0;
+  bool first = true;
+  KvFit worst_fit;
+  for (int stage = 0; stage < g.layout.pp; ++stage) {
+    MemoryPlanInput s = mem;
+    s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.precision, g.layout, stage));
+    s.kv_block_bytes_per_gpu =
+        static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) * g.replica.kv.block_size;
+    add_speculation_memory(s, g, gc, draft);
+    const MemoryPlan plan = plan_memory(s, describe(g));
+    // vLLM checks every worker: the stage with the least KV memory per
+    // block decides (with an override, the memory plan's figure still).
+    const KvFit fit =
+        check_kv_fit(plan.kv_bytes, plan.block_bytes, g.replica.kv.block_size, g.replica.scheduler.max_model_len);
+    if (first || fit.largest_fitting < worst_fit.largest_fitting) worst_fit = fit;
+    if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
+    first = false;
+  }
+  g.memory.fit = worst_fit;
+  settle_max_model_len(g, config.max_model_len_auto, check);
+  g.replica.kv.num_blocks = g.memory.num_blocks;
+  validate(g.replica);
+}
+
+// The roofline's inputs for the group. Replicas of a group are placed
+// alike, so the first one's paths price all of them and the group shares
+// one cost model.
+RooflineParams group_roofline_params(ClusterTopology& topology, const GroupPlan& g, const ReplicaGroupConfig& gc) {
+  RooflineParams params = roofline_params(g.hardware, g.precision);
+  params.cudagraph_max_tokens = graph_capture_max(g.replica);
+  // The engine the preset stands for does the host work (sim/host_work.hpp).
+  params.host = host_work_for(g.replica.scheduler, g.hardware);
+  params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);
+  const std::vector<GpuId>& gpus = g.replica_gpus.front();
+  const std::int32_t stage_gpus = g.layout.gpus_per_stage();
+  for (int stage = 0; stage < gc.pp; ++stage) {
+    const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage
+    std::vector<GpuId> ring(first_gpu, first_gpu + gc.tp);
+    params.tp_rings.push_back(topology.ring(ring));
+    params.pp_links.push_back(stage + 1 < gc.pp ? topology.path(*first_gpu, gpus[(stage + 1) * stage_gpus]) : PathCost{});
+    std::vector<GpuId> ep_group;  // TP rank 0 of every EP rank
+    for (std::int32_t r = 0; r < gc.ep; ++r) ep_group.push_back(first_gpu[r * gc.tp]);
+    params.ep_groups.push_back(topology.all_to_all(ep_group));
+  }
+  params.host_link = topology.host_path(gpus.front());
+  if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
+  params.kv_block_bytes_per_gpu = g.memory.block_bytes;
+  return params;
+}
+
+// KV tiers below HBM: each replica has tiers of these sizes of its own; a
+// block moves the KV of every GPU of the replica.
+void set_up_tiers(GroupPlan& g, const ClusterConfig& config, const ReplicaGroupConfig& gc, const PathCost& host_link) {
+  if (config.kv_tiers.empty()) return;
+  const double block_bytes = g.memory.block_bytes * gc.tp * gc.pp;
+  g.tiers = std::make_shared<KvTierModel>(
+      resolve_kv_tiers(config.kv_tiers, block_bytes, host_link.bandwidth, static_cast<Time>(host_link.latency)),
+      block_bytes, config.kv_tier_load_overlap, /*measured=*/!gc.replay.empty());
+  g.replica.kv.tiers = g.tiers->core_tiers();
+  validate(g.replica);
+}
+
+// The target's cost model: the engine's step log replayed, a calibrated
+// profile, or the roofline.
+std::shared_ptr<CostModel> base_cost_model(const GroupPlan& g, const ReplicaGroupConfig& gc,
+                                           const std::shared_ptr<const CalibratedTables>& profile,
+                                           const RooflineParams& params) {
+  if (!gc.replay.empty()) {
+    if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
+    return std::make_shared<ReplayCostModel>(ReplayCostModel::from_file(gc.replay));
+  }
+  if (profile) return std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
+  return std::make_shared<RooflineCostModel>(g.model, g.layout, g.precision, g.kv_dtype, params);
+}
+
+// How many proposals verification accepts: a replay follows the engine's
+// own counts (replay parity); otherwise a rate, given or measured.
+std::shared_ptr<AcceptanceModel> acceptance_model(const ReplicaGroupConfig& gc, std::uint64_t seed) {
+  const SpeculativeConfig& sc = *gc.speculative;
+  std::vector<StepRecord> replayed;
+  if (!gc.replay.empty()) replayed = read_step_records(gc.replay);
+  if (has_recorded_acceptance(replayed)) return std::make_shared<ReplayAcceptance>(replayed, gc.replay);
+  double alpha = sc.acceptance_rate;
+  if (sc.acceptance_length >= 0) alpha = acceptance_rate_for_length(sc.acceptance_length, sc.num_speculative_tokens);
+  if (!sc.acceptance_from.empty()) alpha = measured_acceptance_rate(read_step_records(sc.acceptance_from), sc.acceptance_from);
+  if (alpha < 0) {
+    throw UsageError("speculative_config: the simulator needs acceptance_rate, acceptance_length or "
+                     "acceptance_from (an engine run's steps.csv)");
+  }
+  return std::make_shared<RateAcceptance>(alpha, seed);
+}
+
+// What drafting costs: the draft model's (its profile or its roofline on
+// one GPU of the target's), or Medusa's heads on the target's GPUs in dense
+// precision (the target's links, its curves at the activation dtype).
+std::shared_ptr<CostModel> draft_cost_model(ClusterTopology& topology, const GroupPlan& g,
+                                            const ReplicaGroupConfig& gc, const DraftModel& draft,
+                                            const RooflineParams& params) {
+  const SpeculativeConfig& sc = *gc.speculative;
+  std::shared_ptr<CostModel> draft_cost;
+  if (draft.model) {
+    const ParallelLayout one{1, 1};
+    if (!sc.draft_profile.empty()) {
+      const auto tables = load_calibrated_tables(sc.draft_profile);
+      Dtype dw = g.dtype, dkv = g.kv_dtype;
+      apply_profile_dtypes(*tables, "", "", dw, dkv);
+      draft_cost = std::make_shared<CalibratedCostModel>(tables, *draft.model, one, dw, dkv, 0.0);
+    } else {
+      RooflineParams draft_params = roofline_params(g.hardware, g.dtype);
+      const std::vector<GpuId> own{g.replica_gpus.front().front()};
+      draft_params.tp_rings.push_back(topology.ring(own));
+      draft_params.pp_links.push_back(PathCost{});
+      draft_params.host_link = params.host_link;
+      draft_cost = std::make_shared<RooflineCostModel>(*draft.model, one, g.dtype, g.kv_dtype, draft_params);
+    }
+  }
+  if (sc.method == SpeculativeMethod::medusa) {
+    RooflineParams heads_params = roofline_params(g.hardware, g.dtype);
+    heads_params.tp_rings = params.tp_rings;
+    heads_params.pp_links = params.pp_links;
+    heads_params.host_link = params.host_link;
+    draft_cost = std::make_shared<MedusaHeadsCostModel>(
+        RooflineCostModel(g.model, ParallelLayout{gc.tp, 1}, g.dtype, g.kv_dtype, heads_params),
+        sc.num_speculative_tokens, g.dtype);
+  }
+  return draft_cost;
+}
+
+// The group's replicas, each with the group's cost model.
+void add_replicas(Cluster& cluster, const GroupPlan& g, std::size_t index, const std::shared_ptr<CostModel>& model,
+                  const std::shared_ptr<AcceptanceModel>& acceptance) {
+  const ReplicaGroupConfig& gc = g.config;
+  const bool lockstep = is_lockstep(gc);
+  const std::int32_t stage_gpus = g.layout.gpus_per_stage();
+  for (std::int32_t r = 0; r < gc.count; ++r) {
+    SimReplicaSpec spec;
+    spec.config = g.replica;
+    spec.cost_model = model;
+    spec.pipeline_stages = gc.pp;
+    spec.acceptance = acceptance;
+    spec.tiers = g.tiers;
+    spec.power = g.hardware.power;
+    // A lockstep instance's GPUs are shared by its DP ranks, each a replica.
+    spec.stage_gpus = lockstep ? std::max(1, stage_gpus / gc.count) : stage_gpus;
+    cluster.replicas.push_back(std::move(spec));
+    cluster.lockstep.push_back(lockstep ? static_cast<std::int32_t>(index) : -1);
+  }
+}
+
+// One group, in order: precision, layout, scheduler, speculation, memory,
+// placement, tiers, the cost model; then its replicas.
+void build_group(Cluster& cluster, const ClusterConfig& config, const ReplicaGroupConfig& gc, std::size_t index,
+                 std::int32_t& next_replica, StartUpCheck check) {
+  // As a --config file allows (each replica holds its own KV cache state).
+  if (gc.count < 1 || gc.count > 1'000'000)
+    throw UsageError("replica count must be from 1 to 1000000, got " + std::to_string(gc.count));
+  GroupPlan g;
+  g.config = gc;
+  g.model = resolve_model(gc.model);
+  g.hardware = resolve_hardware(gc.hardware);
+  const QuantMethod method = resolve_precision(g, gc);
+  const std::shared_ptr<const CalibratedTables> profile = load_group_profile(g, gc, method);
+  g.layout = ParallelLayout{gc.tp, gc.pp, gc.ep, gc.expert_busiest_share};
+  check_layout(g.model, g.layout);
+  if (gc.ep > 1 && (profile || !gc.replay.empty())) {
+    throw UsageError("ep=" + std::to_string(gc.ep) + ": expert parallelism is priced by the roofline only (the engine "
+                     "runs one GPU; drop --profile / --replay)");
+  }
+  settle_scheduler(g, config, gc);
+  const DraftModel draft = settle_speculation(g, gc);
+  plan_group_memory(g, config, gc, draft, check);
+
+  // A lockstep DP instance is one EP replica's GPUs, its ranks replicas of the core.
+  const std::int32_t gpus_per_replica = g.layout.gpus_per_stage() * gc.pp;
+  g.replica_gpus = place_replicas(cluster.topology, node_links(g.hardware), gpus_per_replica, is_lockstep(gc) ? 1 : gc.count);
+  g.first_replica = next_replica;
+  next_replica += gc.count;
+
+  const RooflineParams params = group_roofline_params(cluster.topology, g, gc);
+  set_up_tiers(g, config, gc, params.host_link);
+  std::shared_ptr<CostModel> model = base_cost_model(g, gc, profile, params);
+  std::shared_ptr<AcceptanceModel> acceptance;
+  if (gc.speculative) {
+    acceptance = acceptance_model(gc, config.seed);
+    // A replay's measured durations include the drafting already.
+    if (gc.replay.empty()) {
+      const SpeculativeConfig& sc = *gc.speculative;
+      model = std::make_shared<SpeculativeCostModel>(model, draft_cost_model(cluster.topology, g, gc, draft, params),
+                                                     sc.num_draft_tokens, sc.num_speculative_tokens,
+                                                     sc.method == SpeculativeMethod::medusa);
+    }
+  }
+  add_replicas(cluster, g, index, model, acceptance);
+  cluster.groups.push_back(std::move(g));
+}
+
+}  // namespace
+
 Cluster build_cluster(const ClusterConfig& config, StartUpCheck check) {
   Cluster cluster;
   cluster.router = router_policy(data_parallel_router(config));
   // Each vLLM DP rank is a replica of its own (sim/data_parallel.hpp).
-  std::vector<ReplicaGroupConfig> groups = expand_data_parallel(config);
+  const std::vector<ReplicaGroupConfig> groups = expand_data_parallel(config);
   std::int32_t next_replica = 0;
   for (std::size_t index = 0; index < groups.size(); ++index) {
-    const ReplicaGroupConfig& gc = groups[index];
     // A group's errors name the config file and the group, when there is one.
     const std::string where =
         config.origin.empty() ? std::string()
         : config.groups.empty() ? config.origin + ": "
                                 : config.origin + ": groups[" + std::to_string(index) + "]: ";
     try {
-      // As a --config file allows (each replica holds its own KV cache state).
-      if (gc.count < 1 || gc.count > 1'000'000)
-        throw UsageError("replica count must be from 1 to 1000000, got " + std::to_string(gc.count));
-      GroupPlan g;
-      g.config = gc;
-      g.model = resolve_model(gc.model);
-      g.hardware = resolve_hardware(gc.hardware);
-      // Unset or "auto" (vLLM's default): the model's dtype for the weights,
-      // the weights' 16-bit type (fp32 stays fp32) for the KV cache.
-      auto given = [](const std::string& text, const char* key) -> std::optional<Dtype> {
-        if (text.empty()) return std::nullopt;
-        try {
-          return parse_dtype_or_auto(text);
-        } catch (const UsageError& e) {
-          throw UsageError(std::string(key) + ": " + e.what());
-        }
-      };
-      g.dtype = given(gc.dtype, "dtype (--dtype)").value_or(g.model.torch_dtype);
-      // Quantization (docs/quantization.md): --dtype fp8 / int8 are read as
-      // --quantization fp8 / int8_w8a8 with the model's 16-bit activations,
-      // so there is one path for 8-bit weights.
-      QuantMethod method = QuantMethod::none;
-      try {
-        method = parse_quant_method(gc.quantization);
-      } catch (const UsageError& e) {
-        throw UsageError(std::string("quantization (--quantization): ") + e.what());
-      }
-      method = checkpoint_quantization(g.model, method, gc.quantization);
-      if (g.dtype == Dtype::fp8 || g.dtype == Dtype::int8) {
-        const QuantMethod implied = g.dtype == Dtype::fp8 ? QuantMethod::fp8 : QuantMethod::int8_w8a8;
-        if (method != QuantMethod::none && method != implied) {
-          throw UsageError("dtype (--dtype) " + std::string(dtype_name(g.dtype)) + " means quantization " +
-                           std::string(quant_method_name(implied)) + ", not '" + gc.quantization +
-                           "': give the activation dtype (bf16, fp16) with --quantization");
-        }
-        method = implied;
-        g.dtype = g.model.torch_dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16;
-      }
-      if (method != QuantMethod::none && g.dtype == Dtype::fp32 && g.hardware.kind == DeviceKind::gpu) {
-        throw UsageError("quantization (--quantization) " + std::string(quant_method_name(method)) +
-                         " runs with 16-bit activations on a GPU; give --dtype bf16 or fp16");
-      }
-      try {
-        g.precision = WeightPrecision(g.dtype, quant_scheme(method, quant_hardware(g.hardware)));
-        // vLLM's Mxfp4Config quantises FusedMoE layers only: on a dense
-        // model it would run every layer in 16 bits, not what was asked.
-        if (g.precision.quant.experts_only && !g.model.is_moe()) {
-          throw UsageError("quantization mxfp4 quantises MoE experts only in vLLM (its linear layers stay " +
-                           std::string(dtype_name(g.dtype)) + "), and model " + g.model.name +
-                           " has no experts; use nvfp4 (modelopt_fp4), awq or fp8");
-        }
-      } catch (const UsageError& e) {
-        throw UsageError("quantization (--quantization) on " + g.hardware.name + ": " + e.what());
-      }
-      g.kv_dtype = given(gc.kv_dtype, "kv_dtype (--kv-cache-dtype)")
-                       .value_or(g.dtype == Dtype::fp32 ? Dtype::fp32
-                                                        : (g.dtype == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16));
-      std::shared_ptr<const CalibratedTables> profile;
-      if (!gc.profile.empty()) {
-        if (!gc.replay.empty()) throw UsageError("a group takes either replay or profile, not both");
-        profile = load_calibrated_tables(gc.profile);
-        apply_profile_dtypes(*profile, gc.dtype, gc.kv_dtype, g.dtype, g.kv_dtype);
-        // The profile timed the engine's own GEMMs, quantized or not: a
-        // group takes its quantization, and one that asks for another is
-        // refused (its tables would price other kernels).
-        const std::string& measured = profile->profile().metadata.quantization;
-        const QuantMethod profiled = parse_quant_method(measured);
-        if (!gc.quantization.empty() && method != profiled) {
-          throw UsageError(profile->origin() + ": the profile was measured with " +
-                           (measured.empty() ? std::string("no quantization") : "quantization " + measured) +
-                           ", the group asks for " + gc.quantization + " (leave it unset to use the profile's)");
-        }
-        g.precision = WeightPrecision(g.dtype, quant_scheme(profiled, quant_hardware(g.hardware)));
-      }
-      g.layout = ParallelLayout{gc.tp, gc.pp, gc.ep, gc.expert_busiest_share};
-      check_layout(g.model, g.layout);
-      if (gc.ep > 1 && (profile || !gc.replay.empty())) {
-        throw UsageError("ep=" + std::to_string(gc.ep) + ": expert parallelism is priced by the roofline only (the engine "
-                         "runs one GPU; drop --profile / --replay)");
-      }
-
-      g.replica = replica_preset(config.scheduler_preset);
-      // As vLLM (and `twinserve run`): requests are bounded by the model's own
-      // context unless max_model_len says less. The presets' 131072 would let
-      // 8k prompts through on a 4k model and size a no-chunking budget for
-      // contexts the model never sees.
-      const std::int32_t context = static_cast<std::int32_t>(std::clamp<std::int64_t>(g.model.max_position_embeddings, 2, 1 << 30));
-      if (g.model.max_position_embeddings > 0) g.replica.scheduler.max_model_len = context;
-      for (const auto& [key, value] : config.scheduler_options) set_replica_option(g.replica, key, value);
-      apply_overrides(g.replica, config.overrides);
-      for (const auto& [key, value] : gc.scheduler_options) set_replica_option(g.replica, key, value);
-      if (g.model.max_position_embeddings > 0 && g.replica.scheduler.max_model_len > context) {
-        throw UsageError("max_model_len " + std::to_string(g.replica.scheduler.max_model_len) +
-                         " exceeds the context of model '" + g.model.name + "' (" + std::to_string(context) + ")");
-      }
-      g.replica.max_plans_in_flight = std::max(g.replica.max_plans_in_flight, gc.pp);
-      // Speculative decoding: the draft model (if any) runs at tp=1 beside
-      // the target; its weights and its KV pool (one draft block per target
-      // block, docs/speculative.md) come out of the same memory.
-      std::optional<ModelDesc> draft;
-      bool draft_shares_embeddings = false;  // EAGLE's head reads the target's embedding and LM head
-      if (gc.speculative) {
-        const SpeculativeConfig& sc = *gc.speculative;
-        if (gc.pp != 1) throw UsageError("speculative_config: speculative decoding is modelled at pp=1 only");
-        g.replica.scheduler.num_speculative_tokens = sc.num_speculative_tokens;
-        if (sc.method == SpeculativeMethod::eagle) {
-          draft = sc.model.empty() ? eagle_head(g.model) : resolve_model(sc.model);
-          draft_shares_embeddings = true;
-        } else if (sc.method == SpeculativeMethod::draft_model) {
-          draft = resolve_model(sc.model);
-        }
-        if (draft) {
-          if (draft->vocab_size != g.model.vocab_size) {
-            throw UsageError("speculative_config: draft model '" + draft->name + "' has a vocabulary of " +
-                             std::to_string(draft->vocab_size) + " tokens, the target '" + g.model.name + "' " +
-                             std::to_string(g.model.vocab_size) + ": a draft must share the target's vocabulary");
-          }
-        }
-      }
-      g.replica.role = replica_role(gc.role);
-
-      // The fullest GPU decides: check every stage.
-      MemoryPlanInput mem;
-      mem.gpu_memory_bytes = memory_bytes(g.hardware);
-      mem.gpu_memory_utilization = gc.gpu_memory_utilization > 0 ? gc.gpu_memory_utilization : config.gpu_memory_utilization;
-      const std::int32_t override_blocks = gc.num_gpu_blocks_override >= 0 ? gc.num_gpu_blocks_override : config.num_gpu_blocks_override;
-      mem.num_gpu_blocks_override = override_blocks;
-      mem.activation_reserve_bytes = activation_reserve_bytes(g.model, g.layout, g.dtype, g.replica.scheduler);
-      mem.runtime_reserve_bytes = g.hardware.runtime_reserve_bytes;
-      mem.collective_reserve_bytes = g.layout.tp * g.layout.pp * g.layout.ep > 1 ? g.hardware.collective_reserve_bytes : 0.0;
-      // Lockstep DP ranks each hold their own KV cache (vLLM's
-      // num_gpu_blocks_override is per rank too); --ep's one replica holds its ranks'.
-      const bool lockstep = is_lockstep(gc);
-      mem.attention_ranks = lockstep ? 1 : g.layout.ep;
-      // vLLM captures its CUDA graphs after the cache is sized, so the graph
-      // pool lives in the (1 - utilization) headroom, not in this budget.
-      mem.cuda_graph_reserve_bytes = 0;
-      bool first = true;
-      KvFit worst_fit;
-      for (int stage = 0; stage < g.layout.pp; ++stage) {
-        MemoryPlanInput s = mem;
-        s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.precision, g.layout, stage));
-        s.kv_block_bytes_per_gpu = static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) *
-                                   g.replica.kv.block_size;
-        if (draft) {
-          const ParallelLayout one{1, 1};
-          std::int64_t draft_weights = weight_bytes_per_gpu(*draft, g.dtype, one, 0);
-          if (draft_shares_embeddings) {
-            ModelDesc bare = *draft;  // the embedding and LM head alone: the target's, already counted
-            bare.num_hidden_layers = 0;
-            draft_weights -= weight_bytes_per_gpu(bare, g.dtype, one, 0);
-          }
-          s.weight_bytes_per_gpu += static_cast<double>(draft_weights);
-          s.kv_block_bytes_per_gpu +=
-              static_cast<double>(kv_bytes_per_token_per_gpu(*draft, g.kv_dtype, one, 0)) * g.replica.kv.block_size;
-        }
-        if (gc.speculative && gc.speculative->method == SpeculativeMethod::medusa) {
-          // The heads' weights (no KV: they read the target's last hidden state).
-          s.weight_bytes_per_gpu +=
-              static_cast<double>(medusa_heads_bytes(g.model, gc.speculative->num_speculative_tokens, g.dtype, gc.tp));
-        }
-        const MemoryPlan plan = plan_memory(s, describe(g));
-        // vLLM checks every worker: the stage with the least KV memory per
-        // block decides (with an override, the memory plan's figure still).
-        const KvFit fit = check_kv_fit(plan.kv_bytes, plan.block_bytes, g.replica.kv.block_size,
-                                       g.replica.scheduler.max_model_len);
-        if (first || fit.largest_fitting < worst_fit.largest_fitting) worst_fit = fit;
-        if (first || plan.num_blocks < g.memory.num_blocks) g.memory = plan;
-        first = false;
-      }
-      g.memory.fit = worst_fit;
-      settle_max_model_len(g, config.max_model_len_auto, check);
-      g.replica.kv.num_blocks = g.memory.num_blocks;
-      validate(g.replica);
-
-      const NodeLinks links = node_links(g.hardware);
-      const std::int32_t stage_gpus = g.layout.gpus_per_stage();  // ep ranks of tp GPUs
-      const std::int32_t gpus_per_replica = stage_gpus * gc.pp;
-      // A lockstep DP instance is one EP replica's GPUs, its ranks replicas of the core.
-      g.replica_gpus = place_replicas(cluster.topology, links, gpus_per_replica, lockstep ? 1 : gc.count);
-      g.first_replica = next_replica;
-      next_replica += gc.count;
-
-      // Replicas of a group are placed alike, so the first one's paths price
-      // all of them and the group shares one cost model.
-      RooflineParams params = roofline_params(g.hardware, g.precision);
-      params.cudagraph_max_tokens = graph_capture_max(g.replica);
-      // The engine the preset stands for does the host work (sim/host_work.hpp).
-      params.host = host_work_for(g.replica.scheduler, g.hardware);
-      params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);
-      const std::vector<GpuId>& gpus = g.replica_gpus.front();
-      for (int stage = 0; stage < gc.pp; ++stage) {
-        const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage
-        std::vector<GpuId> ring(first_gpu, first_gpu + gc.tp);
-        params.tp_rings.push_back(cluster.topology.ring(ring));
-        params.pp_links.push_back(stage + 1 < gc.pp ? cluster.topology.path(*first_gpu, gpus[(stage + 1) * stage_gpus])
-                                                    : PathCost{});
-        std::vector<GpuId> ep_group;  // TP rank 0 of every EP rank
-        for (std::int32_t r = 0; r < gc.ep; ++r) ep_group.push_back(first_gpu[r * gc.tp]);
-        params.ep_groups.push_back(cluster.topology.all_to_all(ep_group));
-      }
-      params.host_link = cluster.topology.host_path(gpus.front());
-      if (g.hardware.pcie_efficiency > 0) params.host_link.bandwidth *= g.hardware.pcie_efficiency;
-      params.kv_block_bytes_per_gpu = g.memory.block_bytes;
-      if (!config.kv_tiers.empty()) {
-        // Each replica has tiers of these sizes of its own; a block moves
-        // the KV of every GPU of the replica.
-        const double block_bytes = g.memory.block_bytes * gc.tp * gc.pp;
-        g.tiers = std::make_shared<KvTierModel>(
-            resolve_kv_tiers(config.kv_tiers, block_bytes, params.host_link.bandwidth,
-                             static_cast<Time>(params.host_link.latency)),
-            block_bytes, config.kv_tier_load_overlap, /*measured=*/!gc.replay.empty());
-        g.replica.kv.tiers = g.tiers->core_tiers();
-        validate(g.replica);
-      }
-      std::shared_ptr<CostModel> model;
-      if (!gc.replay.empty()) {
-        if (gc.pp != 1) throw UsageError(describe(g) + ": replay needs pp=1 (the engine's step log has one stage)");
-        model = std::make_shared<ReplayCostModel>(ReplayCostModel::from_file(gc.replay));
-      } else if (profile) {
-        model = std::make_shared<CalibratedCostModel>(profile, g.model, g.layout, g.dtype, g.kv_dtype, g.memory.block_bytes);
-      } else {
-        model = std::make_shared<RooflineCostModel>(g.model, g.layout, g.precision, g.kv_dtype, params);
-      }
-      std::shared_ptr<AcceptanceModel> acceptance;
-      if (gc.speculative) {
-        const SpeculativeConfig& sc = *gc.speculative;
-        std::vector<StepRecord> replayed;
-        if (!gc.replay.empty()) replayed = read_step_records(gc.replay);
-        if (has_recorded_acceptance(replayed)) {
-          // A replay follows the engine's own counts (replay parity).
-          acceptance = std::make_shared<ReplayAcceptance>(replayed, gc.replay);
-        } else {
-          double alpha = sc.acceptance_rate;
-          if (sc.acceptance_length >= 0) alpha = acceptance_rate_for_length(sc.acceptance_length, sc.num_speculative_tokens);
-          if (!sc.acceptance_from.empty()) {
-            alpha = measured_acceptance_rate(read_step_records(sc.acceptance_from), sc.acceptance_from);
-          }
-          if (alpha < 0) {
-            throw UsageError("speculative_config: the simulator needs acceptance_rate, acceptance_length or "
-                             "acceptance_from (an engine run's steps.csv)");
-          }
-          acceptance = std::make_shared<RateAcceptance>(alpha, config.seed);
-        }
-        if (gc.replay.empty()) {
-          // The replay's measured durations include the drafting already.
-          std::shared_ptr<CostModel> draft_cost;
-          if (draft) {
-            const ParallelLayout one{1, 1};
-            if (!sc.draft_profile.empty()) {
-              const auto tables = load_calibrated_tables(sc.draft_profile);
-              Dtype dw = g.dtype, dkv = g.kv_dtype;
-              apply_profile_dtypes(*tables, "", "", dw, dkv);
-              draft_cost = std::make_shared<CalibratedCostModel>(tables, *draft, one, dw, dkv, 0.0);
-            } else {
-              RooflineParams draft_params = roofline_params(g.hardware, g.dtype);
-              const std::vector<GpuId> own{gpus.front()};
-              draft_params.tp_rings.push_back(cluster.topology.ring(own));
-              draft_params.pp_links.push_back(PathCost{});
-              draft_params.host_link = params.host_link;
-              draft_cost = std::make_shared<RooflineCostModel>(*draft, one, g.dtype, g.kv_dtype, draft_params);
-            }
-          }
-          if (sc.method == SpeculativeMethod::medusa) {
-            // The heads run on the target's GPUs, in dense precision (the
-            // target's links, its curves at the activation dtype).
-            RooflineParams heads_params = roofline_params(g.hardware, g.dtype);
-            heads_params.tp_rings = params.tp_rings;
-            heads_params.pp_links = params.pp_links;
-            heads_params.host_link = params.host_link;
-            draft_cost = std::make_shared<MedusaHeadsCostModel>(
-                RooflineCostModel(g.model, ParallelLayout{gc.tp, 1}, g.dtype, g.kv_dtype, heads_params),
-                sc.num_speculative_tokens, g.dtype);
-          }
-          model = std::make_shared<SpeculativeCostModel>(model, draft_cost, sc.num_draft_tokens,
-                                                         sc.num_speculative_tokens,
-                                                         sc.method == SpeculativeMethod::medusa);
-        }
-      }
-      for (std::int32_t r = 0; r < gc.count; ++r) {
-        SimReplicaSpec spec;
-        spec.config = g.replica;
-        spec.cost_model = model;
-        spec.pipeline_stages = gc.pp;
-        spec.acceptance = acceptance;
-        spec.tiers = g.tiers;
-        spec.power = g.hardware.power;
-        // A lockstep instance's GPUs are shared by its DP ranks, each a replica.
-        spec.stage_gpus = lockstep ? std::max(1, stage_gpus / gc.count) : stage_gpus;
-        cluster.replicas.push_back(std::move(spec));
-        cluster.lockstep.push_back(lockstep ? static_cast<std::int32_t>(index) : -1);
-      }
-      cluster.groups.push_back(std::move(g));
+      build_group(cluster, config, groups[index], index, next_replica, check);
     } catch (const UsageError& e) {
       if (where.empty()) throw;
       throw UsageError(where + e.what());

@@ -3,21 +3,19 @@
 #include "sim/energy_context.hpp"
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
 
 #include "base/error.hpp"
 #include "metrics/collector.hpp"
-#include "metrics/output_dir.hpp"
+#include "metrics/config_echo.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/result_files.hpp"
 #include "metrics/result_sink.hpp"
+#include "metrics/run_writer.hpp"
 #include "metrics/slo.hpp"
 #include "metrics/step_csv.hpp"
-#include "metrics/summary_json.hpp"
-#include "metrics/vllm_detailed.hpp"
 #include "metrics/vllm_result.hpp"
 #include "sim/energy_context.hpp"
 #include "sim/kv_tier_report.hpp"
@@ -68,15 +66,7 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
     j["replicas"] = g.config.count;
     if (g.replica.role != ReplicaRole::mixed) j["role"] = std::string(replica_role_name(g.replica.role));
     j["first_replica"] = g.first_replica;
-    j["scheduler_preset"] = g.replica.scheduler.preset;
-    j["max_num_batched_tokens"] = effective_token_budget(g.replica.scheduler);
-    j["max_num_seqs"] = g.replica.scheduler.max_num_seqs;
-    j["max_model_len"] = g.replica.scheduler.max_model_len;
-    j["enable_chunked_prefill"] = g.replica.scheduler.enable_chunked_prefill;
-    j["block_size"] = g.replica.kv.block_size;
-    j["enable_prefix_caching"] = g.replica.kv.enable_prefix_caching;
-    j["async_scheduling"] = g.replica.scheduler.async_scheduling;
-    j["num_gpu_blocks"] = g.memory.num_blocks;
+    echo_replica(g.replica, g.memory.num_blocks, j);
     j["num_gpu_blocks_overridden"] = g.memory.overridden;
     j["kv_block_bytes_per_gpu"] = g.memory.block_bytes;
     j["weight_bytes_per_gpu"] = g.memory.weight_bytes;
@@ -102,20 +92,20 @@ nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& c
 
 namespace {
 
-// vllm_result.json: vLLM's summary keys, then its per-request lists in the
-// order the requests were sent (arrival; records end in another order).
-void write_vllm_file(OutputDir& dir, const std::string& out_dir, const Summary& summary, const std::string& model,
-                     std::vector<std::pair<Time, VllmRequestEntry>> detailed) {
-  std::stable_sort(detailed.begin(), detailed.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<VllmRequestEntry> entries;
-  entries.reserve(detailed.size());
-  for (auto& [arrival, entry] : detailed) entries.push_back(std::move(entry));
-  nlohmann::ordered_json vllm = vllm_result_json(summary, {"twinserve-simulate", model, vllm_result_date()});
-  add_vllm_detailed(vllm, entries);
-  std::ofstream file = dir.open("vllm_result.json");
-  file << vllm.dump(2) << '\n';
-  if (!file) throw Error(out_dir + "/vllm_result.json: write failed");
+// The CSVs' columns for what the cluster has.
+ResultColumns result_columns(const Cluster& cluster) {
+  ResultColumns columns;
+  columns.transfer = cluster.disaggregated();
+  for (const SimReplicaSpec& r : cluster.replicas) {
+    columns.speculative = columns.speculative || r.config.scheduler.num_speculative_tokens > 0;
+  }
+  // Tier columns only when the run has tiers (the cluster's, one list).
+  for (const GroupPlan& g : cluster.groups) {
+    if (!g.tiers || !columns.tiers.empty()) continue;
+    for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
+  }
+  columns.energy = energy_context(cluster).unknown.empty();
+  return columns;
 }
 
 }  // namespace
@@ -126,39 +116,18 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   const std::vector<Slo> slos = parse_slos(config.slos);
   Cluster cluster = build_cluster(config);
 
-  std::optional<OutputDir> dir;
-  std::optional<ResultFiles> csv;
-  if (!outputs.out_dir.empty()) {
-    std::vector<std::string> files = csv_result_names(outputs.files);
-    files.push_back("summary.json");
-    if (outputs.vllm_result) files.push_back("vllm_result.json");
-    dir.emplace(outputs.out_dir, outputs.overwrite, files);
-    ResultColumns columns;
-    columns.transfer = cluster.disaggregated();
-    for (const SimReplicaSpec& r : cluster.replicas) {
-      columns.speculative = columns.speculative || r.config.scheduler.num_speculative_tokens > 0;
-    }
-    // Tier columns only when the run has tiers (the cluster's, one list).
-    for (const GroupPlan& g : cluster.groups) {
-      if (!g.tiers || !columns.tiers.empty()) continue;
-      for (const KvTierLink& t : g.tiers->tiers()) columns.tiers.push_back(t.name);
-    }
-    columns.energy = energy_context(cluster).unknown.empty();
-    csv.emplace(*dir, outputs.files, columns);
-  }
-  RequestCsvWriter* request_writer = csv ? csv->requests() : nullptr;
-  StepCsvWriter* step_writer = csv ? csv->steps() : nullptr;
+  RunWriter writer({outputs.out_dir, outputs.overwrite, outputs.files, outputs.vllm_result});
+  if (writer.writes()) writer.open(result_columns(cluster));
+  RequestCsvWriter* request_writer = writer.requests();
+  StepCsvWriter* step_writer = writer.steps();
 
   MetricsCollector collector(CollectorOptions{outputs.exact_percentile_requests, slos});
   std::int64_t ended = 0;  // requests ended, for the progress callback
-  // vllm_result.json's per-request lists (vLLM's --save-detailed), kept in
-  // memory only when that file is asked for.
-  std::vector<std::pair<Time, VllmRequestEntry>> detailed;
   ResultSink::RequestListener listen;
-  if (outputs.progress || outputs.vllm_result || outputs.on_request) {
+  if (outputs.progress || writer.keeps_requests() || outputs.on_request) {
     listen = [&](const RequestRecord& r) {
       ++ended;
-      if (outputs.vllm_result) detailed.emplace_back(r.arrival, vllm_request_entry(r));
+      writer.keep(r);  // vllm_result.json's per-request lists (vLLM's --save-detailed)
       if (outputs.on_request) outputs.on_request(r);
     };
   }
@@ -210,23 +179,12 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
   context.energy = std::move(energy);
   context.config = config_echo(config, cluster);
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
-  if (result.stats.stopped) {  // as the engine's run marks it
-    context.config["interrupted"] = true;
-    context.config["interrupted_requests"] = result.stats.interrupted;
-  }
+  echo_stop(result.stats.stopped, result.stats.interrupted, context.config);
   result.summary = collector.summarize(context);
   summarize_kv_tiers(result.summary, cluster, simulator);
 
-  if (dir) {
-    csv->close();
-    result.csv_bytes = csv->bytes_written();
-    std::ofstream summary_file = dir->open("summary.json");
-    write_summary_json(summary_file, result.summary);
-    if (!summary_file) throw Error(outputs.out_dir + "/summary.json: write failed");
-    if (outputs.vllm_result) {
-      write_vllm_file(*dir, outputs.out_dir, result.summary, cluster.groups.front().model.name, std::move(detailed));
-    }
-  }
+  result.csv_bytes =
+      writer.finish(result.summary, {"twinserve-simulate", cluster.groups.front().model.name, vllm_result_date()});
   return result;
 }
 

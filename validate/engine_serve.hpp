@@ -1,7 +1,8 @@
 #pragma once
-// The engine side of a validation: one Engine (engine/runtime/serve.hpp,
-// the entry point `twinserve run` uses, weights loaded once) serving each
-// scaled trace against the wall clock, written in the shared schema.
+// The engine side of a validation: one Engine (engine/runtime/engine.hpp,
+// weights loaded once) serving each scaled trace through the engine's run
+// (engine/runtime/engine_run.hpp, what `twinserve run` calls), its records
+// kept in memory for the comparison.
 #include <filesystem>
 #include <functional>
 #include <vector>
@@ -9,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/request.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "validate/run_recorder.hpp"
 
 namespace twin {

@@ -8,7 +8,7 @@
 #include "base/error.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "hwprofiles/hardware_desc.hpp"
 #include "metrics/output_dir.hpp"
@@ -107,7 +107,7 @@ ValidationResult run_validation(const ValidateOptions& o) {
   result.requests = static_cast<std::int64_t>(trace.size());
   result.trace_rate_rps = trace_rate(trace);
 
-  // The engine is set up as `twinserve run` sets it up (engine/runtime/serve):
+  // The engine is set up as `twinserve run` sets it up (engine/runtime/engine):
   // the profile's weight and KV dtypes, the same scheduler, the KV cache
   // sized by the same memory plan. The simulations then take the engine's
   // block count, so all four sides serve one replica of one size.

@@ -13,7 +13,7 @@
 #include "engine/profiler/op_timer.hpp"
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/prompt_tokens.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "engine/runtime/wait_until.hpp"
 
 namespace twin {

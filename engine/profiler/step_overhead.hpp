@@ -13,7 +13,7 @@
 #include "engine/runtime/forward_batch.hpp"
 #include "engine/runtime/model_config.hpp"
 #include "engine/runtime/model_runner.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "hwprofiles/calibrated_lookup.hpp"
 #include "models/step_ops.hpp"
 
@@ -44,7 +44,7 @@ struct MeasuredStep {
 };
 
 // Runs each scenario on a fresh replica of one engine built by the engine's
-// entry point (engine/runtime/serve) from `engine`: its backend, weights,
+// entry point (engine/runtime/engine) from `engine`: its backend, weights,
 // dtypes and threads as given; the scheduler is the vLLM preset with the
 // KV blocks and max_model_len the scenarios need (set here). The whole list
 // runs `rounds` times over (a slow spell of the machine then hits one pass

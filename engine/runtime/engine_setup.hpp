@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/core/replica_overrides.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 
 namespace twin {
 

@@ -223,107 +223,142 @@ std::string engine_storage_dtype(const std::string& text, const std::string& fla
                    " storage is not implemented on any backend yet (use auto, f32 or bf16)");
 }
 
-// Over 80 lines, known (issue 42 lists the long functions): the tensors of
-// one model in file order, each checked and uploaded as it is read, so a
-// bad tensor is named with its file before the next is touched.
-ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options) {
-  check_model_config(config);
-  std::unique_ptr<Checkpoint> ckpt;
-  if (!options.dir.empty()) ckpt = std::make_unique<Checkpoint>(options.dir);
+namespace {
 
-  ElemType matrix_dtype = ElemType::f32;
+// The matrices' storage: --dtype, or with auto a bf16 checkpoint's bf16
+// (half the bytes to stream per decode step), else f32.
+ElemType matrix_storage(const ModelConfig& config, const WeightOptions& options, const Checkpoint* ckpt) {
   const std::string dtype = engine_storage_dtype(options.dtype, "--dtype");
-  if (dtype == "bf16") {
-    matrix_dtype = ElemType::bf16;
-  } else if (dtype == "auto") {
-    if (ckpt) {
-      // Keep bf16 checkpoints in bf16 (half the bytes to stream per decode step).
-      const SafetensorsTensor& e =
-          ckpt->get("model.embed_tokens.weight", {config.vocab_size, config.hidden_size});
-      if (e.dtype == "BF16") matrix_dtype = ElemType::bf16;
-    }
+  if (dtype == "bf16") return ElemType::bf16;
+  if (dtype == "auto" && ckpt) {
+    const SafetensorsTensor& e = ckpt->get("model.embed_tokens.weight", {config.vocab_size, config.hidden_size});
+    if (e.dtype == "BF16") return ElemType::bf16;
   }
+  return ElemType::f32;
+}
 
-  bool int8 = false, fp8 = false;
-  if (options.quantization == "int8") {
+// --quantization: the projections' storage (i8 or f8e4m3), or nullopt for
+// none; methods the engine does not run are refused by name.
+std::optional<ElemType> projection_quantization(const std::string& quantization, const Backend& backend,
+                                                const ModelConfig& config) {
+  if (quantization == "int8") {
     if (backend.name() != "cpu") {
       throw UsageError("--quantization int8 runs on the cpu backend only (on CUDA: --quantization fp8)");
     }
-    int8 = true;
-  } else if (options.quantization == "fp8") {
+    return ElemType::i8;
+  }
+  if (quantization == "fp8") {
     if (config.num_experts > 0) {
       throw UsageError("--quantization fp8: dense models only (the experts' fp8 GEMMs are not built; int8 "
                        "quantises MoE experts on the cpu backend)");
     }
-    fp8 = true;
-  } else if (!options.quantization.empty() && options.quantization != "none") {
-    throw UsageError("--quantization " + options.quantization +
+    return ElemType::f8e4m3;
+  }
+  if (!quantization.empty() && quantization != "none") {
+    throw UsageError("--quantization " + quantization +
                      ": the engine runs int8 (weight-only, cpu) and fp8 (W8A8, per-channel weight and per-token "
                      "activation scales); awq, gptq, int8_w8a8, nvfp4 and mxfp4 are priced by the simulator only");
   }
-  const ElemType quantized_dtype = int8 ? ElemType::i8 : ElemType::f8e4m3;
+  return std::nullopt;
+}
+
+// Where each target and its scales go in the one allocation (64-byte aligned).
+struct StorageLayout {
+  std::vector<std::size_t> offsets, scale_offsets;
+  std::size_t total = 0;
+};
+
+template <typename DtypeOf>
+StorageLayout lay_out(const std::vector<Target>& targets, const DtypeOf& dtype_of, std::optional<ElemType> quantized) {
+  StorageLayout l;
+  for (const Target& t : targets) {
+    const ElemType d = dtype_of(t);
+    l.total = (l.total + 63) / 64 * 64;
+    l.offsets.push_back(l.total);
+    l.total += static_cast<std::size_t>(t.rows * t.cols) * elem_bytes(d);
+    l.total = (l.total + 63) / 64 * 64;
+    l.scale_offsets.push_back(l.total);
+    if (quantized && d == *quantized) l.total += static_cast<std::size_t>(t.rows) * sizeof(float);
+  }
+  return l;
+}
+
+// Buffers reused from one part to the next.
+struct Staging {
+  std::vector<float> values, scales;
+  std::vector<std::byte> bytes;
+  std::vector<std::int8_t> int8;
+  std::vector<std::uint8_t> fp8;
+};
+
+// One part's values converted to the target's storage and uploaded at byte
+// `at` of it, its rows' scales (quantized storage) at `row`; returns the bytes.
+std::size_t upload_part(Backend& backend, const Target& t, ElemType d, const Part& part, std::size_t at,
+                        std::int64_t row, Staging& st) {
+  const std::vector<float>& values = st.values;
+  char* dst = static_cast<char*>(t.view->data) + at;
+  if (d == ElemType::i8) {
+    quantize_rows(values, part.rows, part.cols, st.int8, st.scales.data() + row);
+    backend.upload(dst, st.int8.data(), st.int8.size());
+    return st.int8.size();
+  }
+  if (d == ElemType::f8e4m3) {  // one scale per output channel: max |w| / 448
+    st.fp8.resize(values.size());
+    for (std::int64_t r = 0; r < part.rows; ++r) {
+      const float* src = values.data() + r * part.cols;
+      st.scales[static_cast<std::size_t>(row + r)] = fp8_row_scale(src, part.cols);
+      quantize_row_fp8(src, part.cols, st.scales[static_cast<std::size_t>(row + r)], st.fp8.data() + r * part.cols);
+    }
+    backend.upload(dst, st.fp8.data(), st.fp8.size());
+    return st.fp8.size();
+  }
+  st.bytes.resize(values.size() * elem_bytes(d));
+  convert_from_f32(values.data(), st.bytes.data(), d, values.size());
+  backend.upload(dst, st.bytes.data(), st.bytes.size());
+  return st.bytes.size();
+}
+
+}  // namespace
+
+// The tensors of one model in file order, each checked and uploaded as it
+// is read, so a bad tensor is named with its file before the next is touched.
+ModelWeights load_model_weights(Backend& backend, const ModelConfig& config, const WeightOptions& options) {
+  check_model_config(config);
+  std::unique_ptr<Checkpoint> ckpt;
+  if (!options.dir.empty()) ckpt = std::make_unique<Checkpoint>(options.dir);
+  const ElemType matrix_dtype = matrix_storage(config, options, ckpt.get());
+  const std::optional<ElemType> quantized = projection_quantization(options.quantization, backend, config);
 
   ModelWeights w;
   std::vector<Target> targets = plan_targets(config, w);
   auto target_dtype = [&](const Target& t) {
-    return t.keep_f32 ? ElemType::f32 : ((int8 || fp8) && t.scales ? quantized_dtype : matrix_dtype);
+    return t.keep_f32 ? ElemType::f32 : (quantized && t.scales ? *quantized : matrix_dtype);
   };
-  std::vector<std::size_t> offsets, scale_offsets;
-  std::size_t total = 0;
-  for (const Target& t : targets) {
-    const ElemType d = target_dtype(t);
-    total = (total + 63) / 64 * 64;
-    offsets.push_back(total);
-    total += static_cast<std::size_t>(t.rows * t.cols) * elem_bytes(d);
-    total = (total + 63) / 64 * 64;
-    scale_offsets.push_back(total);
-    if (d == quantized_dtype) total += static_cast<std::size_t>(t.rows) * sizeof(float);
-  }
-  w.storage = backend.allocate(std::max<std::size_t>(total, 64));
-  std::vector<float> values, scales;
-  std::vector<std::byte> staged;
-  std::vector<std::int8_t> quantized;
-  std::vector<std::uint8_t> quantized_fp8;
+  const StorageLayout layout = lay_out(targets, target_dtype, quantized);
+  w.storage = backend.allocate(std::max<std::size_t>(layout.total, 64));
+  Staging st;
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Target& t = targets[i];
     const ElemType d = target_dtype(t);
-    *t.view = w.storage.view(d, t.rows, t.cols, offsets[i]);
-    std::size_t at = 0;  // bytes into the target
+    const bool scaled = quantized && d == *quantized;
+    *t.view = w.storage.view(d, t.rows, t.cols, layout.offsets[i]);
+    std::size_t at = 0;    // bytes into the target
     std::int64_t row = 0;  // rows into the target (parts stack by rows)
-    if (d == quantized_dtype) scales.assign(static_cast<std::size_t>(t.rows), 0.0f);
+    if (scaled) st.scales.assign(static_cast<std::size_t>(t.rows), 0.0f);
     for (const Part& part : t.parts) {
-      part_values(part, ckpt.get(), options.seed, values);
-      if (d == ElemType::i8) {
-        quantize_rows(values, part.rows, part.cols, quantized, scales.data() + row);
-        backend.upload(static_cast<char*>(t.view->data) + at, quantized.data(), quantized.size());
-        at += quantized.size();
-      } else if (d == ElemType::f8e4m3) {  // one scale per output channel: max |w| / 448
-        quantized_fp8.resize(values.size());
-        for (std::int64_t r = 0; r < part.rows; ++r) {
-          const float* src = values.data() + r * part.cols;
-          scales[static_cast<std::size_t>(row + r)] = fp8_row_scale(src, part.cols);
-          quantize_row_fp8(src, part.cols, scales[static_cast<std::size_t>(row + r)],
-                           quantized_fp8.data() + r * part.cols);
-        }
-        backend.upload(static_cast<char*>(t.view->data) + at, quantized_fp8.data(), quantized_fp8.size());
-        at += quantized_fp8.size();
-      } else {
-        staged.resize(values.size() * elem_bytes(d));
-        convert_from_f32(values.data(), staged.data(), d, values.size());
-        backend.upload(static_cast<char*>(t.view->data) + at, staged.data(), staged.size());
-        at += staged.size();
-      }
+      part_values(part, ckpt.get(), options.seed, st.values);
+      at += upload_part(backend, t, d, part, at, row, st);
       row += part.rows;
     }
-    if (d == quantized_dtype) {
-      *t.scales = w.storage.view(ElemType::f32, 1, t.rows, scale_offsets[i]);
-      backend.upload(t.scales->data, scales.data(), scales.size() * sizeof(float));
-      at += scales.size() * sizeof(float);
+    if (scaled) {
+      *t.scales = w.storage.view(ElemType::f32, 1, t.rows, layout.scale_offsets[i]);
+      backend.upload(t.scales->data, st.scales.data(), st.scales.size() * sizeof(float));
+      at += st.scales.size() * sizeof(float);
     }
     w.bytes += static_cast<std::int64_t>(at);
   }
   if (config.tie_word_embeddings) w.lm_head = w.embed;
-  if (!int8) {
+  if (quantized != ElemType::i8) {
     for (LayerWeights& L : w.layers) {  // float experts: no scales (moe_experts reads empty spans)
       L.expert_gate_up_scales.clear();
       L.expert_down_scales.clear();

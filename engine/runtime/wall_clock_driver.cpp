@@ -1,6 +1,7 @@
 #include "engine/runtime/wall_clock_driver.hpp"
 
 #include <chrono>
+#include <optional>
 #include <span>
 
 #include "base/error.hpp"
@@ -16,8 +17,18 @@ DriveStats drive_wall_clock(std::span<Replica> replicas, std::span<Executor* con
   const auto start = std::chrono::steady_clock::now();
   // The client's timeline: a request is due when the client sends it, its
   // arrival (and its patience) replayed time_scale times faster, or at once.
-  ReplayedSource timeline(source, options.asap ? ReplayedSource::Mode::at_once : ReplayedSource::Mode::faster,
-                          options.time_scale);
+  // Clients that react to ends (traces/clients.hpp) already say when each
+  // request is due, on a timeline laid under them: they are served as given.
+  const bool clients = dynamic_cast<ClientSource*>(&source) != nullptr;
+  if (clients && (options.asap || options.time_scale != 1.0)) {
+    throw UsageError("wall-clock driver: a client source brings its own timeline (lay asap or the time scale under it)");
+  }
+  std::optional<ReplayedSource> replayed;
+  if (!clients) {
+    replayed.emplace(source, options.asap ? ReplayedSource::Mode::at_once : ReplayedSource::Mode::faster,
+                     options.time_scale);
+  }
+  RequestSource& timeline = clients ? source : *replayed;
   WallClock clock(executors, replicas, options.token_seed, options.stop, options.on_output);
   ServingOptions loop_options;
   loop_options.record_steps = true;

@@ -8,8 +8,8 @@
 // come from a RequestSource and records go to a RecordSink, so the caller
 // decides what to write. Several replicas with pool roles (prefill, decode)
 // serve a disaggregated cluster in one process, the KV moved between their
-// runners by the wall clock. Most callers want engine/runtime/serve.hpp,
-// which builds the runners, replicas and executors from one settings struct.
+// runners by the wall clock. Most callers want engine/runtime/engine_run.hpp,
+// which builds the engine from one settings struct and writes the results.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -53,6 +53,8 @@ struct DriveStats {
   double wall_time_s = 0;
 };
 
+// A ClientSource (closed-loop clients, a concurrency limit) is served on
+// its own timeline: time_scale 1 and no asap (UsageError otherwise).
 // executors[i] runs replicas[i]'s steps (replica i's index is i). The
 // source's requests must come in arrival order (twin::Error naming the
 // request otherwise). Throws what the executors, the core, the source or

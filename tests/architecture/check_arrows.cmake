@@ -13,7 +13,7 @@ set(parts
   "traces|base engine/core"
   "metrics|base engine/core"
   "sim|base engine/core models hwprofiles metrics traces"
-  "engine/runtime|base engine/core engine/backend models"
+  "engine/runtime|base engine/core engine/backend models metrics traces"
   "engine/profiler|base engine/core engine/backend engine/runtime models hwprofiles"
   "validate|base engine/core engine/backend engine/runtime models hwprofiles metrics traces sim"
   "planner|base engine/core models hwprofiles metrics traces sim"

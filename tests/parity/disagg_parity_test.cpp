@@ -16,7 +16,7 @@
 
 #include "engine/core/replica.hpp"
 #include "engine/core/timeline.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "metrics/request_csv.hpp"
 #include "sim/cluster.hpp"
 #include "sim/replay_cost_model.hpp"

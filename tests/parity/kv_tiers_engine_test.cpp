@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/core/timeline.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "sim/cluster.hpp"
 #include "sim/kv_tier_model.hpp"
 #include "sim/replay_cost_model.hpp"

@@ -15,7 +15,7 @@
 
 #include "engine/core/replica.hpp"
 #include "engine/core/timeline.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "models/model_desc.hpp"
 #include "sim/cluster.hpp"
 #include "sim/acceptance_model.hpp"

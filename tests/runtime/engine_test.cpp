@@ -1,4 +1,4 @@
-// The engine's entry point (engine/runtime/serve): one settings struct sizes
+// The engine's entry point (engine/runtime/engine): one settings struct sizes
 // the KV cache from its real dtype, hands the block counts to the replica,
 // sizes the scratch for the scheduler's limits, and serves through the
 // core's source and sink interfaces.
@@ -9,7 +9,7 @@
 #include "base/error.hpp"
 #include "engine/core/timeline.hpp"
 #include "engine/runtime/model_weights.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "models/model_desc.hpp"
 #include "tests/runtime/test_support.hpp"
 

@@ -13,7 +13,7 @@
 #include "engine/runtime/draft_proposer.hpp"
 #include "engine/runtime/executor.hpp"
 #include "engine/runtime/ngram_proposer.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "models/speculative_config.hpp"
 #include "tests/runtime/reference_model.hpp"
 #include "tests/runtime/test_support.hpp"

@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -23,14 +22,11 @@
 #include "engine/core/serving_loop.hpp"
 #include "engine/runtime/engine_setup.hpp"
 #include "engine/runtime/executor.hpp"
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 #include "metrics/collector.hpp"
 #include "metrics/kv_tier_tally.hpp"
-#include "metrics/output_dir.hpp"
-#include "metrics/request_csv.hpp"
 #include "metrics/result_sink.hpp"
-#include "metrics/step_csv.hpp"
-#include "metrics/summary_json.hpp"
+#include "metrics/run_writer.hpp"
 #include "metrics/summary_table.hpp"
 #include "serve/byte_tokenizer.hpp"
 #include "serve/http_front.hpp"
@@ -168,12 +164,9 @@ void serve(const ServeArgs& a) {
   if (!(a.shutdown_timeout_s >= 0 && a.shutdown_timeout_s <= 86400)) {
     throw UsageError("--shutdown-timeout must be 0 to 86400 seconds");
   }
-  std::optional<OutputDir> dir;
-  if (!a.out.dir.empty()) {
-    std::vector<std::string> files = {"requests.csv", "summary.json"};
-    if (!a.no_steps) files.push_back("steps.csv");
-    dir.emplace(a.out.dir, a.out.overwrite, files);
-  }
+  ResultFileOptions files;
+  if (a.no_steps) files.steps.every = 0;
+  RunWriter writer({a.out.dir, a.out.overwrite, files, false});  // claimed before the weights load
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
   const InterruptGuard interrupts;
 
@@ -188,22 +181,12 @@ void serve(const ServeArgs& a) {
   std::cerr << s.description << "\n";
   const std::string name = a.served_model_name.value_or(s.model_name);
 
-  std::ofstream requests_file, steps_file;
-  std::unique_ptr<RequestCsvWriter> request_writer;
-  std::unique_ptr<StepCsvWriter> step_writer;
-  if (dir) {
-    requests_file = dir->open("requests.csv");
-    request_writer = std::make_unique<RequestCsvWriter>(requests_file);
-    if (!a.no_steps) {
-      steps_file = dir->open("steps.csv");
-      std::vector<std::string> tiers;
-      for (const KvTierConfig& t : s.replica.kv.tiers) tiers.push_back(t.name);
-      step_writer = std::make_unique<StepCsvWriter>(steps_file, false, tiers);
-    }
-  }
+  ResultColumns columns;
+  for (const KvTierConfig& t : s.replica.kv.tiers) columns.tiers.push_back(t.name);
+  writer.open(columns);
   MetricsCollector collector;
-  ResultSink sink(collector, request_writer.get(), step_writer.get(), [&](const RequestRecord&) {
-    if (request_writer) requests_file.flush();  // a reader sees each request as it ends
+  ResultSink sink(collector, writer.requests(), writer.steps(), [&](const RequestRecord&) {
+    writer.flush_requests();  // a reader sees each request as it ends
   });
 
   ServeMetrics metrics(name, s.replica.scheduler.max_model_len);
@@ -263,21 +246,11 @@ void serve(const ServeArgs& a) {
     tally.add(replica.kv_cache(), s.replica.kv.block_size, s.kv_block_bytes);
     tally.finish(summary, s.backend->tier_load_stall_s(), s.tier_load_overlap);
   }
-  if (dir) {
-    requests_file.flush();
-    if (!requests_file) throw Error(a.out.dir + "/requests.csv: write failed");
-    if (step_writer) {
-      steps_file.flush();
-      if (!steps_file) throw Error(a.out.dir + "/steps.csv: write failed");
-    }
-    std::ofstream summary_file = dir->open("summary.json");
-    write_summary_json(summary_file, summary);
-    if (!summary_file) throw Error(a.out.dir + "/summary.json: write failed");
-  }
+  writer.finish(summary, {"twinserve-serve", s.model_name, vllm_result_date()});
   print_summary_table(std::cout, summary);
   std::cout << "Served " << stats.arrivals << " requests in " << stats.steps << " steps, " << wall_s << " s wall; "
             << stats.interrupted << " in flight at shutdown aborted (reason 'interrupted')\n";
-  if (dir) std::cout << "Wrote results to " << a.out.dir << "\n";
+  if (writer.writes()) std::cout << "Wrote results to " << a.out.dir << "\n";
 }
 
 const RegisterCommand registration{"serve", [](CLI::App& root) {

@@ -155,102 +155,103 @@ std::int64_t write_trace(const std::string& out_path, TraceFormat format, bool f
   return rows;
 }
 
-// Over 80 lines: the trace subcommands' flags, registered in one place and
-// read as a table; each subcommand's own installer is issue 42's round.
+// trace stats FILE
+void install_stats(CLI::App* trace) {
+  auto* sub = trace->add_subcommand("stats", "Count, rate, burstiness, length percentiles, prefix sharing");
+  auto file = std::make_shared<std::string>();
+  auto flags = std::make_shared<ReadFlags>();
+  auto as_json = std::make_shared<bool>(false);
+  sub->add_option("FILE", *file, "Trace file (format auto-detected)")->required();
+  add_switch(*sub, FlagId::json, *as_json, "snake_case keys");
+  flags->add(sub);
+  sub->callback([=] { run_stats(*file, *flags, *as_json); });
+}
+
+// trace convert IN OUT
+void install_convert(CLI::App* trace) {
+  auto* sub = trace->add_subcommand(
+      "convert", "Copy a trace into twinserve's JSONL or CSV (by OUT's extension) or, with --to, Mooncake, "
+                 "Vidur or Azure form, optionally sliced, rate-scaled and clipped");
+  auto in = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  auto flags = std::make_shared<ReadFlags>();
+  auto t = std::make_shared<TransformOptions>();
+  auto force = std::make_shared<bool>(false);
+  sub->add_option("IN", *in, "Input trace (any known format)")->required();
+  auto to = std::make_shared<std::string>();
+  sub->add_option("OUT", *out, "Output trace: .jsonl or .csv (ours), or any name with --to")->required();
+  sub->add_option("--to", *to,
+                  "Output format: jsonl | csv (ours, default: by OUT's extension), mooncake, vidur, azure "
+                  "(for other tools; what they cannot hold is reported)");
+  sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)")->check(real_range(0, 1e9, true));
+  sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0")->check(real_range(0, 9e9));
+  sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)")->check(real_range(0, 9e9, true));
+  sub->add_option("--max-requests", t->max_requests, "Keep at most N requests")->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens")->check(int_range(0, kMaxInt32));
+  sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens")->check(int_range(0, kMaxInt32));
+  sub->add_flag("--force", *force, "Overwrite OUT if it exists");
+  flags->add(sub);
+  sub->callback([=] {
+    check_transform_options(*t);
+    const TraceFormat format = output_format(*out, *to);
+    TraceReader reader(*in, flags->options());
+    TraceTransform transform([&reader](Request& r) { return reader.next(r); }, *t);
+    const auto rows = write_trace(*out, format, *force, [&](Request& r) { return transform.next(r); });
+    std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
+    report_skips(reader.report());
+  });
+}
+
+// trace generate OUT
+void install_generate(CLI::App* trace) {
+  auto* sub = trace->add_subcommand("generate", "Synthesise a seeded workload (same options and seed, same bytes)");
+  auto out = std::make_shared<std::string>();
+  auto o = std::make_shared<GeneratorOptions>();
+  auto arrivals = std::make_shared<std::string>("poisson");
+  auto prefix = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  const std::string lengths = std::string("Length spec: ") + length_spec_help();
+  sub->add_option("OUT", *out, "Output trace: .jsonl or .csv")->required();
+  sub->add_option("--requests", o->max_requests, "Number of requests (0: until --duration-s)")->capture_default_str()->check(int_range(0, kMaxInt64));
+  sub->add_option("--duration-s", o->duration_s, "Stop at this arrival time in seconds (0: no limit)")->check(real_range(0, 9e9));
+  sub->add_option("--rate", o->rate, "Mean arrivals per second (new sessions per second with --sessions)")
+      ->capture_default_str()->check(real_range(0, 1e9, true));
+  sub->add_option("--arrivals", *arrivals, "poisson | gamma | constant | burst (every request at 0: static-batch experiments) | trace:PATH (replay its arrival times)")
+      ->capture_default_str();
+  sub->add_option("--cv", o->cv, "Gamma arrivals: coefficient of variation of the gaps (>1 is bursty)")
+      ->capture_default_str()->check(real_range(0, 1e3, true));
+  sub->add_option("--prompt", o->prompt, "Prompt lengths. " + lengths)->capture_default_str();
+  sub->add_option("--output", o->output, "Output lengths. " + lengths)->capture_default_str();
+  sub->add_option("--shared-prefix", *prefix,
+                  "K:L:F: K system prompts of L tokens; a fraction F of requests starts with one");
+  sub->add_option("--sessions", o->session_turns,
+                  "Multi-turn sessions: turns per session as a length spec (e.g. uniform:2:8)");
+  sub->add_option("--think-time-s", o->think_time_s, "Sessions: mean think time between turns (exponential)")
+      ->capture_default_str()->check(real_range(0, 9e9));
+  sub->add_option("--session-user-tokens", o->session_user_tokens,
+                  "Sessions: new user tokens per later turn. " + lengths)
+      ->capture_default_str();
+  sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
+      ->capture_default_str()->check(int_range(1, kMaxInt32));
+  sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
+  add_flag(*sub, FlagId::seed, o->seed, "here the generator's")->capture_default_str();
+  sub->add_flag("--force", *force, "Overwrite OUT if it exists");
+  sub->callback([=] {
+    GeneratorOptions opts = *o;
+    parse_arrivals(*arrivals, opts);
+    if (!prefix->empty()) parse_shared_prefix(*prefix, opts);
+    TraceGenerator gen(opts);
+    const auto rows = write_trace(*out, output_format(*out, ""), *force, [&](Request& r) { return gen.next(r); });
+    std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
+  });
+}
+
 void install(CLI::App& root) {
   auto* trace = root.add_subcommand("trace", "Inspect, convert and generate request traces (docs/traces.md)");
   trace->require_subcommand(1);
-
-  // stats
-  {
-    auto* sub = trace->add_subcommand("stats", "Count, rate, burstiness, length percentiles, prefix sharing");
-    auto file = std::make_shared<std::string>();
-    auto flags = std::make_shared<ReadFlags>();
-    auto as_json = std::make_shared<bool>(false);
-    sub->add_option("FILE", *file, "Trace file (format auto-detected)")->required();
-    add_switch(*sub, FlagId::json, *as_json, "snake_case keys");
-    flags->add(sub);
-    sub->callback([=] { run_stats(*file, *flags, *as_json); });
-  }
-
-  // convert
-  {
-    auto* sub = trace->add_subcommand(
-        "convert", "Copy a trace into twinserve's JSONL or CSV (by OUT's extension) or, with --to, Mooncake, "
-                   "Vidur or Azure form, optionally sliced, rate-scaled and clipped");
-    auto in = std::make_shared<std::string>();
-    auto out = std::make_shared<std::string>();
-    auto flags = std::make_shared<ReadFlags>();
-    auto t = std::make_shared<TransformOptions>();
-    auto force = std::make_shared<bool>(false);
-    sub->add_option("IN", *in, "Input trace (any known format)")->required();
-    auto to = std::make_shared<std::string>();
-    sub->add_option("OUT", *out, "Output trace: .jsonl or .csv (ours), or any name with --to")->required();
-    sub->add_option("--to", *to,
-                    "Output format: jsonl | csv (ours, default: by OUT's extension), mooncake, vidur, azure "
-                    "(for other tools; what they cannot hold is reported)");
-    sub->add_option("--scale-rate", t->rate_scale, "Multiply the arrival rate by K (arrival times / K)")->check(real_range(0, 1e9, true));
-    sub->add_option("--start-s", t->start_s, "Keep requests arriving at or after this time (s); output starts at 0")->check(real_range(0, 9e9));
-    sub->add_option("--end-s", t->end_s, "Keep requests arriving before this time (s)")->check(real_range(0, 9e9, true));
-    sub->add_option("--max-requests", t->max_requests, "Keep at most N requests")->check(CLI::NonNegativeNumber);
-    sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens")->check(int_range(0, kMaxInt32));
-    sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens")->check(int_range(0, kMaxInt32));
-    sub->add_flag("--force", *force, "Overwrite OUT if it exists");
-    flags->add(sub);
-    sub->callback([=] {
-      check_transform_options(*t);
-      const TraceFormat format = output_format(*out, *to);
-      TraceReader reader(*in, flags->options());
-      TraceTransform transform([&reader](Request& r) { return reader.next(r); }, *t);
-      const auto rows = write_trace(*out, format, *force, [&](Request& r) { return transform.next(r); });
-      std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
-      report_skips(reader.report());
-    });
-  }
-
-  // generate
-  {
-    auto* sub = trace->add_subcommand("generate", "Synthesise a seeded workload (same options and seed, same bytes)");
-    auto out = std::make_shared<std::string>();
-    auto o = std::make_shared<GeneratorOptions>();
-    auto arrivals = std::make_shared<std::string>("poisson");
-    auto prefix = std::make_shared<std::string>();
-    auto force = std::make_shared<bool>(false);
-    const std::string lengths = std::string("Length spec: ") + length_spec_help();
-    sub->add_option("OUT", *out, "Output trace: .jsonl or .csv")->required();
-    sub->add_option("--requests", o->max_requests, "Number of requests (0: until --duration-s)")->capture_default_str()->check(int_range(0, kMaxInt64));
-    sub->add_option("--duration-s", o->duration_s, "Stop at this arrival time in seconds (0: no limit)")->check(real_range(0, 9e9));
-    sub->add_option("--rate", o->rate, "Mean arrivals per second (new sessions per second with --sessions)")
-        ->capture_default_str()->check(real_range(0, 1e9, true));
-    sub->add_option("--arrivals", *arrivals, "poisson | gamma | constant | burst (every request at 0: static-batch experiments) | trace:PATH (replay its arrival times)")
-        ->capture_default_str();
-    sub->add_option("--cv", o->cv, "Gamma arrivals: coefficient of variation of the gaps (>1 is bursty)")
-        ->capture_default_str()->check(real_range(0, 1e3, true));
-    sub->add_option("--prompt", o->prompt, "Prompt lengths. " + lengths)->capture_default_str();
-    sub->add_option("--output", o->output, "Output lengths. " + lengths)->capture_default_str();
-    sub->add_option("--shared-prefix", *prefix,
-                    "K:L:F: K system prompts of L tokens; a fraction F of requests starts with one");
-    sub->add_option("--sessions", o->session_turns,
-                    "Multi-turn sessions: turns per session as a length spec (e.g. uniform:2:8)");
-    sub->add_option("--think-time-s", o->think_time_s, "Sessions: mean think time between turns (exponential)")
-        ->capture_default_str()->check(real_range(0, 9e9));
-    sub->add_option("--session-user-tokens", o->session_user_tokens,
-                    "Sessions: new user tokens per later turn. " + lengths)
-        ->capture_default_str();
-    sub->add_option("--max-context", o->max_context, "Sessions: a session ends once its prompt would exceed this")
-        ->capture_default_str()->check(int_range(1, kMaxInt32));
-    sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
-    add_flag(*sub, FlagId::seed, o->seed, "here the generator's")->capture_default_str();
-    sub->add_flag("--force", *force, "Overwrite OUT if it exists");
-    sub->callback([=] {
-      GeneratorOptions opts = *o;
-      parse_arrivals(*arrivals, opts);
-      if (!prefix->empty()) parse_shared_prefix(*prefix, opts);
-      TraceGenerator gen(opts);
-      const auto rows = write_trace(*out, output_format(*out, ""), *force, [&](Request& r) { return gen.next(r); });
-      std::cerr << "twinserve: wrote " << rows << " request(s) to " << *out << "\n";
-    });
-  }
+  install_stats(trace);
+  install_convert(trace);
+  install_generate(trace);
 }
 
 RegisterCommand reg{"trace", install};

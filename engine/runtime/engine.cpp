@@ -1,4 +1,4 @@
-#include "engine/runtime/serve.hpp"
+#include "engine/runtime/engine.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "engine/runtime/draft_proposer.hpp"
 #include "engine/runtime/model_weights.hpp"
 #include "engine/runtime/ngram_proposer.hpp"
+#include "metrics/config_echo.hpp"
 #include "models/model_desc.hpp"
 
 namespace twin {
@@ -224,15 +225,7 @@ nlohmann::ordered_json Engine::config_echo() const {
   echo["backend"] = ro.backend;
   echo["device"] = runner_->device_name();
   echo["seed"] = ro.seed;
-  echo["scheduler_preset"] = rc.scheduler.preset;
-  echo["max_num_batched_tokens"] = effective_token_budget(rc.scheduler);
-  echo["max_num_seqs"] = rc.scheduler.max_num_seqs;
-  echo["max_model_len"] = rc.scheduler.max_model_len;
-  echo["enable_chunked_prefill"] = rc.scheduler.enable_chunked_prefill;
-  echo["block_size"] = rc.kv.block_size;
-  echo["enable_prefix_caching"] = rc.kv.enable_prefix_caching;
-  echo["async_scheduling"] = rc.scheduler.async_scheduling;
-  echo["num_gpu_blocks"] = rc.kv.num_blocks;
+  echo_replica(rc, rc.kv.num_blocks, echo);
   echo["num_host_blocks"] = rc.kv.num_host_blocks;
   echo["kv_block_bytes"] = runner_->kv_block_bytes();
   echo["weight_bytes"] = runner_->weight_bytes();
