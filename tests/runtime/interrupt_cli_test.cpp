@@ -484,3 +484,67 @@ TEST_CASE("sweep: an interrupt writes the rows finished, says so and exits 128 +
     CHECK(csv.find("\n512,") != std::string::npos);
   }
 }
+
+TEST_CASE("calibrate: an interrupt stops the timing, writes no partial profile, exits 128 + signal") {
+  // Before: no handler; the signal ended the process with no message.
+  const fs::path dir = twin::test::temp_dir("interrupt_calibrate");
+  const fs::path out = dir / "tiny.json";
+  fs::remove(out);
+  const int code = run_interrupted({"calibrate", "--model", "tiny", "--quick", "--rounds", "1", "--quiet", "--out",
+                                    out.string()},
+                                   "3", dir / "log.txt");
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: calibration stopped in round 1/1 after 2 of "));
+  CHECK_THAT(log, Catch::Contains("no profile written"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("calibrate --measured and validate --measured: an interrupt keeps what is whole, marked, exits 130") {
+  const fs::path dir = twin::test::temp_dir("interrupt_measured");
+  const fs::path trace = dir / "t.jsonl";
+  REQUIRE(run_twinserve("trace generate --requests 60 --rate 8 --prompt uniform:64:512 --output uniform:8:64 --seed 5 '" +
+                        trace.string() + "'").exit_code == 0);
+  const std::vector<std::string> deploy{"--model", "llama-3.1-8b", "--hw", "h100-80gb", "--num-gpu-blocks-override", "2000"};
+  fs::remove_all(dir / "sim");
+  {
+    std::vector<std::string> args{"simulate", "--trace", trace.string(), "--no-progress", "--out", (dir / "sim").string()};
+    args.insert(args.end(), deploy.begin(), deploy.end());
+    REQUIRE(wait_exit(spawn_twinserve(args, dir / "log.txt")) == 0);
+  }
+  // calibrate --measured: the 5th simulation of the search asks for the
+  // stop; the base's and four more were run. The best so far is written.
+  const fs::path fitted = dir / "fitted.json";
+  fs::remove(fitted);
+  std::vector<std::string> cal{"calibrate", "--measured", (dir / "sim").string(), "--trace", trace.string(),
+                               "--fit-params", "compute_scale,memory_scale", "--max-evals", "24", "--quiet",
+                               "--out", fitted.string()};
+  cal.insert(cal.end(), deploy.begin(), deploy.end());
+  int code = run_interrupted(cal, "5", dir / "log.txt");
+  std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: the fit stopped after 5 simulations"));
+  const auto profile = nlohmann::json::parse(read_text(fitted));
+  CHECK(profile.at("fitted_from").at("interrupted") == true);
+  CHECK(profile.at("fitted_from").at("evaluations") == 5);
+  CHECK(profile.at("fitted_from").at("parameters").at(0).at("ci95").is_null());
+  // validate --measured: the prediction stops at its 50th turn; predicted/
+  // is whole and marked, and no report compares half a prediction.
+  const fs::path val = dir / "val";
+  fs::remove_all(val);
+  std::vector<std::string> vargs{"validate", "--measured", (dir / "sim" / "requests.csv").string(), "--trace",
+                                 trace.string(), "--out", val.string()};
+  vargs.insert(vargs.end(), deploy.begin(), deploy.end());
+  code = run_interrupted(vargs, "50", dir / "log.txt");
+  log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: the prediction stopped"));
+  const auto summary = nlohmann::json::parse(read_text(val / "predicted" / "summary.json"));
+  CHECK(summary.at("config").at("interrupted") == true);
+  check_whole_lines(val / "predicted" / "requests.csv");
+  CHECK(read_text(val / "predicted" / "requests.csv").find(",interrupted,") != std::string::npos);
+  CHECK_FALSE(fs::exists(val / "report.json"));
+}
