@@ -24,6 +24,7 @@ namespace {
 class RoutedQueue final : public RequestSource {
  public:
   void push(Request request) { queue_.push_back(std::move(request)); }
+  bool empty() const { return queue_.empty(); }
   bool next(Request& out) override {
     if (queue_.empty()) return false;
     out = std::move(queue_.front());
@@ -336,11 +337,12 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   std::int64_t refreshes = 0;
   constexpr std::int64_t kProgressEvery = 64;
   bool stopping = false;  // a stop: nothing more is routed
+  Time at = 0;            // the last refresh
   while (have_next && !stopping) {
     check_arrival_order(next, last_arrival);
     // The refresh the next arrival is routed at; every replica catches up to it.
     const Time period = next.arrival / s.refresh;
-    const Time at = period * s.refresh;
+    at = period * s.refresh;
     const bool stop_here = s.stop && s.stop();  // this rank's answer, once per refresh
     if (!spread) {
       s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
@@ -444,8 +446,28 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     }
     if (s.options.progress && (++refreshes % kProgressEvery) == 0) s.options.progress(at, stats.arrivals);
   }
-  // No more arrivals (or a stop): every replica runs to its end, a stopped
-  // one ending what it has in flight as "interrupted".
+  // No more arrivals: in one process the replicas go on period by period,
+  // the stop asked at each, until every one is idle (the same records as
+  // one advance to the end: no request arrives to tie them). Across ranks
+  // they run to their end at once (a stop there is honoured up to the last
+  // arrival's refresh).
+  if (!spread && !stopping && stats.arrivals > 0) {
+    auto idle = [&s] {
+      return std::all_of(s.units.begin(), s.units.end(),
+                         [](const auto& u) { return u->loop.in_flight() == 0 && u->routed.empty(); });
+    };
+    while (!idle()) {
+      at += s.refresh;
+      if (s.stop && s.stop()) {
+        stopping = true;
+        break;
+      }
+      s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
+      s.flush(sink);
+    }
+  }
+  // Every replica runs to its end, a stopped one ending what it has in
+  // flight as "interrupted".
   if (stopping) {
     for (auto& unit : s.units) unit->clock.set_stop([] { return true; });
   }

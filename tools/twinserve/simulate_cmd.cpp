@@ -289,6 +289,9 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
             << result.wall_time_s << " s wall\n";
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
+  if (!result.stats.stopped && InterruptGuard::received() != 0) {  // after the MPI ranks' last refresh
+    throw Interrupted("the signal came after the last arrival; the run ended whole, its files complete");
+  }
   if (result.stats.stopped) {
     throw Interrupted(std::to_string(result.stats.interrupted) +
                       " requests in flight ended as 'interrupted', the rest of the trace never arrived; the records "
