@@ -112,7 +112,7 @@ TEST_CASE("replica counts beyond a --config file's range are refused") {
   CHECK_THROWS_AS(build_cluster(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 0)), UsageError);
 }
 
-TEST_CASE("cluster config: at most kMaxReplicaGroups groups; that many build, each group's routes local") {
+TEST_CASE("cluster config: at most kMaxReplicaGroups groups, and that many build with each group's routes local") {
   using nlohmann::json;
   // Before: no limit, and building cost grew faster than the groups (a
   // Dijkstra over the whole cluster graph per route): 4,000 groups 36.5 s.
