@@ -11,6 +11,8 @@
 #include <string>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
