@@ -36,7 +36,14 @@ class GuardedBuilder {
   bool start_object(std::size_t) { return open(Json::object()); }
   bool start_array(std::size_t) { return open(Json::array()); }
   bool key(Json::string_t& k) {
-    frames_.back().key = std::move(k);
+    Frame& f = frames_.back();
+    const bool repeated = f.value->contains(k);
+    f.key = std::move(k);
+    if (repeated) {  // nlohmann keeps the last silently: "count":1,"count":100000
+      error_ = "given twice in one object (a duplicate key)";
+      failed_at_ = path();
+      return false;
+    }
     return true;
   }
   bool end_object() { return close(); }

@@ -39,7 +39,8 @@ struct JsonError : Error {
 // where it has one, the key path of the offending value
 // (e.g. `groups[1].scheduler.max_num_seqs`): syntax errors, nesting past
 // limits.max_depth, text past limits.max_bytes, more than limits.max_values
-// values, numbers beyond a double (1e309): a JsonError. Quoted input is cut to ~200 characters.
+// values, numbers beyond a double (1e309), a key given twice in one object:
+// a JsonError. Quoted input is cut to ~200 characters.
 nlohmann::json parse_json_guarded(std::string_view text, const std::string& origin, const JsonLimits& limits = {});
 
 // As parse_json_guarded, and the top level must be an object.

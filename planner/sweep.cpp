@@ -185,11 +185,17 @@ void check_vary_axes(const ClusterConfig& base, const std::vector<VaryAxis>& axe
   }
 }
 
-std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,
-                                  const SweepOptions& options) {
+std::size_t grid_size(const std::vector<VaryAxis>& axes) {
   std::size_t total = 1;
   for (const auto& a : axes) total *= a.values.size();
+  return total;
+}
+
+std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,
+                                  const SweepOptions& options) {
+  const std::size_t total = grid_size(axes);
   std::vector<SweepPoint> points(total);
+  std::vector<std::uint8_t> finished(total, 0);  // per point: ran to its end (or failed)
   for (std::size_t p = 0; p < total; ++p) {
     std::size_t rest = p;
     points[p].values.resize(axes.size());
@@ -201,6 +207,7 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
   std::vector<std::size_t> all(total);
   std::iota(all.begin(), all.end(), 0);
   parallel_for(all, options.jobs, [&](std::size_t p) {
+    if (options.stop && options.stop()) return;
     SweepPoint& point = points[p];
     double scale = 1;
     ClusterConfig config = apply_vary(base, axes, point.values, scale);
@@ -218,9 +225,11 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
       }
       ScaledTraceSource source(trace, options.max_requests, scale);
       RunOutputs outputs;
+      outputs.stop = options.stop_running;
       const ClientOptions clients = client_options_at(options.clients, axes, point.values);
       const ClientRun sent = run_with_clients(config, source, clients, outputs);
       const RunResult& run = sent.run;
+      if (run.stats.stopped) return;  // a part of the trace is no figure
       const Summary& s = run.summary;
       // --request-rate inf offers no rate (every request at once): the rate cell stays empty.
       const double rate = clients.at_once ? std::numeric_limits<double>::infinity()
@@ -240,8 +249,14 @@ std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<V
     } catch (const Error& e) {
       point.error = e.what();
     }
+    finished[p] = 1;
   }, options.progress);
-  return points;
+  std::vector<SweepPoint> out;
+  out.reserve(total);
+  for (std::size_t p = 0; p < total; ++p) {
+    if (finished[p]) out.push_back(std::move(points[p]));
+  }
+  return out;
 }
 
 namespace {

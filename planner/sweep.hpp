@@ -2,7 +2,9 @@
 // `twinserve sweep`: a grid of simulations over cluster-config keys (the
 // cartesian product of every --vary), one row per point. A generic tool for
 // policy studies: chunk size, block size, prefix caching, router, TP, ...
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -57,14 +59,24 @@ struct SweepOptions {
   // How every point's requests are sent (none: at their times); an axis
   // max_concurrency sets the cap point by point.
   ClientOptions clients;
+  // sweep's Ctrl-C. `stop` is asked before each point starts (from any
+  // thread): true leaves the points not started unrun. `stop_running` is
+  // asked at every turn of a running point's simulation (sim/run.hpp's
+  // RunOutputs::stop): true stops it, and that point is left out too. A
+  // stopped sweep returns the points finished only, in grid order.
+  std::function<bool()> stop, stop_running;
 };
+
+// The number of points of the grid: the product of the axes' value counts.
+std::size_t grid_size(const std::vector<VaryAxis>& axes);
 
 // `base` with the point's max_concurrency axis value, if it has one
 // (UsageError naming --max-concurrency for a value that is not a positive integer).
 ClientOptions client_options_at(const ClientOptions& base, const std::vector<VaryAxis>& axes,
                                 const std::vector<std::string>& values);
 
-// Points in grid order: the first axis varies slowest.
+// Points in grid order: the first axis varies slowest (after a stop, those
+// finished only: fewer than grid_size(axes)).
 std::vector<SweepPoint> run_sweep(const ClusterConfig& base, const std::vector<VaryAxis>& axes, const LoadedTrace& trace,
                                   const SweepOptions& options);
 

@@ -200,8 +200,12 @@ void answer_whole(httplib::Response& res, TokenStream& stream, StreamNews& news,
 }
 
 // The answer streamed: one event per token as its step completes, then the end.
+// A client that goes while nothing is written (its request still queued, or
+// between slow tokens) is found by `client` at each wait slice: the stream
+// fails and the releaser cancels, so a queued request is cancelled before
+// it starts, not after its first write fails.
 void answer_streamed(httplib::Response& res, std::shared_ptr<TokenStream> stream, const ChunkMaker& maker,
-                     RequestInbox& inbox, RequestId id) {
+                     RequestInbox& inbox, RequestId id, std::shared_ptr<ClientWatch> client) {
   struct State {
     std::size_t seen = 0;
     bool role_sent = false;
@@ -211,10 +215,10 @@ void answer_streamed(httplib::Response& res, std::shared_ptr<TokenStream> stream
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [stream, state, maker](std::size_t, httplib::DataSink& sink) {
+      [stream, state, maker, client](std::size_t, httplib::DataSink& sink) {
         StreamNews n;
         stream->wait(state->seen, false, Steady::now() + kWaitSlice, n);
-        if (n.pieces.empty() && !n.ended) return true;
+        if (n.pieces.empty() && !n.ended) return !client->gone();
         // What one wake-up has is one write: with TCP_NODELAY every
         // write is a segment of its own.
         std::string out;
@@ -424,12 +428,12 @@ void HttpFront::serve_completion(const httplib::Request& req, httplib::Response&
   StreamNews news;
   // Whether the client has gone, asked at most once a wait slice (a
   // request that ends sooner never looks for its socket).
-  ClientWatch client(req.local_port, req.remote_addr, req.remote_port);
+  auto client = std::make_shared<ClientWatch>(req.local_port, req.remote_addr, req.remote_port);
   auto next_look = Steady::now() + kWaitSlice;
   const auto client_left = [&client, &next_look] {
     if (Steady::now() < next_look) return false;
     next_look = Steady::now() + kWaitSlice;
-    return client.gone();
+    return client->gone();
   };
   while (!stream->wait(0, true, Steady::now() + kWaitSlice, news)) {
     if (client_left()) {
@@ -447,7 +451,7 @@ void HttpFront::serve_completion(const httplib::Request& req, httplib::Response&
     answer_whole(res, *stream, news, maker, client_left, inbox_, id);
     return;
   }
-  answer_streamed(res, std::move(stream), maker, inbox_, id);
+  answer_streamed(res, std::move(stream), maker, inbox_, id, std::move(client));
 }
 
 HttpFront::~HttpFront() { stop(); }

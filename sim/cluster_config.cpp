@@ -240,6 +240,11 @@ ClusterConfig parse_cluster_config(const Json& json, const std::string& origin) 
   for (const auto& [key, v] : json.items()) {
     if (key == "groups") {
       if (!v.is_array() || v.empty()) fail(origin, key, "expected a non-empty list of replica groups");
+      if (v.size() > kMaxReplicaGroups) {
+        fail(origin, key, std::to_string(v.size()) + " replica groups, more than the " +
+                              std::to_string(kMaxReplicaGroups) +
+                              " allowed (a group is a kind of replica: give the replicas of one kind as its count)");
+      }
       for (std::size_t i = 0; i < v.size(); ++i) {
         out.groups.push_back(parse_group(v[i], origin, "groups[" + std::to_string(i) + "]"));
       }

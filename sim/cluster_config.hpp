@@ -3,6 +3,7 @@
 // PP, count), the scheduler preset and overrides, the router, SLOs and seed.
 // Read from JSON where every key is checked (docs/simulate.md); command-line
 // flags then override the common knobs.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -114,6 +115,12 @@ struct ClusterConfig {
   // divide the heads) name it and the group. Empty for a config from flags.
   std::string origin;
 };
+
+// Replica groups a cluster config may list: a group is a kind of replica
+// (model, hardware, layout, role), and `count` gives the replicas of a kind,
+// so real clusters need a handful; the cap keeps one file from costing
+// minutes and gigabytes before the first request.
+inline constexpr std::size_t kMaxReplicaGroups = 1024;
 
 // The router refresh period's range: 0, or from a microsecond to a day.
 inline constexpr double kMinRouterRefreshS = 1e-6;

@@ -43,7 +43,8 @@ struct RunOutputs {
   // Asked at every turn of the loop: true stops the run (the command's
   // Ctrl-C); the requests in flight end as "interrupted", the files are
   // written whole and summary.json's config says "interrupted": true.
-  // Without a router refresh period only (Simulator::set_stop).
+  // With a router refresh period, asked once per refresh, on every MPI
+  // rank; any rank's stop stops all at the same refresh (Simulator::set_stop).
   std::function<bool()> stop;
   bool vllm_result = false;  // also vllm_result.json (metrics/vllm_result.hpp), with out_dir
   // Issue 44: $/kWh and g CO2/kWh for the summary's energy (0: not given).

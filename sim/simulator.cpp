@@ -62,7 +62,11 @@ const Replica& Simulator::replica(std::int32_t index) const {
 }
 
 void Simulator::set_stop(std::function<bool()> stop) {
-  if (state_) state_->clock.set_stop(std::move(stop));
+  if (windowed_) {
+    windowed_->set_stop(std::move(stop));
+  } else {
+    state_->clock.set_stop(std::move(stop));
+  }
 }
 
 SimStats Simulator::run(RequestSource& source, RecordSink& sink) {

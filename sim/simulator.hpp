@@ -80,8 +80,8 @@ class Simulator {
 
   // Stops the run early once `stop` returns true (asked at every turn of the
   // loop): no plan starts after it, the requests in flight end as
-  // "interrupted" and the result says stopped. Honoured without a router
-  // refresh period; a windowed run (router_refresh > 0) runs to its end.
+  // "interrupted" and the result says stopped. With a router refresh
+  // period it is asked once per refresh (WindowedSimulator::set_stop).
   void set_stop(std::function<bool()> stop);
 
   // Runs until every request has ended. Call once. The source's requests

@@ -24,6 +24,7 @@ namespace {
 class RoutedQueue final : public RequestSource {
  public:
   void push(Request request) { queue_.push_back(std::move(request)); }
+  bool empty() const { return queue_.empty(); }
   bool next(Request& out) override {
     if (queue_.empty()) return false;
     out = std::move(queue_.front());
@@ -109,6 +110,7 @@ struct WindowedSimulator::State {
   std::vector<std::pair<std::int32_t, std::exception_ptr>> errors;
   std::vector<const Timed<RequestRecord>*> request_scratch;
   std::vector<const Timed<StepRecord>*> step_scratch;
+  std::function<bool()> stop;  // set_stop's hook; empty: never
 
   // Runs fn on every replica, each on its team member's thread; rethrows
   // what the lowest failing replica threw, so the error does not depend on
@@ -217,6 +219,8 @@ const Replica& WindowedSimulator::replica(std::int32_t index) const {
   }
   return state_->units[static_cast<std::size_t>(local)]->replica;
 }
+
+void WindowedSimulator::set_stop(std::function<bool()> stop) { state_->stop = std::move(stop); }
 
 Time WindowedSimulator::tier_load_stall() const {
   Time total = 0;
@@ -332,11 +336,14 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   Time last_arrival = 0;
   std::int64_t refreshes = 0;
   constexpr std::int64_t kProgressEvery = 64;
-  while (have_next) {
+  bool stopping = false;  // a stop: nothing more is routed
+  Time at = 0;            // the last refresh
+  while (have_next && !stopping) {
     check_arrival_order(next, last_arrival);
     // The refresh the next arrival is routed at; every replica catches up to it.
     const Time period = next.arrival / s.refresh;
-    const Time at = period * s.refresh;
+    at = period * s.refresh;
+    const bool stop_here = s.stop && s.stop();  // this rank's answer, once per refresh
     if (!spread) {
       s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
       s.flush(sink);
@@ -347,6 +354,10 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
         in_flight += u.loop.in_flight();
       }
       stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+      if (stop_here) {  // as across ranks: the replicas caught up, the period's arrivals never arrive
+        stopping = true;
+        break;
+      }
       snapshot.refresh(loads);
       // Route every arrival before the next refresh from what was seen at this one.
       while (have_next && next.arrival / s.refresh == period) {
@@ -380,6 +391,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
         if (have_next) check_arrival_order(next, last_arrival);
       }
       WireWriter w;
+      w.put<std::uint8_t>(stop_here ? 1 : 0);
       for (const auto& unit : s.units) {
         const ReplicaFigures l = load_of(unit->replica);
         w.put(l);
@@ -396,6 +408,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
       window_hits.assign(wants_prefix ? window.size() * static_cast<std::size_t>(n) : 0, 0);
       for (int from = 0; from < s.num_ranks; ++from) {
         WireReader r(parts.at(static_cast<std::size_t>(from)));
+        if (r.get<std::uint8_t>() != 0) stopping = true;  // any rank's stop stops all
         for (std::int32_t i = from; i < n; i += s.num_ranks) {
           loads[static_cast<std::size_t>(i)] = r.get<ReplicaFigures>();
           in_flight += r.get<std::int64_t>();
@@ -413,6 +426,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
       throw_worst();
       flush_remote();
       stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+      if (stopping) break;  // the period's arrivals never arrive
       snapshot.refresh(loads);
       for (std::size_t k = 0; k < window.size(); ++k) {
         Request& request = window[k];
@@ -432,7 +446,31 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     }
     if (s.options.progress && (++refreshes % kProgressEvery) == 0) s.options.progress(at, stats.arrivals);
   }
-  // No more arrivals: every replica runs to its end.
+  // No more arrivals: in one process the replicas go on period by period,
+  // the stop asked at each, until every one is idle (the same records as
+  // one advance to the end: no request arrives to tie them). Across ranks
+  // they run to their end at once (a stop there is honoured up to the last
+  // arrival's refresh).
+  if (!spread && !stopping && stats.arrivals > 0) {
+    auto idle = [&s] {
+      return std::all_of(s.units.begin(), s.units.end(),
+                         [](const auto& u) { return u->loop.in_flight() == 0 && u->routed.empty(); });
+    };
+    while (!idle()) {
+      at += s.refresh;
+      if (s.stop && s.stop()) {
+        stopping = true;
+        break;
+      }
+      s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
+      s.flush(sink);
+    }
+  }
+  // Every replica runs to its end, a stopped one ending what it has in
+  // flight as "interrupted".
+  if (stopping) {
+    for (auto& unit : s.units) unit->clock.set_stop([] { return true; });
+  }
   auto to_end = [](Unit& u) {
     u.loop.advance_through(std::numeric_limits<Time>::max());
     u.stats = u.loop.finish();
@@ -440,7 +478,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   // Per replica: end time, steps, events, unserved, busy time, step tally.
   struct End {
     Time end_time = 0;
-    std::int64_t steps = 0, events = 0, unserved = 0;
+    std::int64_t steps = 0, events = 0, unserved = 0, interrupted = 0;
     Time busy = 0;
     StepTally tally;
   };
@@ -450,15 +488,16 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     s.flush(sink);
     for (std::int32_t i = 0; i < n; ++i) {
       const Unit& u = *s.units[static_cast<std::size_t>(i)];
-      ends[static_cast<std::size_t>(i)] = {u.stats.end_time, u.stats.steps, u.stats.events, u.stats.unserved,
-                                           u.loop.busy_ns(0), u.stats.step_tally};
+      ends[static_cast<std::size_t>(i)] = {u.stats.end_time, u.stats.steps,     u.stats.events,
+                                           u.stats.unserved, u.stats.interrupted, u.loop.busy_ns(0),
+                                           u.stats.step_tally};
     }
   } else {
     const auto failed = s.try_every_replica(to_end);
     WireWriter w;
     for (const auto& unit : s.units) {
-      const End e{unit->stats.end_time, unit->stats.steps, unit->stats.events, unit->stats.unserved,
-                  unit->loop.busy_ns(0), unit->stats.step_tally};
+      const End e{unit->stats.end_time,    unit->stats.steps,     unit->stats.events, unit->stats.unserved,
+                  unit->stats.interrupted, unit->loop.busy_ns(0), unit->stats.step_tally};
       w.put(e);
     }
     put_local(w, failed);
@@ -476,8 +515,10 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     stats.steps += e.steps;
     stats.events += e.events;
     stats.unserved += e.unserved;
+    stats.interrupted += e.interrupted;
     stats.step_tally.merge(e.tally);
   }
+  stats.stopped = stopping;
   if (s.rank == 0) sink.on_step_tally(stats.step_tally);
   for (const End& e : ends) {
     stats.busy_fraction.push_back(stats.end_time > 0 ? static_cast<double>(e.busy) / static_cast<double>(stats.end_time)

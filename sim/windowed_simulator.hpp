@@ -52,8 +52,15 @@ class WindowedSimulator {
   const Replica& replica(std::int32_t index) const;
   Time tier_load_stall() const;  // this rank's replicas
 
-  // Runs until every request has ended. Call once. max_in_flight in the
-  // stats is sampled at the refreshes.
+  // Asked once per refresh, on the calling thread (the command's Ctrl-C):
+  // true routes nothing more; every replica then stops as the one loop
+  // does (no plan starts, the requests in flight end as "interrupted") and
+  // the stats say stopped. Across MPI ranks the ranks' answers travel with
+  // the refresh's exchange, so all stop at the same refresh.
+  void set_stop(std::function<bool()> stop);
+
+  // Runs until every request has ended, or a stop. Call once. max_in_flight
+  // in the stats is sampled at the refreshes.
   SimStats run(RequestSource& source, RecordSink& sink);
 
  private:

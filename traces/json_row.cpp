@@ -58,6 +58,8 @@ struct JsonRowSax {
   std::string_view current_name{};     // as the file spells it (several names share a key)
   bool in_array = false;
   bool started = false;
+  std::uint32_t seen = 0;  // the known keys read so far, one bit per JsonKey
+  static_assert(static_cast<int>(JsonKey::unknown) <= 32);
 
   bool fail(std::string message) {
     error = std::move(message);
@@ -169,6 +171,11 @@ struct JsonRowSax {
     const auto* entry = lookup_key(name);
     current = entry ? entry->second : JsonKey::unknown;
     current_name = entry ? entry->first : std::string_view();
+    if (entry) {  // a field read twice would silently keep the last value
+      const std::uint32_t bit = std::uint32_t{1} << static_cast<int>(entry->second);
+      if (seen & bit) return fail("'" + key_name() + "' given twice (a duplicate key, or two names of one field)");
+      seen |= bit;
+    }
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) {

@@ -56,6 +56,7 @@ FitOptions fit_options(const MeasuredCalibrationOptions& o, const HardwareDesc& 
   f.max_evals = o.max_evals;
   f.max_rel_interval = o.max_rel_interval;
   f.scratch = scratch;
+  f.stop = o.stop;
   return f;
 }
 
@@ -112,6 +113,7 @@ Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibra
   j["residuals"] = r.fit.residuals;
   j["residual_bin_requests"] = kFitBin;
   j["evaluations"] = r.fit.evaluations;
+  if (r.fit.interrupted) j["interrupted"] = true;  // the best point when a Ctrl-C came
   Json params = Json::array();
   for (const ParamEstimate& e : r.fit.params) params.push_back(param_json(e));
   j["parameters"] = params;
@@ -143,12 +145,12 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
   for (const FitRun& run : r.runs) {
     r.in_sample.push_back(score_run(run, r.fit.fitted, fo));
     r.in_sample.back().subset = o.time_split ? "first half" : "all";
-    if (o.time_split) {
+    if (o.time_split && !r.fit.interrupted) {
       r.held_out.push_back(score_run(run, r.fit.fitted, fo, true));
       r.held_out.back().subset = "second half";
     }
   }
-  if (!o.time_split && o.cross_validate && r.runs.size() >= 2) {
+  if (!o.time_split && o.cross_validate && r.runs.size() >= 2 && !r.fit.interrupted) {
     for (std::size_t k = 0; k < r.runs.size(); ++k) {
       progress(o, "cross-validation: fitting without " + r.runs[k].path);
       std::vector<FitRun> others;

@@ -30,6 +30,10 @@ struct MeasuredCalibrationOptions {
   bool time_split = false;       // --holdout-split time
   bool cross_validate = true;    // leave one run out, with two runs or more
   std::function<void(const std::string&)> progress;  // a line per phase; may be empty
+  // Asked before each simulation of the fit's search (the command's
+  // Ctrl-C): true ends it at the best point so far (FitOptions::stop),
+  // without held-out checks; the profile's fitted_from says "interrupted".
+  std::function<bool()> stop;
 };
 
 struct MeasuredCalibration {

@@ -33,6 +33,7 @@ struct Problem {
   int evaluations = 0;
   double best_loss = std::numeric_limits<double>::infinity();
   std::vector<double> best;
+  bool stopped = false;  // options.stop ended the search: best is the best point so far
 
   HardwareDesc profile(const std::vector<double>& coords) const {
     std::vector<double> values;
@@ -57,7 +58,12 @@ struct Problem {
 };
 
 double objective(const std::vector<double>& x, std::vector<double>& /*grad*/, void* data) {
-  return static_cast<Problem*>(data)->loss(x);
+  auto* pr = static_cast<Problem*>(data);
+  if (pr->stopped || (pr->options.stop && pr->options.stop())) {
+    pr->stopped = true;
+    throw nlopt::forced_stop();  // NLopt stops gracefully, optimize rethrows it
+  }
+  return pr->loss(x);
 }
 
 // Bounded Subplex (NLopt LN_SBPLX) from the base's values, restarted from
@@ -93,10 +99,11 @@ void minimise(Problem& pr) {
     try {
       global.optimize(g, f);
     } catch (const nlopt::roundoff_limited&) {
+    } catch (const nlopt::forced_stop&) {
     }
   }
   double previous = std::numeric_limits<double>::infinity();
-  for (int pass = 0; pass < 4 && budget_end - pr.evaluations >= 2 * static_cast<int>(n) + 2; ++pass) {
+  for (int pass = 0; pass < 4 && !pr.stopped && budget_end - pr.evaluations >= 2 * static_cast<int>(n) + 2; ++pass) {
     nlopt::opt opt(nlopt::LN_SBPLX, static_cast<unsigned>(n));
     opt.set_lower_bounds(lo);
     opt.set_upper_bounds(hi);
@@ -253,6 +260,12 @@ struct Pass {
 Pass fit_pass(Problem& pr) {
   minimise(pr);
   Pass pass{pr.best, {}, pr.best_loss};
+  if (pr.stopped) {  // no simulation after a stop: no curvature, no interval
+    const std::size_t p = pr.free.size();
+    pass.curve = {std::vector<double>(p, std::numeric_limits<double>::quiet_NaN()),
+                  std::vector<std::string>(p, "the fit was interrupted: the best point so far, no interval")};
+    return pass;
+  }
   pass.curve = curvature(pr, pass.coords);
   for (std::size_t i = 0; i < pr.free.size(); ++i) {
     const double sd = pass.curve.sd[i];
@@ -293,8 +306,13 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
   Pass pass = fit_pass(pr);
   std::vector<const FitParam*> kept;
   for (std::size_t i = 0; i < wanted.size(); ++i)
-    if (pass.curve.notes[i].empty()) kept.push_back(wanted[i]);
+    if (pass.curve.notes[i].empty() || pr.stopped) kept.push_back(wanted[i]);  // stopped: no refit
   std::vector<std::string> dropped_notes = pass.curve.notes;
+  out.interrupted = pr.stopped;
+  if (out.interrupted) {
+    out.warnings.push_back("the fit was interrupted after " + std::to_string(pr.evaluations) +
+                           " simulations: its parameters are the best point so far, without intervals");
+  }
   if (kept.empty()) {
     std::string why;
     for (std::size_t i = 0; i < wanted.size(); ++i) why += std::string("; ") + wanted[i]->name + ": " + dropped_notes[i];
@@ -328,7 +346,7 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
       e.note = pass.curve.notes[i];
       e.ci_low = std::isfinite(sd) ? std::max(e.lower, from_coord(p, pass.coords[i] - kZ95 * sd)) : e.value;
       e.ci_high = std::isfinite(sd) ? std::min(e.upper, from_coord(p, pass.coords[i] + kZ95 * sd)) : e.value;
-      if (!e.identified)
+      if (!e.identified && !out.interrupted)
         out.warnings.push_back(std::string("parameter ") + p.name + " poorly identified after the refit (" + e.note + ")");
       // At a bound the data wanted more than the bound allows (an
       // efficiency of 1, a scale of 0.1): the profile's other numbers (peaks,

@@ -8,6 +8,7 @@
 // the optimum. docs/calibrate.md ("Fitting a deployment").
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct FitOptions {
   // identified: reported, kept at the base's value, and the rest refitted.
   double max_rel_interval = 0.25;
   std::filesystem::path scratch;  // a folder for the candidate profile
+  // Asked before each simulation of the search (calibrate --measured's
+  // Ctrl-C): true ends it; the fit is then the best point so far, without
+  // intervals or refit, and FitOutcome::interrupted says so.
+  std::function<bool()> stop;
 };
 
 struct ParamEstimate {
@@ -77,6 +82,7 @@ struct FitOutcome {
   std::int64_t residuals = 0;  // per-request metric residuals in the loss
   int evaluations = 0;
   std::vector<std::string> warnings;
+  bool interrupted = false;  // FitOptions::stop ended the search
 };
 
 // UsageError for an unknown parameter or one the layout cannot identify;

@@ -8,6 +8,7 @@
 // docs/validate.md ("Against a run measured elsewhere").
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -30,6 +31,10 @@ struct MeasuredValidateOptions {
   ClusterConfig cluster;          // the deployment that was measured
   std::filesystem::path out_dir;
   bool overwrite = false;
+  // Asked at every turn of the prediction's loop (the command's Ctrl-C):
+  // true ends it, predicted/ holds its records so far, marked, and the
+  // result's predicted.interrupted is set (no comparison is made).
+  std::function<bool()> stop;
 };
 
 struct MeasuredValidation {

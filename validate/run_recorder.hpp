@@ -27,6 +27,7 @@ struct RunRecords {
   // An engine run with its ops timed: one entry per step, as `steps`; empty
   // otherwise (simulations, a GPU engine).
   std::vector<OpTimes> step_op_ns;
+  bool interrupted = false;  // a stop ended the run: the records so far
 };
 
 class RunRecorder final : public RecordSink {

@@ -9,7 +9,8 @@
 namespace twin {
 RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Request>& trace,
                              const std::filesystem::path& dir, bool overwrite, const std::string& cost_model,
-                             std::shared_ptr<CostModel> model, const nlohmann::ordered_json& extra_echo) {
+                             std::shared_ptr<CostModel> model, const nlohmann::ordered_json& extra_echo,
+                             const std::function<bool()>& stop) {
   const auto wall_start = std::chrono::steady_clock::now();
   Cluster cluster = build_cluster(config);
   if (model) {
@@ -27,11 +28,18 @@ RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Requ
   context.config["cost_model"] = cost_model;
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
   Simulator simulator(std::move(cluster.replicas), std::move(options));
+  if (stop) simulator.set_stop(stop);
   VectorSource source(trace);
   const SimStats stats = simulator.run(source, recorder);
   context.simulated_time_s = to_seconds(stats.end_time);
   context.wall_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return recorder.finish(context);
+  if (stats.stopped) {  // as simulate marks it
+    context.config["interrupted"] = true;
+    context.config["interrupted_requests"] = stats.interrupted;
+  }
+  RunRecords records = recorder.finish(context);
+  records.interrupted = stats.stopped;
+  return records;
 }
 
 std::shared_ptr<CostModel> cost_model_of(const ClusterConfig& config) {

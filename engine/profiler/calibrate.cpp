@@ -296,6 +296,10 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   for (std::int32_t r = 0; r < rounds; ++r) {
     const std::string phase = "round " + std::to_string(r + 1) + "/" + std::to_string(rounds);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
+      if (options.stop && options.stop()) {
+        throw CalibrationStopped("calibration stopped in " + phase + " after " + std::to_string(i) + " of " +
+                                 std::to_string(jobs.size()) + " points");
+      }
       TimingStats t = bench->time(jobs[i], round_policy);
       pooled[i].insert(pooled[i].end(), t.samples_ns.begin(), t.samples_ns.end());
       if (options.on_progress) options.on_progress(phase, i + 1, jobs.size());
@@ -347,6 +351,10 @@ CalibratedProfile calibrate(const ModelDesc& model, const CalibrateOptions& opti
   // caller's progress line).
   std::size_t shown_tenths = 0;
   const auto step_progress = [&](std::size_t done, std::size_t total) {
+    if (options.stop && options.stop()) {
+      throw CalibrationStopped("calibration stopped in the step scenarios after " + std::to_string(done) + " of " +
+                               std::to_string(total) + " runs");
+    }
     if (options.on_progress) {
       options.on_progress("steps", done, total);
       return;

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 
+#include "base/error.hpp"
 #include "hwprofiles/calibrated_profile.hpp"
 #include "engine/runtime/model_runner.hpp"
 #include "models/model_desc.hpp"
@@ -31,6 +32,15 @@ struct CalibrateOptions {
   // before its line on `progress`. Given, it replaces the step scenarios'
   // line at each tenth on `progress`.
   std::function<void(const std::string& phase, std::size_t done, std::size_t total)> on_progress;
+  // Asked before each grid point and after each step scenario run
+  // (calibrate's Ctrl-C): true ends the calibration with CalibrationStopped.
+  // Part of the grid or no step fit is no profile, so none is returned.
+  std::function<bool()> stop;
+};
+
+// What calibrate throws once `stop` said so: where the timing stood.
+struct CalibrationStopped : Error {
+  using Error::Error;
 };
 
 // Throws UsageError for options the engine cannot run (tp > 1, MoE models,

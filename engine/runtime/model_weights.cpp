@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -72,30 +73,62 @@ class Checkpoint {
     }
     std::sort(paths.begin(), paths.end());
     if (paths.empty()) throw Error(dir + ": no *.safetensors file");
-    for (const auto& p : paths) files_.push_back(std::make_unique<SafetensorsFile>(p.string()));
-  }
-  const SafetensorsTensor& get(const std::string& name, const std::vector<std::int64_t>& expected) const {
-    for (const auto& f : files_) {
-      if (const SafetensorsTensor* t = f->find(name)) {
-        if (t->shape != expected) {
-          throw Error(f->path() + ": tensor '" + name + "' has shape " + shape_text(t->shape) + ", the config expects " +
-                      shape_text(expected));
+    for (const auto& p : paths) {
+      files_.push_back(std::make_unique<SafetensorsFile>(p.string()));
+      // A tensor in two shards: which one the engine would load depends on
+      // the file names' order, so neither is taken.
+      for (const auto& [name, tensor] : files_.back()->tensors()) {
+        if (const auto [it, fresh] = index_.emplace(name, files_.back().get()); !fresh) {
+          throw Error(dir + ": tensor '" + excerpt(name) + "' is in two files, " + it->second->path() + " and " +
+                      files_.back()->path());
         }
-        try {
-          (void)source_dtype(t->dtype);
-        } catch (const Error& e) {
-          throw Error(f->path() + ": tensor '" + name + "': " + e.what());
-        }
-        return *t;
       }
     }
-    throw Error(dir_ + ": tensor '" + name + "' (shape " + shape_text(expected) + ") is missing");
+  }
+  // The tensor `name` of shape `expected`; `file` (if given) is set to its file's path.
+  const SafetensorsTensor& get(const std::string& name, const std::vector<std::int64_t>& expected,
+                               const std::string** file = nullptr) const {
+    const auto it = index_.find(name);
+    if (it == index_.end()) throw Error(dir_ + ": tensor '" + name + "' (shape " + shape_text(expected) + ") is missing");
+    const SafetensorsTensor& t = *it->second->find(name);
+    const std::string& path = it->second->path();
+    if (file) *file = &path;
+    if (t.shape != expected) {
+      throw Error(path + ": tensor '" + name + "' has shape " + shape_text(t.shape) + ", the config expects " +
+                  shape_text(expected));
+    }
+    try {
+      (void)source_dtype(t.dtype);
+    } catch (const Error& e) {
+      throw Error(path + ": tensor '" + name + "': " + e.what());
+    }
+    return t;
   }
 
  private:
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> index_;  // tensor name -> its one file
 };
+
+// A NaN or infinity in a weight the forward pass reads poisons every
+// output it reaches: refused, naming the element (docs/engine.md).
+void check_finite(const std::vector<float>& values, const Part& part, const std::string& file) {
+  const auto bad = std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == values.end()) return;
+  const auto at = static_cast<std::int64_t>(bad - values.begin());
+  std::string message = file;
+  message += ": tensor '";
+  message += part.name;
+  message += std::isnan(*bad) ? "' holds NaN at [" : "' holds an infinity at [";
+  if (!part.one_dim) {
+    message += std::to_string(at / part.cols);
+    message += ", ";
+  }
+  message += std::to_string(part.one_dim ? at : at % part.cols);
+  message += "]: the engine takes finite weights only";
+  throw Error(message);
+}
 
 std::vector<Target> plan_targets(const ModelConfig& c, ModelWeights& w) {
   const std::int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
@@ -161,8 +194,10 @@ void part_values(const Part& part, const Checkpoint* ckpt, std::uint64_t seed, s
   if (ckpt) {
     const std::vector<std::int64_t> shape = part.one_dim ? std::vector<std::int64_t>{part.cols}
                                                           : std::vector<std::int64_t>{part.rows, part.cols};
-    const SafetensorsTensor& t = ckpt->get(part.name, shape);
+    const std::string* file = nullptr;
+    const SafetensorsTensor& t = ckpt->get(part.name, shape, &file);
     convert_to_f32(t.data, source_dtype(t.dtype), out.data(), n);
+    check_finite(out, part, *file);
     return;
   }
   if (part.init_scale == 0) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <utility>
@@ -46,12 +47,18 @@ std::size_t safetensors_dtype_bytes(const std::string& dtype) {
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer forever; it is refused below as any file that is not regular.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
     throw Error(path + ": cannot stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file (a FIFO, device or directory): a safetensors file is mapped whole");
   }
   map_bytes_ = static_cast<std::size_t>(st.st_size);
   if (map_bytes_ < 8) {
@@ -120,6 +127,25 @@ void SafetensorsFile::read_header() {
       tensors_.emplace(name, std::move(t));
     } catch (const nlohmann::json::exception& e) {
       throw Error(where + ": bad header entry: " + e.what());
+    }
+  }
+  check_no_overlap();
+}
+
+// Two tensors sharing bytes would each read the other's data (the format
+// forbids it; its reference reader refuses it too).
+void SafetensorsFile::check_no_overlap() const {
+  std::vector<std::pair<const std::byte*, const std::string*>> starts;
+  starts.reserve(tensors_.size());
+  for (const auto& [name, t] : tensors_) {
+    if (t.bytes > 0) starts.emplace_back(t.data, &name);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (std::size_t i = 1; i < starts.size(); ++i) {
+    const SafetensorsTensor& before = tensors_.at(*starts[i - 1].second);
+    if (before.data + before.bytes > starts[i].first) {
+      throw Error(path_ + ": tensors '" + excerpt(*starts[i - 1].second) + "' and '" + excerpt(*starts[i].second) +
+                  "' overlap in the data section");
     }
   }
 }

@@ -22,8 +22,9 @@ struct SafetensorsTensor {
 class SafetensorsFile {
  public:
   // Maps the file and checks the header: offsets inside the data section,
-  // byte counts matching dtype and shape. Throws twin::Error naming the file
-  // and the tensor otherwise.
+  // byte counts matching dtype and shape, no two tensors sharing bytes, no
+  // name given twice, a regular file (a FIFO is refused, never waited on).
+  // Throws twin::Error naming the file and the tensor otherwise.
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(SafetensorsFile&&) noexcept;
@@ -37,6 +38,7 @@ class SafetensorsFile {
 
  private:
   void read_header();  // checks the header of the mapped file, fills tensors_
+  void check_no_overlap() const;  // Error naming two tensors that share bytes
 
   std::string path_;
   void* map_ = nullptr;

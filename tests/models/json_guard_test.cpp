@@ -55,6 +55,19 @@ TEST_CASE("json guard: a number beyond a double names its key, not nlohmann's er
              Catch::StartsWith("l.json: key '[2]': number out of range"));
 }
 
+TEST_CASE("json guard: a key given twice is refused naming its path, in every file reader") {
+  // Before: last wins, "count":1,"count":100000 gave 100,000 replicas.
+  CHECK(error_of([] { (void)parse_json_guarded(R"({"groups": [{"count": 1, "count": 100000}]})", "c.json"); }) ==
+        "c.json: key 'groups[0].count': given twice in one object (a duplicate key)");
+  CHECK_THAT(error_of([] { (void)parse_json_guarded(R"({"a": 1, "b": {"x": 1}, "a": 2})", "top.json"); }),
+             Catch::StartsWith("top.json: key 'a': given twice"));
+  // The same key in two objects is no duplicate.
+  CHECK(parse_json_guarded(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})", "ok.json").is_object());
+  const auto path = temp_file("twice_config.json", R"({"hidden_size": 64, "hidden_size": 4096})").string();
+  CHECK_THAT(error_of([&] { (void)load_model_file(path); }),
+             Catch::StartsWith(path + ": key 'hidden_size': given twice"));
+}
+
 TEST_CASE("json guard: megabyte values and keys are quoted in at most ~200 characters") {
   const std::string mb(1 << 20, 'x');
   // A field of the wrong type.

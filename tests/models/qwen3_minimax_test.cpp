@@ -11,6 +11,8 @@
 #include <string>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "models/model_desc.hpp"
 #include "models/model_math.hpp"
@@ -22,10 +24,12 @@ namespace {
 
 // MiniMaxAI/MiniMax-M2's config.json (its attn_type_list shortened to the
 // layers' count of 1s below; the values as published).
+// `patch` (", KEY: VALUE, ...") replaces the keys it names: the readers
+// refuse a key given twice.
 std::string minimax_m2_config(const std::string& patch = "") {
   std::string list;
   for (int i = 0; i < 62; ++i) list += i ? ", 1" : "1";
-  return R"({
+  const std::string text = R"({
   "architectures": ["MiniMaxM2ForCausalLM"],
   "attn_type_list": [)" + list + R"(],
   "head_dim": 128, "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 1536,
@@ -35,6 +39,7 @@ std::string minimax_m2_config(const std::string& patch = "") {
   "rope_theta": 5000000, "rotary_dim": 64, "scoring_func": "sigmoid", "shared_intermediate_size": 0,
   "tie_word_embeddings": false, "use_cache": true, "use_mtp": true, "use_qk_norm": true,
   "use_routing_bias": true, "vocab_size": 200064, "torch_dtype": "bfloat16")" + patch + "}";
+  return nlohmann::json::parse(text).dump();  // nlohmann's own parser keeps the last
 }
 
 // A config written to a fresh folder's config.json, loaded as a user would.

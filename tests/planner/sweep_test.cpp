@@ -39,6 +39,27 @@ TEST_CASE("sweep runs the cartesian product in grid order") {
   CHECK(std::count(text.begin(), text.end(), '\n') == 9);
 }
 
+TEST_CASE("sweep stopped: the points not started are left out, and those a stop cut short") {
+  ClusterConfig base;
+  base.groups.emplace_back();
+  const std::vector<VaryAxis> axes = {parse_vary("max_num_batched_tokens=512,1024,2048")};
+  CHECK(grid_size(axes) == 3);
+  SweepOptions o;
+  o.jobs = 1;
+  int asked = 0;
+  o.stop = [&] { return ++asked > 1; };  // the second point never starts
+  const auto first = run_sweep(base, axes, test::chat_trace(30, 10.0), o);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0].values == std::vector<std::string>{"512"});
+  CHECK(first[0].result.completed == 30);
+  // A stop inside every point's run: no point finishes, none is reported
+  // with part of the trace's figures.
+  SweepOptions cut;
+  cut.jobs = 1;
+  cut.stop_running = [] { return true; };
+  CHECK(run_sweep(base, axes, test::chat_trace(30, 10.0), cut).empty());
+}
+
 TEST_CASE("sweep warns of an axis that changed no figure and only of it") {
   ClusterConfig base;
   base.groups.emplace_back();

@@ -42,8 +42,12 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// Starts twinserve with `args`, stdout and stderr into `log`.
-pid_t spawn_twinserve(const std::vector<std::string>& args, const fs::path& log) {
+// Starts twinserve with `args`, stdout and stderr into `log`. `hook`
+// non-empty: TWIN_TEST_RAISE_AFTER_POLLS=`hook`, so the run raises the
+// signal itself at a known poll of its stop hook. `background`: SIGINT
+// ignored, as a non-interactive shell starts a background job (`cmd &`).
+pid_t spawn_twinserve(const std::vector<std::string>& args, const fs::path& log, const std::string& hook = "",
+                      bool background = false) {
   const char* bin = std::getenv("TWIN_BIN");
   REQUIRE(bin != nullptr);
   std::vector<std::string> all{bin};
@@ -53,6 +57,15 @@ pid_t spawn_twinserve(const std::vector<std::string>& args, const fs::path& log)
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
+  const std::string hook_name = "TWIN_TEST_RAISE_AFTER_POLLS=";
+  std::vector<std::string> env_text;
+  if (!hook.empty()) env_text.push_back(hook_name + hook);
+  for (char** e = environ; *e; ++e) {
+    if (std::string(*e).rfind(hook_name, 0) != 0) env_text.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const std::string log_path = log.string();
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -61,10 +74,11 @@ pid_t spawn_twinserve(const std::vector<std::string>& args, const fs::path& log)
     if (fd < 0) ::_exit(127);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    // Default dispositions, whatever the test runner left.
-    ::signal(SIGINT, SIG_DFL);
+    // Default dispositions, whatever the test runner left; SIGINT ignored
+    // for a background job.
+    ::signal(SIGINT, background ? SIG_IGN : SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   return pid;
@@ -253,38 +267,10 @@ TEST_CASE("validate: a real SIGINT during the engine run stops it cleanly, its r
 namespace {
 
 // Runs twinserve as a script's background job (`cmd &`) is started: SIGINT
-// ignored (a non-interactive shell does that for background jobs), and
-// TWIN_TEST_RAISE_AFTER_POLLS=`hook` makes the run raise the signal itself
-// at a known poll of its stop hook. Returns the exit code.
+// ignored, and the run raising the signal itself at poll `hook`
+// (spawn_twinserve). Returns the exit code.
 int run_interrupted(const std::vector<std::string>& args, const std::string& hook, const fs::path& log) {
-  const char* bin = std::getenv("TWIN_BIN");
-  REQUIRE(bin != nullptr);
-  std::vector<std::string> all{bin};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_text{"TWIN_TEST_RAISE_AFTER_POLLS=" + hook};
-  for (char** e = environ; *e; ++e) {
-    if (std::string(*e).rfind("TWIN_TEST_RAISE_AFTER_POLLS=", 0) != 0) env_text.emplace_back(*e);
-  }
-  std::vector<char*> envp;
-  for (std::string& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const std::string log_path = log.string();
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) ::_exit(127);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGTERM, SIG_DFL);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  return wait_exit(pid);
+  return wait_exit(spawn_twinserve(args, log, hook, true));
 }
 
 // Every line of a CSV has the header's number of columns and ends in a newline.
@@ -389,4 +375,176 @@ TEST_CASE("plan: an interrupt writes the candidates evaluated so far, says so an
   CHECK(plan.at("candidates_evaluated") == 1);
   CHECK(plan.at("candidates_enumerated") == 3);
   CHECK(fs::exists(out / "plan.csv"));
+}
+
+namespace {
+
+// summary.json without its wall time, the one figure a run may not repeat.
+std::string summary_without_wall(const fs::path& dir) {
+  std::istringstream in(read_text(dir / "summary.json"));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.find("\"wall_time_s\"") == std::string::npos) out += line + "\n";
+  }
+  return out;
+}
+
+// A trace of `n` requests, one every `gap_s` seconds.
+fs::path steady_trace(const fs::path& dir, int n, double gap_s, int prompt, int output) {
+  const fs::path trace = dir / "t.jsonl";
+  std::ofstream t(trace);
+  for (int i = 0; i < n; ++i) {
+    t << "{\"id\":" << i << ",\"arrival_s\":" << i * gap_s << ",\"prompt_len\":" << prompt
+      << ",\"output_len\":" << output << "}\n";
+  }
+  return trace;
+}
+
+}  // namespace
+
+TEST_CASE("simulate with a router refresh period: an interrupt stops at a refresh, same bytes on 1 or 2 threads and MPI ranks") {
+  // Before: no stop with a refresh period; a signal killed the run as the
+  // default action does.
+  const fs::path dir = twin::test::temp_dir("interrupt_windowed");
+  const fs::path trace = steady_trace(dir, 400, 0.05, 256, 128);
+  const std::vector<std::string> args{"simulate", "--trace", trace.string(), "--model", "llama-3.1-8b", "--hw",
+                                      "h100-80gb", "--replicas", "4", "--router-refresh-s", "0.5", "--quiet",
+                                      "--overwrite", "--out"};
+  // The 20th refresh of 40 asks for the stop.
+  auto run = [&](const std::string& jobs, int sig) {
+    const fs::path out = dir / ("out_j" + jobs + "_" + std::to_string(sig));
+    std::vector<std::string> all = args;
+    all.insert(all.end(), {out.string(), "--jobs", jobs});
+    const int code = run_interrupted(all, "20," + std::to_string(sig), dir / "log.txt");
+    const std::string log = read_text(dir / "log.txt");
+    INFO(log);
+    CHECK(code == 128 + sig);
+    CHECK_THAT(log, Catch::Contains("interrupted by signal " + std::to_string(sig)));
+    return out;
+  };
+  for (const int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const fs::path one = run("1", sig), two = run("2", sig);  // --jobs: at most the hardware threads
+    const auto summary = nlohmann::json::parse(read_text(one / "summary.json"));
+    CHECK(summary.at("config").at("interrupted") == true);
+    CHECK(summary.at("config").at("interrupted_requests").get<int>() > 0);
+    check_whole_lines(one / "requests.csv");
+    check_whole_lines(one / "steps.csv");
+    const std::string requests = read_text(one / "requests.csv");
+    CHECK(requests.find(",interrupted,") != std::string::npos);
+    // Requests past the stop's refresh (about 10 s in) never arrived.
+    CHECK(std::count(requests.begin(), requests.end(), '\n') < 300);
+    CHECK(requests == read_text(two / "requests.csv"));
+    CHECK(read_text(one / "steps.csv") == read_text(two / "steps.csv"));
+    CHECK(summary_without_wall(one) == summary_without_wall(two));
+  }
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    WARN("mpirun not found: the MPI interrupt is not checked");
+    return;
+  }
+  // Under mpirun -n 2 both ranks poll at each refresh: the stop travels
+  // with the exchange and rank 0 writes the one-process bytes.
+  const fs::path ranks = dir / "out_mpi";
+  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=20 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
+                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
+                    std::string(std::getenv("TWIN_BIN")) + "'";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " '" + ranks.string() + "' --jobs 1 > '" + (dir / "mpi.log").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  INFO(read_text(dir / "mpi.log"));
+  CHECK(status != 0);
+  CHECK_THAT(read_text(dir / "mpi.log"), Catch::Contains("interrupted by signal 2"));
+  const fs::path one = dir / ("out_j1_" + std::to_string(SIGINT));
+  CHECK(read_text(one / "requests.csv") == read_text(ranks / "requests.csv"));
+  CHECK(read_text(one / "steps.csv") == read_text(ranks / "steps.csv"));
+  CHECK(summary_without_wall(one) == summary_without_wall(ranks));
+}
+
+TEST_CASE("sweep: an interrupt writes the rows finished, says so and exits 128 + signal") {
+  // Before: no handler; the sweep ended with nothing written.
+  const fs::path dir = twin::test::temp_dir("interrupt_sweep");
+  const fs::path trace = steady_trace(dir, 40, 0.5, 128, 32);
+  const fs::path out = dir / "out";
+  fs::remove_all(out);
+  // One thread: the first point runs, the second poll (before the second
+  // point) raises the signal, so no further point starts.
+  for (const int sig : {SIGINT, SIGTERM}) {
+    INFO("signal " << sig);
+    const int code = run_interrupted({"sweep", "--trace", trace.string(), "--vary", "max_num_batched_tokens=512,1024,2048", "--jobs", "1",
+                                      "--quiet", "--overwrite", "--out", out.string()},
+                                     "2," + std::to_string(sig), dir / "log.txt");
+    const std::string log = read_text(dir / "log.txt");
+    INFO(log);
+    CHECK(code == 128 + sig);
+    CHECK_THAT(log, Catch::Contains("interrupted by signal " + std::to_string(sig) +
+                                    ": 1 of 3 points finished; sweep.csv has those rows"));
+    check_whole_lines(out / "sweep.csv");
+    const std::string csv = read_text(out / "sweep.csv");
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);  // the header and the first point
+    CHECK(csv.find("\n512,") != std::string::npos);
+  }
+}
+
+TEST_CASE("calibrate: an interrupt stops the timing, writes no partial profile, exits 128 + signal") {
+  // Before: no handler; the signal ended the process with no message.
+  const fs::path dir = twin::test::temp_dir("interrupt_calibrate");
+  const fs::path out = dir / "tiny.json";
+  fs::remove(out);
+  const int code = run_interrupted({"calibrate", "--model", "tiny", "--quick", "--rounds", "1", "--quiet", "--out",
+                                    out.string()},
+                                   "3", dir / "log.txt");
+  const std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: calibration stopped in round 1/1 after 2 of "));
+  CHECK_THAT(log, Catch::Contains("no profile written"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("calibrate --measured and validate --measured: an interrupt keeps what is whole, marked, exits 130") {
+  const fs::path dir = twin::test::temp_dir("interrupt_measured");
+  const fs::path trace = dir / "t.jsonl";
+  REQUIRE(run_twinserve("trace generate --requests 60 --rate 8 --prompt uniform:64:512 --output uniform:8:64 --seed 5 '" +
+                        trace.string() + "'").exit_code == 0);
+  const std::vector<std::string> deploy{"--model", "llama-3.1-8b", "--hw", "h100-80gb", "--num-gpu-blocks-override", "2000"};
+  fs::remove_all(dir / "sim");
+  {
+    std::vector<std::string> args{"simulate", "--trace", trace.string(), "--no-progress", "--out", (dir / "sim").string()};
+    args.insert(args.end(), deploy.begin(), deploy.end());
+    REQUIRE(wait_exit(spawn_twinserve(args, dir / "log.txt")) == 0);
+  }
+  // calibrate --measured: the 5th simulation of the search asks for the
+  // stop; the base's and four more were run. The best so far is written.
+  const fs::path fitted = dir / "fitted.json";
+  fs::remove(fitted);
+  std::vector<std::string> cal{"calibrate", "--measured", (dir / "sim").string(), "--trace", trace.string(),
+                               "--fit-params", "compute_scale,memory_scale", "--max-evals", "24", "--quiet",
+                               "--out", fitted.string()};
+  cal.insert(cal.end(), deploy.begin(), deploy.end());
+  int code = run_interrupted(cal, "5", dir / "log.txt");
+  std::string log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: the fit stopped after 5 simulations"));
+  const auto profile = nlohmann::json::parse(read_text(fitted));
+  CHECK(profile.at("fitted_from").at("interrupted") == true);
+  CHECK(profile.at("fitted_from").at("evaluations") == 5);
+  CHECK(profile.at("fitted_from").at("parameters").at(0).at("ci95").is_null());
+  // validate --measured: the prediction stops at its 50th turn; predicted/
+  // is whole and marked, and no report compares half a prediction.
+  const fs::path val = dir / "val";
+  fs::remove_all(val);
+  std::vector<std::string> vargs{"validate", "--measured", (dir / "sim" / "requests.csv").string(), "--trace",
+                                 trace.string(), "--out", val.string()};
+  vargs.insert(vargs.end(), deploy.begin(), deploy.end());
+  code = run_interrupted(vargs, "50", dir / "log.txt");
+  log = read_text(dir / "log.txt");
+  INFO(log);
+  CHECK(code == 130);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: the prediction stopped"));
+  const auto summary = nlohmann::json::parse(read_text(val / "predicted" / "summary.json"));
+  CHECK(summary.at("config").at("interrupted") == true);
+  check_whole_lines(val / "predicted" / "requests.csv");
+  CHECK(read_text(val / "predicted" / "requests.csv").find(",interrupted,") != std::string::npos);
+  CHECK_FALSE(fs::exists(val / "report.json"));
 }

@@ -3,8 +3,13 @@
 
 #include "tests/support/error_of.hpp"
 
+#include <sys/stat.h>
+
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "base/error.hpp"
 #include "engine/runtime/safetensors.hpp"
@@ -116,6 +121,63 @@ TEST_CASE("a shape whose byte count overflows 64 bits is refused, not wrapped to
   const std::string e = error_of([&] { SafetensorsFile f(path); });
   CHECK(e.find("'w'") != std::string::npos);
   CHECK(e.find("do not hold shape") != std::string::npos);
+}
+
+TEST_CASE("safetensors: overlapping tensors, a name given twice and a FIFO are refused, never waited on") {
+  const std::string dir = temp_dir("st_hand");
+  // Two tensors sharing bytes 8..16 (before: accepted, each read the other's data).
+  const std::string overlap = dir + "/overlap.safetensors";
+  write_with_header(overlap,
+                    R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+                    R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+                    24);
+  CHECK(error_of([&] { SafetensorsFile f(overlap); }) ==
+        overlap + ": tensors 'a' and 'b' overlap in the data section");
+  // Adjacent ranges and empty tensors are no overlap.
+  const std::string adjacent = dir + "/adjacent.safetensors";
+  write_with_header(adjacent,
+                    R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"e":{"dtype":"F32","shape":[0],)"
+                    R"("data_offsets":[4,4]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                    16);
+  CHECK(SafetensorsFile(adjacent).tensors().size() == 3);
+  // One name twice in the header: the guarded JSON parser refuses it.
+  const std::string twice = dir + "/twice.safetensors";
+  write_with_header(twice,
+                    R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                    R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                    8);
+  CHECK_THAT(error_of([&] { SafetensorsFile f(twice); }), Catch::Contains("key 'w': given twice"));
+  // A FIFO (before: the open waited for a writer forever) and a directory.
+  const std::string fifo = dir + "/fifo.safetensors";
+  std::filesystem::remove(fifo);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(error_of([&] { SafetensorsFile f(fifo); }), Catch::Contains(fifo + ": not a regular file"));
+  CHECK_THAT(error_of([&] { SafetensorsFile f(dir); }), Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("weights: a tensor in two shards and a non-finite weight are refused, naming file, tensor and element") {
+  const ModelConfig config = tiny_config();
+  SECTION("one tensor in two files") {
+    const WeightMap weights = random_weights(config, 1);
+    const std::string dir = write_checkpoint(temp_dir("w_two_files"), config, weights);
+    const std::vector<float> norm(static_cast<std::size_t>(config.hidden_size), 1.0f);
+    const std::vector<SafetensorsWriteTensor> again = {
+        {"model.norm.weight", "F32", {config.hidden_size}, std::as_bytes(std::span<const float>(norm))}};
+    write_safetensors(dir + "/zz-extra.safetensors", again);
+    const std::string e = error_of([&] { make_runner(config, dir); });
+    CHECK_THAT(e, Catch::Contains("tensor 'model.norm.weight' is in two files"));
+    CHECK_THAT(e, Catch::Contains("zz-extra.safetensors"));
+  }
+  for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    INFO(bad);
+    WeightMap weights = random_weights(config, 1);
+    auto& down = weights.at("model.layers.1.mlp.down_proj.weight");
+    down.at(static_cast<std::size_t>(3 * config.intermediate_size + 5)) = bad;  // row 3, column 5
+    const std::string dir = write_checkpoint(temp_dir("w_nonfinite"), config, weights);
+    const std::string e = error_of([&] { make_runner(config, dir); });
+    CHECK_THAT(e, Catch::Contains("tensor 'model.layers.1.mlp.down_proj.weight' holds"));
+    CHECK_THAT(e, Catch::Contains(std::isnan(bad) ? "NaN at [3, 5]" : "an infinity at [3, 5]"));
+  }
 }
 
 TEST_CASE("weights that do not match the config name the tensor and both shapes") {

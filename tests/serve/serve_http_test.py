@@ -93,18 +93,19 @@ def error_shape(status, text, want_status, what):
         check(False, what + ": body is OpenAI's error JSON: " + text[:200])
 
 
-def main():
-    binary, out_dir = sys.argv[1], sys.argv[2]
-    flags = sys.argv[3:]
+def serve(binary, out_dir, flags, client):
+    """Starts `twinserve serve` on a port it picks with `flags` (--max-num-seqs
+    8 unless they give one), runs client(port), then SIGTERMs it and checks it
+    exits 0."""
     shutil.rmtree(out_dir, ignore_errors=True)
-    cmd = [binary, "serve", "--port", "0", "--out", out_dir, "--max-num-seqs", "8",
-           "--shutdown-timeout", "0"] + flags
+    seqs = [] if "--max-num-seqs" in flags else ["--max-num-seqs", "8"]
+    cmd = [binary, "serve", "--port", "0", "--out", out_dir, "--shutdown-timeout", "0"] + seqs + flags
     server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stdout.readline()
         check("listening on http://127.0.0.1:" in line, "the server says where it listens: %r" % line)
         port = int(line.split("127.0.0.1:")[1].split()[0])
-        run_client(port)
+        client(port)
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -114,11 +115,20 @@ def main():
             out, err = server.communicate()
             check(False, "the server ended within 60 s of SIGTERM")
     check(server.returncode == 0, "serve exits 0 after SIGTERM (got %s): %s" % (server.returncode, err[-2000:]))
-    check_records(out_dir)
+
+
+def finish():
     if FAILURES:
         print("%d checks failed" % len(FAILURES), file=sys.stderr)
         sys.exit(1)
     print("all checks passed")
+
+
+def main():
+    binary, out_dir = sys.argv[1], sys.argv[2]
+    serve(binary, out_dir, sys.argv[3:], run_client)
+    check_records(out_dir)
+    finish()
 
 
 SEEN = {}  # request id in the response ("cmpl-7") -> tokens the client counted

@@ -113,6 +113,29 @@ TEST_CASE("replica counts beyond a --config file's range are refused") {
   CHECK_THROWS_AS(build_cluster(one_group("llama-3.1-8b", "h100-80gb", 1, 1, 0)), UsageError);
 }
 
+TEST_CASE("cluster config: at most kMaxReplicaGroups groups, and that many build with each group's routes local") {
+  using nlohmann::json;
+  // Before: no limit, and building cost grew faster than the groups (a
+  // Dijkstra over the whole cluster graph per route): 4,000 groups 36.5 s.
+  auto groups = [](std::size_t n, int tp) {
+    json g = json::array();
+    for (std::size_t i = 0; i < n; ++i) g.push_back({{"model", "llama-3.1-8b"}, {"hardware", "h100-80gb"}, {"tp", tp}});
+    return json{{"groups", g}};
+  };
+  CHECK_THROWS_WITH(parse_cluster_config(groups(kMaxReplicaGroups + 1, 1), "c.json"),
+                    Catch::StartsWith("c.json: groups") && Catch::Contains("1025 replica groups, more than the 1024 allowed"));
+  // The most allowed builds: one node per group (tp 8 fills an h100 node),
+  // and each group's ring and host path are the one-group cluster's.
+  const Cluster one = build_cluster(parse_cluster_config(groups(1, 8), "c.json"));
+  const Cluster all = build_cluster(parse_cluster_config(groups(kMaxReplicaGroups, 8), "c.json"));
+  REQUIRE(all.groups.size() == kMaxReplicaGroups);
+  CHECK(all.topology.num_nodes() == static_cast<std::int32_t>(kMaxReplicaGroups));
+  const std::vector<GpuId>& first = one.groups.front().replica_gpus.front();
+  const std::vector<GpuId>& last = all.groups.back().replica_gpus.front();
+  CHECK(all.topology.ring(last).bandwidth == one.topology.ring(first).bandwidth);
+  CHECK(all.topology.host_path(last.front()).latency == one.topology.host_path(first.front()).latency);
+}
+
 TEST_CASE("a hardware profile that prices steps past the clock is an error, not 1 ns steps") {
   namespace fs = std::filesystem;
   nlohmann::json hw;

@@ -100,6 +100,9 @@ TEST_CASE("read_yaml_flags: bad YAML and bad shapes name the file and line") {
   CHECK_THAT(error_of([&] { cli::read_yaml_flags(bad); }), Catch::StartsWith(bad + ":4:") && Catch::Contains("not valid YAML"));
   const std::string twice = write("twice.yaml", "max-num-seqs: 8\nmodel: tiny\nmax_num_seqs: 16\n");
   CHECK(error_of([&] { cli::read_yaml_flags(twice); }) == twice + ":3: key 'max_num_seqs' given twice (first on line 1)");
+  // In a map a JSON flag takes too (yaml-cpp keeps both; JSON kept the last).
+  const std::string nested = write("nested.yaml", "model: tiny\nspeculative-config:\n  method: ngram\n  method: eagle\n");
+  CHECK(error_of([&] { cli::read_yaml_flags(nested); }) == nested + ":4: key 'method' given twice");
   const std::string empty = write("novalue.yaml", "model: tiny\nno-steps:\n");
   CHECK_THAT(error_of([&] { cli::read_yaml_flags(empty); }), Catch::StartsWith(empty + ":2: key 'no-steps' has no value"));
   const std::string list = write("list.yaml", "- model\n- tiny\n");

@@ -241,6 +241,18 @@ TEST_CASE("Bad JSON lines name file, line and problem", "[traces]") {
   TraceReader r2(tmp.path);
   REQUIRE(r2.next(r));
   CHECK_THROWS_WITH(r2.next(r), Catch::Contains(":2:") && Catch::Contains("'input_length' must be a number"));
+  // A field given twice (last-wins before) names the line and the key;
+  // two spellings of one field too.
+  write_file(tmp.path, "{\"id\": 0, \"arrival_s\": 0, \"prompt_len\": 8, \"output_len\": 2}\n"
+                       "{\"id\": 1, \"arrival_s\": 1, \"prompt_len\": 8, \"output_len\": 2, \"prompt_len\": 9000}\n"
+                       "{\"id\": 2, \"arrival_s\": 2, \"prompt_len\": 8, \"output_len\": 2, \"x\": 1, \"x\": 2}\n");
+  TraceReader twice(tmp.path);
+  REQUIRE(twice.next(r));
+  CHECK_THROWS_WITH(twice.next(r), Catch::Contains(":2:") && Catch::Contains("'prompt_len' given twice"));
+  write_file(tmp.path, "{\"input_toks\": 4, \"output_toks\": 1, \"arrival_time_ns\": 0, \"input_tok_ids\": [1, 2],"
+                       " \"prompt_tokens\": [3]}\n");
+  TraceReader spellings(tmp.path);
+  CHECK_THROWS_WITH(spellings.next(r), Catch::Contains(":1:") && Catch::Contains("given twice"));
   write_file(tmp.path, "{\"timestamp\": 6, \"output_length\": 1}\n");
   TraceReadOptions mooncake;
   mooncake.format = TraceFormat::mooncake;

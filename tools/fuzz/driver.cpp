@@ -94,7 +94,7 @@ Outcome run_one(const FuzzTarget& target, const std::string& input, const Scratc
   } catch (const Error& e) {
     out.verdict = Verdict::refused;
     out.message = e.what();
-    out.names_origin = target.names_origin(out.message, scratch);
+    out.names_origin = names_origin(target, out.message, scratch);
   } catch (const std::bad_alloc&) {
     out.verdict = Verdict::failed;
     const std::size_t refused = take_refused_allocation();

@@ -41,6 +41,19 @@ std::string Scratch::write(const std::string& name, const std::string& data) con
   return p;
 }
 
+FuzzTarget file_target(const char* name, const char* summary, std::vector<std::string> (*seeds)(),
+                       void (*run)(const std::string&, const Scratch&), const char* input_file,
+                       std::size_t max_bytes) {
+  FuzzTarget t{name, summary, max_bytes, seeds, run, nullptr};
+  t.input_file = input_file;
+  return t;
+}
+
+bool names_origin(const FuzzTarget& target, const std::string& message, const Scratch& scratch) {
+  if (target.names_origin) return target.names_origin(message, scratch);
+  return target.input_file && message.find(scratch.path(target.input_file)) != std::string::npos;
+}
+
 const std::vector<FuzzTarget>& all_targets() {
   static const std::vector<FuzzTarget> targets = [] {
     std::vector<FuzzTarget> all;

@@ -35,9 +35,20 @@ struct FuzzTarget {
   std::vector<std::string> (*seeds)() = nullptr;
   void (*run)(const std::string& input, const Scratch& scratch) = nullptr;
   // Whether an error message says where the problem is (the file, line or
-  // key; for a flag's value, the flag or the part of it).
+  // key; for a flag's value, the flag or the part of it). Unset: the
+  // message must name the scratch file `input_file` that run() reads.
   bool (*names_origin)(const std::string& message, const Scratch& scratch) = nullptr;
+  const char* input_file = nullptr;
 };
+
+// A target whose run() reads its input from the scratch file `input_file`:
+// an error names its origin when it names that file.
+FuzzTarget file_target(const char* name, const char* summary, std::vector<std::string> (*seeds)(),
+                       void (*run)(const std::string&, const Scratch&), const char* input_file,
+                       std::size_t max_bytes = 1 << 16);
+
+// Whether `message`, an error `target` refused an input with, names its origin.
+bool names_origin(const FuzzTarget& target, const std::string& message, const Scratch& scratch);
 
 // Every target, in a fixed order (targets_*.cpp each add theirs).
 const std::vector<FuzzTarget>& all_targets();

@@ -56,10 +56,6 @@ void run_safetensors(const std::string& input, const Scratch& scratch) {
   checksum = sum;
 }
 
-bool names_safetensors(const std::string& message, const Scratch& scratch) {
-  return message.find(scratch.path("model.safetensors")) != std::string::npos;
-}
-
 // --- steps.csv ---
 
 std::vector<std::string> steps_seeds() {
@@ -89,10 +85,6 @@ void run_steps(const std::string& input, const Scratch& scratch) {
   (void)ReplayCostModel(steps, path);
 }
 
-bool names_steps(const std::string& message, const Scratch& scratch) {
-  return message.find(scratch.path("steps.csv")) != std::string::npos;
-}
-
 // --- vllm bench serve --save-detailed result ---
 
 std::vector<std::string> vllm_result_seeds() {
@@ -108,33 +100,17 @@ void run_vllm_result(const std::string& input, const Scratch& scratch) {
   checksum = gaps;
 }
 
-bool names_vllm_result(const std::string& message, const Scratch& scratch) {
-  return message.find(scratch.path("vllm.json")) != std::string::npos;
-}
-
 }  // namespace
 
 std::vector<FuzzTarget> binary_targets() {
-  FuzzTarget st;
-  st.name = "safetensors";
-  st.summary = "safetensors header and data offsets (SafetensorsFile, every tensor byte read)";
-  st.seeds = safetensors_seeds;
-  st.run = run_safetensors;
-  st.names_origin = names_safetensors;
-  st.max_bytes = 1 << 14;
-  FuzzTarget steps;
-  steps.name = "steps-csv";
-  steps.summary = "an engine run's steps.csv (read_step_records, then the replay cost model)";
-  steps.seeds = steps_seeds;
-  steps.run = run_steps;
-  steps.names_origin = names_steps;
-  FuzzTarget vllm;
-  vllm.name = "vllm-result";
-  vllm.summary = "a vllm bench serve --save-detailed result JSON (read_vllm_detailed, validate --measured)";
-  vllm.seeds = vllm_result_seeds;
-  vllm.run = run_vllm_result;
-  vllm.names_origin = names_vllm_result;
-  return {st, steps, vllm};
+  return {
+      file_target("safetensors", "safetensors header and data offsets (SafetensorsFile, every tensor byte read)",
+                  safetensors_seeds, run_safetensors, "model.safetensors", 1 << 14),
+      file_target("steps-csv", "an engine run's steps.csv (read_step_records, then the replay cost model)", steps_seeds,
+                  run_steps, "steps.csv"),
+      file_target("vllm-result", "a vllm bench serve --save-detailed result JSON (read_vllm_detailed, validate --measured)",
+                  vllm_result_seeds, run_vllm_result, "vllm.json"),
+  };
 }
 
 }  // namespace twin::fuzz

@@ -362,8 +362,10 @@ void run_search(const std::string& input, const Scratch& scratch) {
 
 FuzzTarget json_target(const char* name, const char* summary, std::vector<std::string> (*seeds)(),
                        void (*run)(const std::string&, const Scratch&), std::size_t max_bytes = 1 << 16,
-                       bool (*names)(const std::string&, const Scratch&) = names_file) {
-  return FuzzTarget{name, summary, max_bytes, seeds, run, names};
+                       bool (*names)(const std::string&, const Scratch&) = nullptr) {
+  FuzzTarget t = file_target(name, summary, seeds, run, "input.json", max_bytes);
+  t.names_origin = names;
+  return t;
 }
 
 }  // namespace

@@ -107,26 +107,15 @@ void run_yaml(const std::string& input, const Scratch& scratch) {
   cli::apply_yaml_flags(app, path, flags);
 }
 
-bool names_yaml(const std::string& message, const Scratch& scratch) {
-  return message.find(scratch.path("input.yaml")) != std::string::npos;
-}
-
 }  // namespace
 
 std::vector<FuzzTarget> serve_targets() {
-  FuzzTarget http;
-  http.name = "http-request";
-  http.summary = "raw HTTP requests through serve's connection handling, routes and request parser (no 500)";
-  http.seeds = http_seeds;
-  http.run = run_http;
-  http.names_origin = names_http;
-  FuzzTarget yaml;
-  yaml.name = "config-yaml";
-  yaml.summary = "--config YAML files (read_yaml_flags, apply_yaml_flags)";
-  yaml.seeds = yaml_seeds;
-  yaml.run = run_yaml;
-  yaml.names_origin = names_yaml;
-  return {http, yaml};
+  return {
+      FuzzTarget{"http-request", "raw HTTP requests through serve's connection handling, routes and request parser (no 500)",
+                 1 << 16, http_seeds, run_http, names_http},
+      file_target("config-yaml", "--config YAML files (read_yaml_flags, apply_yaml_flags)", yaml_seeds, run_yaml,
+                  "input.yaml"),
+  };
 }
 
 }  // namespace twin::fuzz

@@ -25,6 +25,7 @@
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/progress_line.hpp"
 #include "tools/twinserve/scheduler_flags.hpp"
 #include "validate/measured_calibration.hpp"
@@ -101,6 +102,10 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
   o.time_split = a.holdout_split == "time";
   o.cross_validate = !a.no_cross_validate;
   if (!a.quiet) o.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
+  // The first Ctrl-C or SIGTERM ends the fit's search at the best point so
+  // far; that profile is written, marked, and the exit says so.
+  const InterruptGuard interrupts;
+  o.stop = [] { return InterruptGuard::stop_requested(); };
   const MeasuredCalibration result = run_measured_calibration(o);
   {
     std::ofstream file = out_dir.open(out_path.filename().string());
@@ -110,6 +115,10 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
   for (const std::string& w : result.fit.warnings) std::cerr << "calibrate: warning: " << w << "\n";
   print_calibration_report(std::cout, result);
   std::cout << "Wrote " << a.out << " (use it with --hw " << a.out << ")\n";
+  if (result.fit.interrupted) {
+    throw Interrupted("the fit stopped after " + std::to_string(result.fit.evaluations) + " simulations; " + a.out +
+                      " holds the best parameters so far, without intervals (fitted_from: \"interrupted\": true)");
+  }
 }
 
 void run(const CalibrateArgs& a, const CLI::App& sub) {
@@ -145,7 +154,17 @@ void run(const CalibrateArgs& a, const CLI::App& sub) {
       if (done >= total) line->finish();
     };
   }
-  const CalibratedProfile profile = calibrate(model, o);
+  // The first Ctrl-C or SIGTERM stops the timing at the next point: part
+  // of the grid is no profile, so none is written and --out is untouched.
+  const InterruptGuard interrupts;
+  o.stop = [] { return InterruptGuard::stop_requested(); };
+  std::optional<CalibratedProfile> timed;
+  try {
+    timed = calibrate(model, o);
+  } catch (const CalibrationStopped& e) {
+    throw Interrupted(std::string(e.what()) + "; no profile written (a profile needs the whole grid and the step fit)");
+  }
+  const CalibratedProfile& profile = *timed;
   write_calibrated_profile(a.out, profile);
   const StepOverhead& fit = profile.overhead;
   const std::string& quantization = profile.metadata.quantization;

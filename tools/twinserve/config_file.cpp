@@ -45,16 +45,22 @@ nlohmann::json scalar_json(const YAML::Node& node) {
   return s;
 }
 
-nlohmann::json to_json(const YAML::Node& node) {
+// A key given twice in a map is refused at PATH:LINE: yaml-cpp keeps both
+// entries, and the JSON object would keep the last silently.
+nlohmann::json to_json(const std::string& path, const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       nlohmann::json j = nlohmann::json::object();
-      for (const auto& kv : node) j[kv.first.as<std::string>()] = to_json(kv.second);
+      for (const auto& kv : node) {
+        const std::string key = kv.first.as<std::string>();
+        if (j.contains(key)) throw UsageError(at(path, kv.first.Mark()) + ": key '" + excerpt(key) + "' given twice");
+        j[key] = to_json(path, kv.second);
+      }
       return j;
     }
     case YAML::NodeType::Sequence: {
       nlohmann::json j = nlohmann::json::array();
-      for (const auto& item : node) j.push_back(to_json(item));
+      for (const auto& item : node) j.push_back(to_json(path, item));
       return j;
     }
     case YAML::NodeType::Scalar:
@@ -69,7 +75,7 @@ std::string flag_value(const std::string& path, const std::string& key, const YA
   if (node.IsScalar()) return node.Scalar();
   if (node.IsMap()) {  // a JSON flag (speculative-config)
     try {
-      return to_json(node).dump();
+      return to_json(path, node).dump();
     } catch (const nlohmann::json::type_error&) {
       throw UsageError(at(path, node.Mark()) + ": key '" + excerpt(key) + "': text that is not valid UTF-8");
     }

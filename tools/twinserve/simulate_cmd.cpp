@@ -249,11 +249,11 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   echo_client_options(a.clients, extra);
   const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
   if (capture && capture->prepare) capture->prepare(outputs);
-  // The first Ctrl-C or SIGTERM stops the run at the loop's next turn, with
-  // every file written whole (run's mechanism). A windowed run (router
-  // refresh > 0) has no stop: the signal then ends it as before.
+  // The first Ctrl-C or SIGTERM stops the run at the loop's next turn (a
+  // windowed run, threads or MPI ranks: at the next router refresh, every
+  // rank at the same one), with every file written whole (run's mechanism).
   std::optional<InterruptGuard> interrupts;
-  if (config.router_refresh_s == 0 && !capture) {  // Python: its own KeyboardInterrupt
+  if (!capture) {  // Python: its own KeyboardInterrupt
     interrupts.emplace();
     outputs.stop = [] { return InterruptGuard::stop_requested(); };
   }
@@ -292,6 +292,9 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   std::cout << "Simulated " << result.stats.steps << " steps, " << result.summary.simulated_time_s << " s virtual in "
             << result.wall_time_s << " s wall\n";
   if (!a.out.dir.empty()) std::cout << "Wrote results to " << a.out.dir << "\n";
+  if (!result.stats.stopped && InterruptGuard::received() != 0) {  // after the MPI ranks' last refresh
+    throw Interrupted("the signal came after the last arrival; the run ended whole, its files complete");
+  }
   if (result.stats.stopped) {
     throw Interrupted(std::to_string(result.stats.interrupted) +
                       " requests in flight ended as 'interrupted', the rest of the trace never arrived; the records "

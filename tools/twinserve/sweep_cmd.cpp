@@ -15,6 +15,7 @@
 #include "planner/sweep.hpp"
 #include "tools/twinserve/client_flags.hpp"
 #include "tools/twinserve/command_registry.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 #include "tools/twinserve/common_flags.hpp"
 #include "tools/twinserve/config_file.hpp"
 #include "tools/twinserve/flag_checks.hpp"
@@ -63,6 +64,12 @@ void run_sweep_command(const SweepArgs& a) {
   options.progress = [&](std::size_t done, std::size_t total) {
     progress.update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
   };
+  // The first Ctrl-C or SIGTERM starts no further point and stops those
+  // running (left out: part of a trace is no figure); the rows finished
+  // are printed and written as for a whole sweep.
+  const InterruptGuard interrupts;
+  options.stop = [] { return InterruptGuard::stop_requested(); };
+  options.stop_running = [] { return InterruptGuard::received() != 0; };
   const std::vector<SweepPoint> points = run_sweep(base, axes, trace, options);
   progress.finish();
   print_sweep_table(std::cout, axes, points);
@@ -72,6 +79,10 @@ void run_sweep_command(const SweepArgs& a) {
     write_sweep_csv(f, axes, points);
     if (!f) throw Error(a.out.dir + "/sweep.csv: write failed");
     std::cout << "Wrote " << (std::filesystem::path(a.out.dir) / "sweep.csv").string() << "\n";
+  }
+  if (const std::size_t total = grid_size(axes); points.size() < total) {
+    throw Interrupted(std::to_string(points.size()) + " of " + std::to_string(total) + " points finished" +
+                      (dir ? "; sweep.csv has those rows" : ""));
   }
 }
 

@@ -76,7 +76,15 @@ void run_measured(const ValidateArgs& a, const CLI::App& sub) {
   o.cluster = measured_cluster(a, sub);
   o.out_dir = a.out.dir;
   o.overwrite = a.out.overwrite;
+  // The first Ctrl-C or SIGTERM stops the prediction; its records are kept
+  // in predicted/, and no report is written.
+  const InterruptGuard interrupts;
+  o.stop = [] { return InterruptGuard::stop_requested(); };
   const MeasuredValidation v = run_measured_validation(o);
+  if (v.predicted.interrupted) {
+    throw Interrupted("the prediction stopped; its records so far are in " + (o.out_dir / "predicted").string() +
+                      " (summary.json: \"interrupted\": true); no report written");
+  }
   {
     std::ofstream json(o.out_dir / "report.json", std::ios::binary);
     json << measured_report_json(v).dump(2) << "\n";
