@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -41,8 +42,9 @@ std::vector<FitRun> load_runs(const MeasuredCalibrationOptions& o) {
   }
   std::vector<FitRun> runs;
   for (std::size_t i = 0; i < o.runs.size(); ++i) {
-    const std::string trace = o.traces.empty() ? "" : o.traces[o.traces.size() == 1 ? 0 : i];
-    runs.push_back(load_fit_run(o.runs[i], trace, o.read, o.max_requests));
+    auto [path, trace] = split_run_trace(o.runs[i]);
+    if (trace.empty() && !o.traces.empty()) trace = o.traces[o.traces.size() == 1 ? 0 : i];
+    runs.push_back(load_fit_run(path, trace, o.read, o.max_requests));
   }
   check_fit_runs(runs, o.cluster);
   return runs;
@@ -94,9 +96,20 @@ Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibra
   for (const FitRun& run : r.runs) {
     std::int64_t scored = 0;
     for (const char s : run.scored) scored += s ? 1 : 0;
-    runs.push_back(Json{{"path", run.path}, {"format", run.format}, {"trace", run.trace.empty() ? Json(nullptr) : Json(run.trace)},
-                        {"model_id", run.model_id.empty() ? Json(nullptr) : Json(run.model_id)},
-                        {"requests", run.requests.size()}, {"fitted_requests", scored}});
+    Json entry{{"path", run.path}, {"format", run.format}, {"trace", run.trace.empty() ? Json(nullptr) : Json(run.trace)},
+               {"model_id", run.model_id.empty() ? Json(nullptr) : Json(run.model_id)},
+               {"requests", run.requests.size()}};
+    if (run.scrape) {
+      entry["scrape"] = Json{{"engine", run.scrape->engine}, {"scrapes", run.scrape->scrapes.size()},
+                             {"intervals", run.scrape->intervals()}, {"fitted_intervals", scored},
+                             {"finished_requests", run.scrape->finished()},
+                             {"tpot_from", run.scrape->tpot_basis == "request" ? "per-request TPOT histogram"
+                                           : run.scrape->tpot_basis == "token" ? "inter-token latency histogram (token-weighted)"
+                                                                               : "none"}};
+    } else {
+      entry["fitted_requests"] = scored;
+    }
+    runs.push_back(entry);
   }
   j["runs"] = runs;
   ClusterConfig settings = o.cluster;
@@ -140,6 +153,7 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
     for (FitRun& run : r.runs) score_half(run, true);
   progress(o, "fitting on " + std::to_string(r.runs.size()) + " run(s)" + (o.time_split ? ", first halves" : ""));
   r.fit = fit_runs(r.runs, fo);
+  for (const FitRun& run : r.runs) r.fit.warnings.insert(r.fit.warnings.end(), run.warnings.begin(), run.warnings.end());
   for (const FitRun& run : r.runs) {
     r.in_sample.push_back(score_run(run, r.fit.fitted, fo));
     r.in_sample.back().subset = o.time_split ? "first half" : "all";
@@ -201,7 +215,11 @@ void print_score(std::ostream& out, const RunScore& s, const char* label) {
 
 void print_calibration_report(std::ostream& out, const MeasuredCalibration& r) {
   out << "Fit: loss " << num(r.fit.base_loss, 5) << " (base) -> " << num(r.fit.loss, 5) << " over "
-      << r.fit.residuals << " residuals (means of up to " << kFitBin << " requests), " << r.fit.evaluations << " simulations\n";
+      << r.fit.residuals << " residuals (means of up to " << kFitBin << " requests"
+      << (std::any_of(r.runs.begin(), r.runs.end(), [](const FitRun& run) { return run.scrape != nullptr; })
+              ? ", or over an interval between scrapes"
+              : "")
+      << "), " << r.fit.evaluations << " simulations\n";
   char line[240];
   for (const ParamEstimate& e : r.fit.params) {
     if (e.fitted && e.identified) {
