@@ -84,6 +84,22 @@ std::string trace_hint(const ScrapeRun& s) {
   return hint;
 }
 
+// The prefix cache's hit rate over the run, measured and replayed: a
+// server whose cache holds earlier runs' prompts (or a trace whose sharing
+// the replay does not know) hits where the replay does not.
+void add_prefix_hits(RunScore& score, const ScrapeRun& s, const std::vector<RequestRecord>& predicted) {
+  const ScrapeTotals &a = s.scrapes.front(), &b = s.scrapes.back();
+  if (!b.has_prefix || !(b.prefix_queries - a.prefix_queries > 0)) return;
+  score.measured_prefix_hit_pct = 100 * (b.prefix_hits - a.prefix_hits) / (b.prefix_queries - a.prefix_queries);
+  double hits = 0, prompt = 0;
+  for (const RequestRecord& r : predicted) {
+    if (r.outcome != Outcome::finished) continue;
+    hits += r.cached_prompt_tokens;
+    prompt += r.prompt_tokens;
+  }
+  if (prompt > 0) score.predicted_prefix_hit_pct = 100 * hits / prompt;
+}
+
 }  // namespace
 
 FitRun load_scrape_fit_run(const std::string& path, const std::string& trace, const TraceReadOptions& read,
@@ -204,6 +220,7 @@ RunScore score_scrape_run(const FitRun& run, const std::vector<RequestRecord>& p
     if (pred_weight > 0) ms.predicted = MetricStats{pred_sum / pred_weight, histogram_quantile(pred, 0.5) * 1e3, histogram_quantile(pred, 0.9) * 1e3};
     score.metrics.push_back(ms);
   }
+  add_prefix_hits(score, s, predicted);
   return score;
 }
 

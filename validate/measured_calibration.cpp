@@ -19,6 +19,20 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+std::string num(double v, int decimals = 1) {
+  if (!std::isfinite(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pct(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+  return buf;
+}
+
 // The candidate profiles' folder, removed when the calibration ends.
 struct Scratch {
   std::filesystem::path dir;
@@ -77,7 +91,11 @@ Json score_json(const RunScore& s) {
                                {"p90", null_or(error_pct(m.measured.p90, m.predicted.p90))}}},
                              {"mean_abs_request_error_pct", m.mean_abs_request_error_pct}};
   }
-  return Json{{"run", s.run}, {"requests", s.subset}, {"metrics", metrics}};
+  Json j{{"run", s.run}, {"requests", s.subset}, {"metrics", metrics}};
+  if (std::isfinite(s.measured_prefix_hit_pct)) {
+    j["prefix_cache_hit_pct"] = Json{{"measured", s.measured_prefix_hit_pct}, {"fitted", null_or(s.predicted_prefix_hit_pct)}};
+  }
+  return j;
 }
 
 Json param_json(const ParamEstimate& e) {
@@ -162,6 +180,14 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
       r.held_out.back().subset = "second half";
     }
   }
+  for (const RunScore& s : r.in_sample) {
+    if (std::abs(s.measured_prefix_hit_pct - s.predicted_prefix_hit_pct) > 5) {
+      r.fit.warnings.push_back(s.run + ": the server's prefix cache hit " + num(s.measured_prefix_hit_pct) +
+                               "% of the prompt tokens, the replay " + num(s.predicted_prefix_hit_pct) +
+                               "%: prompts cached before the run (an earlier run's, with the same prompts?) or "
+                               "sharing the trace does not say; the fit is off by what those hits saved");
+    }
+  }
   if (!o.time_split && o.cross_validate && r.runs.size() >= 2) {
     for (std::size_t k = 0; k < r.runs.size(); ++k) {
       progress(o, "cross-validation: fitting without " + r.runs[k].path);
@@ -182,20 +208,6 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
 
 namespace {
 
-std::string num(double v, int decimals = 1) {
-  if (!std::isfinite(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string pct(double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
-  return buf;
-}
-
 void print_score(std::ostream& out, const RunScore& s, const char* label) {
   out << "  " << label << " (" << s.subset << "):\n";
   char line[200];
@@ -208,6 +220,10 @@ void print_score(std::ostream& out, const RunScore& s, const char* label) {
                   pct(error_pct(m.measured.p50, m.predicted.p50)).c_str(), num(m.measured.p90).c_str(),
                   num(m.predicted.p90).c_str(), pct(error_pct(m.measured.p90, m.predicted.p90)).c_str());
     out << line;
+  }
+  if (std::isfinite(s.measured_prefix_hit_pct)) {
+    out << "    prefix cache hits " << num(s.measured_prefix_hit_pct) << "% / " << num(s.predicted_prefix_hit_pct)
+        << "% of the prompt tokens\n";
   }
 }
 

@@ -8,6 +8,7 @@
 // the optimum. docs/calibrate.md ("Fitting a deployment").
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -113,6 +114,10 @@ struct RunScore {
   std::string run;
   std::string subset;  // "all", "first half", "second half"
   std::vector<MetricScore> metrics;
+  // A scrape run: the prompt tokens its prefix cache hit, % of those
+  // queried, measured (the counters) and in the replay; NaN when unknown.
+  double measured_prefix_hit_pct = std::numeric_limits<double>::quiet_NaN();
+  double predicted_prefix_hit_pct = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Simulates `run` on `hw` and scores the requests `scored` marks (or the
