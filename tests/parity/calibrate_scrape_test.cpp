@@ -13,7 +13,10 @@
 #include <string>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
+#include "tests/support/run_cli.hpp"
 #include "validate/fit_replay.hpp"
 #include "validate/fit_scrape.hpp"
 #include "validate/measured_fit.hpp"
@@ -109,7 +112,7 @@ TEST_CASE("scrapes: totals, intervals and the engine's names", "[scrape]") {
   const fs::path folder = dir / "scrapes";
   fs::create_directories(folder);
   const double counts[] = {0, 5, 12, 30, 33};
-  for (int i = 0; i < 5; ++i) write(folder / ("2026-12-03T10:0" + std::to_string(i) + ".prom"), vllm_scrape(after(counts[i])));
+  for (int i = 0; i < 5; ++i) write(folder / std::string("2026-12-03T10:0").append(std::to_string(i)).append(".prom"), vllm_scrape(after(counts[i])));
   write(folder / "README", "not a scrape\n");
   CHECK(is_scrape_path(folder));
   const ScrapeRun many = read_scrape_run(folder);
@@ -230,5 +233,41 @@ TEST_CASE("scrapes: residuals compare each interval's mean with the requests the
   score_scrape_half(run, true);
   CHECK(run.scored == std::vector<char>{1, 0});
   CHECK(score_scrape_run(run, predicted, true).metrics[0].measured.mean == Approx(200));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("twinserve calibrate and validate take scrapes; bad ones exit 1 or 2 naming what", "[scrape]") {
+  using twin::test::run_twinserve;
+  const fs::path dir = fresh_dir("cli");
+  const std::string trace = write_trace(dir).string();
+  const std::string good = (dir / "good.prom").string();
+  write(good, vllm_scrape(State{}) + vllm_scrape(after(20)));
+  const std::string deploy = " --model llama-3.1-8b --hw h100-80gb --num-gpu-blocks-override 2000 --quiet ";
+
+  auto r = run_twinserve("validate --measured " + good + " --trace " + trace + deploy + "--out " + (dir / "val").string(), true);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("/metrics scrapes of vllm, 20 requests finished") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(dir / "val" / "report.json"));
+  CHECK(report.at("format") == "prometheus");
+  CHECK(report.at("metrics").at("ttft_ms").at("mean").at("measured").get<double>() == Approx(100));
+
+  const std::string calibrate = "calibrate --fit-params compute_scale --max-evals 8 --out " + (dir / "f.json").string() + deploy;
+  r = run_twinserve(calibrate + "--measured " + good, true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("give the trace the clients played with --trace") != std::string::npos);
+  write(dir / "other.prom", vllm_scrape(State{}, "Qwen/Qwen3-8B") + vllm_scrape(after(20), "Qwen/Qwen3-8B"));
+  r = run_twinserve(calibrate + "--measured " + (dir / "other.prom").string() + "=" + trace, true);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.find("label model_name") != std::string::npos);
+  write(dir / "restart.prom", vllm_scrape(after(20)) + vllm_scrape(after(3)));
+  r = run_twinserve(calibrate + "--measured " + (dir / "restart.prom").string() + "=" + trace, true);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("goes backwards") != std::string::npos);
+  write(dir / "broken.prom", vllm_scrape(State{}) + "vllm:x{a=\"b} 1\n");
+  r = run_twinserve("validate --measured " + (dir / "broken.prom").string() + " --trace " + trace + deploy + "--out " +
+                    (dir / "val2").string(), true);
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("broken.prom:21:") != std::string::npos);
   fs::remove_all(dir);
 }
