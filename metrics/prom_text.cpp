@@ -67,11 +67,11 @@ class LineReader {
       if (s.labels.size() >= max_labels) fail("more than " + std::to_string(max_labels) + " labels");
       std::string key = name(false);
       skip_blanks();
-      if (peek() != '=') fail("expected '=' after label " + key);
+      if (peek() != '=') fail("expected '=' after label " + excerpt(key, 80));
       ++at_;
       skip_blanks();
       for (const auto& kv : s.labels)
-        if (kv.first == key) fail("label " + key + " given twice");
+        if (kv.first == key) fail("label " + excerpt(key, 80) + " given twice");
       s.labels.emplace_back(std::move(key), quoted());
       skip_blanks();
       if (peek() == ',') {
