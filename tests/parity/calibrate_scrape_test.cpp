@@ -236,7 +236,7 @@ TEST_CASE("scrapes: residuals compare each interval's mean with the requests the
   fs::remove_all(dir);
 }
 
-TEST_CASE("twinserve calibrate and validate take scrapes; bad ones exit 1 or 2 naming what", "[scrape]") {
+TEST_CASE("twinserve calibrate and validate take scrapes, bad ones exit 1 or 2 naming what", "[scrape]") {
   using twin::test::run_twinserve;
   const fs::path dir = fresh_dir("cli");
   const std::string trace = write_trace(dir).string();
