@@ -11,6 +11,7 @@
 #include "metrics/vllm_detailed.hpp"
 #include "models/json_fields.hpp"
 #include "sim/cluster.hpp"
+#include "validate/fit_scrape.hpp"
 #include "validate/measured_fit.hpp"
 #include "validate/measured_run.hpp"
 #include "validate/trace_requests.hpp"
@@ -94,6 +95,7 @@ bool same_model(const std::string& a, const std::string& b) {
 
 FitRun load_fit_run(const std::string& path, const std::string& trace, const TraceReadOptions& read,
                     std::int64_t max_requests) {
+  if (is_scrape_path(path)) return load_scrape_fit_run(path, trace, read, max_requests);
   FitRun run;
   run.path = path;
   run.trace = trace;
@@ -120,6 +122,13 @@ FitRun load_fit_run(const std::string& path, const std::string& trace, const Tra
   return run;
 }
 
+std::pair<std::string, std::string> split_run_trace(const std::string& run) {
+  std::error_code ec;
+  const std::size_t eq = run.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == run.size() || fs::exists(run, ec)) return {run, ""};
+  return {run.substr(0, eq), run.substr(eq + 1)};
+}
+
 void check_fit_runs(const std::vector<FitRun>& runs, const ClusterConfig& cluster) {
   const Cluster built = build_cluster(cluster);
   const std::string& model = built.groups.front().config.model;
@@ -128,7 +137,7 @@ void check_fit_runs(const std::vector<FitRun>& runs, const ClusterConfig& cluste
   for (const FitRun& run : runs) {
     if (!run.model_id.empty()) {
       if (!model.empty() && model.find('/') == std::string::npos && !same_model(run.model_id, model)) {
-        throw UsageError(run.path + ": key \"model_id\": the run served '" + run.model_id + "', the deployment is --model " +
+        throw UsageError(run.path + ": " + run.model_key + ": the run served '" + run.model_id + "', the deployment is --model " +
                          model + ": a run of another model cannot calibrate this one");
       }
       if (named && !same_model(named->model_id, run.model_id)) {
@@ -140,7 +149,8 @@ void check_fit_runs(const std::vector<FitRun>& runs, const ClusterConfig& cluste
     if (max_model_len <= 0) continue;
     for (std::size_t i = 0; i < run.requests.size(); ++i) {
       const Request& r = run.requests[i];
-      if (run.measured[i].outcome == Outcome::finished && r.prompt_len + r.output_len > max_model_len) {
+      const bool finished = run.scrape || run.measured[i].outcome == Outcome::finished;
+      if (finished && r.prompt_len + r.output_len > max_model_len) {
         throw UsageError(run.path + ": request " + std::to_string(i) + " (id " + std::to_string(r.id) + ") has " +
                          std::to_string(r.prompt_len) + " prompt + " + std::to_string(r.output_len) +
                          " output tokens, more than the deployment's max_model_len " + std::to_string(max_model_len) +
@@ -151,6 +161,7 @@ void check_fit_runs(const std::vector<FitRun>& runs, const ClusterConfig& cluste
 }
 
 void score_half(FitRun& run, bool first_half) {
+  if (run.scrape) return score_scrape_half(run, first_half);
   Time lo = run.requests.front().arrival, hi = lo;
   for (const Request& r : run.requests) {
     lo = std::min(lo, r.arrival);

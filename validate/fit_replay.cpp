@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "hwprofiles/hardware_writer.hpp"
+#include "validate/fit_scrape.hpp"
 #include "validate/sim_serve.hpp"
 
 namespace twin {
@@ -51,6 +52,10 @@ std::vector<ResidualSlot> residual_slots(const std::vector<FitRun>& runs) {
   std::vector<ResidualSlot> slots;
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const FitRun& run = runs[k];
+    if (run.scrape) {
+      add_scrape_slots(k, run, slots);
+      continue;
+    }
     std::vector<std::size_t> order(run.requests.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -87,6 +92,16 @@ std::vector<double> relative_residuals(const std::vector<ResidualSlot>& slots,
   std::vector<double> z(slots.size());
   for (std::size_t s = 0; s < slots.size(); ++s) {
     const ResidualSlot& slot = slots[s];
+    if (slot.ranked) {
+      std::int64_t missing = 0;
+      const double mean = ranked_slot_mean(slot, predicted[slot.run], missing);
+      const double n = static_cast<double>(slot.rank_hi - slot.rank_lo);
+      // Ranks the simulation did not reach count as twice the measured mean.
+      const double all = std::isfinite(mean) ? (mean * (n - static_cast<double>(missing)) + 2 * slot.measured_ms * static_cast<double>(missing)) / n
+                                             : 2 * slot.measured_ms;
+      z[s] = (all - slot.measured_ms) / slot.measured_ms;
+      continue;
+    }
     double sum = 0;
     for (std::size_t j = 0; j < slot.requests.size(); ++j) {
       const double p = metric_ms(predicted[slot.run][slot.requests[j]], slot.metric);

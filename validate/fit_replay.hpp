@@ -35,6 +35,14 @@ struct ResidualSlot {
   std::vector<double> measured_each;  // ms, per request
   int metric = 0;
   double measured_ms = 0;  // the mean over `requests`
+  // A scrape run's slot (validate/fit_scrape.hpp): no requests are listed;
+  // the slot is the requests ranked [rank_lo, rank_hi) by when the
+  // simulation observed the metric (first token for TTFT, the end for the
+  // others), as the server's histogram counted them; `token_weighted`: TPOT
+  // as total decode time over total gaps (an inter-token histogram).
+  bool ranked = false;
+  bool token_weighted = false;
+  std::int64_t rank_lo = 0, rank_hi = 0;
 };
 std::vector<ResidualSlot> residual_slots(const std::vector<FitRun>& runs);
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -17,6 +18,20 @@ namespace twin {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+std::string num(double v, int decimals = 1) {
+  if (!std::isfinite(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string pct(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
+  return buf;
+}
 
 // The candidate profiles' folder, removed when the calibration ends.
 struct Scratch {
@@ -41,8 +56,9 @@ std::vector<FitRun> load_runs(const MeasuredCalibrationOptions& o) {
   }
   std::vector<FitRun> runs;
   for (std::size_t i = 0; i < o.runs.size(); ++i) {
-    const std::string trace = o.traces.empty() ? "" : o.traces[o.traces.size() == 1 ? 0 : i];
-    runs.push_back(load_fit_run(o.runs[i], trace, o.read, o.max_requests));
+    auto [path, trace] = split_run_trace(o.runs[i]);
+    if (trace.empty() && !o.traces.empty()) trace = o.traces[o.traces.size() == 1 ? 0 : i];
+    runs.push_back(load_fit_run(path, trace, o.read, o.max_requests));
   }
   check_fit_runs(runs, o.cluster);
   return runs;
@@ -76,7 +92,11 @@ Json score_json(const RunScore& s) {
                                {"p90", null_or(error_pct(m.measured.p90, m.predicted.p90))}}},
                              {"mean_abs_request_error_pct", m.mean_abs_request_error_pct}};
   }
-  return Json{{"run", s.run}, {"requests", s.subset}, {"metrics", metrics}};
+  Json j{{"run", s.run}, {"requests", s.subset}, {"metrics", metrics}};
+  if (std::isfinite(s.measured_prefix_hit_pct)) {
+    j["prefix_cache_hit_pct"] = Json{{"measured", s.measured_prefix_hit_pct}, {"fitted", null_or(s.predicted_prefix_hit_pct)}};
+  }
+  return j;
 }
 
 Json param_json(const ParamEstimate& e) {
@@ -95,9 +115,20 @@ Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibra
   for (const FitRun& run : r.runs) {
     std::int64_t scored = 0;
     for (const char s : run.scored) scored += s ? 1 : 0;
-    runs.push_back(Json{{"path", run.path}, {"format", run.format}, {"trace", run.trace.empty() ? Json(nullptr) : Json(run.trace)},
-                        {"model_id", run.model_id.empty() ? Json(nullptr) : Json(run.model_id)},
-                        {"requests", run.requests.size()}, {"fitted_requests", scored}});
+    Json entry{{"path", run.path}, {"format", run.format}, {"trace", run.trace.empty() ? Json(nullptr) : Json(run.trace)},
+               {"model_id", run.model_id.empty() ? Json(nullptr) : Json(run.model_id)},
+               {"requests", run.requests.size()}};
+    if (run.scrape) {
+      entry["scrape"] = Json{{"engine", run.scrape->engine}, {"scrapes", run.scrape->scrapes.size()},
+                             {"intervals", run.scrape->intervals()}, {"fitted_intervals", scored},
+                             {"finished_requests", run.scrape->finished()},
+                             {"tpot_from", run.scrape->tpot_basis == "request" ? "per-request TPOT histogram"
+                                           : run.scrape->tpot_basis == "token" ? "inter-token latency histogram (token-weighted)"
+                                                                               : "none"}};
+    } else {
+      entry["fitted_requests"] = scored;
+    }
+    runs.push_back(entry);
   }
   j["runs"] = runs;
   ClusterConfig settings = o.cluster;
@@ -142,12 +173,21 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
     for (FitRun& run : r.runs) score_half(run, true);
   progress(o, "fitting on " + std::to_string(r.runs.size()) + " run(s)" + (o.time_split ? ", first halves" : ""));
   r.fit = fit_runs(r.runs, fo);
+  for (const FitRun& run : r.runs) r.fit.warnings.insert(r.fit.warnings.end(), run.warnings.begin(), run.warnings.end());
   for (const FitRun& run : r.runs) {
     r.in_sample.push_back(score_run(run, r.fit.fitted, fo));
     r.in_sample.back().subset = o.time_split ? "first half" : "all";
     if (o.time_split && !r.fit.interrupted) {
       r.held_out.push_back(score_run(run, r.fit.fitted, fo, true));
       r.held_out.back().subset = "second half";
+    }
+  }
+  for (const RunScore& s : r.in_sample) {
+    if (std::abs(s.measured_prefix_hit_pct - s.predicted_prefix_hit_pct) > 5) {
+      r.fit.warnings.push_back(s.run + ": the server's prefix cache hit " + num(s.measured_prefix_hit_pct) +
+                               "% of the prompt tokens, the replay " + num(s.predicted_prefix_hit_pct) +
+                               "%: prompts cached before the run (an earlier run's, with the same prompts?) or "
+                               "sharing the trace does not say; the fit is off by what those hits saved");
     }
   }
   if (!o.time_split && o.cross_validate && r.runs.size() >= 2 && !r.fit.interrupted) {
@@ -170,20 +210,6 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
 
 namespace {
 
-std::string num(double v, int decimals = 1) {
-  if (!std::isfinite(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
-std::string pct(double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%+.1f%%", v);
-  return buf;
-}
-
 void print_score(std::ostream& out, const RunScore& s, const char* label) {
   out << "  " << label << " (" << s.subset << "):\n";
   char line[200];
@@ -197,13 +223,21 @@ void print_score(std::ostream& out, const RunScore& s, const char* label) {
                   num(m.predicted.p90).c_str(), pct(error_pct(m.measured.p90, m.predicted.p90)).c_str());
     out << line;
   }
+  if (std::isfinite(s.measured_prefix_hit_pct)) {
+    out << "    prefix cache hits " << num(s.measured_prefix_hit_pct) << "% / " << num(s.predicted_prefix_hit_pct)
+        << "% of the prompt tokens\n";
+  }
 }
 
 }  // namespace
 
 void print_calibration_report(std::ostream& out, const MeasuredCalibration& r) {
   out << "Fit: loss " << num(r.fit.base_loss, 5) << " (base) -> " << num(r.fit.loss, 5) << " over "
-      << r.fit.residuals << " residuals (means of up to " << kFitBin << " requests), " << r.fit.evaluations << " simulations\n";
+      << r.fit.residuals << " residuals (means of up to " << kFitBin << " requests"
+      << (std::any_of(r.runs.begin(), r.runs.end(), [](const FitRun& run) { return run.scrape != nullptr; })
+              ? ", or over an interval between scrapes"
+              : "")
+      << "), " << r.fit.evaluations << " simulations\n";
   char line[240];
   for (const ParamEstimate& e : r.fit.params) {
     if (e.fitted && e.identified) {

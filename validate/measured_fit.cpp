@@ -10,6 +10,7 @@
 #include "base/error.hpp"
 #include "metrics/percentile.hpp"
 #include "validate/fit_params.hpp"
+#include "validate/fit_scrape.hpp"
 #include "validate/fit_replay.hpp"
 
 namespace twin {
@@ -317,7 +318,7 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
     std::string why;
     for (std::size_t i = 0; i < wanted.size(); ++i) why += std::string("; ") + wanted[i]->name + ": " + dropped_notes[i];
     throw Error("the runs identify none of the fit parameters (" + std::to_string(pr.slots.size()) +
-                " request residuals)" + why + "; give more requests, more varied loads, or fewer --fit-params");
+                " residuals)" + why + "; give more requests, more varied loads, or fewer --fit-params");
   }
   // Those not identified are held at the base's values and the rest refitted.
   Problem refit{runs, o, pr.slots, kept};
@@ -387,6 +388,7 @@ MetricStats stats_of(std::vector<double> v) {
 
 RunScore score_run(const FitRun& run, const HardwareDesc& hw, const FitOptions& options, bool complement) {
   const std::vector<RequestRecord> predicted = replay_run(run, hw, options);
+  if (run.scrape) return score_scrape_run(run, predicted, complement);
   RunScore score;
   score.run = run.path;
   for (int m = 0; m < 3; ++m) {

@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/records.hpp"
@@ -17,6 +20,7 @@
 #include "hwprofiles/hardware_desc.hpp"
 #include "sim/cluster_config.hpp"
 #include "traces/trace_reader.hpp"
+#include "validate/scrape_run.hpp"
 
 namespace twin {
 
@@ -29,8 +33,15 @@ struct FitRun {
   std::vector<Request> requests;        // measured send times and output lengths
   std::vector<RequestRecord> measured;  // the same order
   // Per request: 1 when its residuals count in the fit (all by default;
-  // the first half of the time span with a time split).
+  // the first half of the time span with a time split). A scrape run: per
+  // interval between its scrapes.
   std::vector<char> scored;
+  // A run of /metrics scrapes (format "prometheus"): what it measured is
+  // the growth of the server's histograms per interval; `measured` is empty
+  // and `requests` are the trace's, at its timestamps.
+  std::shared_ptr<const ScrapeRun> scrape;
+  std::string model_key = "key \"model_id\"";  // where model_id was read, for errors
+  std::vector<std::string> warnings;  // what the run's reader noticed
 };
 
 // Reads a RUN: a vLLM `bench serve --save-result --save-detailed` JSON, our
@@ -40,6 +51,11 @@ struct FitRun {
 // name the file and the key.
 FitRun load_fit_run(const std::string& path, const std::string& trace, const TraceReadOptions& read,
                     std::int64_t max_requests);
+
+// A RUN as `--measured` takes it: a path, or `RESULTS=TRACE` (the results
+// and the trace that run played, for runs of different traces). A path
+// that exists is taken whole, '=' and all.
+std::pair<std::string, std::string> split_run_trace(const std::string& run);
 
 // Refuses runs that contradict the deployment or each other: a model_id of
 // another model than `model`, two runs naming different models, prompts
@@ -104,6 +120,10 @@ struct RunScore {
   std::string run;
   std::string subset;  // "all", "first half", "second half"
   std::vector<MetricScore> metrics;
+  // A scrape run: the prompt tokens its prefix cache hit, % of those
+  // queried, measured (the counters) and in the replay; NaN when unknown.
+  double measured_prefix_hit_pct = std::numeric_limits<double>::quiet_NaN();
+  double predicted_prefix_hit_pct = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Simulates `run` on `hw` and scores the requests `scored` marks (or the

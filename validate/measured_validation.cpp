@@ -8,6 +8,7 @@
 #include "metrics/summary_json.hpp"
 #include "validate/report.hpp"
 #include "validate/report_numbers.hpp"
+#include "validate/scrape_validation.hpp"
 #include "validate/sim_serve.hpp"
 #include "validate/trace_requests.hpp"
 
@@ -36,6 +37,10 @@ MeasuredValidation run_measured_validation(const MeasuredValidateOptions& o) {
   v.model = o.cluster.groups.front().model;
   v.hardware = o.cluster.groups.front().hardware;
   v.cost_model = o.cluster.groups.front().profile.empty() ? "roofline" : "calibrated";
+  if (is_scrape_path(o.measured)) {
+    validate_scrapes(o, v);
+    return v;
+  }
   const std::vector<Request> trace = read_trace_requests(o.trace, o.read, o.max_requests);
   v.run = read_measured_run(o.measured, trace);
 
@@ -63,6 +68,7 @@ MeasuredValidation run_measured_validation(const MeasuredValidateOptions& o) {
 
 nlohmann::ordered_json measured_report_json(const MeasuredValidation& v) {
   using Json = nlohmann::ordered_json;
+  if (v.scrape) return scrape_report_json(v);
   Json out;
   out["measured"] = v.measured;
   out["format"] = v.run.format;
@@ -84,6 +90,7 @@ nlohmann::ordered_json measured_report_json(const MeasuredValidation& v) {
 }
 
 void write_measured_report_markdown(std::ostream& out, const MeasuredValidation& v) {
+  if (v.scrape) return write_scrape_report_markdown(out, v);
   out << "# Prediction against a measured run\n\n"
       << "- measured: `" << v.measured << "` (" << v.run.format << "), " << v.measured_records.summary.completed
       << " of " << v.run.records.size() << " requests completed\n"
@@ -113,6 +120,7 @@ void write_measured_report_markdown(std::ostream& out, const MeasuredValidation&
 }
 
 void print_measured_table(std::ostream& out, const MeasuredValidation& v) {
+  if (v.scrape) return print_scrape_table(out, v);
   out << "Measured " << v.measured << " (" << v.run.format << ", " << v.measured_records.summary.completed << "/"
       << v.run.records.size() << " completed) against " << v.model << " on " << v.hardware << " (" << v.cost_model
       << "); arrivals: " << arrivals_text(v.run) << "\n";

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +20,14 @@
 #include "sim/cluster_config.hpp"
 #include "traces/trace_reader.hpp"
 #include "validate/comparison.hpp"
+#include "validate/measured_fit.hpp"
 #include "validate/measured_run.hpp"
 #include "validate/run_recorder.hpp"
 
 namespace twin {
 
 struct MeasuredValidateOptions {
-  std::string measured;  // requests.csv or a vLLM result .json
+  std::string measured;  // requests.csv, a vLLM result .json, or /metrics scrapes
   std::string trace;     // the requests the measured client sent, in its order
   TraceReadOptions read;
   std::int64_t max_requests = 0;  // 0: the whole trace
@@ -45,6 +48,13 @@ struct MeasuredValidation {
   RunRecords predicted;         // the simulation (predicted/)
   std::vector<MetricComparison> metrics;
   std::vector<RequestErrorStats> request_errors;
+  // A run of /metrics scrapes (validate/scrape_run.hpp): the histograms'
+  // growth over the run against the replay of the trace (mean from their
+  // sums, p50 and p90 to their buckets' resolution); `run`,
+  // `measured_records`, `metrics` and `request_errors` stay empty.
+  std::optional<RunScore> scrape;
+  std::shared_ptr<const ScrapeRun> scrape_run;
+  std::vector<std::string> warnings;
 };
 
 MeasuredValidation run_measured_validation(const MeasuredValidateOptions& options);

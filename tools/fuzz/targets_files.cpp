@@ -1,7 +1,8 @@
 // Fuzz targets over the binary and tabular files the program reads besides
 // traces: safetensors checkpoints (`run --weights`), an engine run's
 // steps.csv (`simulate --replay`) and a vLLM benchmark result
-// (`validate --measured`).
+// (`validate --measured`), and scrapes of a server's /metrics (`calibrate
+// --measured`).
 #include <cstdint>
 #include <numeric>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "metrics/vllm_detailed.hpp"
 #include "sim/replay_cost_model.hpp"
 #include "tools/fuzz/fuzz_target.hpp"
+#include "validate/scrape_run.hpp"
 
 namespace twin::fuzz {
 namespace {
@@ -100,6 +102,30 @@ void run_vllm_result(const std::string& input, const Scratch& scratch) {
   checksum = gaps;
 }
 
+// --- /metrics scrapes ---
+
+std::vector<std::string> scrape_seeds() {
+  const auto scrape = [](int n, const char* engine, const char* tpot) {
+    const std::string e(engine), l = "{model_name=\"m\",engine=\"0\"";
+    std::string out = "# HELP " + e + ":num_requests_running x\n# TYPE " + e + ":num_requests_running gauge\n" + e +
+                      ":num_requests_running" + l + "} 1\n" + e + ":prompt_tokens_total" + l + "} " + std::to_string(100 * n) + "\n";
+    for (const std::string& h : {e + ":time_to_first_token_seconds", e + ":e2e_request_latency_seconds", e + tpot}) {
+      out += h + "_bucket" + l + ",le=\"0.5\"} " + std::to_string(n / 2) + "\n" + h + "_bucket" + l + ",le=\"+Inf\"} " +
+             std::to_string(n) + "\n" + h + "_sum" + l + "} " + std::to_string(0.4 * n) + "\n" + h + "_count" + l + "} " +
+             std::to_string(n) + "\n";
+    }
+    return out;
+  };
+  return {scrape(0, "vllm", ":request_time_per_output_token_seconds") + scrape(30, "vllm", ":request_time_per_output_token_seconds") +
+              "# EOF\n" + scrape(45, "vllm", ":request_time_per_output_token_seconds"),
+          scrape(2, "sglang", ":inter_token_latency_seconds") + scrape(40, "sglang", ":inter_token_latency_seconds")};
+}
+
+void run_scrape(const std::string& input, const Scratch& scratch) {
+  const ScrapeRun run = read_scrape_run(scratch.write("m.prom", input));
+  checksum = static_cast<unsigned>(run.intervals());
+}
+
 }  // namespace
 
 std::vector<FuzzTarget> binary_targets() {
@@ -110,6 +136,8 @@ std::vector<FuzzTarget> binary_targets() {
                   run_steps, "steps.csv"),
       file_target("vllm-result", "a vllm bench serve --save-detailed result JSON (read_vllm_detailed, validate --measured)",
                   vllm_result_seeds, run_vllm_result, "vllm.json"),
+      file_target("metrics-scrape", "scrapes of a server's Prometheus /metrics (read_scrape_run: calibrate/validate --measured)",
+                  scrape_seeds, run_scrape, "m.prom"),
   };
 }
 

@@ -85,18 +85,21 @@ std::string scrape_metrics(CompletionClient& client) {
   return client.get("/metrics", error).value_or("");
 }
 
-// The client's TTFT against the server's: its records of the same requests
-// when it sent them (twinserve serve), else its /metrics histogram.
-ServerTtftCheck compare_with_server(const BenchResult& result, const BenchOptions& o, double timeout_s,
-                                    const std::string& metrics_before) {
-  std::string metrics_after;
-  const bool records = std::any_of(result.ttfts.begin(), result.ttfts.end(),
-                                   [](const TtftPair& t) { return t.server.has_value(); });
-  if (!records && !result.ttfts.empty()) {
-    CompletionClient client(o.url, o.endpoint, std::min(timeout_s, 30.0));
-    metrics_after = scrape_metrics(client);
-  }
-  return check_server_ttft(result.ttfts, metrics_before, metrics_after);
+// The server's /metrics after the run ("" when it had none before it).
+std::string scrape_after(const BenchOptions& o, double timeout_s, const std::string& metrics_before) {
+  if (metrics_before.empty()) return "";
+  CompletionClient client(o.url, o.endpoint, std::min(timeout_s, 30.0));
+  return scrape_metrics(client);
+}
+
+// metrics.prom: the two scrapes, before and after the run, one after the
+// other (the second begins where a series repeats): a run that calibrate
+// --measured reads as scrapes (docs/calibrate.md).
+void write_scrapes(const OutputDir& out, const std::string& before, const std::string& after) {
+  if (before.empty() || after.empty()) return;
+  std::ofstream file = out.open("metrics.prom");
+  file << before << (before.back() == '\n' ? "" : "\n") << after << (after.back() == '\n' ? "" : "\n");
+  if (!file) throw Error((out.path() / "metrics.prom").string() + ": write failed");
 }
 
 std::vector<Request> read_requests(const BenchArgs& a) {
@@ -160,7 +163,7 @@ void run(const BenchArgs& a) {
   o.timeout_s = a.timeout_s;
   o.seed = a.seed;
   // Output folder first: a run of minutes is not lost to an existing file.
-  const OutputDir out(a.out.dir, a.out.overwrite, {"requests.csv", "summary.json", "vllm_result.json"});
+  const OutputDir out(a.out.dir, a.out.overwrite, {"requests.csv", "summary.json", "vllm_result.json", "metrics.prom"});
   std::string metrics_before;  // the server's /metrics before the run ("" when it has none)
   {
     CompletionClient probe(o.url, o.endpoint, std::min(a.timeout_s, 30.0));
@@ -188,7 +191,11 @@ void run(const BenchArgs& a) {
   }
   const BenchResult result = run_bench(std::move(trace), o);
   progress.finish();
-  const ServerTtftCheck server_check = compare_with_server(result, o, a.timeout_s, metrics_before);
+  // The client's TTFT against the server's: its records of the same
+  // requests when it sent them (twinserve serve), else its /metrics histogram.
+  const std::string metrics_after = scrape_after(o, a.timeout_s, metrics_before);
+  const ServerTtftCheck server_check = check_server_ttft(result.ttfts, metrics_before, metrics_after);
+  write_scrapes(out, metrics_before, metrics_after);
 
   // requests.csv in end order, as run and simulate write it.
   std::vector<const RequestRecord*> by_end;

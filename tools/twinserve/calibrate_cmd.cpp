@@ -205,9 +205,10 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   // deployment"); the deployment's flags are simulate's groups.
   add_flag(*sub, FlagId::measured, a.measured,
            "fit --hw's free parameters to these runs instead of timing the engine: vLLM `bench serve "
-           "--save-result --save-detailed` JSON, our requests.csv, or a `twinserve bench` output folder")
+           "--save-result --save-detailed` JSON, our requests.csv, a `twinserve bench` output folder, or scrapes "
+           "of vLLM's or SGLang's /metrics (a file or a folder of them); RESULTS=TRACE gives a run its own trace")
       ->expected(1, -1);
-  add_trace_input_flags(*sub, a.in, "With --measured: the trace the runs played (default: the runs' own lengths)", false);
+  add_trace_input_flags(*sub, a.in, "With --measured: the trace the runs played, unless a run gives its own as RUN=TRACE (default: the runs' own lengths; scrapes need one)", false);
   add_flag(*sub, FlagId::hardware, a.hw, "with --measured: the base profile the fit starts from");
   add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the deployment's");
   add_scheduler_flags(*sub, a.sched);

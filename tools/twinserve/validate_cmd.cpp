@@ -102,7 +102,9 @@ void run_measured(const ValidateArgs& a, const CLI::App& sub) {
     std::cerr << "validate: warning: " << v.run.prompt_mismatches
               << " measured prompt lengths differ from the trace's (first: " << v.run.first_prompt_mismatch << ")\n";
   }
-  std::cout << "Wrote " << (o.out_dir / "report.md").string() << ", report.json, measured/ and predicted/\n";
+  for (const std::string& w : v.warnings) std::cerr << "validate: warning: " << w << "\n";
+  std::cout << "Wrote " << (o.out_dir / "report.md").string() << ", report.json, " << (v.scrape ? "" : "measured/ and ")
+            << "predicted/\n";
 }
 
 void run(const ValidateArgs& a, const CLI::App& sub) {
@@ -179,7 +181,8 @@ const RegisterCommand registration{"validate", [](CLI::App& root) {
            "measured run ran on");
   add_flag(*sub, FlagId::measured, a.measured,
            "compare the simulator with one instead of the engine: a requests.csv (run, bench) matched to --trace "
-           "by id, or `vllm bench serve --save-result --save-detailed` JSON matched to --trace by order")
+           "by id, `vllm bench serve --save-result --save-detailed` JSON matched to --trace by order, or scrapes "
+           "of vLLM's or SGLang's /metrics taken before and after --trace was played (a file or a folder)")
       ->check(non_empty());
   add_flag(*sub, FlagId::tensor_parallel, a.tp, "with --measured: the measured deployment's");
   add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the measured deployment's");
