@@ -250,3 +250,25 @@ TEST_CASE("hybrid layers' projections take their own shapes") {
                                24 * 2 * 21504.0 * 4096;
   CHECK(weight_reads == Approx(layers_linear));
 }
+
+TEST_CASE("a GLM-4.5 config (glm4_moe) reads as DeepSeek-style MoE with QKV biases") {
+  // zai-org/GLM-4.5's config.json values (the MTP layer, num_nextn_predict_layers, is not loaded for the target).
+  const auto glm = nlohmann::json::parse(R"({"model_type": "glm4_moe", "hidden_size": 5120, "intermediate_size": 12288,
+    "moe_intermediate_size": 1536, "num_hidden_layers": 92, "num_attention_heads": 96, "num_key_value_heads": 8,
+    "head_dim": 128, "n_routed_experts": 160, "n_shared_experts": 1, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3, "vocab_size": 151552, "max_position_embeddings": 131072, "attention_bias": true,
+    "use_qk_norm": false, "partial_rotary_factor": 0.5, "num_nextn_predict_layers": 1, "rope_theta": 1000000,
+    "tie_word_embeddings": false})");
+  const ModelDesc m = parse(glm);
+  CHECK(m.attention_bias);
+  CHECK(m.qk_norm == QkNorm::none);
+  CHECK(count_layers(m, 0, m.num_hidden_layers).dense == 3);
+  // Z.ai's model card: 355B total (with the 1-layer MTP module, about 4B, not counted here), 32B active.
+  CHECK(std::abs(static_cast<double>(param_count(m)) / 1e9 - 355.0) / 355.0 < 0.01);
+  // Active as the card counts it, without the embedding and LM head: 32.08B.
+  const double active = static_cast<double>(active_param_count(m) - 2 * m.vocab_size * m.hidden_size) / 1e9;
+  CHECK(std::abs(active - 32.0) / 32.0 < 0.01);
+  nlohmann::json qk = glm;
+  qk["use_qk_norm"] = true;
+  CHECK(parse(qk).qk_norm == QkNorm::per_head);
+}
