@@ -91,7 +91,7 @@ TEST_CASE("hybrid descriptors' parameter counts are within 1% of the published f
   CHECK(qn_active < 3.5);
 }
 
-TEST_CASE("KV bytes per token count the attention layers; the state is per request") {
+TEST_CASE("KV bytes per token count the attention layers, the state is per request") {
   // Gemma 3: 62 layers x K and V x 16 heads x 128 x 2 bytes.
   CHECK(kv_bytes_per_token(resolve_model("gemma-3-27b"), Dtype::bf16) == 62 * 2 * 16 * 128 * 2);
   CHECK(kv_bytes_per_token(resolve_model("llama-4-scout"), Dtype::bf16) == 48 * 2 * 8 * 128 * 2);
@@ -198,7 +198,7 @@ TEST_CASE("hybrid configs refuse what they do not model, by name") {
   CHECK_THROWS_WITH(check_layout(parse(qn), ParallelLayout{4, 1}), Catch::Contains("linear_num_key_heads"));
 }
 
-TEST_CASE("state scans cost the same at any context; attention grows with it") {
+TEST_CASE("state scans cost the same at any context while attention grows with it") {
   for (const char* name : {"qwen3-next-80b-a3b", "nemotron-h-8b"}) {
     CAPTURE(name);
     const ModelDesc m = resolve_model(name);
