@@ -40,9 +40,24 @@ const char* qk_norm_name(QkNorm q);
 // How one layer attends. full: every earlier token (or ModelDesc's
 // sliding_window when the model has one window for all layers); sliding: the
 // model's sliding_window tokens; chunked: the tokens of its own
-// attention_chunk_size chunk (Llama 4's local layers).
-enum class LayerAttention : std::uint8_t { full, sliding, chunked };
+// attention_chunk_size chunk (Llama 4's local layers). The hybrid models'
+// other token mixers (issue 41): linear, a Gated DeltaNet linear-attention
+// layer (Qwen3-Next's "linear_attention") with a fixed-size state per
+// request; mamba, a Mamba-2 layer (Nemotron-H's "M") likewise; none, a
+// layer with no token mixer (Nemotron-H's "-" MLP layers).
+enum class LayerAttention : std::uint8_t { full, sliding, chunked, linear, mamba, none };
 const char* layer_attention_name(LayerAttention a);
+// The kinds that cache keys and values per token (full, sliding, chunked).
+constexpr bool is_kv_attention(LayerAttention a) {
+  return a == LayerAttention::full || a == LayerAttention::sliding || a == LayerAttention::chunked;
+}
+// The kinds that hold a fixed-size state per request (linear, mamba).
+constexpr bool is_state_mixer(LayerAttention a) { return a == LayerAttention::linear || a == LayerAttention::mamba; }
+
+// A layer's feed-forward part: a dense MLP of intermediate_size, the
+// experts (with the shared ones), or none (Nemotron-H's mixer-only layers).
+enum class LayerMlp : std::uint8_t { dense, moe, none };
+const char* layer_mlp_name(LayerMlp k);
 
 struct ModelDesc {
   std::string name;        // our name, e.g. "llama-2-7b"
@@ -109,6 +124,35 @@ struct ModelDesc {
   // Layers of each kind (all of them full or windowed when layer_attention is empty).
   int64_t layers_of(LayerAttention kind) const;
   // --- end of the attention kinds block ---
+
+  // --- Hybrid models (issue 41, s50-hyb): per-layer MLPs, linear attention, Mamba-2 ---
+  // Per-layer feed-forward kinds (Llama 4's interleaved MoE, Nemotron-H's
+  // pattern): empty means a MoE model's first first_k_dense_replace layers
+  // are dense and the rest MoE (a dense model: all dense); else one per layer.
+  std::vector<LayerMlp> layer_mlp;
+  bool mlp_gated = true;          // false: up and down projections only (Nemotron-H's relu2)
+  bool attn_output_gate = false;  // Qwen3-Next: q_proj also puts out a sigmoid gate per query value
+  // Gated DeltaNet (linear layers), Qwen3-Next's config names: key heads
+  // (queries share them) and value heads, their widths, the causal
+  // convolution's kernel over q, k and v. State per layer: value heads x
+  // key_head_dim x value_head_dim, plus the convolution's last kernel - 1 inputs.
+  int64_t linear_num_key_heads = 0;
+  int64_t linear_num_value_heads = 0;
+  int64_t linear_key_head_dim = 0;
+  int64_t linear_value_head_dim = 0;
+  int64_t linear_conv_kernel_dim = 0;
+  // Mamba-2 (mamba layers), Nemotron-H's config names: heads of
+  // mamba_head_dim (inner width heads x head_dim), the SSM state per head
+  // row, the B/C groups, the convolution kernel, and the chunk of the
+  // chunked scan prefill runs (SSD).
+  int64_t mamba_num_heads = 0;
+  int64_t mamba_head_dim = 0;
+  int64_t ssm_state_size = 0;
+  int64_t mamba_n_groups = 0;
+  int64_t mamba_conv_kernel = 0;
+  int64_t mamba_chunk_size = 0;
+  // Where this block's derived figures live: models/hybrid_layers.hpp.
+  // --- end of the hybrid models block ---
 
   bool is_moe() const { return num_local_experts > 0; }
   int64_t expert_intermediate_size() const { return moe_intermediate_size > 0 ? moe_intermediate_size : intermediate_size; }

@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "models/embedded_file.hpp"
+#include "models/hybrid_config.hpp"
 #include "models/json_fields.hpp"
 #include "models/quantization.hpp"
 #include "models/model_desc.hpp"
@@ -16,8 +17,10 @@ namespace {
 
 // Architectures whose blocks match the op list in step_ops.hpp. Others (GPT-2,
 // Gemma, DeepSeek MLA, ...) differ in ways we would silently get wrong.
-constexpr const char* kSupportedTypes[] = {"llama",      "mistral",     "mixtral", "qwen2",  "qwen3", "qwen3_moe",
-                                           "minimax_m2", "deepseek_v3", "kimi_k2", "gpt_oss"};
+constexpr const char* kSupportedTypes[] = {"llama",       "mistral",  "mixtral",     "qwen2",       "qwen3",
+                                           "qwen3_moe",   "minimax_m2", "deepseek_v3", "kimi_k2",   "gpt_oss",
+                                           "gemma3",      "gemma3_text", "llama4",     "llama4_text", "qwen3_next",
+                                           "nemotron_h",  "glm4_moe"};
 
 std::string supported_types_text() {
   std::string out;
@@ -54,8 +57,9 @@ RopeScalingDesc rope_scaling_from_json(const nlohmann::json& j, const std::strin
     r.factor = number("factor");
     r.low_freq_factor = number("low_freq_factor");
     r.high_freq_factor = number("high_freq_factor");
-    if (!(r.high_freq_factor > r.low_freq_factor))
-      json_field_error(origin, "rope_scaling.high_freq_factor", "expected more than low_freq_factor");
+    // Equal factors (Llama 4's 1.0 and 1.0) leave no band between the two: valid.
+    if (!(r.high_freq_factor >= r.low_freq_factor))
+      json_field_error(origin, "rope_scaling.high_freq_factor", "expected at least low_freq_factor");
     const double original = number("original_max_position_embeddings");
     if (original != std::floor(original))
       json_field_error(origin, "rope_scaling.original_max_position_embeddings", "expected a positive integer");
@@ -181,17 +185,26 @@ void read_layer_types(const nlohmann::json& j, const std::string& origin, ModelD
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string key = "layer_types[" + std::to_string(i) + "]";
     const std::string t = list[i].is_string() ? list[i].get<std::string>() : std::string();
+    // Qwen3-Next's Gated DeltaNet layers; Llama 4's chunked local layers.
+    const bool linear_ok = m.model_type == "qwen3_next";
     if (t == "full_attention")
       kinds.push_back(LayerAttention::full);
     else if (t == "sliding_attention")
       kinds.push_back(LayerAttention::sliding);
+    else if (t == "chunked_attention")
+      kinds.push_back(LayerAttention::chunked);
+    else if (t == "linear_attention" && linear_ok)
+      kinds.push_back(LayerAttention::linear);
     else
       json_field_error(origin, key,
-                       "expected \"full_attention\" or \"sliding_attention\", got " + excerpt(list[i].dump()) +
-                           " (other layer kinds are not modelled)");
+                       "expected \"full_attention\", \"sliding_attention\", \"chunked_attention\"" +
+                           std::string(linear_ok ? " or \"linear_attention\"" : "") + ", got " +
+                           excerpt(list[i].dump()) +
+                           (t == "linear_attention" ? " (linear attention is read for model_type qwen3_next)"
+                                                    : " (other layer kinds are not modelled)"));
   }
   if (std::all_of(kinds.begin(), kinds.end(), [](LayerAttention a) { return a == LayerAttention::full; })) return;
-  if (m.sliding_window <= 0)
+  if (m.sliding_window <= 0 && std::count(kinds.begin(), kinds.end(), LayerAttention::sliding) > 0)
     json_field_error(origin, "sliding_window", "missing, and layer_types has sliding_attention layers");
   m.layer_attention = std::move(kinds);
 }
@@ -357,8 +370,10 @@ void read_torch_dtype(const nlohmann::json& j, const std::string& origin, ModelD
 
 }  // namespace
 
-ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
+ModelDesc model_from_json(const nlohmann::json& raw, const std::string& origin,
                           const std::string& default_name) {
+  // Gemma 3's and Llama 4's text_config, the families' defaults and spellings.
+  const nlohmann::json j = hybrid_config_view(raw, origin);
   ModelDesc m;
   m.name = j.contains("name") ? json_string(j, "name", origin) : default_name;
   if (m.name.empty()) json_field_error(origin, "name", "expected a non-empty string");
@@ -375,6 +390,7 @@ ModelDesc model_from_json(const nlohmann::json& j, const std::string& origin,
   read_attention(j, origin, m);
   read_qk_norm_and_moe_layout(j, origin, m);
   read_experts(j, origin, m);
+  read_hybrid_layers(j, origin, m);
   check_parameter_count(origin, m);
   read_quantization_config(j, origin, m);
   read_torch_dtype(j, origin, m);
@@ -403,8 +419,20 @@ const char* layer_attention_name(LayerAttention a) {
     case LayerAttention::full: return "full";
     case LayerAttention::sliding: return "sliding";
     case LayerAttention::chunked: return "chunked";
+    case LayerAttention::linear: return "linear";
+    case LayerAttention::mamba: return "mamba";
+    case LayerAttention::none: return "none";
   }
   return "full";
+}
+
+const char* layer_mlp_name(LayerMlp k) {
+  switch (k) {
+    case LayerMlp::dense: return "dense";
+    case LayerMlp::moe: return "moe";
+    case LayerMlp::none: return "none";
+  }
+  return "dense";
 }
 
 int64_t ModelDesc::layers_of(LayerAttention kind) const {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "models/hybrid_layers.hpp"
 
 namespace twin {
 
@@ -49,58 +50,84 @@ MlaWeights mla_weights(const ModelDesc& m, int tp) {
   return w;
 }
 
+// The two RMSNorms of a layer with a mixer and an MLP; one for a layer with
+// only one of them (Nemotron-H's blocks).
+int64_t layer_norm_params(const ModelDesc& m, LayerAttention mixer, LayerMlp mlp) {
+  return (mixer == LayerAttention::none || mlp == LayerMlp::none) ? m.hidden_size : 2 * m.hidden_size;
+}
+
+// The query projection's outputs: the heads, and Qwen3-Next's output gate as many again.
+int64_t q_proj_width(const ModelDesc& m, int64_t q) { return m.attn_output_gate ? 2 * q : q; }
+
 // Parameters of one layer, split over `tp` GPUs (tp = 1: the whole layer).
 // Norm weights are replicated on every GPU. `active_experts` < 0: all the
-// experts on the GPU (num_local_experts / ep). A MoE model's dense layers
-// (its first first_k_dense_replace) take `moe_layer` false.
-int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep, bool moe_layer) {
+// experts on the GPU (num_local_experts / ep).
+int64_t layer_params(const ModelDesc& m, int tp, int64_t active_experts, int ep, LayerAttention mixer, LayerMlp mlp_kind) {
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
-  int64_t attn = h * (q + 2 * kv) + q * h + qk_norm_params(m, q, kv);
+  int64_t attn = h * (q_proj_width(m, q) + 2 * kv) + q * h + qk_norm_params(m, q, kv);
   if (m.attention_bias) attn += q + 2 * kv;
   if (m.is_mla()) {
     const MlaWeights w = mla_weights(m, tp);
     attn = w.linear_params() + w.norms;
   }
-  int64_t mlp = 3 * h * (m.intermediate_size / tp);
-  if (moe_layer) {
+  if (is_state_mixer(mixer)) {
+    const MixerShape s = mixer_shape(m, mixer, tp);
+    attn = s.linear_params(h) + s.small_params;
+  } else if (mixer == LayerAttention::none) {
+    attn = 0;
+  }
+  int64_t mlp = (m.mlp_gated ? 3 : 2) * h * (m.intermediate_size / tp);
+  if (mlp_kind == LayerMlp::moe) {
     const int64_t expert_one = 3 * h * (m.expert_intermediate_size() / tp);
     const int64_t experts = active_experts < 0 ? m.num_local_experts / ep : active_experts;
     // Shared experts run on every rank; the router is replicated.
     mlp = (experts + m.n_shared_experts) * expert_one + h * m.num_local_experts;
+  } else if (mlp_kind == LayerMlp::none) {
+    mlp = 0;
   }
-  return attn + mlp + 2 * h;
+  return attn + mlp + layer_norm_params(m, mixer, mlp_kind);
 }
 
 // Bytes of one layer's weights at a precision, split as layer_params: the
 // projections and experts in the linear format, bias, router and norms
 // unquantised.
-double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& precision, int ep, bool moe_layer) {
+double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& precision, int ep, LayerAttention mixer,
+                   LayerMlp mlp_kind) {
   // An experts-only format (mxfp4) quantises the routed experts alone.
   const WeightPrecision p = precision.for_linear(false), experts = precision.for_linear(true);
   const int64_t h = m.hidden_size;
   const int64_t q = q_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t kv = kv_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t inter = m.intermediate_size / tp;
-  int64_t dense = 2 * h + qk_norm_params(m, q, kv);
+  int64_t dense = layer_norm_params(m, mixer, mlp_kind) + qk_norm_params(m, q, kv);
   if (m.attention_bias) dense += q + 2 * kv;
-  double linear = p.linear_bytes(q + 2 * kv, h) + p.linear_bytes(h, q);
+  double linear = p.linear_bytes(q_proj_width(m, q) + 2 * kv, h) + p.linear_bytes(h, q);
   if (m.is_mla()) {
     const MlaWeights w = mla_weights(m, tp);
     dense = 2 * h + w.norms;
     linear = p.linear_bytes(w.replicated_n, w.replicated_k) + p.linear_bytes(w.q_up_n, w.q_up_k) +
              p.linear_bytes(w.kv_up_n, w.kv_up_k) + p.linear_bytes(w.o_n, w.o_k);
   }
-  if (moe_layer) {
+  if (is_state_mixer(mixer)) {
+    // The convolution's weights are small and stay unquantised (vLLM's conv1d is not a quantised linear).
+    const MixerShape s = mixer_shape(m, mixer, tp);
+    dense = layer_norm_params(m, mixer, mlp_kind) + s.small_params + s.conv_dim * s.conv_kernel;
+    linear = p.linear_bytes(s.in_n, h) + p.linear_bytes(h, s.out_k);
+  } else if (mixer == LayerAttention::none) {
+    dense = layer_norm_params(m, mixer, mlp_kind);
+    linear = 0;
+  }
+  if (mlp_kind == LayerMlp::moe) {
     const int64_t e_inter = m.expert_intermediate_size() / tp;
     const double expert_one = experts.linear_bytes(2 * e_inter, h) + experts.linear_bytes(h, e_inter);
     const double shared_one = p.linear_bytes(2 * e_inter, h) + p.linear_bytes(h, e_inter);
     linear += static_cast<double>(m.num_local_experts / ep) * expert_one +
               static_cast<double>(m.n_shared_experts) * shared_one;
     dense += h * m.num_local_experts;
-  } else {
-    linear += p.linear_bytes(2 * inter, h) + p.linear_bytes(h, inter);
+  } else if (mlp_kind == LayerMlp::dense) {
+    linear += p.linear_bytes((m.mlp_gated ? 2 : 1) * inter, h) + p.linear_bytes(h, inter);
   }
   return linear + static_cast<double>(dense) * p.dense_bytes();
 }
@@ -108,17 +135,32 @@ double layer_bytes(const ModelDesc& m, int tp, const WeightPrecision& precision,
 // Whole bytes: exact for unquantised weights, scales' fractions rounded up.
 int64_t whole_bytes(double bytes) { return static_cast<int64_t>(std::ceil(bytes)); }
 
-// Parameters of `layers` layers starting at layer `first`: dense ones and MoE ones.
+// Parameters of `layers` layers starting at layer `first`, each of its own
+// mixer and MLP kind (runs of equal layers priced once).
 int64_t layers_params(const ModelDesc& m, int64_t first, int64_t layers, int tp, int64_t active_experts, int ep) {
-  const int64_t dense = std::clamp<int64_t>(m.dense_layers() - first, 0, layers);
-  return dense * layer_params(m, tp, active_experts, ep, false) +
-         (layers - dense) * layer_params(m, tp, active_experts, ep, true);
+  int64_t total = 0;
+  for (int64_t i = first; i < first + layers;) {
+    const LayerAttention mixer = mixer_of(m, i);
+    const LayerMlp mlp = mlp_of(m, i);
+    int64_t run = 1;
+    while (i + run < first + layers && mixer_of(m, i + run) == mixer && mlp_of(m, i + run) == mlp) ++run;
+    total += run * layer_params(m, tp, active_experts, ep, mixer, mlp);
+    i += run;
+  }
+  return total;
 }
 
 double layers_bytes(const ModelDesc& m, int64_t first, int64_t layers, int tp, const WeightPrecision& p, int ep) {
-  const int64_t dense = std::clamp<int64_t>(m.dense_layers() - first, 0, layers);
-  return static_cast<double>(dense) * layer_bytes(m, tp, p, ep, false) +
-         static_cast<double>(layers - dense) * layer_bytes(m, tp, p, ep, true);
+  double total = 0;
+  for (int64_t i = first; i < first + layers;) {
+    const LayerAttention mixer = mixer_of(m, i);
+    const LayerMlp mlp = mlp_of(m, i);
+    int64_t run = 1;
+    while (i + run < first + layers && mixer_of(m, i + run) == mixer && mlp_of(m, i + run) == mlp) ++run;
+    total += static_cast<double>(run) * layer_bytes(m, tp, p, ep, mixer, mlp);
+    i += run;
+  }
+  return total;
 }
 
 }  // namespace
@@ -144,14 +186,19 @@ int64_t weight_bytes(const ModelDesc& m, const WeightPrecision& weights) {
 }
 
 int64_t kv_bytes_per_token(const ModelDesc& m, Dtype kv) {
-  if (m.is_mla()) return m.num_hidden_layers * m.mla_cache_dim() * dtype_bytes(kv);
-  return 2 * m.num_hidden_layers * m.num_key_value_heads * m.head_dim * dtype_bytes(kv);
+  // Only the layers that attend cache keys and values (a hybrid model's
+  // linear-attention and Mamba layers hold a state per request instead).
+  const int64_t layers = count_layers(m, 0, m.num_hidden_layers).kv();
+  if (m.is_mla()) return layers * m.mla_cache_dim() * dtype_bytes(kv);
+  return 2 * layers * m.num_key_value_heads * m.head_dim * dtype_bytes(kv);
 }
 
 int64_t kv_bytes_per_request(const ModelDesc& m, Dtype kv, int64_t tokens) {
   tokens = std::max<int64_t>(tokens, 0);
   if (m.layer_attention.empty()) return tokens * kv_bytes_per_token(m, kv);
-  const int64_t per_layer = kv_bytes_per_token(m, kv) / m.num_hidden_layers;
+  const int64_t kv_layers = count_layers(m, 0, m.num_hidden_layers).kv();
+  if (kv_layers == 0) return 0;
+  const int64_t per_layer = kv_bytes_per_token(m, kv) / kv_layers;
   const int64_t sliding = std::min(tokens, m.sliding_window);
   const int64_t chunked = m.attention_chunk_size > 0 ? (tokens - 1) % m.attention_chunk_size + 1 : tokens;
   return per_layer * (m.layers_of(LayerAttention::full) * tokens + m.layers_of(LayerAttention::sliding) * sliding +
@@ -170,6 +217,7 @@ void check_layout(const ModelDesc& m, const ParallelLayout& layout) {
   if (kvh % tp != 0 && tp % kvh != 0)
     throw UsageError(who + "tp=" + std::to_string(tp) + " neither divides num_key_value_heads=" +
                      std::to_string(kvh) + " nor is a multiple of it");
+  check_mixer_layout(m, tp);
   if (m.intermediate_size % tp != 0)
     throw UsageError(who + "tp=" + std::to_string(tp) + " does not divide intermediate_size=" +
                      std::to_string(m.intermediate_size));
@@ -203,7 +251,7 @@ int64_t stage_first_layer(const ModelDesc& m, int pp, int pp_stage) {
 }
 
 int64_t stage_dense_layers(const ModelDesc& m, int pp, int pp_stage) {
-  return std::clamp<int64_t>(m.dense_layers() - stage_first_layer(m, pp, pp_stage), 0, stage_layers(m, pp, pp_stage));
+  return count_layers(m, stage_first_layer(m, pp, pp_stage), stage_layers(m, pp, pp_stage)).dense;
 }
 
 int64_t q_heads_per_gpu(const ModelDesc& m, int tp) { return m.num_attention_heads / tp; }
@@ -214,10 +262,11 @@ int64_t kv_heads_per_gpu(const ModelDesc& m, int tp) {
 
 int64_t kv_bytes_per_token_per_gpu(const ModelDesc& m, Dtype kv, const ParallelLayout& layout,
                                    int pp_stage) {
+  const int64_t layers =
+      count_layers(m, stage_first_layer(m, layout.pp, pp_stage), stage_layers(m, layout.pp, pp_stage)).kv();
   // The latent is not split by heads: every TP rank caches all of it.
-  if (m.is_mla()) return stage_layers(m, layout.pp, pp_stage) * m.mla_cache_dim() * dtype_bytes(kv);
-  return 2 * stage_layers(m, layout.pp, pp_stage) * kv_heads_per_gpu(m, layout.tp) * m.head_dim *
-         dtype_bytes(kv);
+  if (m.is_mla()) return layers * m.mla_cache_dim() * dtype_bytes(kv);
+  return 2 * layers * kv_heads_per_gpu(m, layout.tp) * m.head_dim * dtype_bytes(kv);
 }
 
 int64_t weight_bytes_per_gpu(const ModelDesc& m, const WeightPrecision& weights, const ParallelLayout& layout,

@@ -62,6 +62,11 @@ ModelDesc eagle_head(const ModelDesc& target) {
   head.moe_intermediate_size = 0;
   head.n_shared_experts = 0;
   head.first_k_dense_replace = 0;
+  // One full-attention layer with a dense MLP, whatever the target's layer mix.
+  if (!head.layer_attention.empty()) head.sliding_window = 0;  // the window was its local layers'
+  head.layer_attention.clear();
+  head.layer_mlp.clear();
+  head.attention_chunk_size = 0;
   return head;
 }
 

@@ -7,6 +7,8 @@
 
 #include "base/error.hpp"
 #include "models/forward_program.hpp"
+#include "models/hybrid_layers.hpp"
+#include "models/state_scan.hpp"
 
 namespace twin {
 
@@ -17,7 +19,7 @@ constexpr std::string_view kOpNames[kNumOpKinds] = {
     "attn_decode",  "o_proj",     "tp_allreduce",     "gate_up_proj",  "silu_mul",
     "down_proj",    "moe_router", "moe_gate_up_proj", "moe_down_proj", "final_norm",
     "lm_head",      "tp_gather",  "sample",           "pp_send",       "ep_dispatch",
-    "ep_combine",   "qk_norm",
+    "ep_combine",   "qk_norm",    "state_scan",
 };
 
 // Rough per-element costs of the elementwise kernels; they are memory bound,
@@ -222,6 +224,19 @@ void append_mla_projections(const ModelDesc& m, int64_t tokens, int tp, const We
   out.push_back(norm);
 }
 
+// A hybrid model's linear-attention and Mamba layers' projections, priced
+// as the attention layers' qkv_proj (in) and o_proj (out) GEMMs of their shapes.
+void append_mixer_projections(const ModelDesc& m, bool in, const LayerCounts& counts, int64_t tokens, int tp,
+                              const WeightPrecision& w, std::vector<Op>& out) {
+  for (const auto& [kind, instances] : {std::pair{LayerAttention::linear, counts.linear},
+                                        std::pair{LayerAttention::mamba, counts.mamba}}) {
+    if (instances == 0) continue;
+    const MixerShape s = mixer_shape(m, kind, tp);
+    out.push_back(in ? linear(OpKind::qkv_proj, tokens, s.in_n, m.hidden_size, w, instances)
+                     : linear(OpKind::o_proj, tokens, m.hidden_size, s.out_k, w, instances));
+  }
+}
+
 // Under expert parallelism the busiest rank's share of the batch's
 // sequences, tokens and attention work (rounded up).
 int64_t ep_share(int64_t x, int ep) { return (x + ep - 1) / ep; }
@@ -231,16 +246,10 @@ AttentionSums ep_share(const AttentionSums& a, int ep) {
                        ep_share(a.score_pairs, ep)};
 }
 
-// The stage's layers that attend fully and locally (sliding window or
-// chunk): all full unless the model has per-layer kinds.
-std::pair<int64_t, int64_t> stage_attention_layers(const ModelDesc& m, int pp, int pp_stage) {
-  const int64_t layers = stage_layers(m, pp, pp_stage);
-  if (m.layer_attention.empty()) return {layers, 0};
-  const int64_t first = stage_first_layer(m, pp, pp_stage);
-  int64_t full = 0;
-  for (int64_t i = first; i < first + layers; ++i)
-    full += m.layer_attention[static_cast<std::size_t>(i)] == LayerAttention::full ? 1 : 0;
-  return {full, layers - full};
+// The stage's layers of each kind (all full attention unless the model has
+// per-layer kinds).
+LayerCounts stage_counts(const ModelDesc& m, int pp, int pp_stage) {
+  return count_layers(m, stage_first_layer(m, pp, pp_stage), stage_layers(m, pp, pp_stage));
 }
 
 // The attention call's ops for the stage's layers, from the step's sums
@@ -254,7 +263,8 @@ void append_attention(const ModelDesc& m, const StepSums& sums, int split, const
   const double kv_dim = static_cast<double>(kv_heads_per_gpu(m, layout.tp) * m.head_dim);
   const double act = weights.activation();
   const double kvb = static_cast<double>(dtype_bytes(kv));
-  const auto [full, local] = stage_attention_layers(m, layout.pp, pp_stage);
+  const LayerCounts counts = stage_counts(m, layout.pp, pp_stage);
+  const int64_t full = counts.full, local = counts.local;
   const auto push = [&](const AttentionSums& s, OpKind kind, int64_t instances) {
     if (s.seqs == 0 || instances == 0) return;
     const AttentionSums shared = ep_share(s, split);
@@ -265,6 +275,16 @@ void append_attention(const ModelDesc& m, const StepSums& sums, int split, const
   push(sums.decode, OpKind::attn_decode, full);
   push(sums.prefill_local, OpKind::attn_prefill, local);
   push(sums.decode_local, OpKind::attn_decode, local);
+  // The fixed-state mixers: their scans, by the seqs and new tokens alone.
+  for (const auto& [kind, instances] : {std::pair{LayerAttention::linear, counts.linear},
+                                        std::pair{LayerAttention::mamba, counts.mamba}}) {
+    if (instances == 0) continue;
+    const MixerShape shape = mixer_shape(m, kind, layout.tp);
+    for (const bool prefill : {true, false}) {
+      const AttentionSums s = ep_share(prefill ? sums.prefill : sums.decode, split);
+      if (s.seqs > 0) out.push_back(state_scan_op(shape, s.seqs, s.tokens, prefill, act, act, instances));
+    }
+  }
 }
 
 }  // namespace
@@ -287,7 +307,7 @@ StepSums step_sums(const ModelDesc& m, const BatchShape& batch) {
   // Per-layer kinds: the sums above are the full layers' (no window), the
   // local ones the local layers'.
   const bool per_layer = !m.layer_attention.empty();
-  const bool local = per_layer && m.layers_of(LayerAttention::full) < m.num_hidden_layers;
+  const bool local = per_layer && m.layers_of(LayerAttention::sliding) + m.layers_of(LayerAttention::chunked) > 0;
   const int64_t window = per_layer ? 0 : m.sliding_window;
   for (const SeqShape& s : batch.seqs) {
     if (s.new_tokens <= 0) continue;
@@ -363,8 +383,12 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   const int64_t kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
   const int64_t inter = m.intermediate_size / tp;
   const int64_t expert_inter = m.expert_intermediate_size() / tp;
-  // A DeepSeek-style MoE model's first layers have dense MLPs.
-  const int64_t dense_layers = m.is_moe() ? stage_dense_layers(m, layout.pp, pp_stage) : 0;
+  // The stage's layers by mixer and MLP kind: a DeepSeek-style MoE model's
+  // first layers have dense MLPs; a hybrid model's layers differ (its
+  // attention calls run on its attention layers only).
+  const LayerCounts counts = stage_counts(m, layout.pp, pp_stage);
+  const int64_t dense_layers = m.is_moe() ? counts.dense : 0;
+  const int64_t mlp_width = m.mlp_gated ? 2 * inter : inter;  // Nemotron-H's relu2 MLP: no gate
   const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
   const double wb = weights.dense_bytes();
   const double act = weights.activation();
@@ -396,7 +420,8 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
           append_mla_projections(m, tokens, tp, weights, instances, out);
           break;
         }
-        out.push_back(linear(OpKind::qkv_proj, tokens, q_dim + 2 * kv_dim, h, weights, instances, m.attention_bias));
+        out.push_back(linear(OpKind::qkv_proj, tokens, (m.attn_output_gate ? 2 : 1) * q_dim + 2 * kv_dim, h, weights,
+                             instances, m.attention_bias));
         break;
       case ForwardCall::qk_norm: {
         // Read and written in place; the weights: head_dim each for q and k
@@ -431,7 +456,7 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
         out.push_back(linear(OpKind::o_proj, tokens, h, m.is_mla() ? q_heads * m.v_head_dim : q_dim, weights, instances));
         break;
       case ForwardCall::gate_up_proj:
-        out.push_back(linear(OpKind::gate_up_proj, tokens, 2 * inter, h, weights, instances));
+        out.push_back(linear(OpKind::gate_up_proj, tokens, mlp_width, h, weights, instances));
         break;
       case ForwardCall::silu_mul:
         out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
@@ -510,11 +535,28 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   // followed by an all-reduce, priced as one op of all of them.
   int64_t allreduces = 0;
   const bool qk_norm = m.has_qk_norm();
+  const int64_t state_mixers = counts.linear + counts.mamba;
   for (ForwardCall call : forward_program(moe, qk_norm)) {
     const ForwardCallInfo& info = call_info(call);
     if (info.part == CallPart::epilogue) continue;
     if (info.part == CallPart::prologue ? !first : layers == 0) continue;
     int64_t instances = info.part == CallPart::layer ? layers : 1;
+    if (call == ForwardCall::qkv_proj || call == ForwardCall::qk_norm || call == ForwardCall::rotary ||
+        call == ForwardCall::o_proj) {
+      instances = counts.attention();
+      // A hybrid model's linear-attention and Mamba layers project in and
+      // out with their own shapes (their out-projection all-reduced under TP).
+      if (state_mixers > 0 && (call == ForwardCall::qkv_proj || call == ForwardCall::o_proj)) {
+        append_mixer_projections(m, call == ForwardCall::qkv_proj, counts, tokens, tp, weights, out);
+        if (call == ForwardCall::o_proj) allreduces += state_mixers;
+      }
+    } else if (call == ForwardCall::post_norm) {
+      instances = layers - counts.no_mixer - counts.no_mlp;  // one norm in a mixer-only or MLP-only layer
+    } else if (!moe && (call == ForwardCall::gate_up_proj || call == ForwardCall::silu_mul ||
+                        call == ForwardCall::down_proj)) {
+      instances = counts.dense;
+    }
+    if (instances == 0) continue;
     if (call == ForwardCall::moe_router || call == ForwardCall::moe_experts) {
       // The dense layers of a MoE model run the dense MLP's calls instead.
       if (call == ForwardCall::moe_router && dense_layers > 0) {
@@ -523,7 +565,7 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
           if (call_info(dense).tp_allreduce_after) allreduces += dense_layers;
         }
       }
-      instances = layers - dense_layers;
+      instances = counts.moe;
       if (instances == 0) continue;
     }
     price(call, instances);

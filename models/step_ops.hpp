@@ -59,6 +59,14 @@ struct BatchShape {
 //     one shared head, and projects back (W_UV), k = kv_lora + qk_rope.
 //     Its qkv_proj is two ops (the replicated down-projection, the query
 //     up-projection) and its qk_norm op the two latents' RMSNorms.
+//   state_scan (hybrid models' linear-attention and Mamba-2 layers,
+//     models/state_scan.hpp): the scan over a fixed state per request, one
+//     op for the prefill seqs and one for the decodes per mixer kind, after
+//     the attention ops; num_seqs, tokens as attention's, context 0 (no
+//     per-token cache), n = heads on this GPU, k = state values per head,
+//     m = the prefill scan's chunk (1 for decode). Their in- and
+//     out-projections are qkv_proj and o_proj ops of their own shapes. The
+//     engine runs no such layers (it refuses these models).
 //   tp_allreduce: comm_bytes = the buffer all-reduced (tokens * hidden *
 //     activation bytes), group = tp. tp_gather: logits gathered for sampling.
 //   pp_send: comm_bytes = hidden states and residual to the next stage.
@@ -96,8 +104,9 @@ enum class OpKind : int32_t {
   ep_dispatch,
   ep_combine,
   qk_norm,
+  state_scan,
 };
-inline constexpr int kNumOpKinds = static_cast<int>(OpKind::qk_norm) + 1;
+inline constexpr int kNumOpKinds = static_cast<int>(OpKind::state_scan) + 1;
 
 // Static snake_case name ("qkv_proj"); "unknown" for out-of-range values.
 std::string_view op_name(OpKind kind);

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "models/hybrid_layers.hpp"
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/data_parallel.hpp"
 #include "sim/host_work.hpp"
@@ -357,6 +358,11 @@ void plan_group_memory(GroupPlan& g, const ClusterConfig& config, const ReplicaG
     s.weight_bytes_per_gpu = static_cast<double>(weight_bytes_per_gpu(g.model, g.precision, g.layout, stage));
     s.kv_block_bytes_per_gpu =
         static_cast<double>(kv_bytes_per_token_per_gpu(g.model, g.kv_dtype, g.layout, stage)) * g.replica.kv.block_size;
+    // A hybrid model's linear-attention / Mamba state, in the model's dtype
+    // (vLLM's mamba_cache_dtype "auto"), for every request that can run.
+    s.state_bytes_per_seq_per_gpu =
+        static_cast<double>(state_bytes_per_request_per_gpu(g.model, g.dtype, g.layout, stage));
+    s.state_seqs = s.state_bytes_per_seq_per_gpu > 0 ? g.replica.scheduler.max_num_seqs : 0;
     add_speculation_memory(s, g, gc, draft);
     const MemoryPlan plan = plan_memory(s, describe(g));
     // vLLM checks every worker: the stage with the least KV memory per

@@ -38,13 +38,16 @@ MemoryPlan plan_memory(const MemoryPlanInput& in, const std::string& what) {
   plan.runtime_bytes = in.runtime_reserve_bytes;
   plan.collective_bytes = in.collective_reserve_bytes;
   plan.cuda_graph_bytes = in.cuda_graph_reserve_bytes;
+  if (in.state_bytes_per_seq_per_gpu < 0 || in.state_seqs < 0) throw UsageError("state bytes and seqs must not be negative");
+  plan.state_seqs = in.state_seqs;
+  plan.state_bytes = in.state_bytes_per_seq_per_gpu * in.state_seqs;
   plan.kv_bytes = plan.usable_bytes - plan.weight_bytes - plan.activation_bytes - plan.runtime_bytes -
-                  plan.collective_bytes - plan.cuda_graph_bytes;
+                  plan.collective_bytes - plan.cuda_graph_bytes - plan.state_bytes;
   plan.block_bytes = in.kv_block_bytes_per_gpu;
-  const double other = plan.runtime_bytes + plan.collective_bytes + plan.cuda_graph_bytes;
+  const double other = plan.runtime_bytes + plan.collective_bytes + plan.cuda_graph_bytes + plan.state_bytes;
   const std::string numbers = gib(in.gpu_memory_bytes) + " x " + std::to_string(in.gpu_memory_utilization).substr(0, 4) +
                               " = " + gib(plan.usable_bytes) + " usable per GPU; weights " + gib(plan.weight_bytes) +
-                              ", activations " + gib(plan.activation_bytes) + " and runtime/collective/graph reserves " +
+                              ", activations " + gib(plan.activation_bytes) + " and runtime/collective/graph/state reserves " +
                               gib(other) + " per GPU leave " + gib(plan.kv_bytes) + " for KV; one block takes " +
                               mib(plan.block_bytes);
   if (plan.kv_bytes < plan.block_bytes) {
@@ -91,6 +94,12 @@ std::string explain_memory_plan(const MemoryPlan& p, const std::string& indent) 
   line("-", "runtime (CUDA context, workspaces)", p.runtime_bytes);
   line("-", "collectives (NCCL, all-reduce)", p.collective_bytes);
   line("-", "CUDA graphs (inside the budget)", p.cuda_graph_bytes);
+  if (p.state_seqs > 0) {
+    char state[64];
+    std::snprintf(state, sizeof state, "fixed state (%d seqs x %.2f MiB)", p.state_seqs,
+                  p.state_bytes / p.state_seqs / (1024.0 * 1024.0));
+    line("-", state, p.state_bytes);
+  }
   line("=", "KV cache", p.kv_bytes);
   line("/", "one block", p.block_bytes);
   char buf[160];

@@ -26,6 +26,13 @@ struct MemoryPlanInput {
   // Attention ranks of the replica (EP: ep; else 1): each holds the KV of
   // its own sequences, so the replica has this many GPUs' worth of blocks.
   std::int32_t attention_ranks = 1;
+  // Hybrid models (linear attention, Mamba-2): the fixed state one request
+  // holds on the fullest GPU, for `state_seqs` requests (max_num_seqs: the
+  // most that run at once, each holding its state whatever its length, as
+  // vLLM's hybrid allocator gives each running request its state blocks),
+  // set aside before the KV blocks are counted. 0: none.
+  double state_bytes_per_seq_per_gpu = 0;
+  std::int32_t state_seqs = 0;
 };
 
 struct MemoryPlan {
@@ -37,6 +44,8 @@ struct MemoryPlan {
   double runtime_bytes = 0;
   double collective_bytes = 0;
   double cuda_graph_bytes = 0;
+  double state_bytes = 0;      // hybrid models: state_seqs requests' fixed state
+  std::int32_t state_seqs = 0;
   double kv_bytes = 0;         // left for the KV cache
   double block_bytes = 0;
   std::int32_t num_blocks = 0;  // the replica's: per GPU x attention ranks

@@ -353,7 +353,11 @@ bool RooflineCostModel::attention_priced_flat(const Op& op) const {
 }
 
 namespace {
-bool is_attention(OpKind kind) { return kind == OpKind::attn_prefill || kind == OpKind::attn_decode; }
+// The ops that depend on the step's prefill/decode split (attention_ops):
+// attention and the hybrid models' state scans.
+bool is_attention(OpKind kind) {
+  return kind == OpKind::attn_prefill || kind == OpKind::attn_decode || kind == OpKind::state_scan;
+}
 
 double axis_value(CurveAxis axis, const Op& op) {
   switch (axis) {
@@ -449,7 +453,7 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
     total += c.time_ns;
     add_to_mix(all, c);
     if (breakdown) breakdown->push_back(c);
-    if (op.kind == OpKind::attn_prefill || op.kind == OpKind::attn_decode) {
+    if (is_attention(op.kind)) {
       after_attention = true;
     } else if (after_attention) {
       if (tail == kMaxTailOps) fits = false;

@@ -21,6 +21,17 @@ ModelConfig model_config_from(const ModelDesc& d) {
   if (d.is_mla())
     throw Error("model '" + excerpt(d.name, 80) +
                 "': the engine does not implement multi-head latent attention (kv_lora_rank); the simulator prices it");
+  // Hybrid layers (linear attention, Mamba-2, mixer-less or per-layer MLPs,
+  // gated or ungated variants): named, on every backend (CPU and CUDA).
+  for (LayerAttention kind : {LayerAttention::linear, LayerAttention::mamba, LayerAttention::none})
+    if (d.layers_of(kind) > 0)
+      throw Error("model '" + excerpt(d.name, 80) + "': the engine does not implement " +
+                  layer_attention_name(kind) + " layers (" + std::to_string(d.layers_of(kind)) +
+                  " of them; Gated DeltaNet, Mamba-2 or MLP-only blocks); the simulator prices them");
+  if (!d.layer_mlp.empty() || !d.mlp_gated || d.attn_output_gate)
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': the engine does not implement per-layer MLP kinds, ungated (relu2) MLPs or gated attention "
+                "output (layer_mlp, mlp_gated, attn_output_gate); the simulator prices them");
   if (!d.layer_attention.empty() || d.attention_chunk_size > 0)
     throw Error("model '" + excerpt(d.name, 80) +
                 "': the engine does not implement per-layer sliding-window or chunked local attention (layer_types, "

@@ -49,7 +49,8 @@ std::string load_error(const nlohmann::json& j) {
 TEST_CASE("every bundled profile loads, with a source for every number") {
   const auto names = hardware_names();
   REQUIRE(names == std::vector<std::string>{"a100-80gb", "b200", "b300", "cpu", "gb200-nvl72", "gb300-nvl72", "h100-80gb",
-                                            "h20", "h200", "l40s", "mi300x", "mi325x", "mi355x", "rtx-4090",
+                                            "h100-nvl", "h100-pcie", "h20", "h200", "l4", "l40s", "mi300x", "mi325x",
+                                            "mi355x", "rtx-4090",
                                             "rtx-pro-6000-blackwell-server", "rtx-pro-6000-blackwell-workstation"});
   for (const auto& name : names) {
     INFO(name);
@@ -192,6 +193,11 @@ TEST_CASE("the hardware profile of the device an engine ran on") {
   CHECK(hardware_for_device("cuda", "NVIDIA H100 80GB HBM3") == "h100-80gb");
   CHECK(hardware_for_device("cuda", "NVIDIA A100-SXM4-80GB") == "a100-80gb");
   CHECK(hardware_for_device("cuda", "NVIDIA L40S") == "l40s");
+  // The PCIe and NVL H100 cards and the L4 by their own names.
+  CHECK(hardware_for_device("cuda", "NVIDIA H100 PCIe") == "h100-pcie");
+  CHECK(hardware_for_device("cuda", "NVIDIA H100 NVL") == "h100-nvl");
+  CHECK(hardware_for_device("cuda", "NVIDIA H100 80GB HBM3") == "h100-80gb");
+  CHECK(hardware_for_device("cuda", "NVIDIA L4") == "l4");
   CHECK(hardware_for_device("cuda", "NVIDIA GeForce RTX 4090") == "rtx-4090");
   CHECK(hardware_for_device("cuda", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition") ==
         "rtx-pro-6000-blackwell-workstation");

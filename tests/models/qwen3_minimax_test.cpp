@@ -217,6 +217,6 @@ TEST_CASE("layer mixes the registry does not describe are refused naming the key
   CHECK_THAT(load_error("norm", minimax_m2_config(R"(, "qk_norm_type": "per_group")")),
              Catch::Contains("'qk_norm_type'"));
   CHECK(load_config("no_norm", minimax_m2_config(R"(, "use_qk_norm": false)")).qk_norm == QkNorm::none);
-  CHECK_THAT(load_error("type", R"({"model_type": "qwen3_next", "hidden_size": 64})"),
+  CHECK_THAT(load_error("type", R"({"model_type": "jamba", "hidden_size": 64})"),
              Catch::Contains("qwen3, qwen3_moe, minimax_m2"));
 }

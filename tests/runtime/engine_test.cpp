@@ -321,6 +321,12 @@ TEST_CASE("the engine refuses attention kinds it does not compute, by name") {
   ModelDesc sinks = resolve_model("tiny");
   sinks.attention_sinks = true;
   CHECK_THROWS_WITH(model_config_from(sinks), Catch::Contains("attention sinks"));
+  // Hybrid models' fixed-state layers (both backends read this config).
+  CHECK_THROWS_WITH(model_config_from(resolve_model("nemotron-h-8b")),
+                    Catch::Contains("does not implement mamba layers"));
+  CHECK_THROWS_WITH(model_config_from(resolve_model("qwen3-next-80b-a3b")),
+                    Catch::Contains("does not implement linear layers"));
+  CHECK_THROWS_WITH(model_config_from(resolve_model("llama-4-scout")), Catch::Contains("per-layer MLP kinds"));
 }
 
 }  // namespace twin::test

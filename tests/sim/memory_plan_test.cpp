@@ -214,3 +214,24 @@ TEST_CASE("plan_memory checks its inputs") {
   in.num_gpu_blocks_override = kMaxSimulatedBlocks;
   CHECK(plan_memory(in, "x").num_blocks == kMaxSimulatedBlocks);
 }
+
+TEST_CASE("a hybrid model's fixed state is set aside for max_num_seqs requests before the KV blocks") {
+  // Nemotron-H-8B on one H100: 24 Mamba-2 layers' state per request, for
+  // the preset's 256 running requests; KV blocks of its 4 attention layers.
+  ClusterConfig config = one_group("nemotron-h-8b", "h100-80gb", 1, 1, 1, "bf16");
+  Cluster c = build_cluster(config);
+  const GroupPlan& g = c.groups.front();
+  const double state = 24.0 * (128 * 64 * 128 + 3 * (8192 + 2 * 8 * 128)) * 2;
+  CHECK(g.memory.state_seqs == g.replica.scheduler.max_num_seqs);
+  CHECK(g.memory.state_bytes == Approx(state * g.replica.scheduler.max_num_seqs));
+  CHECK(g.memory.block_bytes == Approx(16.0 * 4 * 2 * 8 * 128 * 2));
+  const double left = g.memory.usable_bytes - g.memory.weight_bytes - g.memory.activation_bytes -
+                      g.memory.runtime_bytes - g.memory.collective_bytes - g.memory.state_bytes;
+  CHECK(g.memory.num_blocks == static_cast<std::int32_t>(std::floor(left / g.memory.block_bytes)));
+  CHECK_THAT(explain_memory_plan(g.memory, ""), Catch::Contains("fixed state (256 seqs x"));
+  // Under TP 2 each GPU holds half of every request's state.
+  Cluster tp2 = build_cluster(one_group("nemotron-h-8b", "h100-80gb", 2, 1, 1, "bf16"));
+  CHECK(tp2.groups.front().memory.state_bytes == Approx(state / 2 * g.replica.scheduler.max_num_seqs));
+  // A model without such layers sets nothing aside.
+  CHECK(build_cluster(one_group("llama-3.1-8b", "h100-80gb")).groups.front().memory.state_seqs == 0);
+}

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/model_desc.hpp"
+#include "models/hybrid_layers.hpp"
 #include "models/model_math.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
@@ -77,6 +78,13 @@ nlohmann::ordered_json model_json(const ModelDesc& m) {
     if (m.attention_chunk_size > 0) j["attention_chunk_size"] = m.attention_chunk_size;
   }
   if (m.attention_sinks) j["attention_sinks"] = true;
+  // Hybrid models only (issue 41): per-layer MLPs and the fixed state per request.
+  if (!m.layer_mlp.empty()) {
+    auto& mlps = j["layer_mlp"];
+    mlps = nlohmann::ordered_json::array();
+    for (LayerMlp k : m.layer_mlp) mlps.push_back(layer_mlp_name(k));
+  }
+  if (state_bytes_per_request(m, Dtype::bf16) > 0) j["state_bytes_per_request_bf16"] = state_bytes_per_request(m, Dtype::bf16);
   j["attention_bias"] = m.attention_bias;
   j["qk_norm"] = qk_norm_name(m.qk_norm);
   j["tie_word_embeddings"] = m.tie_word_embeddings;
@@ -132,7 +140,17 @@ void show_model(const std::string& name, bool json) {
       kinds += ", " + num(m.layers_of(LayerAttention::sliding)) + " sliding (window " + num(m.sliding_window) + ")";
     if (m.layers_of(LayerAttention::chunked) > 0)
       kinds += ", " + num(m.layers_of(LayerAttention::chunked)) + " chunked (chunk " + num(m.attention_chunk_size) + ")";
+    if (m.layers_of(LayerAttention::linear) > 0)
+      kinds += ", " + num(m.layers_of(LayerAttention::linear)) + " linear (Gated DeltaNet, " +
+               num(m.linear_num_value_heads) + " value heads of " + num(m.linear_key_head_dim) + "x" +
+               num(m.linear_value_head_dim) + ")";
+    if (m.layers_of(LayerAttention::mamba) > 0)
+      kinds += ", " + num(m.layers_of(LayerAttention::mamba)) + " mamba (Mamba-2, " + num(m.mamba_num_heads) +
+               " heads of " + num(m.mamba_head_dim) + "x" + num(m.ssm_state_size) + ")";
+    if (m.layers_of(LayerAttention::none) > 0) kinds += ", " + num(m.layers_of(LayerAttention::none)) + " MLP-only";
     line("attention layers", kinds);
+    if (state_bytes_per_request(m, Dtype::bf16) > 0)
+      line("state per request", num(state_bytes_per_request(m, Dtype::bf16)) + " bytes in bf16 (fixed, any length)");
   } else if (m.sliding_window > 0) {
     line("attention layers", "all sliding (window " + num(m.sliding_window) + ")");
   }
@@ -155,7 +173,7 @@ void show_model(const std::string& name, bool json) {
   for (Dtype d : kAllDtypes)
     std::printf("%-6s %18lld %14s\n", std::string(dtype_name(d)).c_str(),
                 static_cast<long long>(kv_bytes_per_token(m, d)), gib(weight_bytes(m, d)).c_str());
-  if (!m.layer_attention.empty()) {
+  if (!m.layer_attention.empty() && kv_bytes_per_token(m, Dtype::bf16) > 0) {
     // What vLLM's hybrid KV cache manager holds; the memory plan counts
     // every layer per token (docs/models.md).
     std::printf("\nKV bytes per request, bf16, each layer holding only what it reads (vLLM's hybrid manager):\n");
