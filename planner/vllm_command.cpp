@@ -36,7 +36,7 @@ std::string vllm_serve_command(const Candidate& c) {
   out << (s.enable_chunked_prefill ? " --enable-chunked-prefill" : " --no-enable-chunked-prefill");
   out << (g.replica.kv.enable_prefix_caching ? " --enable-prefix-caching" : " --no-enable-prefix-caching");
   out << " --gpu-memory-utilization " << g.memory.utilization;
-  if (s.order == QueueOrder::priority) out << " --scheduling-policy priority";
+  if (s.order == "priority") out << " --scheduling-policy priority";
   out << dtype_flags(c.dtype);
   if (!c.quantization.empty() && c.quantization != "none") out << " --quantization " << c.quantization;
   if (!c.kv_dtype.empty() && c.kv_dtype != "auto") out << " --kv-cache-dtype " << c.kv_dtype;

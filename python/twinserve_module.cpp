@@ -19,6 +19,7 @@
 
 #include "base/error.hpp"
 #include "metrics/summary_json.hpp"
+#include "python/python_policies.hpp"
 #include "tools/twinserve/capture.hpp"
 #include "tools/twinserve/cli_app.hpp"
 #include "tools/twinserve/common_flags.hpp"
@@ -162,7 +163,11 @@ struct StepColumns {
   }
 };
 
-py::dict simulate(const std::vector<std::string>& words, bool requests, bool steps) {
+// router / queue_order: the Python functions the "python" policies call
+// (python_policies.hpp), or None.
+py::dict simulate(const std::vector<std::string>& words, bool requests, bool steps, py::object router,
+                  py::object queue_order) {
+  const PolicyFunctions policies(std::move(router), std::move(queue_order));
   cli::SimulateCapture capture;
   RequestColumns request_columns;
   StepColumns step_columns;
@@ -273,7 +278,9 @@ std::string run_command(const std::vector<std::string>& words) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "twinserve's C++ core: the command line's commands, called with their own flags (docs/python.md)";
-  m.def("simulate", &twin::python::simulate, py::arg("words"), py::arg("requests") = true, py::arg("steps") = true);
+  twin::python::register_python_policies();
+  m.def("simulate", &twin::python::simulate, py::arg("words"), py::arg("requests") = true, py::arg("steps") = true,
+        py::arg("router") = py::none(), py::arg("queue_order") = py::none());
   m.def("plan", &twin::python::plan, py::arg("words"));
   m.def("read_trace", &twin::python::read_trace, py::arg("words"));
   m.def("run_command", &twin::python::run_command, py::arg("words"));

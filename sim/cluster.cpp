@@ -127,7 +127,7 @@ QuantMethod checkpoint_quantization(const ModelDesc& model, QuantMethod asked, c
 
 }  // namespace
 
-DisaggOptions disagg_options(const DisaggregationConfig& d, RouterPolicy router) {
+DisaggOptions disagg_options(const DisaggregationConfig& d, const std::string& router) {
   DisaggOptions o;
   o.mode = disagg_mode(d.mode);
   o.conditional_threshold = d.conditional_threshold;

@@ -41,7 +41,7 @@ struct Cluster {
   ClusterTopology topology;
   std::vector<GroupPlan> groups;
   std::vector<SimReplicaSpec> replicas;
-  RouterPolicy router = RouterPolicy::round_robin;
+  std::string router = "round_robin";
   // Prefill/decode pools: set when some group has a pool role.
   DisaggOptions disagg;
   std::shared_ptr<KvTransferModel> transfers;  // null without pools
@@ -68,7 +68,7 @@ NodeLinks node_links(const HardwareDesc& hw);
 // The serving loop's disaggregation options from a config's keys; a pool
 // without its own router takes the cluster's `router`. The simulator's
 // cluster and the engine's pools (`run --prefill-replicas`) both use it.
-DisaggOptions disagg_options(const DisaggregationConfig& config, RouterPolicy router);
+DisaggOptions disagg_options(const DisaggregationConfig& config, const std::string& router);
 
 // What build_cluster does with vLLM's start-up check (engine/core/kv_fit.hpp)
 // when a replica's KV cache cannot hold one request of max_model_len:

@@ -54,7 +54,7 @@ class PeriodBuffer final : public RecordSink {
 
 ServingOptions unit_options(const SimOptions& options) {
   ServingOptions o;
-  o.router = RouterPolicy::round_robin;  // a loop over one replica: the router upstream decides
+  o.router = "round_robin";  // a loop over one replica: the router upstream decides
   o.seed = options.seed;
   o.record_steps = options.record_steps;
   o.record_steps_every = options.record_steps_every;
@@ -277,7 +277,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   RouterSnapshot snapshot;
   std::vector<ReplicaFigures> loads(static_cast<std::size_t>(n));
   std::vector<std::int32_t> hits(static_cast<std::size_t>(n));
-  const bool wants_prefix = router.policy() == RouterPolicy::prefix_affinity;
+  const bool wants_prefix = router.reads_cached_prefix();
   SimStats stats;
 
   // Across ranks: each replica's records of the period, by replica.

@@ -44,8 +44,8 @@ OptionList override_options(const ReplicaOverrides& o) {
   boolean("enable_prefix_caching", o.enable_prefix_caching);
   boolean("enable_chunked_prefill", o.enable_chunked_prefill);
   boolean("stop_at_eos", o.stop_at_eos);
-  if (o.order) out.emplace_back("order", queue_order_name(*o.order));
-  if (o.victim) out.emplace_back("victim", victim_policy_name(*o.victim));
+  if (o.order) out.emplace_back("order", *o.order);
+  if (o.victim) out.emplace_back("victim", *o.victim);
   integer("num_gpu_blocks", o.num_gpu_blocks);
   for (const auto& kv : o.options) out.push_back(kv);
   return out;

@@ -26,8 +26,8 @@ struct ReplicaOverrides {
   std::optional<bool> enable_prefix_caching;
   std::optional<bool> enable_chunked_prefill;
   std::optional<bool> stop_at_eos;
-  std::optional<QueueOrder> order;      // vLLM's --scheduling-policy sets both: priority
-  std::optional<VictimPolicy> victim;   // orders the queue and picks preemption victims
+  std::optional<std::string> order;        // vLLM's --scheduling-policy sets both: priority
+  std::optional<std::string> victim;   // orders the queue and picks preemption victims
   std::optional<std::int32_t> num_gpu_blocks;
   OptionList options;  // --set KEY=VALUE, applied last
 

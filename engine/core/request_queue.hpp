@@ -1,15 +1,18 @@
 #pragma once
-// The waiting queue of one replica, ordered by the configured QueueOrder.
-// Entries are (key, ticket, slot): key is the order's primary key (priority,
-// prompt length, bucket index, or 0), ticket the enqueue order. A request put
+// The waiting queue of one replica, ordered by the configured queue order
+// (a QueueOrderPolicy, policy.hpp). Entries are (key, ticket, slot): key is
+// the policy's primary key (priority, prompt length, bucket index, or 0),
+// computed once at enqueue, ticket the enqueue order. A request put
 // back after preemption gets a ticket below every other, so it leads its key.
 // Iteration is lazy so an admission pass that stops early costs O(admitted).
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <set>
 #include <vector>
 
+#include "engine/core/policy.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/scheduler_config.hpp"
 
@@ -31,21 +34,22 @@ class RequestQueue {
 
   explicit RequestQueue(const SchedulerConfig& config);
 
-  // Queues slot; at_front for a preempted request. Returns its entry (keep it to erase).
-  QueueEntry push(const Request& req, std::int32_t slot, bool at_front);
+  // Queues slot; at_front for a preempted request, which has generated
+  // num_output tokens so far. Returns its entry (keep it to erase).
+  QueueEntry push(const Request& req, std::int32_t slot, bool at_front, std::int32_t num_output = 0);
   void erase(const QueueEntry& entry) { entries_.erase(entry); }
   std::size_t size() const { return entries_.size(); }
   const Set& entries() const { return entries_; }  // key order (not bucket rotation)
   bool empty() const { return entries_.empty(); }
 
   // Visits slots in service order until visit returns false. With
-  // length_buckets, service starts at the current bucket (the first non-empty
+  // rotating keys (length_buckets), service starts at the current bucket (the first non-empty
   // one at or after the last served) and wraps around.
   template <class Visit>
   void for_each(Visit&& visit) {
     if (entries_.empty()) return;
     Iterator start = entries_.begin();
-    if (config_order_ == QueueOrder::length_buckets) {
+    if (rotating_) {
       start = entries_.lower_bound(QueueEntry{current_bucket_, std::numeric_limits<std::int64_t>::min(), 0});
       if (start == entries_.end()) start = entries_.begin();
       current_bucket_ = start->key;
@@ -56,7 +60,7 @@ class RequestQueue {
       if (!visit(it->slot)) return;
       it = next;
     }
-    if (config_order_ != QueueOrder::length_buckets) return;
+    if (!rotating_) return;
     // Wrap around to the buckets before the current one (start may be erased).
     for (Iterator it = entries_.begin(); it != entries_.end() && it->key < start_key;) {
       Iterator next = std::next(it);
@@ -65,11 +69,11 @@ class RequestQueue {
     }
   }
 
-  std::int64_t bucket_of(std::int32_t prompt_len) const;
+  const QueueOrderPolicy& order() const { return *order_; }
 
  private:
-  QueueOrder config_order_;
-  std::vector<std::int32_t> bounds_;
+  std::unique_ptr<QueueOrderPolicy> order_;
+  bool rotating_;  // order_->service() == rotating_keys, read per admission pass
   Set entries_;
   std::int64_t back_ticket_ = 0;
   std::int64_t front_ticket_ = 0;

@@ -1,35 +1,29 @@
 #pragma once
-// Picks a replica for an arriving request. Deterministic: ties go to the
-// lowest index; random choices come from the seeded generator. The router
+// Picks a replica for an arriving request through a routing policy
+// (policy.hpp; the built-in ones are policy_routers.cpp). Deterministic:
+// ties go to the lowest index; random choices come from the seeded generator. The router
 // reads replicas through a view: the live replicas (the default, exact), or
 // what it knew at its last refresh (router_snapshot.hpp, a refresh period
 // > 0), as production routers decide from periodically scraped metrics.
 #include <algorithm>
 #include <concepts>
+#include <memory>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/core/policy.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/request.hpp"
 
 namespace twin {
 
-enum class RouterPolicy {
-  round_robin,
-  least_outstanding,  // fewest admitted, unfinished requests
-  least_kv,           // lowest KV usage
-  prefix_affinity,    // longest cached prefix, ties to the least loaded
-  power_of_two,       // two random candidates, the less loaded wins
-  dp_balance,         // vLLM's DP coordinator: least waiting x 4 + running
-};
-
+// The registered router names (policy_list.hpp), in registration order.
 std::vector<std::string> router_names();
-// Throws UsageError listing the known names.
-RouterPolicy router_policy(std::string_view name);
-std::string_view router_name(RouterPolicy policy);
+// The name itself when registered; throws UsageError listing the known names.
+std::string router_policy(std::string_view name);
 
 // What a router reads of replica i of n.
 template <class V>
@@ -60,93 +54,44 @@ class LiveReplicas {
   std::span<const Replica* const> replicas_;
 };
 
-namespace router_detail {
-inline std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-}  // namespace router_detail
+// A View's figures through the ReplicaLoads interface the policies read.
+template <RouterView View>
+class ReplicaLoadsOf final : public ReplicaLoads {
+ public:
+  explicit ReplicaLoadsOf(const View& view) : view_(view) {}
+  std::int32_t size() const override { return static_cast<std::int32_t>(view_.size()); }
+  std::int64_t outstanding(std::int32_t i) const override { return view_.outstanding(i); }
+  double kv_usage(std::int32_t i) const override { return view_.kv_usage(i); }
+  std::int64_t waiting(std::int32_t i) const override { return view_.waiting(i); }
+  std::int64_t running(std::int32_t i) const override { return view_.running(i); }
+  std::int32_t cached_prefix_tokens(std::int32_t i, const Request& request) const override {
+    return view_.cached_prefix_tokens(i, request);
+  }
 
+ private:
+  const View& view_;
+};
+
+// The routing policy of a name (routing_policies(), policy.hpp), seeded.
 class Router {
  public:
-  Router(RouterPolicy policy, std::uint64_t seed);
+  Router(std::string_view policy, std::uint64_t seed);
   std::int32_t pick(const Request& request, std::span<const Replica* const> replicas) {
     return pick_from(request, LiveReplicas(replicas));
   }
   template <RouterView View>
-  std::int32_t pick_from(const Request& request, const View& view);
-  RouterPolicy policy() const { return policy_; }
+  std::int32_t pick_from(const Request& request, const View& view) {
+    if (view.size() == 0) throw_no_replicas();
+    return policy_->pick(request, ReplicaLoadsOf<View>(view));
+  }
+  const std::string& policy() const { return name_; }
+  // Whether the policy reads cached prefixes (a snapshot must gather them).
+  bool reads_cached_prefix() const { return policy_->reads_cached_prefix(); }
 
  private:
   [[noreturn]] static void throw_no_replicas();
-  RouterPolicy policy_;
-  std::uint64_t rng_state_;
-  std::int32_t next_ = 0;
+  std::string name_;
+  std::unique_ptr<RoutingPolicy> policy_;
 };
-
-template <RouterView View>
-std::int32_t Router::pick_from(const Request& request, const View& view) {
-  const std::int32_t n = view.size();
-  if (n == 0) throw_no_replicas();
-  auto load = [&](std::int32_t i) { return view.outstanding(i); };
-  // Strict comparisons while scanning upwards: ties go to the lowest index.
-  switch (policy_) {
-    case RouterPolicy::round_robin: {
-      const std::int32_t pick = next_ % n;
-      next_ = (pick + 1) % n;
-      return pick;
-    }
-    case RouterPolicy::least_outstanding: {
-      std::int32_t best = 0;
-      for (std::int32_t i = 1; i < n; ++i) {
-        if (load(i) < load(best)) best = i;
-      }
-      return best;
-    }
-    case RouterPolicy::least_kv: {
-      std::int32_t best = 0;
-      for (std::int32_t i = 1; i < n; ++i) {
-        const double a = view.kv_usage(i);
-        const double b = view.kv_usage(best);
-        if (a < b || (a == b && load(i) < load(best))) best = i;
-      }
-      return best;
-    }
-    case RouterPolicy::prefix_affinity: {
-      std::int32_t best = 0;
-      std::int32_t best_hit = view.cached_prefix_tokens(0, request);
-      for (std::int32_t i = 1; i < n; ++i) {
-        const std::int32_t hit = view.cached_prefix_tokens(i, request);
-        if (hit > best_hit || (hit == best_hit && load(i) < load(best))) {
-          best = i;
-          best_hit = hit;
-        }
-      }
-      return best;
-    }
-    case RouterPolicy::power_of_two: {
-      if (n == 1) return 0;
-      const auto a = static_cast<std::int32_t>(router_detail::splitmix64(rng_state_) % static_cast<std::uint64_t>(n));
-      auto b = static_cast<std::int32_t>(router_detail::splitmix64(rng_state_) % static_cast<std::uint64_t>(n - 1));
-      if (b >= a) ++b;  // two distinct candidates
-      const std::int32_t lo = std::min(a, b), hi = std::max(a, b);
-      return load(hi) < load(lo) ? hi : lo;
-    }
-    case RouterPolicy::dp_balance: {
-      // vLLM's DP load balancer (v1/engine/core_client.py,
-      // DPLBAsyncMPClient.get_core_engine_for_request): a queued request
-      // weighs four running ones; the lowest score wins, ties to the first.
-      auto score = [&](std::int32_t i) { return view.waiting(i) * 4 + view.running(i); };
-      std::int32_t best = 0;
-      for (std::int32_t i = 1; i < n; ++i) {
-        if (score(i) < score(best)) best = i;
-      }
-      return best;
-    }
-  }
-  return 0;
-}
 
 }  // namespace twin

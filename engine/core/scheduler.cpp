@@ -25,6 +25,10 @@ constexpr std::size_t kLpmMaxQueue = 128;
 Scheduler::Scheduler(const ReplicaConfig& config, std::int32_t index)
     : config_((validate(config), config)),
       index_(index),
+      admission_(admission_policies().make(config.scheduler.admission_reserve, config.scheduler)),
+      victim_(victim_policies().make(config.scheduler.victim, config.scheduler)),
+      batch_(batch_policies().make(config.scheduler.batching, config.scheduler)),
+      batch_mode_(batch_->forms_batches()),
       kv_(kv_config_for(config)),
       token_budget_(effective_token_budget(config.scheduler)),
       block_size_(config.kv.block_size),
@@ -137,7 +141,7 @@ void Scheduler::enqueue(std::int32_t slot, bool at_front, Time now) {
   Seq& s = seqs_[static_cast<std::size_t>(slot)];
   s.state = State::waiting;
   s.queued_at = now;
-  s.queue_entry = queue_.push(s.req, slot, at_front);
+  s.queue_entry = queue_.push(s.req, slot, at_front, s.num_output);
   if (s.batch_member) ++members_waiting_;
 }
 
@@ -361,6 +365,17 @@ void Scheduler::process_deadlines(Time now, StepPlan& plan) {
   }
 }
 
+// The waiting queue as a BatchPolicy reads it.
+class Scheduler::Waiting final : public WaitingView {
+ public:
+  explicit Waiting(const Scheduler& scheduler) : scheduler_(scheduler) {}
+  std::size_t size() const override { return scheduler_.queue_.size(); }
+  Time oldest_queued_at() const override { return scheduler_.oldest_queued_at(); }
+
+ private:
+  const Scheduler& scheduler_;
+};
+
 Time Scheduler::oldest_queued_at() const {
   // Called only while fewer than batch_size requests wait: a short scan.
   Time oldest = std::numeric_limits<Time>::max();
@@ -373,10 +388,7 @@ Time Scheduler::oldest_queued_at() const {
 void Scheduler::maybe_form_batch(Time now) {
   if (members_alive_ > 0 || queue_.empty()) return;
   const auto& sc = config_.scheduler;
-  const auto want = static_cast<std::size_t>(sc.batch_size);
-  if (sc.batching == BatchingMode::dynamic && queue_.size() < want) {
-    if (now < oldest_queued_at() + sc.batch_timeout) return;
-  }
+  if (const std::optional<Time> due = batch_->ready_at(Waiting(*this)); due && now < *due) return;
   std::int32_t taken = 0;
   queue_.for_each([&](std::int32_t slot) {
     seqs_[static_cast<std::size_t>(slot)].batch_member = true;
@@ -449,37 +461,28 @@ void Scheduler::schedule_running(StepPlan& plan, bool prefill_only) {
   }
 }
 
+// The running list as a VictimPolicy reads it.
+class Scheduler::Running final : public RunningView {
+ public:
+  explicit Running(const Scheduler& scheduler) : scheduler_(scheduler) {}
+  std::size_t size() const override { return scheduler_.running_.size(); }
+  bool eligible(std::size_t k) const override { return !seq(k).in_flight; }
+  const Request& request(std::size_t k) const override { return seq(k).req; }
+  std::int32_t num_output(std::size_t k) const override { return seq(k).num_output; }
+
+ private:
+  const Seq& seq(std::size_t k) const { return scheduler_.seqs_[static_cast<std::size_t>(scheduler_.running_[k])]; }
+  const Scheduler& scheduler_;
+};
+
 std::size_t Scheduler::pick_victim() const {
   // Requests in an outstanding plan are never victims; the request being
   // scheduled is not in flight, so a candidate always exists.
-  const std::size_t n = running_.size();
-  auto eligible = [&](std::size_t k) { return !seqs_[static_cast<std::size_t>(running_[k])].in_flight; };
-  switch (config_.scheduler.victim) {
-    case VictimPolicy::newest:
-      for (std::size_t k = n; k-- > 0;) {
-        if (eligible(k)) return k;
-      }
-      break;
-    case VictimPolicy::oldest:
-      for (std::size_t k = 0; k < n; ++k) {
-        if (eligible(k)) return k;
-      }
-      break;
-    case VictimPolicy::lowest_priority: {
-      // Largest priority value is least urgent; ties go to the newest (as vLLM).
-      std::size_t best = n;
-      for (std::size_t k = 0; k < n; ++k) {
-        if (!eligible(k)) continue;
-        if (best == n || seqs_[static_cast<std::size_t>(running_[k])].req.priority >=
-                             seqs_[static_cast<std::size_t>(running_[best])].req.priority) {
-          best = k;
-        }
-      }
-      if (best < n) return best;
-      break;
-    }
+  const std::size_t k = victim_->pick(Running(*this));
+  if (k >= running_.size() || seqs_[static_cast<std::size_t>(running_[k])].in_flight) {
+    throw Error("scheduler: victim policy '" + config_.scheduler.victim + "' picked no eligible request");
   }
-  throw Error("scheduler: no preemption victim (internal error)");
+  return k;
 }
 
 void Scheduler::preempt(StepPlan& plan, std::size_t running_index) {
@@ -536,10 +539,7 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   if (threshold > 0) n = std::min(n, threshold);
   if (!config_.scheduler.enable_chunked_prefill && n > budget_left_) return false;
   n = std::min(n, budget_left_);
-  std::int32_t must_fit = 0;  // AdmissionReserve::chunk: what is allocated now
-  if (config_.scheduler.admission_reserve == AdmissionReserve::prompt) must_fit = s.known_tokens();
-  // The last output token is sampled, never written: prompt + output - 1.
-  if (config_.scheduler.admission_reserve == AdmissionReserve::sequence) must_fit = s.prompt_len + s.output_len - 1;
+  const std::int32_t must_fit = admission_->must_fit(AdmissionCandidate{s.prompt_len, s.output_len, s.known_tokens()});
   if (!kv_.allocate(s.req, s.kv, hit_blocks, hits + n, true, must_fit)) return false;
   queue_.erase(s.queue_entry);
   if (s.batch_member) --members_waiting_;
@@ -562,7 +562,7 @@ void Scheduler::admit_pass(StepPlan& plan) {
   const auto max_seqs = static_cast<std::size_t>(config_.scheduler.max_num_seqs);
   // Admission stops at the first request that does not fit (head-of-line, as
   // vLLM): skipping it would starve long prompts.
-  const bool fcfs = config_.scheduler.order == QueueOrder::fcfs;
+  const bool fcfs = queue_.order().arrival_order();
   auto visit = [&](std::int32_t slot, std::int32_t hit_blocks) {
     if (running_.size() >= max_seqs || budget_left_ <= 0) return false;
     // Not yet seen by the plan (async scheduling): in FCFS order every later
@@ -572,7 +572,7 @@ void Scheduler::admit_pass(StepPlan& plan) {
     if (!try_admit(plan, slot, hit_blocks)) return false;
     return !(batch_mode() && members_waiting_ == 0);
   };
-  if (config_.scheduler.order == QueueOrder::longest_prefix && queue_.size() <= kLpmMaxQueue) {
+  if (queue_.order().service() == QueueService::cached_prefix && queue_.size() <= kLpmMaxQueue) {
     lpm_order_.clear();
     queue_.for_each([&](std::int32_t slot) {
       const Seq& s = seqs_[static_cast<std::size_t>(slot)];
@@ -597,26 +597,12 @@ void Scheduler::admit_pass(StepPlan& plan) {
 
 // ---- completion -------------------------------------------------------------
 
-// Over 80 lines, known (issue 42 lists it): one pass over the step's
-// sequences in plan order, whose cases (chunk done, token appended, draft
-// accepted, finished, aborted) share the in-flight entry and its cursor.
+// One pass over the step's sequences in plan order: each is checked for
+// verified lookahead, then ends (aborted in flight, cancelled in the step)
+// or advances its computed tokens, samples, and finishes or is handed off.
 void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time now) {
-  InFlight* entry = nullptr;
-  for (auto& f : in_flight_) {
-    if (f.active && f.step_id == plan.step_id) {
-      entry = &f;
-      break;
-    }
-  }
-  if (entry == nullptr) {
-    if (plan.empty()) return;
-    throw Error("replica " + std::to_string(index_) + ": complete() of step " + std::to_string(plan.step_id) +
-                ", which is not in flight");
-  }
-  if (entry->slots.size() != plan.seqs.size()) {
-    throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
-                " came back with a different batch than planned");
-  }
+  InFlight* entry = in_flight_entry(plan);
+  if (entry == nullptr) return;
   const bool eos = config_.scheduler.stop_at_eos && !result.stopped.empty();
   if (eos) {
     stopped_sorted_.assign(result.stopped.begin(), result.stopped.end());
@@ -634,23 +620,7 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
     const ScheduledSeq& q = plan.seqs[j];
     Seq& s = seqs_[static_cast<std::size_t>(slot)];
     s.in_flight = false;
-    std::int32_t accepted = 0;
-    if (q.num_lookahead > 0) {
-      if (j >= result.accepted.size()) {
-        throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
-                    " verified lookahead tokens but its result reports no accepted counts");
-      }
-      accepted = result.accepted[j];
-      if (accepted < 0 || accepted > q.num_lookahead) {
-        throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) + " request " +
-                    std::to_string(s.id) + ": " + std::to_string(accepted) + " tokens accepted of " +
-                    std::to_string(q.num_lookahead) + " proposed");
-      }
-      // Every seq with lookahead, ended or not: a replay follows the list.
-      entry->record.accepted_tokens += accepted;
-      entry->record.lookahead.push_back(q.num_lookahead);
-      entry->record.accepted.push_back(accepted);
-    }
+    const std::int32_t accepted = q.num_lookahead > 0 ? verified_lookahead(*entry, plan, result, j, s.id) : 0;
     if (s.state == State::ended) {  // aborted while in flight
       release_slot(slot);
       continue;
@@ -662,36 +632,9 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       any_ended = true;
       continue;
     }
-    const bool in_prompt = s.num_computed < s.prompt_len;
-    // The KV of rejected proposals is garbage: only the known tokens and the
-    // accepted proposals count as computed, and the blocks that held nothing
-    // else go back to the pool (they are past the prompt, never published).
-    s.num_computed += q.num_new - q.num_lookahead + accepted;
-    if (accepted < q.num_lookahead) kv_.truncate(s.kv, s.num_computed);
-    if (in_prompt) {
-      kv_.publish(s.req, s.kv, own_blocks ? s.num_computed : std::min(s.num_computed, s.prompt_len));
-    } else if (own_blocks && s.num_computed >= (s.kv.num_published + 1) * block_size_) {
-      kv_.publish(s.req, s.kv, s.num_computed);  // a generated block just filled
-    }
+    advance_computed(s, q, accepted, own_blocks);
     if (!q.samples) continue;
-    // A verified step produces the accepted proposals plus the target's own
-    // next token, all at `now`: the extra tokens' gaps are 0.
-    const std::int32_t produced = 1 + accepted;
-    if (s.num_output == 0) {
-      s.first_token = now;
-    } else if (produced == 1 && s.last_sample + 1 == completion) {
-      ++s.run_gaps;  // the common decode step: no store outside the hot line
-    } else {
-      flush_itl(s, 1);
-      // A request handed off samples here first after its first token.
-      s.itl.push_back(now - (s.last_sample == kSampledElsewhere ? s.first_token : done_at(s.last_sample)));
-    }
-    if (produced > 1) {
-      flush_itl(s, static_cast<std::size_t>(produced - 1));
-      s.itl.insert(s.itl.end(), static_cast<std::size_t>(produced - 1), Time{0});
-    }
-    s.num_output += produced;
-    s.last_sample = completion;
+    record_sample(s, 1 + accepted, completion, now);
     if (s.num_output >= s.output_len ||
         (eos && std::binary_search(stopped_sorted_.begin(), stopped_sorted_.end(), s.id))) {
       end_request(slot, Outcome::finished, "", now, false);
@@ -707,15 +650,101 @@ void Scheduler::complete(const StepPlan& plan, const StepResult& result, Time no
       return st != State::running;
     });
   }
-  StepRecord& rec = entry->record;
+  close_step(*entry, plan, result, now);
+}
+
+// The in-flight entry of the plan; nullptr for an empty plan never put in
+// flight. Throws for a step not in flight or whose batch changed.
+Scheduler::InFlight* Scheduler::in_flight_entry(const StepPlan& plan) {
+  InFlight* entry = nullptr;
+  for (auto& f : in_flight_) {
+    if (f.active && f.step_id == plan.step_id) {
+      entry = &f;
+      break;
+    }
+  }
+  if (entry == nullptr) {
+    if (plan.empty()) return nullptr;
+    throw Error("replica " + std::to_string(index_) + ": complete() of step " + std::to_string(plan.step_id) +
+                ", which is not in flight");
+  }
+  if (entry->slots.size() != plan.seqs.size()) {
+    throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
+                " came back with a different batch than planned");
+  }
+  return entry;
+}
+
+// The accepted count of sequence j's lookahead, checked, and recorded in
+// the step's record (every seq with lookahead, ended or not: a replay
+// follows the list).
+std::int32_t Scheduler::verified_lookahead(InFlight& entry, const StepPlan& plan, const StepResult& result,
+                                           std::size_t j, RequestId id) {
+  const ScheduledSeq& q = plan.seqs[j];
+  if (j >= result.accepted.size()) {
+    throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) +
+                " verified lookahead tokens but its result reports no accepted counts");
+  }
+  const std::int32_t accepted = result.accepted[j];
+  if (accepted < 0 || accepted > q.num_lookahead) {
+    throw Error("replica " + std::to_string(index_) + ": step " + std::to_string(plan.step_id) + " request " +
+                std::to_string(id) + ": " + std::to_string(accepted) + " tokens accepted of " +
+                std::to_string(q.num_lookahead) + " proposed");
+  }
+  entry.record.accepted_tokens += accepted;
+  entry.record.lookahead.push_back(q.num_lookahead);
+  entry.record.accepted.push_back(accepted);
+  return accepted;
+}
+
+// The step's tokens become computed and their full blocks are published.
+// The KV of rejected proposals is garbage: only the known tokens and the
+// accepted proposals count as computed, and the blocks that held nothing
+// else go back to the pool (they are past the prompt, never published).
+void Scheduler::advance_computed(Seq& s, const ScheduledSeq& q, std::int32_t accepted, bool own_blocks) {
+  const bool in_prompt = s.num_computed < s.prompt_len;
+  s.num_computed += q.num_new - q.num_lookahead + accepted;
+  if (accepted < q.num_lookahead) kv_.truncate(s.kv, s.num_computed);
+  if (in_prompt) {
+    kv_.publish(s.req, s.kv, own_blocks ? s.num_computed : std::min(s.num_computed, s.prompt_len));
+  } else if (own_blocks && s.num_computed >= (s.kv.num_published + 1) * block_size_) {
+    kv_.publish(s.req, s.kv, s.num_computed);  // a generated block just filled
+  }
+}
+
+// `produced` tokens sampled at completion `completion` (time now): the
+// accepted proposals plus the target's own next token, all at `now`, so the
+// extra tokens' gaps are 0.
+void Scheduler::record_sample(Seq& s, std::int32_t produced, std::int64_t completion, Time now) {
+  if (s.num_output == 0) {
+    s.first_token = now;
+  } else if (produced == 1 && s.last_sample + 1 == completion) {
+    ++s.run_gaps;  // the common decode step: no store outside the hot line
+  } else {
+    flush_itl(s, 1);
+    // A request handed off samples here first after its first token.
+    s.itl.push_back(now - (s.last_sample == kSampledElsewhere ? s.first_token : done_at(s.last_sample)));
+  }
+  if (produced > 1) {
+    flush_itl(s, static_cast<std::size_t>(produced - 1));
+    s.itl.insert(s.itl.end(), static_cast<std::size_t>(produced - 1), Time{0});
+  }
+  s.num_output += produced;
+  s.last_sample = completion;
+}
+
+// The step's record is finished, tallied and kept (when recorded); its
+// in-flight entry is freed.
+void Scheduler::close_step(InFlight& entry, const StepPlan& plan, const StepResult& result, Time now) {
+  StepRecord& rec = entry.record;
   rec.duration = now - plan.start;
   rec.kv_blocks_used = kv_.num_used_blocks();
   rec.energy_uj = result.energy_uj;
   step_tally_.add(rec);
   step_tally_.add_energy(result.energy_uj, result.idle_baseline_uj);
   if (record_steps_ && keeps_step(rec.step_id, record_every_)) steps_.push_back(rec);
-  entry->active = false;
-  entry->slots.clear();  // keeps its capacity for the next plan
+  entry.active = false;
+  entry.slots.clear();  // keeps its capacity for the next plan
   --num_in_flight_;
   if (done_times_.size() >= trim_at_) trim_done_times();
 }
@@ -940,11 +969,8 @@ std::vector<StepRecord> Scheduler::take_steps() {
 std::optional<Time> Scheduler::next_wakeup() const {
   std::optional<Time> t;
   if (!deadlines_.empty()) t = deadlines_.begin()->first;
-  const auto& sc = config_.scheduler;
-  if (sc.batching == BatchingMode::dynamic && members_alive_ == 0 && !queue_.empty() &&
-      queue_.size() < static_cast<std::size_t>(sc.batch_size)) {
-    const Time due = oldest_queued_at() + sc.batch_timeout;
-    t = t ? std::min(*t, due) : due;
+  if (batch_mode_ && members_alive_ == 0 && !queue_.empty()) {
+    if (const std::optional<Time> due = batch_->ready_at(Waiting(*this))) t = t ? std::min(*t, *due) : *due;
   }
   return t;
 }

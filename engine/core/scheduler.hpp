@@ -9,6 +9,7 @@
 // scheduled sequence; KV is allocated only when a block boundary is crossed.
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "engine/core/kv_cache.hpp"
+#include "engine/core/policy.hpp"
 #include "engine/core/records.hpp"
 #include "engine/core/replica.hpp"
 #include "engine/core/request_queue.hpp"
@@ -159,6 +161,9 @@ class Scheduler {
     bool active = false;
   };
 
+  class Waiting;  // the queue as a BatchPolicy reads it
+  class Running;  // the running list as a VictimPolicy reads it
+
   std::int32_t new_slot();
   void end_request(std::int32_t slot, Outcome outcome, std::string reason, Time now, bool remove_from_running);
   void hand_off(std::int32_t slot);
@@ -182,6 +187,13 @@ class Scheduler {
   }
   void flush_itl(Seq& s, std::size_t extra);
   void apportion_energy(const StepPlan& plan, const InFlight& entry, std::int64_t step_uj);
+  // complete()'s steps.
+  InFlight* in_flight_entry(const StepPlan& plan);
+  std::int32_t verified_lookahead(InFlight& entry, const StepPlan& plan, const StepResult& result, std::size_t j,
+                                  RequestId id);
+  void advance_computed(Seq& s, const ScheduledSeq& q, std::int32_t accepted, bool own_blocks);
+  void record_sample(Seq& s, std::int32_t produced, std::int64_t completion, Time now);
+  void close_step(InFlight& entry, const StepPlan& plan, const StepResult& result, Time now);
   void trim_done_times();
   void add_to_plan(StepPlan& plan, std::int32_t slot, std::int32_t num_new, std::int32_t lookahead = 0);
   // Lookahead tokens for `s` scheduled for `n` known tokens this step: k for
@@ -191,10 +203,16 @@ class Scheduler {
   bool needs_prefill(const Seq& s) const {
     return s.num_computed < s.prompt_len || s.num_computed + 1 < s.known_tokens();
   }
-  bool batch_mode() const { return config_.scheduler.batching != BatchingMode::continuous; }
+  bool batch_mode() const { return batch_mode_; }
 
   ReplicaConfig config_;
   std::int32_t index_;
+  // The plug-in policies (policy.hpp) named by config_.scheduler; the queue
+  // order lives in queue_.
+  std::unique_ptr<AdmissionPolicy> admission_;
+  std::unique_ptr<VictimPolicy> victim_;
+  std::unique_ptr<BatchPolicy> batch_;
+  bool batch_mode_;  // batch_->forms_batches(), read per queue entry in an admission pass
   KvCache kv_;
   std::int32_t token_budget_;
   std::int32_t block_size_;

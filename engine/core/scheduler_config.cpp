@@ -6,6 +6,7 @@
 
 #include "base/error.hpp"
 #include "engine/core/option_values.hpp"
+#include "engine/core/policy.hpp"
 
 namespace twin {
 
@@ -30,23 +31,17 @@ template <class Enum, std::size_t N>
 Enum parse_enum(std::string_view key, std::string_view value, const std::pair<const char*, Enum> (&table)[N]) {
   return option_enum(kWhat, key, value, table);
 }
+// A registered policy's name (policy.hpp).
+template <class Registry>
+std::string parse_policy(std::string_view key, std::string_view value, const Registry& registry) {
+  if (!registry.contains(value)) {
+    throw UsageError(bad_option_value(kWhat, key, value, "one of: " + registry.joined_names()));
+  }
+  return std::string(value);
+}
 
-
-constexpr std::pair<const char*, BatchingMode> kBatching[] = {
-    {"continuous", BatchingMode::continuous}, {"static", BatchingMode::static_batch}, {"dynamic", BatchingMode::dynamic}};
-constexpr std::pair<const char*, QueueOrder> kOrders[] = {{"fcfs", QueueOrder::fcfs},
-                                                          {"priority", QueueOrder::priority},
-                                                          {"shortest_prompt", QueueOrder::shortest_prompt},
-                                                          {"longest_prefix", QueueOrder::longest_prefix},
-                                                          {"length_buckets", QueueOrder::length_buckets}};
 constexpr std::pair<const char*, PreemptionMode> kPreemption[] = {{"recompute", PreemptionMode::recompute},
                                                                   {"swap", PreemptionMode::swap}};
-constexpr std::pair<const char*, VictimPolicy> kVictims[] = {
-    {"newest", VictimPolicy::newest}, {"oldest", VictimPolicy::oldest}, {"lowest_priority", VictimPolicy::lowest_priority}};
-
-constexpr std::pair<const char*, AdmissionReserve> kReserves[] = {
-    {"chunk", AdmissionReserve::chunk}, {"prompt", AdmissionReserve::prompt}, {"sequence", AdmissionReserve::sequence}};
-
 constexpr std::int64_t kIntMax = kMaxKnobCount;
 // More lookahead than this is never useful (acceptance decays geometrically)
 // and would only inflate every decode's KV reservation.
@@ -65,7 +60,7 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // vLLM 0.19's defaults (vllm/config/scheduler.py): async scheduling and
     // the full-prompt admission check are on.
     c.async_scheduling = true;
-    c.admission_reserve = AdmissionReserve::prompt;
+    c.admission_reserve = "prompt";
     return c;
   }
   if (name == "sglang") {
@@ -91,7 +86,7 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // max_num_tokens to cover the longest prompt; docs/engines.md).
     c.max_num_seqs = 2048;
     c.chunked_budget = 8192;
-    c.admission_reserve = AdmissionReserve::sequence;
+    c.admission_reserve = "sequence";
     // The PyTorch executor's overlap scheduler, on by default
     // (disable_overlap_scheduler=False): step n+1 launched before step n's
     // results are processed.
@@ -111,11 +106,11 @@ SchedulerConfig scheduler_preset(std::string_view name) {
   // caching) is set in replica_preset.
   if (name == "orca" || name == "lightllm" || name == "vllm-v0") return c;
   if (name == "static") {
-    c.batching = BatchingMode::static_batch;
+    c.batching = "static";
     return c;
   }
   if (name == "dynamic") {
-    c.batching = BatchingMode::dynamic;
+    c.batching = "dynamic";
     return c;
   }
   throw UsageError("unknown scheduler preset '" + excerpt(name) + "': known presets are " +
@@ -144,19 +139,19 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
   } else if (key == "async_scheduling") {
     c.async_scheduling = parse_bool(key, value);
   } else if (key == "admission_reserve") {
-    c.admission_reserve = parse_enum(key, value, kReserves);
+    c.admission_reserve = parse_policy(key, value, admission_policies());
   } else if (key == "scheduler_reserve_full_isl") {
-    c.admission_reserve = parse_bool(key, value) ? AdmissionReserve::prompt : AdmissionReserve::chunk;
+    c.admission_reserve = parse_bool(key, value) ? "prompt" : "chunk";
   } else if (key == "decode_first") {
     c.decode_first = parse_bool(key, value);
   } else if (key == "batching") {
-    c.batching = parse_enum(key, value, kBatching);
+    c.batching = parse_policy(key, value, batch_policies());
   } else if (key == "batch_size") {
     c.batch_size = static_cast<std::int32_t>(parse_int(key, value, 1, kIntMax));
   } else if (key == "batch_timeout_ms" || key == "batch_timeout") {
     c.batch_timeout = from_millis(parse_double(key, value, 0.0, 1e9));
   } else if (key == "order") {
-    c.order = parse_enum(key, value, kOrders);
+    c.order = parse_policy(key, value, queue_orders());
   } else if (key == "length_bucket_bounds") {
     std::vector<std::int32_t> bounds;
     std::string_view rest = value;
@@ -172,7 +167,7 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
   } else if (key == "preemption") {
     c.preemption = parse_enum(key, value, kPreemption);
   } else if (key == "victim") {
-    c.victim = parse_enum(key, value, kVictims);
+    c.victim = parse_policy(key, value, victim_policies());
   } else if (key == "stop_at_eos") {
     c.stop_at_eos = parse_bool(key, value);
   } else if (key == "max_queued_requests" || key == "max_waiting_requests") {
@@ -185,27 +180,6 @@ void set_scheduler_option(SchedulerConfig& c, std::string_view key, std::string_
     throw UsageError("unknown scheduler option '" + excerpt(key) + "': known options are " +
                      join(scheduler_option_keys()));
   }
-}
-
-const char* queue_order_name(QueueOrder order) {
-  for (const auto& [name, value] : kOrders) {
-    if (value == order) return name;
-  }
-  return "fcfs";
-}
-
-const char* victim_policy_name(VictimPolicy victim) {
-  for (const auto& [name, value] : kVictims) {
-    if (value == victim) return name;
-  }
-  return "newest";
-}
-
-const char* admission_reserve_name(AdmissionReserve reserve) {
-  for (const auto& [name, value] : kReserves) {
-    if (value == reserve) return name;
-  }
-  return "chunk";
 }
 
 std::int32_t effective_token_budget(const SchedulerConfig& c) {
@@ -244,6 +218,16 @@ void validate(const SchedulerConfig& c) {
   if (!c.enable_chunked_prefill && c.long_prefill_token_threshold > 0) {
     fail("long_prefill_token_threshold needs enable_chunked_prefill");
   }
+  // Names set in code rather than through set_scheduler_option.
+  auto check = [&](const auto& registry, const std::string& name) {
+    if (!registry.contains(name)) {
+      fail(registry.kind() + " '" + excerpt(name) + "' is not registered: known names are " + registry.joined_names());
+    }
+  };
+  check(queue_orders(), c.order);
+  check(admission_policies(), c.admission_reserve);
+  check(victim_policies(), c.victim);
+  check(batch_policies(), c.batching);
   if (!std::is_sorted(c.length_bucket_bounds.begin(), c.length_bucket_bounds.end())) {
     fail("length_bucket_bounds must be increasing");
   }

@@ -10,23 +10,10 @@
 
 namespace twin {
 
-enum class BatchingMode {
-  continuous,  // requests join and leave every step (ORCA, vLLM)
-  static_batch,  // form a batch of batch_size, run until all finish, no joins
-  dynamic,     // wait for batch_size requests or batch_timeout, run to completion
-};
-
-enum class QueueOrder {
-  fcfs,
-  priority,          // (priority, arrival)
-  shortest_prompt,   // shortest prompt first
-  longest_prefix,    // longest cached prefix first (SGLang LPM)
-  length_buckets,    // grouped by prompt length range, bucket by bucket
-};
-
+// Batch formation, queue order, admission reserve and preemption victim are
+// plug-in policies named by the fields below (policy.hpp; the registered
+// names are in policy_list.hpp, docs/policies.md says how to add one).
 enum class PreemptionMode { recompute, swap };
-enum class AdmissionReserve { chunk, prompt, sequence };
-enum class VictimPolicy { newest, oldest, lowest_priority };
 
 // The largest count any knob takes (tokens, requests, blocks): far beyond a
 // real replica, and small enough that sums of a few never overflow int32.
@@ -47,13 +34,13 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;
   std::int32_t long_prefill_token_threshold = 0;  // cap on one request's chunk, 0 = none
   bool decode_first = true;    // running first, stall-free mixing; false: a step with prefills carries no decodes
-  BatchingMode batching = BatchingMode::continuous;
+  std::string batching = "continuous";  // a BatchPolicy: continuous, static, dynamic
   std::int32_t batch_size = 8;          // static / dynamic: requests per batch
   Time batch_timeout = 50 * kNsPerMs;   // dynamic: wait at most this long
-  QueueOrder order = QueueOrder::fcfs;
+  std::string order = "fcfs";  // a QueueOrderPolicy
   std::vector<std::int32_t> length_bucket_bounds{256, 1024, 4096};  // upper bounds
   PreemptionMode preemption = PreemptionMode::recompute;
-  VictimPolicy victim = VictimPolicy::newest;
+  std::string victim = "newest";  // a VictimPolicy
   bool stop_at_eos = false;  // honour StepResult::stopped (engine with EOS)
   // Overload control (scheduler.md, "Overload control"); 0 = off, the default.
   // An arrival finding this many requests waiting is rejected ("queue full");
@@ -78,7 +65,7 @@ struct SchedulerConfig {
   // scheduler_reserve_full_isl); or prompt + every output token it may
   // produce (sequence: TensorRT-LLM's GUARANTEED_NO_EVICT capacity policy,
   // which never preempts).
-  AdmissionReserve admission_reserve = AdmissionReserve::chunk;
+  std::string admission_reserve = "chunk";  // an AdmissionPolicy
 };
 
 // The named presets: vllm, vllm-v0, sarathi, orca, static, dynamic, lightllm,
@@ -94,9 +81,4 @@ void validate(const SchedulerConfig& config);
 // The budget in force: max_num_batched_tokens, or its unset value as above.
 std::int32_t effective_token_budget(const SchedulerConfig& config);
 std::vector<std::string> scheduler_option_keys();
-// The key's text for a queue order ("fcfs", "priority", ...), as set_scheduler_option reads it.
-const char* queue_order_name(QueueOrder order);
-const char* victim_policy_name(VictimPolicy victim);
-const char* admission_reserve_name(AdmissionReserve reserve);
-
 }  // namespace twin

@@ -133,12 +133,12 @@ concept StepObserver = requires(C& clock, std::int32_t index, const StepPlan& pl
 struct DisaggOptions {
   DisaggMode mode = DisaggMode::always;
   std::int32_t conditional_threshold = 0;  // tokens
-  RouterPolicy prefill_router = RouterPolicy::round_robin;
-  RouterPolicy decode_router = RouterPolicy::round_robin;
+  std::string prefill_router = "round_robin";
+  std::string decode_router = "round_robin";
 };
 
 struct ServingOptions {
-  RouterPolicy router = RouterPolicy::round_robin;
+  std::string router = "round_robin";  // a registered routing policy (policy_list.hpp)
   DisaggOptions disagg;
   // Lockstep groups, per replica (-1: none; empty: no replica is in one):
   // vLLM's MoE data-parallel ranks under expert parallelism. A group's
@@ -783,8 +783,8 @@ class ServingLoop {
   bool disagg_ = false;
   std::vector<std::int32_t> prefill_pool_, decode_pool_;  // replica indices, ascending
   std::vector<const Replica*> prefill_ptrs_, decode_ptrs_;
-  Router prefill_router_{RouterPolicy::round_robin, 0};
-  Router decode_router_{RouterPolicy::round_robin, 0};
+  Router prefill_router_{"round_robin", 0};
+  Router decode_router_{"round_robin", 0};
   std::unordered_map<RequestId, std::int32_t> decode_for_;  // conditional: the decode replica decided for
   std::unordered_map<RequestId, Pending> pending_;          // handed off, KV not yet on the decode side
   std::vector<Handoff> handoffs_;

@@ -251,8 +251,8 @@ nlohmann::ordered_json Engine::config_echo() const {
     d["mode"] = std::string(disagg_mode_name(settings_.disagg.mode));
     d["conditional_threshold"] = settings_.disagg.conditional_threshold;
     d["kv_transfer"] = "whole";
-    d["prefill_router"] = std::string(router_name(settings_.disagg.prefill_router));
-    d["decode_router"] = std::string(router_name(settings_.disagg.decode_router));
+    d["prefill_router"] = settings_.disagg.prefill_router;
+    d["decode_router"] = settings_.disagg.decode_router;
     echo["disaggregation"] = std::move(d);
   }
   return echo;

@@ -133,16 +133,25 @@ def _requests_frame(columns: dict):
     return df
 
 
-def simulate(trace: Any = None, *, tables: bool = True, **flags) -> Result:
+def simulate(trace: Any = None, *, tables: bool = True, router: Any = None, queue_order: Any = None,
+             **flags) -> Result:
     """Runs `twinserve simulate` with these flags and returns its result.
 
     trace: a path (any format the readers know), a DataFrame or a list of
     dicts (arrival_s, prompt_len, output_len, ...). tables=False skips the
     per-request and per-step DataFrames (faster for large runs).
+    router: a registered router's name, or a Python function
+    fn(request, replicas) -> replica index (docs/python.md, "Python policies").
+    queue_order: a registered queue order's name, or a Python function
+    fn(request) -> int key, lower served first.
     """
+    router_fn = router if callable(router) else None
+    order_fn = queue_order if callable(queue_order) else None
+    flags["router"] = "python" if router_fn else router
+    flags["queue_order"] = "python" if order_fn else queue_order
     with _TraceFile(trace) as t:
         words = ["simulate"] + (["--trace", t.path] if t.path else []) + flag_words(flags)
-        out = _core.simulate(words, tables, tables)
+        out = _core.simulate(words, tables, tables, router_fn, order_fn)
     result = Result(summary=json.loads(out["summary_json"]), warnings=list(out["notes"]) + list(out["warnings"]))
     if tables:
         result.requests = _requests_frame(out["requests"])

@@ -16,8 +16,8 @@ TEST_CASE("replica overrides set the fields given, then the options, and leave t
   o.block_size = 32;
   o.max_queue_time_ms = 1.5;
   o.enable_prefix_caching = false;
-  o.order = QueueOrder::priority;
-  o.victim = VictimPolicy::lowest_priority;
+  o.order = "priority";
+  o.victim = "lowest_priority";
   o.num_gpu_blocks = 100;
   o.options = {{"max_num_seqs", "16"}, {"preemption", "swap"}};
   apply_overrides(c, o);
@@ -27,8 +27,8 @@ TEST_CASE("replica overrides set the fields given, then the options, and leave t
   CHECK(c.kv.block_size == 32);
   CHECK(c.scheduler.max_queue_time == 1'500'000);
   CHECK_FALSE(c.kv.enable_prefix_caching);
-  CHECK(c.scheduler.order == QueueOrder::priority);
-  CHECK(c.scheduler.victim == VictimPolicy::lowest_priority);
+  CHECK(c.scheduler.order == "priority");
+  CHECK(c.scheduler.victim == "lowest_priority");
   CHECK(c.scheduler.preemption == PreemptionMode::swap);
   CHECK(c.kv.num_blocks == 100);
   // Untouched knobs keep the preset's values.
@@ -45,8 +45,8 @@ TEST_CASE("replica overrides as text read back through set_replica_option to the
   o.max_queue_time_ms = 0.1;
   o.enable_chunked_prefill = false;
   o.stop_at_eos = true;
-  o.order = QueueOrder::fcfs;
-  o.victim = VictimPolicy::newest;
+  o.order = "fcfs";
+  o.victim = "newest";
   ReplicaConfig typed = replica_preset("sarathi"), text = replica_preset("sarathi");
   apply_overrides(typed, o);
   for (const auto& [key, value] : override_options(o)) set_replica_option(text, key, value);

@@ -19,8 +19,8 @@ TEST_CASE("presets set scheduler and KV knobs", "[config]") {
   CHECK_FALSE(orca.scheduler.enable_chunked_prefill);
   CHECK_FALSE(orca.scheduler.decode_first);
   CHECK(effective_token_budget(orca.scheduler) == orca.scheduler.max_model_len);
-  CHECK(replica_preset("static").scheduler.batching == BatchingMode::static_batch);
-  CHECK(replica_preset("dynamic").scheduler.batching == BatchingMode::dynamic);
+  CHECK(replica_preset("static").scheduler.batching == "static");
+  CHECK(replica_preset("dynamic").scheduler.batching == "dynamic");
   CHECK(replica_preset("lightllm").kv.block_size == 1);
   // vLLM v0's default scheduler: orca's algorithm (whole prompts, prefills
   // first, no mixing, budget max(max_model_len, 2048)) with v0's 1% watermark.
@@ -30,7 +30,7 @@ TEST_CASE("presets set scheduler and KV knobs", "[config]") {
   CHECK(v0.scheduler.max_num_batched_tokens == 0);
   CHECK(v0.scheduler.max_num_seqs == 256);
   CHECK(v0.scheduler.preemption == PreemptionMode::recompute);
-  CHECK(v0.scheduler.victim == VictimPolicy::newest);
+  CHECK(v0.scheduler.victim == "newest");
   CHECK(v0.kv.block_size == 16);
   CHECK_FALSE(v0.kv.enable_prefix_caching);
   CHECK(v0.kv.watermark == 0.01);
@@ -71,9 +71,9 @@ TEST_CASE("options are set key by key - bad ones name the key", "[config]") {
   set_replica_option(c, "max_model_len", "4096");
   set_replica_option(c, "max_plans_in_flight", "4");
   CHECK(c.scheduler.max_num_seqs == 7);
-  CHECK(c.scheduler.order == QueueOrder::longest_prefix);
+  CHECK(c.scheduler.order == "longest_prefix");
   CHECK(c.scheduler.preemption == PreemptionMode::swap);
-  CHECK(c.scheduler.victim == VictimPolicy::oldest);
+  CHECK(c.scheduler.victim == "oldest");
   CHECK(c.scheduler.batch_timeout == from_millis(2.5));
   CHECK(c.scheduler.length_bucket_bounds == std::vector<std::int32_t>{10, 20});
   CHECK(c.kv.block_size == 32);

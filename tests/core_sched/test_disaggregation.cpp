@@ -338,7 +338,7 @@ TEST_CASE("random disaggregated runs end every request once and leak no block") 
     ServingOptions options;
     options.disagg.mode = seed % 3 == 0 ? DisaggMode::conditional : DisaggMode::always;
     options.disagg.conditional_threshold = 24;
-    options.disagg.decode_router = seed % 2 ? RouterPolicy::least_outstanding : RouterPolicy::round_robin;
+    options.disagg.decode_router = seed % 2 ? "least_outstanding" : "round_robin";
     ServingLoop<TransferTestClock> loop(replicas, clock, options);
     std::vector<Request> requests;
     Time t = 0;

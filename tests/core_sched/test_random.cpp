@@ -65,7 +65,7 @@ void run_random(const Options& o) {
   rep.set_record_steps(true);
   const std::int32_t budget = effective_token_budget(cfg.scheduler);
   const std::int32_t bs = cfg.kv.block_size;
-  const bool fcfs = cfg.scheduler.order == QueueOrder::fcfs;
+  const bool fcfs = cfg.scheduler.order == "fcfs";
 
   Rng rng{o.seed};
   std::map<RequestId, Tracked> tracked;

@@ -196,7 +196,7 @@ TEST_CASE("the loop hands the sink one tally of every step, the same whether ste
     FixedStepClock clock(kNsPerMs);
     ServingOptions options;
     options.record_steps = record_steps;
-    options.router = RouterPolicy::round_robin;
+    options.router = "round_robin";
     ServingLoop<FixedStepClock> loop(replicas, clock, options);
     VectorSource source({make_request(0, 40, 6, 0), make_request(1, 8, 3, 0), make_request(2, 24, 9, kNsPerMs),
                          make_request(3, 8, 4, 2 * kNsPerMs), make_request(4, 60, 2, 3 * kNsPerMs)});

@@ -15,11 +15,11 @@ bool has(const StepPlan& p, RequestId id) { return find_seq(p, id) != nullptr; }
 TEST_CASE("vllm preset turns async scheduling and the full-prompt check on", "[vllm]") {
   const ReplicaConfig v = replica_preset("vllm");
   CHECK(v.scheduler.async_scheduling);
-  CHECK(v.scheduler.admission_reserve == AdmissionReserve::prompt);
+  CHECK(v.scheduler.admission_reserve == "prompt");
   CHECK(v.kv.cache_generated_blocks);
   CHECK_FALSE(replica_preset("sarathi").scheduler.async_scheduling);
-  CHECK(replica_preset("vllm-v0").scheduler.admission_reserve == AdmissionReserve::chunk);
-  CHECK(replica_preset("trtllm").scheduler.admission_reserve == AdmissionReserve::sequence);
+  CHECK(replica_preset("vllm-v0").scheduler.admission_reserve == "chunk");
+  CHECK(replica_preset("trtllm").scheduler.admission_reserve == "sequence");
   CHECK_FALSE(replica_preset("sglang").scheduler.decode_first);
 }
 
@@ -100,7 +100,7 @@ TEST_CASE("full-prompt admission: a chunk is admitted only if the whole prompt w
     auto cfg = config_for("vllm", 10);  // 160 tokens of KV
     cfg.scheduler.async_scheduling = false;
     cfg.scheduler.max_num_batched_tokens = 64;
-    cfg.scheduler.admission_reserve = reserve ? AdmissionReserve::prompt : AdmissionReserve::chunk;
+    cfg.scheduler.admission_reserve = reserve ? "prompt" : "chunk";
     Replica r(cfg, 0);
     r.add(make_request(1, 64, 40), 0);   // 4 blocks now, growing
     StepPlan p = r.plan(0);

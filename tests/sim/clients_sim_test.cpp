@@ -36,7 +36,7 @@ ListSource trace_of(int n, Time gap) {
 CollectSink simulate(const ClusterConfig& config, RequestSource& source, Time refresh = 0) {
   Cluster cluster = build_cluster(config);
   SimOptions options;
-  options.router = RouterPolicy::least_outstanding;
+  options.router = "least_outstanding";
   WindowOptions window;
   window.router_refresh = refresh;
   Simulator sim(std::move(cluster.replicas), options, nullptr, window);

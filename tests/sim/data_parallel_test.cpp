@@ -66,7 +66,7 @@ TEST_CASE("DP: a dense DP2 instance is two replicas under dp_balance", "[sim][dp
   two.router = "dp_balance";
 
   const Cluster built = build_cluster(dp);
-  CHECK(built.router == RouterPolicy::dp_balance);
+  CHECK(built.router == "dp_balance");
   REQUIRE(built.replicas.size() == 2);
   CHECK(gpus_placed(built) == 2);
   // Each rank keeps the limits and the KV blocks as given (vLLM applies them per rank).
@@ -146,7 +146,7 @@ TEST_CASE("DP x EP: ranks keep their own limits and step in lockstep", "[sim][dp
   const Cluster built = build_cluster(c);
   REQUIRE(built.replicas.size() == 2);
   CHECK(gpus_placed(built) == 2);
-  CHECK(built.router == RouterPolicy::dp_balance);
+  CHECK(built.router == "dp_balance");
   CHECK(built.lockstep == std::vector<std::int32_t>{0, 0});
   CHECK(built.groups[0].layout.ep == 2);  // experts split over the ranks
   for (const SimReplicaSpec& r : built.replicas) {

@@ -75,7 +75,7 @@ void set_pools(const DisaggFlags& flags, EngineSetup& setup) {
   for (const ReplicaGroupConfig& g : c.groups) {
     setup.roles.insert(setup.roles.end(), static_cast<std::size_t>(g.count), replica_role(g.role));
   }
-  setup.disagg = disagg_options(c.disaggregation, RouterPolicy::round_robin);
+  setup.disagg = disagg_options(c.disaggregation, "round_robin");
 }
 
 EngineSetup engine_setup(const RunArgs& a) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "engine/core/policy.hpp"
 #include "engine/core/replica.hpp"
 #include "tools/twinserve/flag_checks.hpp"
 #include "tools/twinserve/flag_registry.hpp"
@@ -25,6 +26,9 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--scheduling-policy", f.scheduling_policy,
                  "vLLM's: fcfs (first come, first served) or priority (the trace's priority, lower first, then arrival)")
       ->check(CLI::IsMember({"fcfs", "priority"}));
+  // The registry's names (engine/core/policy_list.hpp), checked when applied.
+  sub.add_option("--queue-order", f.queue_order,
+                 "Waiting-queue order, a registered policy (docs/policies.md): " + queue_orders().joined_names());
   sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
   sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
@@ -53,8 +57,13 @@ ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
     // the lowest priority (largest value) first; fcfs the arrival order and
     // the newest.
     const bool priority = *f.scheduling_policy == "priority";
-    out.order = priority ? QueueOrder::priority : QueueOrder::fcfs;
-    out.victim = priority ? VictimPolicy::lowest_priority : VictimPolicy::newest;
+    out.order = priority ? "priority" : "fcfs";
+    out.victim = priority ? "lowest_priority" : "newest";
+  }
+  if (f.queue_order) {
+    if (f.scheduling_policy) throw UsageError("--queue-order and --scheduling-policy both set the queue order: give one");
+    queue_orders().check(*f.queue_order);
+    out.order = *f.queue_order;
   }
   if (f.async_on || f.async_off) out.options.emplace_back("async_scheduling", f.async_on ? "true" : "false");
   if (f.enforce_eager) out.options.emplace_back("graph_capture_max_tokens", "0");

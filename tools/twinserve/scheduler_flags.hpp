@@ -16,7 +16,7 @@ class App;
 namespace twin::cli {
 
 struct SchedulerFlags {
-  std::optional<std::string> preset, scheduling_policy;
+  std::optional<std::string> preset, scheduling_policy, queue_order;
   std::optional<std::int32_t> max_num_batched_tokens, max_num_seqs, block_size, max_queued_requests;
   std::optional<double> max_queue_time_ms;
   bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
