@@ -17,6 +17,7 @@ void WireWriter::put_record(const RequestRecord& r) {
   put(r.output_tokens);
   put(r.cached_prompt_tokens);
   put(r.preemptions);
+  put(r.energy_uj);
   put_vector(r.itl);
   put(r.prefill_replica);
   put(r.kv_reserved);
@@ -76,6 +77,7 @@ void WireReader::get_record(RequestRecord& r) {
   r.output_tokens = get<std::int32_t>();
   r.cached_prompt_tokens = get<std::int32_t>();
   r.preemptions = get<std::int32_t>();
+  r.energy_uj = get<std::int64_t>();
   get_vector(r.itl);
   r.prefill_replica = get<std::int32_t>();
   r.kv_reserved = get<Time>();

@@ -117,7 +117,7 @@ TEST_CASE("plan.html is one self-contained page: the answer, a latency chart per
     return n;
   };
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
-  CHECK(count("<svg") == 3);  // ttft_p90 and tpot_p90 against load, then the Pareto
+  CHECK(count("<svg") == 4);  // ttft_p90 and tpot_p90 against load, the Pareto, J/token against throughput
   CHECK(count("<svg") == count("</svg>"));
   CHECK(count("class=\"slo\"") == 2);
   CHECK(count("class=\"series\"") >= 4);  // two candidates' curves in each latency chart

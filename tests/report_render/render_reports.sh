@@ -92,7 +92,7 @@ cd "$work"
   --slo 'ttft_p90<=1s,tpot_p90<=50ms' --probe-requests 200 --no-plots --quiet --out plan >plan.log 2>&1 ||
   { cat plan.log; fail "twinserve plan failed"; }
 # Two latency charts (one per percentile SLO) and the Pareto.
-check_page "$work/plan/plan.html" 3 plan.html 'vllm serve meta-llama/Llama-3.1-8B' '<tr class="chosen">' \
+check_page "$work/plan/plan.html" 4 plan.html 'vllm serve meta-llama/Llama-3.1-8B' '<tr class="chosen">' \
   'class="slo"' 'Latency against offered load: ttft_p90' 'Throughput per GPU against speed per user'
 
 if [[ $with_validate == 1 ]]; then

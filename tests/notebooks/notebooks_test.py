@@ -8,7 +8,7 @@
    build tree's `twinserve` module on PYTHONPATH; a cell that raises fails
    the test with the notebook, the cell and the error.
 
-usage: run_notebooks.py EXAMPLES_DIR MODULE_DIR [--strip-check-only]
+usage: notebooks_test.py EXAMPLES_DIR MODULE_DIR [--strip-check-only]
 Exit 77 (skipped, visibly) when nbclient or the kernel is missing.
 """
 import json
