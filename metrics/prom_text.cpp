@@ -146,6 +146,17 @@ std::string series_key(const PromSample& s) {
   return key;
 }
 
+// The line of `text` starting at `at` (without its '\n') and `at` moved
+// past it; false at the end of the text.
+bool next_line(std::string_view text, std::size_t& at, std::string_view& line) {
+  if (at >= text.size()) return false;
+  std::size_t end = text.find('\n', at);
+  if (end == std::string_view::npos) end = text.size();
+  line = text.substr(at, end - at);
+  at = end + 1;
+  return true;
+}
+
 }  // namespace
 
 const std::string* PromSample::label(std::string_view key) const {
@@ -161,11 +172,8 @@ std::vector<PromScrape> parse_prom_text(std::string_view text, const std::string
   bool open = false;
   std::int64_t number = 0;
   std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
+  std::string_view line;
+  while (next_line(text, at, line)) {
     ++number;
     if (line.size() > limits.max_line_bytes) {
       throw Error(source + ":" + std::to_string(number) + ": a line of " + std::to_string(line.size()) +
@@ -215,11 +223,8 @@ std::vector<PromScrape> read_prom_file(const std::filesystem::path& file, const 
 
 bool looks_like_prom_text(std::string_view text) {
   std::size_t at = 0;
-  while (at < text.size()) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(at, end - at);
-    at = end + 1;
+  std::string_view line;
+  while (next_line(text, at, line)) {
     while (!line.empty() && (blank(line.front()) || line.front() == '\r')) line.remove_prefix(1);
     while (!line.empty() && (blank(line.back()) || line.back() == '\r')) line.remove_suffix(1);
     if (line.empty()) continue;
