@@ -244,6 +244,9 @@ StepPlan Scheduler::plan(Time now) {
   return plan;
 }
 
+// Over 80 lines (103): the planning order (running, then swapped, then
+// waiting, under one token budget) is the policy; the plug-in split of
+// issue 42 moved the choices out, and the phases' split is still open.
 void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.step_id = 0;
   plan.start = now;

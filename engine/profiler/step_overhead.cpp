@@ -232,6 +232,8 @@ StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const
 }
 
 
+// Over 80 lines (139): one least-squares setup, solve and report over the
+// same matrices; its split into named steps is open in issue 42.
 OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs) {
   OpScaleFit fit;
   fit.scales.fill(1.0);
