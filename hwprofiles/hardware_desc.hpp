@@ -77,7 +77,11 @@ struct EfficiencyCurveDesc {
 // own benchmark) measured it. The roofline prices a TP all-reduce or gather
 // or an EP all-to-all from the curve matching its group (kind, link, GPUs)
 // and from the ring formula where none does.
-enum class CollectiveKind { all_reduce, all_gather, all_to_all };
+// custom_all_reduce: an engine's own all-reduce kernel over peer memory
+// (vLLM's and SGLang's custom all-reduce, TensorRT-LLM's one- and two-shot
+// kernels), which the engines run instead of NCCL for small messages on
+// NVLink (sim/custom_all_reduce.hpp says when).
+enum class CollectiveKind { all_reduce, all_gather, all_to_all, custom_all_reduce };
 // nvswitch: every GPU on an NVSwitch; nvlink_bridge: a bridged NVLink pair;
 // pcie_p2p: PCIe peer-to-peer; pcie_host: PCIe through host memory (no P2P).
 enum class CollectiveLink { nvswitch, nvlink_bridge, pcie_p2p, pcie_host };

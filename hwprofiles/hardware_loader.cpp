@@ -313,10 +313,12 @@ std::map<std::string, double> read_dtype_ratio(const nlohmann::json& eff, const 
 
 CollectiveKind read_collective_kind(const nlohmann::json& c, const std::string& path, const std::string& origin) {
   const std::string k = string_at(c, "kind", path + ".kind", origin);
-  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all})
+  for (CollectiveKind kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::all_to_all,
+                              CollectiveKind::custom_all_reduce})
     if (k == collective_kind_name(kind)) return kind;
   json_field_error(origin, path + ".kind",
-                   "expected \"all_reduce\", \"all_gather\" or \"all_to_all\", got \"" + excerpt(k) + "\"");
+                   "expected \"all_reduce\", \"all_gather\", \"all_to_all\" or \"custom_all_reduce\", got \"" +
+                       excerpt(k) + "\"");
 }
 
 CollectiveLink read_collective_link(const nlohmann::json& c, const std::string& path, const std::string& origin) {

@@ -63,6 +63,7 @@ const char* collective_kind_name(CollectiveKind k) {
     case CollectiveKind::all_reduce: return "all_reduce";
     case CollectiveKind::all_gather: return "all_gather";
     case CollectiveKind::all_to_all: return "all_to_all";
+    case CollectiveKind::custom_all_reduce: return "custom_all_reduce";
   }
   return "all_reduce";
 }

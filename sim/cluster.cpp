@@ -8,6 +8,7 @@
 #include "sim/calibrated_cost_model.hpp"
 #include "sim/data_parallel.hpp"
 #include "sim/host_work.hpp"
+#include "sim/custom_all_reduce.hpp"
 #include "sim/input_quant_kernels.hpp"
 #include "sim/medusa_heads_cost_model.hpp"
 #include "metrics/step_csv.hpp"
@@ -394,6 +395,7 @@ RooflineParams group_roofline_params(ClusterTopology& topology, const GroupPlan&
     const auto first_gpu = gpus.begin() + stage * stage_gpus;  // EP rank 0's TP group leads the stage
     std::vector<GpuId> ring(first_gpu, first_gpu + gc.tp);
     params.tp_rings.push_back(topology.ring(ring));
+    params.custom_all_reduce_below.push_back(custom_all_reduce_below(g.replica, params.tp_rings.back(), params.pcie_p2p));
     params.pp_links.push_back(stage + 1 < gc.pp ? topology.path(*first_gpu, gpus[(stage + 1) * stage_gpus]) : PathCost{});
     std::vector<GpuId> ep_group;  // TP rank 0 of every EP rank
     for (std::int32_t r = 0; r < gc.ep; ++r) ep_group.push_back(first_gpu[r * gc.tp]);

@@ -231,6 +231,7 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Wei
   params_.tp_rings.resize(layout_.pp);
   params_.pp_links.resize(layout_.pp);
   params_.ep_groups.resize(layout_.pp);
+  params_.custom_all_reduce_below.resize(layout_.pp, 0.0);
   auto curve_index = [&](CollectiveKind kind, PathLink link, std::int32_t gpus) -> std::int16_t {
     const CollectiveCurve* c = find_collective_curve(params_, kind, link, gpus);
     return c ? static_cast<std::int16_t>(c - params_.collective_curves.data()) : std::int16_t{-1};
@@ -238,9 +239,12 @@ RooflineCostModel::RooflineCostModel(ModelDesc model, ParallelLayout layout, Wei
   for (std::int32_t s = 0; s < layout_.pp; ++s) {
     const RingCost& ring = params_.tp_rings[static_cast<std::size_t>(s)];
     const AllToAllCost& ep = params_.ep_groups[static_cast<std::size_t>(s)];
+    const bool custom = params_.custom_all_reduce_below[static_cast<std::size_t>(s)] > 0;
     stage_collectives_.push_back({curve_index(CollectiveKind::all_reduce, ring.link, ring.size),
                                   curve_index(CollectiveKind::all_gather, ring.link, ring.size),
-                                  curve_index(CollectiveKind::all_to_all, ep.link, ep.size)});
+                                  curve_index(CollectiveKind::all_to_all, ep.link, ep.size),
+                                  custom ? curve_index(CollectiveKind::custom_all_reduce, ring.link, ring.size)
+                                         : std::int16_t{-1}});
   }
   ops_.reserve(32);
 }
@@ -300,7 +304,11 @@ double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::s
   const auto& chosen = stage_collectives_[static_cast<std::size_t>(stage)];
   if (op.kind == OpKind::tp_allreduce || op.kind == OpKind::tp_gather) {
     const bool reduce = op.kind == OpKind::tp_allreduce;
-    const std::int16_t index = chosen[reduce ? 0 : 1];
+    // The engine's own kernel for a message under its bound, where the
+    // profile measured one; NCCL's curve (or the formula) otherwise.
+    const bool custom =
+        reduce && chosen[3] >= 0 && op.comm_bytes < params_.custom_all_reduce_below[static_cast<std::size_t>(stage)];
+    const std::int16_t index = custom ? chosen[3] : chosen[reduce ? 0 : 1];
     if (index >= 0) {
       // A measured call: launch and synchronisation included.
       const CollectiveCurve& c = params_.collective_curves[static_cast<std::size_t>(index)];

@@ -127,6 +127,10 @@ struct RooflineParams {
   // curves, else pcie_host ones.
   std::vector<CollectiveCurve> collective_curves;
   bool pcie_p2p = false;
+  // Per stage: TP all-reduces of fewer bytes run the engine's own kernel
+  // (sim/custom_all_reduce.hpp), priced on the profile's custom_all_reduce
+  // curve for the group where it has one; 0 or missing: NCCL for all.
+  std::vector<double> custom_all_reduce_below;
   // W8A8 linear layers: the compute curve per op kind fitted to kernels in
   // their GEMM format (-1: none), else the dtype-less curve times
   // quant_gemm_efficiency_ratio (measured format / bf16 efficiency).
@@ -176,8 +180,9 @@ class RooflineCostModel final : public CostModel {
   Dtype kv_;
   RooflineParams params_;
   // Per stage, the collective curve (index into params_.collective_curves,
-  // -1: the formula) of the TP all-reduce, the TP gather and the EP all-to-all.
-  std::vector<std::array<std::int16_t, 3>> stage_collectives_;
+  // -1: the formula) of the TP all-reduce, the TP gather, the EP all-to-all
+  // and the engine's custom all-reduce (-1: none, or not used).
+  std::vector<std::array<std::int16_t, 4>> stage_collectives_;
   std::vector<Op> ops_;  // reused every step
   // Step prices by (tokens, sampling, stage), direct-mapped: every op but
   // attention depends only on those (models/step_ops.hpp, StepSums), and

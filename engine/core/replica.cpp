@@ -25,6 +25,9 @@ ReplicaConfig replica_preset(std::string_view name) {
   if (name == "sglang") c.kv.block_size = 1;    // page_size 1: the radix tree matches token by token
   if (name == "trtllm") c.kv.block_size = 32;   // KvCacheConfig tokens_per_block
   if (name == "vllm") c.graph_capture_max_tokens = -1;  // captured graphs on by default (docs/engines.md)
+  // vLLM, SGLang and TensorRT-LLM all-reduce small TP messages with their
+  // own peer-memory kernels (docs/engines.md, "TP all-reduce").
+  c.custom_all_reduce = name == "vllm" || name == "vllm-v0" || name == "sglang" || name == "trtllm";
   // vLLM v0's BlockSpaceManager keeps 1% of the blocks free at admission
   // (CacheConfig watermark 0.01) so running requests can grow.
   if (name == "vllm-v0") c.kv.watermark = 0.01;
@@ -35,7 +38,7 @@ namespace {
 
 const char* const kKvKeys[] = {"block_size", "enable_prefix_caching", "num_gpu_blocks", "num_blocks",
                                "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight",
-                               "cache_generated_blocks", "graph_capture_max_tokens"};
+                               "cache_generated_blocks", "graph_capture_max_tokens", "custom_all_reduce"};
 
 constexpr std::string_view kWhat = "replica option";
 
@@ -54,6 +57,8 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     c.kv.enable_prefix_caching = parse_bool(key, value);
   } else if (key == "graph_capture_max_tokens") {
     c.graph_capture_max_tokens = parse_int(key, value, -1, kMax);
+  } else if (key == "custom_all_reduce") {
+    c.custom_all_reduce = parse_bool(key, value);
   } else if (key == "cache_generated_blocks") {
     c.kv.cache_generated_blocks = parse_bool(key, value);
   } else if (key == "num_gpu_blocks" || key == "num_blocks") {

@@ -30,6 +30,11 @@ struct ReplicaConfig {
   // 0), and a cost model prices them padded; the scheduler ignores it.
   // 0: eager; -1: vLLM's default, min(2 * max_num_seqs, 512).
   std::int32_t graph_capture_max_tokens = 0;
+  // The engine all-reduces small TP messages with its own kernel over peer
+  // memory instead of NCCL (vLLM's --disable-custom-all-reduce is false);
+  // a cost model prices it (sim/custom_all_reduce.hpp); the scheduler
+  // ignores it. On for the vllm, vllm-v0, sglang and trtllm presets.
+  bool custom_all_reduce = false;
   ReplicaRole role = ReplicaRole::mixed;   // its pool under disaggregation
 };
 

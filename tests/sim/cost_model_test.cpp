@@ -220,12 +220,15 @@ TEST_CASE("TP all-reduce, logits gather and PP sends are priced from the interco
     return -1.0;
   };
   SECTION("A100 on an NVSwitch board: two NVLink hops of 42.1 us / 14 each") {
-    Cluster c = build_cluster(one_group("llama-2-7b", "a100-80gb", 2, 2, 1, "fp16"));
+    ClusterConfig config = one_group("llama-2-7b", "a100-80gb", 2, 2, 1, "fp16");
+    config.groups.front().scheduler_options.emplace_back("custom_all_reduce", "false");
+    Cluster c = build_cluster(config);
     std::vector<OpCost> ops;
     price(*c.replicas[0].cost_model, decode_batch(1, 100), &ops);
     const double hop = 42.1e3 / 14;  // ns per GPU-to-GPU path
-    // The all-reduce is on the profile's measured 2-GPU NCCL curve: 38.6 us
-    // at 8 KiB (collectives_test.cpp holds the curve mechanism).
+    // Without the engine's own kernel the all-reduce is on the profile's
+    // measured 2-GPU NCCL curve: 38.6 us at 8 KiB (collectives_test.cpp
+    // holds the curve mechanism, custom_all_reduce_test.cpp the choice).
     CHECK(op_each(ops, OpKind::tp_allreduce) == Approx(38600));
     // The first stage sends hidden states and residual (2 x 4096 x 2 bytes)
     // to the next stage's first GPU: GPU 2, on the same switch.

@@ -37,6 +37,8 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_flag("--no-async-scheduling", f.async_off, "vLLM's async scheduling off");
   sub.add_flag("--enforce-eager", f.enforce_eager,
                "No CUDA graphs: steps are priced at their own token counts, not padded to a capture size");
+  sub.add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
+               "TP all-reduces through NCCL only, not the engine's own kernel for small messages (vLLM's flag)");
   sub.add_option("--set", f.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable; see engine/core/scheduler.md)");
 }
 
@@ -67,6 +69,7 @@ ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
   }
   if (f.async_on || f.async_off) out.options.emplace_back("async_scheduling", f.async_on ? "true" : "false");
   if (f.enforce_eager) out.options.emplace_back("graph_capture_max_tokens", "0");
+  if (f.disable_custom_all_reduce) out.options.emplace_back("custom_all_reduce", "false");
   for (const std::string& kv : f.set_options) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw UsageError("--set expects KEY=VALUE, got '" + kv + "'");

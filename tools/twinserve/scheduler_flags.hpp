@@ -20,7 +20,7 @@ struct SchedulerFlags {
   std::optional<std::int32_t> max_num_batched_tokens, max_num_seqs, block_size, max_queued_requests;
   std::optional<double> max_queue_time_ms;
   bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
-  bool async_on = false, async_off = false, enforce_eager = false;
+  bool async_on = false, async_off = false, enforce_eager = false, disable_custom_all_reduce = false;
   std::vector<std::string> set_options;  // --set KEY=VALUE
 };
 
