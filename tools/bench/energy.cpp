@@ -4,7 +4,8 @@
 // Instruct bf16, the LMArena chat task, 1,024 requests submitted at once,
 // batch size = vLLM's max_num_seqs, energy measured over the steady state
 // where the batch is full). The bench plays the same workload through
-// `twinserve simulate` with the vllm preset and prints predicted J/token,
+// `twinserve simulate` with the vllm preset, async scheduling off as in
+// vLLM 0.11.1 (on by default only in later releases), and prints predicted J/token,
 // average power and output throughput beside the published ones, and the
 // errors. Nothing in the power figures or the cost model is fitted to these
 // rows; the errors are what they are.
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
     write_trace(trace, output_lengths(*r.output));
     std::ostringstream cmd;
     cmd << bin << " simulate --trace " << trace << " --model " << r.model << " --hw " << r.hw << " --tp " << r.tp
-        << " --max-num-seqs " << r.batch << " --max-model-len 8192 --scheduler vllm --quiet --overwrite --out "
+        << " --max-num-seqs " << r.batch << " --max-model-len 8192 --scheduler vllm --no-async-scheduling --quiet --overwrite --out "
         << out << " > /dev/null";
     if (std::system(cmd.str().c_str()) != 0) {
       std::printf("  %s: simulate failed: %s\n", name.c_str(), cmd.str().c_str());
