@@ -1,10 +1,14 @@
 #include "traces/conversation.hpp"
 
+#include "base/error.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <string>
+#include <unordered_set>
 
 namespace twin {
 
@@ -54,6 +58,9 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
   bool in_list = false;      // inside the messages array (depth 2)
   bool in_message = false;   // inside one message (depth 3)
   bool saw_list = false;
+  // Keys of the conversation object and of the message being read: a key
+  // given twice is refused, as in every JSON input (never last-wins).
+  std::unordered_set<std::string> top_keys, message_keys;
 
   ConversationSax(ConversationParser& p, std::vector<ConversationTurn>& t, std::string& e)
       : parser(p), turns(t), error(e) {}
@@ -96,9 +103,11 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
     if (depth == 3 && in_message && (message_key == "value" || message_key == "content"))
       return fail("message field '" + message_key + "' must be a string, not an object");
     ++depth;
+    if (depth == 1) top_keys.clear();
     if (depth == 3 && in_list) {
       in_message = true;
       message_key.clear();
+      message_keys.clear();
       message = Message{};
       ++message_count;
     }
@@ -131,8 +140,16 @@ struct ConversationSax : nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool key(string_t& k) override {
-    if (depth == 1) top_key = k;
-    if (depth == 3 && in_message) message_key = k;
+    if (depth == 1) {
+      if (!top_keys.insert(k).second) return fail("key '" + excerpt(k) + "' given twice (a duplicate key)");
+      top_key = k;
+    }
+    if (depth == 3 && in_message) {
+      if (!message_keys.insert(k).second)
+        return fail("message " + std::to_string(message_count) + ": key '" + excerpt(k) +
+                    "' given twice (a duplicate key)");
+      message_key = k;
+    }
     return true;
   }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {

@@ -236,6 +236,16 @@ TEST_CASE("ShareGPT: malformed conversations are row errors naming the line", "[
   CHECK_THAT(err("[{\"conversations\": [{\"from\": \"human\", \"value\": 3}]}]"),
              Catch::Contains("message field 'value' must be a string"));
   CHECK_THAT(err("[{\"id\": 1}]"), Catch::Contains("needs a 'conversations'"));
+  // A key given twice is refused, never last-wins: in the conversation and
+  // in a message; a second object may reuse the first one's keys.
+  CHECK_THAT(err("[{\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}], \"conversations\": []}]"),
+             Catch::Contains(":1: key 'conversations' given twice (a duplicate key)"));
+  CHECK_THAT(err("[{\"conversations\": [{\"from\": \"human\", \"value\": \"a\", \"value\": \"bb\"}]}]"),
+             Catch::Contains("message 1: key 'value' given twice"));
+  write_file(tmp.path, "[{\"conversations\": [{\"from\": \"human\", \"value\": \"a\"}, {\"from\": \"gpt\", "
+                       "\"value\": \"b\"}]}, {\"conversations\": [{\"from\": \"human\", \"value\": \"c\"}, "
+                       "{\"from\": \"gpt\", \"value\": \"d\"}]}]");
+  CHECK(read_all(tmp.path, with_rate(1)).size() == 2);
   CHECK_THAT(err("[{\"conversations\": []},"), Catch::Contains("does not close"));
   CHECK_THAT(err("[{\"conversations\": []}] x"), Catch::Contains("after the JSON array"));
   CHECK_THAT(err("[]"), Catch::Contains("holds no requests"));
