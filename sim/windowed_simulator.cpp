@@ -267,210 +267,237 @@ void get_timed(WireReader& r, std::vector<Timed<Record>>& out) {
   }
 }
 
+// Per replica at its end: end time, steps, events, unserved, busy time,
+// step tally (what each rank sends rank 0 at the end of an MPI run).
+struct End {
+  Time end_time = 0;
+  std::int64_t steps = 0, events = 0, unserved = 0, interrupted = 0;
+  Time busy = 0;
+  StepTally tally;
+};
+
+End end_of(const Unit& u) {
+  return {u.stats.end_time,   u.stats.steps,      u.stats.events,       u.stats.unserved,
+          u.stats.interrupted, u.loop.busy_ns(0), u.stats.step_tally};
+}
+
 }  // namespace
 
-// Over 80 lines (258): the refresh loop with its local and MPI routing and
-// the interrupt check all ranks agree on; splitting it (routing written once
-// for local and MPI replicas) is issue 42's open item, not done this stop.
-SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
-  State& s = *state_;
-  const std::int32_t n = s.num_replicas;
-  const bool spread = s.ranks != nullptr;
-  Router router(s.options.router, s.options.seed);
+// One call of run(): the router with its snapshot, the period's arrivals
+// and, across ranks, what the ranks exchanged. Each refresh catches the
+// replicas up (here, or across ranks), then routes the period's arrivals
+// (one routing for both).
+struct WindowedSimulator::Run {
+  State& s;
+  RequestSource& source;
+  RecordSink& sink;
+  const std::int32_t n;
+  const bool spread;  // replicas on several MPI ranks
+  Router router;
   RouterSnapshot snapshot;
-  std::vector<ReplicaFigures> loads(static_cast<std::size_t>(n));
-  std::vector<std::int32_t> hits(static_cast<std::size_t>(n));
-  const bool wants_prefix = router.reads_cached_prefix();
+  std::vector<ReplicaFigures> loads;
+  const bool wants_prefix;
   SimStats stats;
-
   // Across ranks: each replica's records of the period, by replica.
-  std::vector<std::vector<Timed<RequestRecord>>> remote_requests(spread ? static_cast<std::size_t>(n) : 0);
-  std::vector<std::vector<Timed<StepRecord>>> remote_steps(spread ? static_cast<std::size_t>(n) : 0);
-  std::vector<Request> window;           // across ranks: the period's arrivals
+  std::vector<std::vector<Timed<RequestRecord>>> remote_requests;
+  std::vector<std::vector<Timed<StepRecord>>> remote_steps;
+  RankPart worst;                         // the lowest failing replica's error, across ranks
+  std::vector<Request> window;            // the period's arrivals
   std::vector<std::int32_t> window_hits;  // per arrival, per replica
-
-  // Puts this rank's records of the period (and its error) into w.
-  auto put_local = [&](WireWriter& w, const std::pair<std::int32_t, std::exception_ptr>& failed) {
-    put_error(w, failed);
-    for (auto& unit : s.units) {
-      put_timed(w, unit->buffer.requests);
-      put_timed(w, unit->buffer.steps);
-      unit->buffer.requests.clear();
-      unit->buffer.steps.clear();
-    }
-  };
-  // Reads rank r's records; throws the lowest replica's error once all are read.
-  RankPart worst;
-  auto get_records = [&](WireReader& r, int from) {
-    const auto failed = r.get<std::int32_t>();
-    if (failed >= 0) {
-      std::string what = r.get_string();
-      if (worst.error_replica < 0 || failed < worst.error_replica) worst = {failed, std::move(what)};
-    }
-    for (std::int32_t i = from; i < n; i += s.num_ranks) {
-      get_timed(r, remote_requests[static_cast<std::size_t>(i)]);
-      get_timed(r, remote_steps[static_cast<std::size_t>(i)]);
-    }
-  };
-  auto throw_worst = [&] {
-    if (worst.error_replica >= 0) throw Error(worst.error);
-  };
-  // Rank 0 hands every replica's records to the sink, in the order one
-  // process would: replica order, then a stable sort by time.
-  auto flush_remote = [&] {
-    if (s.rank != 0) return;
-    std::vector<const Timed<RequestRecord>*> requests;
-    std::vector<const Timed<StepRecord>*> steps;
-    for (std::int32_t i = 0; i < n; ++i) {
-      for (const auto& t : remote_requests[static_cast<std::size_t>(i)]) requests.push_back(&t);
-      for (const auto& t : remote_steps[static_cast<std::size_t>(i)]) steps.push_back(&t);
-    }
-    auto by_time = [](const auto* a, const auto* b) { return a->at < b->at; };
-    std::stable_sort(requests.begin(), requests.end(), by_time);
-    std::stable_sort(steps.begin(), steps.end(), by_time);
-    for (const auto* t : requests) sink.on_request(t->record);
-    if (s.options.record_steps) {
-      for (const auto* t : steps) sink.on_step(t->record);
-    }
-  };
-
   Request next;
-  bool have_next = source.next(next);
+  bool have_next = false;
   Time last_arrival = 0;
-  std::int64_t refreshes = 0;
-  constexpr std::int64_t kProgressEvery = 64;
   bool stopping = false;  // a stop: nothing more is routed
   Time at = 0;            // the last refresh
+
+  Run(State& state, RequestSource& source_, RecordSink& sink_)
+      : s(state),
+        source(source_),
+        sink(sink_),
+        n(state.num_replicas),
+        spread(state.ranks != nullptr),
+        router(state.options.router, state.options.seed),
+        loads(static_cast<std::size_t>(n)),
+        wants_prefix(router.reads_cached_prefix()),
+        remote_requests(spread ? static_cast<std::size_t>(n) : 0),
+        remote_steps(spread ? static_cast<std::size_t>(n) : 0) {}
+
+  void route_arrivals();
+  void catch_up_here(Time period, bool stop_here);
+  void catch_up_across_ranks(Time period, bool stop_here);
+  void read_window(Time period);
+  void route_window();
+  void drain_here();
+  void end_replicas();
+  void total(const std::vector<End>& ends);
+  // The ranks' exchange.
+  void put_local(WireWriter& w, const std::pair<std::int32_t, std::exception_ptr>& failed);
+  void get_records(WireReader& r, int from);
+  void throw_worst() const;
+  void flush_remote();
+};
+
+SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
+  Run r(*state_, source, sink);
+  r.route_arrivals();
+  r.drain_here();
+  r.end_replicas();
+  if (r.s.options.progress) r.s.options.progress(r.stats.end_time, r.stats.arrivals);
+  return r.stats;
+}
+
+// Refresh by refresh, until the source ends or a stop.
+void WindowedSimulator::Run::route_arrivals() {
+  have_next = source.next(next);
+  std::int64_t refreshes = 0;
+  constexpr std::int64_t kProgressEvery = 64;
   while (have_next && !stopping) {
     check_arrival_order(next, last_arrival);
     // The refresh the next arrival is routed at; every replica catches up to it.
     const Time period = next.arrival / s.refresh;
     at = period * s.refresh;
     const bool stop_here = s.stop && s.stop();  // this rank's answer, once per refresh
-    if (!spread) {
-      s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
-      s.flush(sink);
-      std::int64_t in_flight = 0;
-      for (std::int32_t i = 0; i < n; ++i) {
-        const Unit& u = *s.units[static_cast<std::size_t>(i)];
-        loads[static_cast<std::size_t>(i)] = load_of(u.replica);
-        in_flight += u.loop.in_flight();
-      }
-      stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
-      if (stop_here) {  // as across ranks: the replicas caught up, the period's arrivals never arrive
-        stopping = true;
-        break;
-      }
-      snapshot.refresh(loads);
-      // Route every arrival before the next refresh from what was seen at this one.
-      while (have_next && next.arrival / s.refresh == period) {
-        if (wants_prefix) {
-          for (std::int32_t i = 0; i < n; ++i) {
-            hits[static_cast<std::size_t>(i)] = s.units[static_cast<std::size_t>(i)]->replica.cached_prefix_tokens(next);
-          }
-          snapshot.set_prefix_hits(hits);
-        }
-        const std::int32_t target = router.pick_from(next, snapshot);
-        if (target < 0 || target >= n) {
-          throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
-        }
-        snapshot.sent(target, next);
-        ++stats.arrivals;
-        last_arrival = next.arrival;
-        s.units[static_cast<std::size_t>(target)]->routed.push(std::move(next));
-        next = Request{};
-        have_next = source.next(next);
-        if (have_next) check_arrival_order(next, last_arrival);
-      }
+    if (spread) {
+      catch_up_across_ranks(period, stop_here);
     } else {
-      const auto failed = s.try_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
-      // Every rank reads the same trace: the period's arrivals.
-      window.clear();
-      while (have_next && next.arrival / s.refresh == period) {
-        last_arrival = next.arrival;
-        window.push_back(std::move(next));
-        next = Request{};
-        have_next = source.next(next);
-        if (have_next) check_arrival_order(next, last_arrival);
-      }
-      WireWriter w;
-      w.put<std::uint8_t>(stop_here ? 1 : 0);
-      for (const auto& unit : s.units) {
-        const ReplicaFigures l = load_of(unit->replica);
-        w.put(l);
-        w.put<std::int64_t>(unit->loop.in_flight());
-      }
-      if (wants_prefix) {
-        for (const Request& r : window) {
-          for (const auto& unit : s.units) w.put<std::int32_t>(unit->replica.cached_prefix_tokens(r));
-        }
-      }
-      put_local(w, failed);
-      const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
-      std::int64_t in_flight = 0;
-      window_hits.assign(wants_prefix ? window.size() * static_cast<std::size_t>(n) : 0, 0);
-      for (int from = 0; from < s.num_ranks; ++from) {
-        WireReader r(parts.at(static_cast<std::size_t>(from)));
-        if (r.get<std::uint8_t>() != 0) stopping = true;  // any rank's stop stops all
-        for (std::int32_t i = from; i < n; i += s.num_ranks) {
-          loads[static_cast<std::size_t>(i)] = r.get<ReplicaFigures>();
-          in_flight += r.get<std::int64_t>();
-        }
-        if (wants_prefix) {
-          for (std::size_t k = 0; k < window.size(); ++k) {
-            for (std::int32_t i = from; i < n; i += s.num_ranks) {
-              window_hits[k * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] = r.get<std::int32_t>();
-            }
-          }
-        }
-        get_records(r, from);
-        if (!r.done()) throw Error("rank exchange: rank " + std::to_string(from) + "'s message is longer than expected");
-      }
-      throw_worst();
-      flush_remote();
-      stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
-      if (stopping) break;  // the period's arrivals never arrive
-      snapshot.refresh(loads);
-      for (std::size_t k = 0; k < window.size(); ++k) {
-        Request& request = window[k];
-        if (wants_prefix) {
-          snapshot.set_prefix_hits(std::span<const std::int32_t>(window_hits).subspan(k * static_cast<std::size_t>(n),
-                                                                                       static_cast<std::size_t>(n)));
-        }
-        const std::int32_t target = router.pick_from(request, snapshot);
-        if (target < 0 || target >= n) {
-          throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
-        }
-        snapshot.sent(target, request);
-        ++stats.arrivals;
-        const std::int32_t local = s.local_of[static_cast<std::size_t>(target)];
-        if (local >= 0) s.units[static_cast<std::size_t>(local)]->routed.push(std::move(request));
-      }
+      catch_up_here(period, stop_here);
     }
+    if (stopping) break;  // the period's arrivals never arrive
+    snapshot.refresh(loads);
+    route_window();
     if (s.options.progress && (++refreshes % kProgressEvery) == 0) s.options.progress(at, stats.arrivals);
   }
-  // No more arrivals: in one process the replicas go on period by period,
-  // the stop asked at each, until every one is idle (the same records as
-  // one advance to the end: no request arrives to tie them). Across ranks
-  // they run to their end at once (a stop there is honoured up to the last
-  // arrival's refresh).
-  if (!spread && !stopping && stats.arrivals > 0) {
-    auto idle = [&s] {
-      return std::all_of(s.units.begin(), s.units.end(),
-                         [](const auto& u) { return u->loop.in_flight() == 0 && u->routed.empty(); });
-    };
-    while (!idle()) {
-      at += s.refresh;
-      if (s.stop && s.stop()) {
-        stopping = true;
-        break;
-      }
-      s.on_every_replica([at](Unit& u) { u.loop.advance_through(at - 1); });
-      s.flush(sink);
+}
+
+// One process: the replicas catch up to `at`, their records go to the
+// sink and their figures and prefix hits are read directly.
+void WindowedSimulator::Run::catch_up_here(Time period, bool stop_here) {
+  s.on_every_replica([t = at](Unit& u) { u.loop.advance_through(t - 1); });
+  s.flush(sink);
+  std::int64_t in_flight = 0;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const Unit& u = *s.units[static_cast<std::size_t>(i)];
+    loads[static_cast<std::size_t>(i)] = load_of(u.replica);
+    in_flight += u.loop.in_flight();
+  }
+  stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+  if (stop_here) {  // as across ranks: the replicas caught up, the period's arrivals never arrive
+    stopping = true;
+    return;
+  }
+  read_window(period);
+  window_hits.assign(wants_prefix ? window.size() * static_cast<std::size_t>(n) : 0, 0);
+  if (!wants_prefix) return;
+  for (std::size_t k = 0; k < window.size(); ++k) {
+    for (std::int32_t i = 0; i < n; ++i) {
+      window_hits[k * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] =
+          s.units[static_cast<std::size_t>(i)]->replica.cached_prefix_tokens(window[k]);
     }
   }
-  // Every replica runs to its end, a stopped one ending what it has in
-  // flight as "interrupted".
+}
+
+// Across ranks: the replicas catch up on their ranks, and every rank sends
+// every other its stop answer, its replicas' figures, their prefix hits
+// for the period's arrivals and their records (rank 0 hands them to the
+// sink).
+void WindowedSimulator::Run::catch_up_across_ranks(Time period, bool stop_here) {
+  const auto failed = s.try_every_replica([t = at](Unit& u) { u.loop.advance_through(t - 1); });
+  read_window(period);  // every rank reads the same trace
+  WireWriter w;
+  w.put<std::uint8_t>(stop_here ? 1 : 0);
+  for (const auto& unit : s.units) {
+    const ReplicaFigures l = load_of(unit->replica);
+    w.put(l);
+    w.put<std::int64_t>(unit->loop.in_flight());
+  }
+  if (wants_prefix) {
+    for (const Request& r : window) {
+      for (const auto& unit : s.units) w.put<std::int32_t>(unit->replica.cached_prefix_tokens(r));
+    }
+  }
+  put_local(w, failed);
+  const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
+  std::int64_t in_flight = 0;
+  window_hits.assign(wants_prefix ? window.size() * static_cast<std::size_t>(n) : 0, 0);
+  for (int from = 0; from < s.num_ranks; ++from) {
+    WireReader r(parts.at(static_cast<std::size_t>(from)));
+    if (r.get<std::uint8_t>() != 0) stopping = true;  // any rank's stop stops all
+    for (std::int32_t i = from; i < n; i += s.num_ranks) {
+      loads[static_cast<std::size_t>(i)] = r.get<ReplicaFigures>();
+      in_flight += r.get<std::int64_t>();
+    }
+    if (wants_prefix) {
+      for (std::size_t k = 0; k < window.size(); ++k) {
+        for (std::int32_t i = from; i < n; i += s.num_ranks) {
+          window_hits[k * static_cast<std::size_t>(n) + static_cast<std::size_t>(i)] = r.get<std::int32_t>();
+        }
+      }
+    }
+    get_records(r, from);
+    if (!r.done()) throw Error("rank exchange: rank " + std::to_string(from) + "'s message is longer than expected");
+  }
+  throw_worst();
+  flush_remote();
+  stats.max_in_flight = std::max(stats.max_in_flight, in_flight);
+}
+
+// The arrivals before the next refresh (`period`'s), in trace order.
+void WindowedSimulator::Run::read_window(Time period) {
+  window.clear();
+  while (have_next && next.arrival / s.refresh == period) {
+    last_arrival = next.arrival;
+    window.push_back(std::move(next));
+    next = Request{};
+    have_next = source.next(next);
+    if (have_next) check_arrival_order(next, last_arrival);
+  }
+}
+
+// Routes every arrival of the period from what was seen at the refresh;
+// a replica on another rank gets its arrivals there.
+void WindowedSimulator::Run::route_window() {
+  for (std::size_t k = 0; k < window.size(); ++k) {
+    Request& request = window[k];
+    if (wants_prefix) {
+      snapshot.set_prefix_hits(std::span<const std::int32_t>(window_hits).subspan(k * static_cast<std::size_t>(n),
+                                                                                   static_cast<std::size_t>(n)));
+    }
+    const std::int32_t target = router.pick_from(request, snapshot);
+    if (target < 0 || target >= n) {
+      throw Error("simulator: the router picked replica " + std::to_string(target) + " of " + std::to_string(n));
+    }
+    snapshot.sent(target, request);
+    ++stats.arrivals;
+    const std::int32_t local = s.local_of[static_cast<std::size_t>(target)];
+    if (local >= 0) s.units[static_cast<std::size_t>(local)]->routed.push(std::move(request));
+  }
+}
+
+// No more arrivals: in one process the replicas go on period by period,
+// the stop asked at each, until every one is idle (the same records as
+// one advance to the end: no request arrives to tie them). Across ranks
+// they run to their end at once (a stop there is honoured up to the last
+// arrival's refresh).
+void WindowedSimulator::Run::drain_here() {
+  if (spread || stopping || stats.arrivals == 0) return;
+  auto idle = [this] {
+    return std::all_of(s.units.begin(), s.units.end(),
+                       [](const auto& u) { return u->loop.in_flight() == 0 && u->routed.empty(); });
+  };
+  while (!idle()) {
+    at += s.refresh;
+    if (s.stop && s.stop()) {
+      stopping = true;
+      break;
+    }
+    s.on_every_replica([t = at](Unit& u) { u.loop.advance_through(t - 1); });
+    s.flush(sink);
+  }
+}
+
+// Every replica runs to its end, a stopped one ending what it has in
+// flight as "interrupted"; their end figures make the stats.
+void WindowedSimulator::Run::end_replicas() {
   if (stopping) {
     for (auto& unit : s.units) unit->clock.set_stop([] { return true; });
   }
@@ -478,31 +505,15 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     u.loop.advance_through(std::numeric_limits<Time>::max());
     u.stats = u.loop.finish();
   };
-  // Per replica: end time, steps, events, unserved, busy time, step tally.
-  struct End {
-    Time end_time = 0;
-    std::int64_t steps = 0, events = 0, unserved = 0, interrupted = 0;
-    Time busy = 0;
-    StepTally tally;
-  };
   std::vector<End> ends(static_cast<std::size_t>(n));
   if (!spread) {
     s.on_every_replica(to_end);
     s.flush(sink);
-    for (std::int32_t i = 0; i < n; ++i) {
-      const Unit& u = *s.units[static_cast<std::size_t>(i)];
-      ends[static_cast<std::size_t>(i)] = {u.stats.end_time, u.stats.steps,     u.stats.events,
-                                           u.stats.unserved, u.stats.interrupted, u.loop.busy_ns(0),
-                                           u.stats.step_tally};
-    }
+    for (std::int32_t i = 0; i < n; ++i) ends[static_cast<std::size_t>(i)] = end_of(*s.units[static_cast<std::size_t>(i)]);
   } else {
     const auto failed = s.try_every_replica(to_end);
     WireWriter w;
-    for (const auto& unit : s.units) {
-      const End e{unit->stats.end_time,    unit->stats.steps,     unit->stats.events, unit->stats.unserved,
-                  unit->stats.interrupted, unit->loop.busy_ns(0), unit->stats.step_tally};
-      w.put(e);
-    }
+    for (const auto& unit : s.units) w.put(end_of(*unit));
     put_local(w, failed);
     const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
     for (int from = 0; from < s.num_ranks; ++from) {
@@ -513,6 +524,10 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     throw_worst();
     flush_remote();
   }
+  total(ends);
+}
+
+void WindowedSimulator::Run::total(const std::vector<End>& ends) {
   for (const End& e : ends) {
     stats.end_time = std::max(stats.end_time, e.end_time);
     stats.steps += e.steps;
@@ -527,8 +542,54 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
     stats.busy_fraction.push_back(stats.end_time > 0 ? static_cast<double>(e.busy) / static_cast<double>(stats.end_time)
                                                      : 0.0);
   }
-  if (s.options.progress) s.options.progress(stats.end_time, stats.arrivals);
-  return stats;
+}
+
+// Puts this rank's records of the period (and its error) into w.
+void WindowedSimulator::Run::put_local(WireWriter& w, const std::pair<std::int32_t, std::exception_ptr>& failed) {
+  put_error(w, failed);
+  for (auto& unit : s.units) {
+    put_timed(w, unit->buffer.requests);
+    put_timed(w, unit->buffer.steps);
+    unit->buffer.requests.clear();
+    unit->buffer.steps.clear();
+  }
+}
+
+// Reads rank `from`'s records; throw_worst() throws the lowest replica's
+// error once all are read.
+void WindowedSimulator::Run::get_records(WireReader& r, int from) {
+  const auto failed = r.get<std::int32_t>();
+  if (failed >= 0) {
+    std::string what = r.get_string();
+    if (worst.error_replica < 0 || failed < worst.error_replica) worst = {failed, std::move(what)};
+  }
+  for (std::int32_t i = from; i < n; i += s.num_ranks) {
+    get_timed(r, remote_requests[static_cast<std::size_t>(i)]);
+    get_timed(r, remote_steps[static_cast<std::size_t>(i)]);
+  }
+}
+
+void WindowedSimulator::Run::throw_worst() const {
+  if (worst.error_replica >= 0) throw Error(worst.error);
+}
+
+// Rank 0 hands every replica's records to the sink, in the order one
+// process would: replica order, then a stable sort by time.
+void WindowedSimulator::Run::flush_remote() {
+  if (s.rank != 0) return;
+  std::vector<const Timed<RequestRecord>*> requests;
+  std::vector<const Timed<StepRecord>*> steps;
+  for (std::int32_t i = 0; i < n; ++i) {
+    for (const auto& t : remote_requests[static_cast<std::size_t>(i)]) requests.push_back(&t);
+    for (const auto& t : remote_steps[static_cast<std::size_t>(i)]) steps.push_back(&t);
+  }
+  auto by_time = [](const auto* a, const auto* b) { return a->at < b->at; };
+  std::stable_sort(requests.begin(), requests.end(), by_time);
+  std::stable_sort(steps.begin(), steps.end(), by_time);
+  for (const auto* t : requests) sink.on_request(t->record);
+  if (s.options.record_steps) {
+    for (const auto* t : steps) sink.on_step(t->record);
+  }
 }
 
 }  // namespace twin

@@ -65,6 +65,7 @@ class WindowedSimulator {
 
  private:
   struct State;
+  struct Run;  // one call of run() (windowed_simulator.cpp)
   std::unique_ptr<State> state_;
 };
 

@@ -244,10 +244,10 @@ StepPlan Scheduler::plan(Time now) {
   return plan;
 }
 
-// Over 80 lines (103): the planning order (running, then swapped, then
-// waiting, under one token budget) is the policy; the plug-in split of
-// issue 42 moved the choices out, and the phases' split is still open.
-void Scheduler::plan_into(StepPlan& plan, Time now) {
+namespace {
+
+// A plan emptied for reuse: the vectors keep their capacity.
+void reset_plan(StepPlan& plan, Time now) {
   plan.step_id = 0;
   plan.start = now;
   plan.seqs.clear();
@@ -258,6 +258,44 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   plan.tier_loads.clear();
   plan.tier_stores.clear();
   plan.tier_copies.clear();
+}
+
+// The step's record from its plan. Built for every step: the tally counts
+// it whether or not the record is passed on. The vectors keep their
+// capacity.
+void fill_step_record(StepRecord& rec, const StepPlan& plan, std::int32_t replica, Time now,
+                      std::int32_t waiting_at_plan) {
+  std::vector<std::int32_t> lookahead = std::move(rec.lookahead), accepted = std::move(rec.accepted);
+  std::vector<std::int32_t> loads = std::move(rec.tier_loads), stores = std::move(rec.tier_stores);
+  rec = StepRecord{};
+  lookahead.clear();
+  accepted.clear();
+  rec.lookahead = std::move(lookahead);
+  rec.accepted = std::move(accepted);
+  loads.assign(plan.tier_loads.begin(), plan.tier_loads.end());
+  stores.assign(plan.tier_stores.begin(), plan.tier_stores.end());
+  rec.tier_loads = std::move(loads);
+  rec.tier_stores = std::move(stores);
+  rec.step_id = plan.step_id;
+  rec.replica = replica;
+  rec.start = now;
+  rec.batch_size = static_cast<std::int32_t>(plan.seqs.size());
+  for (const auto& q : plan.seqs) {
+    (q.is_prefill ? rec.num_prefill_seqs : rec.num_decode_seqs) += 1;
+    rec.new_tokens += q.num_new;
+    rec.context_tokens += q.num_computed;
+    rec.proposed_tokens += q.num_lookahead;
+  }
+  rec.preempted = static_cast<std::int32_t>(plan.preempted.size());
+  rec.waiting = waiting_at_plan;
+  rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
+  rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
+}
+
+}  // namespace
+
+void Scheduler::plan_into(StepPlan& plan, Time now) {
+  reset_plan(plan, now);
   if (!can_plan()) return;
   process_deadlines(now, plan);
   if (batch_mode()) maybe_form_batch(now);
@@ -267,6 +305,23 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   budget_left_ = token_budget_;
   building_slots_.clear();
   admit_horizon_ = admit_horizon_for(now);
+  plan_passes(plan, now);
+  planned_since_done_ = true;
+
+  if (plan.empty()) return;
+  // Tier moves since the last plan are this step's to pay (an empty plan
+  // leaves them for the next).
+  if (kv_.take_tier_moves(plan.tier_loads, plan.tier_stores) && kv_.config().record_tier_copies) {
+    kv_.take_tier_copies(plan.tier_copies);
+  }
+  InFlight& entry = open_in_flight(plan);
+  fill_step_record(entry.record, plan, index_, now, waiting_at_plan);
+}
+
+// The planning order is the policy: running, then swapped, then waiting
+// (decode_first), or prefills of the running and admissions first; under
+// one token budget, planned again where a plan would run nothing.
+void Scheduler::plan_passes(StepPlan& plan, Time now) {
   bool replanned_after_preemption = false;
   for (int attempt = 0; attempt < 3; ++attempt) {
     preempted_ = false;
@@ -295,14 +350,11 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
     // finding its queued plan empty: it plans again, seeing every arrival.
     admit_horizon_ = now;
   }
-  planned_since_done_ = true;
+}
 
-  if (plan.empty()) return;
-  // Tier moves since the last plan are this step's to pay (an empty plan
-  // leaves them for the next).
-  if (kv_.take_tier_moves(plan.tier_loads, plan.tier_stores) && kv_.config().record_tier_copies) {
-    kv_.take_tier_copies(plan.tier_copies);
-  }
+// A free in-flight entry takes the plan's step id and the slots it built;
+// those seqs are in flight until the step completes.
+Scheduler::InFlight& Scheduler::open_in_flight(StepPlan& plan) {
   InFlight* entry = nullptr;
   for (auto& f : in_flight_) {
     if (!f.active) {
@@ -319,36 +371,7 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
     s.scheduled = false;
     s.in_flight = true;
   }
-  {
-    // Built for every step: the tally counts it whether or not the record
-    // is passed on. The vectors keep their capacity.
-    StepRecord& rec = entry->record;
-    std::vector<std::int32_t> lookahead = std::move(rec.lookahead), accepted = std::move(rec.accepted);
-    std::vector<std::int32_t> loads = std::move(rec.tier_loads), stores = std::move(rec.tier_stores);
-    rec = StepRecord{};
-    lookahead.clear();
-    accepted.clear();
-    rec.lookahead = std::move(lookahead);
-    rec.accepted = std::move(accepted);
-    loads.assign(plan.tier_loads.begin(), plan.tier_loads.end());
-    stores.assign(plan.tier_stores.begin(), plan.tier_stores.end());
-    rec.tier_loads = std::move(loads);
-    rec.tier_stores = std::move(stores);
-    rec.step_id = plan.step_id;
-    rec.replica = index_;
-    rec.start = now;
-    rec.batch_size = static_cast<std::int32_t>(plan.seqs.size());
-    for (const auto& q : plan.seqs) {
-      (q.is_prefill ? rec.num_prefill_seqs : rec.num_decode_seqs) += 1;
-      rec.new_tokens += q.num_new;
-      rec.context_tokens += q.num_computed;
-      rec.proposed_tokens += q.num_lookahead;
-    }
-    rec.preempted = static_cast<std::int32_t>(plan.preempted.size());
-    rec.waiting = waiting_at_plan;
-    rec.swapped_out_blocks = static_cast<std::int32_t>(plan.swap_out.size());
-    rec.swapped_in_blocks = static_cast<std::int32_t>(plan.swap_in.size());
-  }
+  return *entry;
 }
 
 void Scheduler::process_deadlines(Time now, StepPlan& plan) {

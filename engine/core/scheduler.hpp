@@ -170,6 +170,9 @@ class Scheduler {
   void release_slot(std::int32_t slot);
   void enqueue(std::int32_t slot, bool at_front, Time now);
 
+  // plan_into()'s steps.
+  void plan_passes(StepPlan& plan, Time now);
+  InFlight& open_in_flight(StepPlan& plan);
   void process_deadlines(Time now, StepPlan& plan);
   void set_deadline(std::int32_t slot);
   void maybe_form_batch(Time now);

@@ -232,21 +232,23 @@ StepFit fit_step_terms(const std::vector<std::array<double, 3>>& features, const
 }
 
 
-// Over 80 lines (139): one least-squares setup, solve and report over the
-// same matrices; its split into named steps is open in issue 42.
-OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs) {
-  OpScaleFit fit;
-  fit.scales.fill(1.0);
-  if (steps.empty()) return fit;
+namespace {
 
-  // Groups in first-seen order (deterministic), reduced to their medians.
+// A group of steps (StepSample::group) reduced to its medians.
+struct GroupMedian {
+  std::string label;
+  double seqs, tokens, measured, table_sum, in_situ_sum;
+  OpTimes table, in_situ;
+};
+
+// The groups in first-seen order (deterministic), each at its medians.
+std::vector<GroupMedian> group_medians(const std::vector<StepSample>& steps) {
   struct Group {
     std::vector<double> seqs, tokens, measured, table_sum, in_situ_sum;
     std::array<std::vector<double>, kNumTimedOps> table, in_situ;
   };
   std::map<std::string, Group> groups;
   std::vector<std::string> order;
-  bool any_in_situ = false;
   for (const StepSample& s : steps) {
     if (!groups.count(s.group)) order.push_back(s.group);
     Group& g = groups[s.group];
@@ -255,106 +257,123 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs)
     g.measured.push_back(s.measured_ns);
     g.table_sum.push_back(sum_of(s.table_ns));
     g.in_situ_sum.push_back(sum_of(s.in_situ_ns));
-    any_in_situ = any_in_situ || sum_of(s.in_situ_ns) > 0;
     for (int k = 0; k < kNumTimedOps; ++k) {
       g.table[k].push_back(s.table_ns[k]);
       g.in_situ[k].push_back(s.in_situ_ns[k]);
     }
   }
-  struct Median {
-    double seqs, tokens, measured, table_sum, in_situ_sum;
-    OpTimes table, in_situ;
-  };
-  std::vector<Median> med;
+  std::vector<GroupMedian> med;
   for (const std::string& key : order) {
     const Group& g = groups.at(key);
-    Median m{quantile(g.seqs, 0.5), quantile(g.tokens, 0.5),       quantile(g.measured, 0.5),
-             quantile(g.table_sum, 0.5), quantile(g.in_situ_sum, 0.5), {}, {}};
+    GroupMedian m{key,
+                  quantile(g.seqs, 0.5),
+                  quantile(g.tokens, 0.5),
+                  quantile(g.measured, 0.5),
+                  quantile(g.table_sum, 0.5),
+                  quantile(g.in_situ_sum, 0.5),
+                  {},
+                  {}};
     for (int k = 0; k < kNumTimedOps; ++k) {
       m.table[k] = quantile(g.table[k], 0.5);
       m.in_situ[k] = quantile(g.in_situ[k], 0.5);
     }
     med.push_back(m);
   }
+  return med;
+}
 
-  std::vector<double> measured;
-  for (const Median& m : med) measured.push_back(m.measured);
-  const std::vector<double> w = relative_weights(measured);
-  auto scaled_ops = [&](const OpTimes& table) {
-    double t = 0;
-    for (int k = 0; k < kNumTimedOps; ++k) t += fit.scales[k] * table[k] + (table[k] > 0 ? fit.fixed[k] : 0.0);
-    return fit.op_scale * t;
-  };
-  if (any_in_situ) {
-    fit.per_kind = true;
-    for (int k = 0; k < kNumTimedOps; ++k) {
-      // in_situ ~ s x table + c per step (s > 0, c >= 0), minimising
-      // sum ((s t + c - u) / M)^2 over the groups, M the group's measured
-      // step. The intercept keeps a fixed cost per call (a thread pool's
-      // dispatch, a launch gap) out of the scale, which alone would
-      // stretch it to the small groups and overshoot the large ones.
-      std::vector<std::vector<double>> x;
-      std::vector<double> y, w1;
-      for (const Median& m : med) {
-        if (!(m.table[k] > 0) || !(m.in_situ[k] > 0) || !(m.measured > 0)) continue;
-        x.push_back({m.table[k] / m.measured, 1.0 / m.measured});
-        y.push_back(m.in_situ[k] / m.measured);
-        w1.push_back(1.0);
-      }
-      if (x.empty()) continue;
-      // One group cannot tell a scale from an intercept: scale only.
-      std::vector<double> st;
-      if (x.size() < 2 || !fixed_costs) {
-        std::vector<std::vector<double>> scale_only;
-        for (const std::vector<double>& row : x) scale_only.push_back({row[0]});
-        st = nonneg_lsq(scale_only, y, w1, true, {1.0});
-      } else {
-        st = nonneg_lsq(x, y, w1, true, {1.0, 0.0});
-      }
-      if (st[0] > 0) fit.scales[k] = std::clamp(st[0], kMinOpScale, kMaxOpScale);
-      if (st.size() > 1) fit.fixed[k] = st[1];
-    }
-    // The step terms on what the scaled ops leave unexplained.
-    std::vector<std::vector<double>> x;
-    std::vector<double> rest;
-    for (const Median& m : med) {
-      x.push_back({1.0, m.seqs});
-      rest.push_back(m.measured - scaled_ops(m.table));
-    }
-    const std::vector<double> t = nonneg_lsq(x, rest, w, false, {0.0, 0.0});
-    fit.base_ns = t[0];
-    fit.per_seq_ns = t[1];
-  } else {
-    std::vector<std::array<double, 3>> features;
-    for (const Median& m : med) features.push_back({m.table_sum, 1.0, m.seqs});
-    const StepFit f = fit_step_terms(features, measured);
-    // The profile reader's range (a fit from degenerate samples may leave it).
-    fit.op_scale = std::clamp(f.op_scale, kMinOpScale, kMaxOpScale);
-    fit.base_ns = f.base_ns;
-    fit.per_seq_ns = f.per_seq_ns;
+// The ops of a step at the fit's scales and fixed costs.
+double scaled_ops(const OpScaleFit& fit, const OpTimes& table) {
+  double t = 0;
+  for (int k = 0; k < kNumTimedOps; ++k) t += fit.scales[k] * table[k] + (table[k] > 0 ? fit.fixed[k] : 0.0);
+  return fit.op_scale * t;
+}
+
+double predict(const OpScaleFit& fit, const OpTimes& table, double seqs) {
+  return scaled_ops(fit, table) + fit.base_ns + fit.per_seq_ns * seqs;
+}
+
+// Timed op k's scale (and fixed cost) from the groups' in-situ times.
+void fit_op_kind(OpScaleFit& fit, int k, const std::vector<GroupMedian>& med, bool fixed_costs) {
+  // in_situ ~ s x table + c per step (s > 0, c >= 0), minimising
+  // sum ((s t + c - u) / M)^2 over the groups, M the group's measured
+  // step. The intercept keeps a fixed cost per call (a thread pool's
+  // dispatch, a launch gap) out of the scale, which alone would
+  // stretch it to the small groups and overshoot the large ones.
+  std::vector<std::vector<double>> x;
+  std::vector<double> y, w1;
+  for (const GroupMedian& m : med) {
+    if (!(m.table[k] > 0) || !(m.in_situ[k] > 0) || !(m.measured > 0)) continue;
+    x.push_back({m.table[k] / m.measured, 1.0 / m.measured});
+    y.push_back(m.in_situ[k] / m.measured);
+    w1.push_back(1.0);
   }
+  if (x.empty()) return;
+  // One group cannot tell a scale from an intercept: scale only.
+  std::vector<double> st;
+  if (x.size() < 2 || !fixed_costs) {
+    std::vector<std::vector<double>> scale_only;
+    for (const std::vector<double>& row : x) scale_only.push_back({row[0]});
+    st = nonneg_lsq(scale_only, y, w1, true, {1.0});
+  } else {
+    st = nonneg_lsq(x, y, w1, true, {1.0, 0.0});
+  }
+  if (st[0] > 0) fit.scales[k] = std::clamp(st[0], kMinOpScale, kMaxOpScale);
+  if (st.size() > 1) fit.fixed[k] = st[1];
+}
 
-  auto predict = [&](const OpTimes& table, double seqs) {
-    return scaled_ops(table) + fit.base_ns + fit.per_seq_ns * seqs;
-  };
-  for (std::size_t i = 0; i < order.size(); ++i) {
+// With in-situ times: a scale per timed op, then the step terms on what the
+// scaled ops leave unexplained.
+void fit_per_kind(OpScaleFit& fit, const std::vector<GroupMedian>& med, const std::vector<double>& measured,
+                  bool fixed_costs) {
+  fit.per_kind = true;
+  for (int k = 0; k < kNumTimedOps; ++k) fit_op_kind(fit, k, med, fixed_costs);
+  std::vector<std::vector<double>> x;
+  std::vector<double> rest;
+  for (const GroupMedian& m : med) {
+    x.push_back({1.0, m.seqs});
+    rest.push_back(m.measured - scaled_ops(fit, m.table));
+  }
+  const std::vector<double> t = nonneg_lsq(x, rest, relative_weights(measured), false, {0.0, 0.0});
+  fit.base_ns = t[0];
+  fit.per_seq_ns = t[1];
+}
+
+// Without in-situ times: one global scale (fit_step_terms).
+void fit_global(OpScaleFit& fit, const std::vector<GroupMedian>& med, const std::vector<double>& measured) {
+  std::vector<std::array<double, 3>> features;
+  for (const GroupMedian& m : med) features.push_back({m.table_sum, 1.0, m.seqs});
+  const StepFit f = fit_step_terms(features, measured);
+  // The profile reader's range (a fit from degenerate samples may leave it).
+  fit.op_scale = std::clamp(f.op_scale, kMinOpScale, kMaxOpScale);
+  fit.base_ns = f.base_ns;
+  fit.per_seq_ns = f.per_seq_ns;
+}
+
+// Per group, at its medians: measured and predicted.
+void add_samples(OpScaleFit& fit, const std::vector<GroupMedian>& med) {
+  for (const GroupMedian& m : med) {
     OverheadSample sample;
-    sample.label = order[i];
-    sample.num_seqs = med[i].seqs;
-    sample.new_tokens = med[i].tokens;
-    sample.measured_ns = med[i].measured;
-    sample.ops_ns = med[i].table_sum;
-    sample.in_situ_ns = med[i].in_situ_sum;
-    sample.predicted_ns = std::max(0.0, predict(med[i].table, med[i].seqs));
+    sample.label = m.label;
+    sample.num_seqs = m.seqs;
+    sample.new_tokens = m.tokens;
+    sample.measured_ns = m.measured;
+    sample.ops_ns = m.table_sum;
+    sample.in_situ_ns = m.in_situ_sum;
+    sample.predicted_ns = std::max(0.0, predict(fit, m.table, m.seqs));
     fit.samples.push_back(sample);
   }
+}
+
+// The quality figures, over every step (not the groups' medians).
+void add_quality(OpScaleFit& fit, const std::vector<StepSample>& steps) {
   StepFitQuality& q = fit.quality;
   double err_sum = 0, ratio_sum = 0, in_situ_sum = 0;
   q.unscaled_ratio_min = std::numeric_limits<double>::infinity();
   for (const StepSample& s : steps) {
     if (!(s.measured_ns > 0)) continue;
     ++q.steps;
-    const double err = std::abs(predict(s.table_ns, s.num_seqs) - s.measured_ns) / s.measured_ns;
+    const double err = std::abs(predict(fit, s.table_ns, s.num_seqs) - s.measured_ns) / s.measured_ns;
     const double ratio = sum_of(s.table_ns) / s.measured_ns;
     err_sum += err;
     q.max_abs_error = std::max(q.max_abs_error, err);
@@ -371,6 +390,26 @@ OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs)
   } else {
     q.unscaled_ratio_min = 0;
   }
+}
+
+}  // namespace
+
+OpScaleFit fit_op_scales(const std::vector<StepSample>& steps, bool fixed_costs) {
+  OpScaleFit fit;
+  fit.scales.fill(1.0);
+  if (steps.empty()) return fit;
+  const std::vector<GroupMedian> med = group_medians(steps);
+  std::vector<double> measured;
+  for (const GroupMedian& m : med) measured.push_back(m.measured);
+  const bool any_in_situ =
+      std::any_of(steps.begin(), steps.end(), [](const StepSample& s) { return sum_of(s.in_situ_ns) > 0; });
+  if (any_in_situ) {
+    fit_per_kind(fit, med, measured, fixed_costs);
+  } else {
+    fit_global(fit, med, measured);
+  }
+  add_samples(fit, med);
+  add_quality(fit, steps);
   return fit;
 }
 

@@ -5,10 +5,11 @@
 
 namespace twin {
 
-// Over 80 lines (83): one field copy per descriptor key and the refusals
-// of layer kinds the engine does not run (issue 41), read as one table.
-ModelConfig model_config_from(const ModelDesc& d) {
-  // Model types the simulator prices and the engine cannot run, by name:
+namespace {
+
+// Model types and layer kinds the simulator prices and the engine does not
+// run: refused by name, never run as what they resemble.
+void refuse_layer_kinds(const ModelDesc& d) {
   // Qwen3-MoE's experts are narrower than its dense width and renormalised
   // as norm_topk_prob says; MiniMax-M2 routes by sigmoid scores with a
   // bias, normalises Q and K over the whole layer and rotates part of each
@@ -44,6 +45,42 @@ ModelConfig model_config_from(const ModelDesc& d) {
     throw Error("model '" + excerpt(d.name, 80) +
                 "': a per-layer q/k norm is priced by the simulator only; the engine runs Qwen3's per-head one");
   }
+}
+
+// The rope_scaling types the forward pass applies. Keys whose other values
+// it does not implement are refused here, where the engine starts, rather
+// than run as if they were absent.
+RopeScaling rope_scaling_of(const ModelDesc& d) {
+  const std::string& rope = d.rope_scaling.type;
+  if (rope == "linear") return RopeScaling::linear;
+  if (rope == "llama3") return RopeScaling::llama3;
+  if (!rope.empty()) {
+    throw Error("model '" + excerpt(d.name, 80) + "': rope_scaling type '" + excerpt(rope, 40) +
+                "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
+  }
+  return RopeScaling::none;
+}
+
+// MLP kinds the engine does not run.
+void refuse_mlp_kinds(const ModelDesc& d) {
+  if (d.n_shared_experts > 0 || d.first_k_dense_replace > 0 ||
+      (d.moe_intermediate_size > 0 && d.moe_intermediate_size != d.intermediate_size)) {
+    throw Error("model '" + excerpt(d.name, 80) +
+                "': DeepSeek-style MoE (shared experts, dense first layers, moe_intermediate_size) is priced by the "
+                "simulator only; the engine runs Mixtral-style MoE");
+  }
+  if (d.mlp_bias) throw Error("model '" + excerpt(d.name, 80) + "': mlp_bias true is not supported by the engine (MLP biases)");
+  if (d.hidden_act != "silu" && d.hidden_act != "swish") {
+    throw Error("model '" + excerpt(d.name, 80) + "': hidden_act '" + excerpt(d.hidden_act, 40) + "' is not supported by the engine (it runs silu)");
+  }
+}
+
+}  // namespace
+
+ModelConfig model_config_from(const ModelDesc& d) {
+  refuse_layer_kinds(d);
+  const RopeScaling rope_scaling = rope_scaling_of(d);
+  refuse_mlp_kinds(d);
   ModelConfig c;
   c.name = d.name;
   c.hidden_size = d.hidden_size;
@@ -56,32 +93,12 @@ ModelConfig model_config_from(const ModelDesc& d) {
   c.max_position_embeddings = d.max_position_embeddings;
   c.rms_norm_eps = d.rms_norm_eps;
   c.rope_theta = d.rope_theta;
-  // Keys whose other values the forward pass does not implement: refused
-  // here, where the engine starts, rather than run as if they were absent.
-  const std::string& rope = d.rope_scaling.type;
-  if (rope == "linear") {
-    c.rope_scaling = RopeScaling::linear;
-  } else if (rope == "llama3") {
-    c.rope_scaling = RopeScaling::llama3;
-  } else if (!rope.empty()) {
-    throw Error("model '" + excerpt(d.name, 80) + "': rope_scaling type '" + excerpt(rope, 40) +
-                "' is not applied by the engine (it applies linear and llama3); the simulator does not need it");
-  }
+  c.rope_scaling = rope_scaling;
   c.rope_factor = d.rope_scaling.factor;
   c.rope_low_freq_factor = d.rope_scaling.low_freq_factor;
   c.rope_high_freq_factor = d.rope_scaling.high_freq_factor;
   c.rope_original_max_position = d.rope_scaling.original_max_position_embeddings;
   c.sliding_window = d.sliding_window;
-  if (d.n_shared_experts > 0 || d.first_k_dense_replace > 0 ||
-      (d.moe_intermediate_size > 0 && d.moe_intermediate_size != d.intermediate_size)) {
-    throw Error("model '" + excerpt(d.name, 80) +
-                "': DeepSeek-style MoE (shared experts, dense first layers, moe_intermediate_size) is priced by the "
-                "simulator only; the engine runs Mixtral-style MoE");
-  }
-  if (d.mlp_bias) throw Error("model '" + excerpt(d.name, 80) + "': mlp_bias true is not supported by the engine (MLP biases)");
-  if (d.hidden_act != "silu" && d.hidden_act != "swish") {
-    throw Error("model '" + excerpt(d.name, 80) + "': hidden_act '" + excerpt(d.hidden_act, 40) + "' is not supported by the engine (it runs silu)");
-  }
   c.tie_word_embeddings = d.tie_word_embeddings;
   c.attention_bias = d.attention_bias;
   c.qk_norm = d.qk_norm == QkNorm::per_head;

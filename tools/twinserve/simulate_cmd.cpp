@@ -195,28 +195,25 @@ class MpiRanks final : public RankGroup {
   const MpiSession& mpi_;
 };
 
-// Over 80 lines (106): the command's flag-to-config translation and its
-// printing; moving the run options into a library function is issue 42's
-// open item.
-void run(const SimulateArgs& a, const MpiSession& mpi) {
-  const ResultFileOptions files = result_file_options(a.files);  // a usage error before any work
-  const ClusterConfig config = make_config(a);
+// --explain-memory or --explain-ops: prints and says so; nothing is simulated.
+bool explain(const SimulateArgs& a, const ClusterConfig& config) {
   if (a.explain_memory) {
     explain_memory(config);
-    return;
+    return true;
   }
   if (!a.explain_ops.empty()) {
     Cluster cluster = build_cluster(config);
     std::cout << explain_ops(cluster, a.explain_ops);
-    return;
+    return true;
   }
-  if (a.in.path.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
-  TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
-  Clients clients(source, client_options(a.clients));
-  // Under mpirun every rank simulates its share of the replicas; rank 0
-  // gets every record and alone writes and prints.
+  return false;
+}
+
+// Where the run's records go. Under mpirun every rank simulates its share
+// of the replicas; rank 0 gets every record and alone writes and prints.
+RunOutputs run_outputs(const SimulateArgs& a, const ResultFileOptions& files, const MpiSession& mpi,
+                       MpiRanks& ranks) {
   const bool root = mpi.rank() == 0;
-  MpiRanks ranks(mpi);
   RunOutputs outputs;
   if (mpi.active() && mpi.size() > 1) outputs.ranks = &ranks;
   outputs.out_dir = root ? a.out.dir : std::string();
@@ -227,21 +224,14 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
   outputs.exact_percentile_requests = a.percentiles == "exact"       ? CollectorOptions::kAlwaysExact
                                       : a.percentiles == "histogram" ? 0
                                                                      : CollectorOptions::kDefaultExactRequests;
-  SimulateCapture* capture = simulate_capture();
-  // Requests ended of the trace's total (counted beside the run), the rate
-  // and the ETA, with the virtual clock: only on a terminal.
-  ProgressLine progress("simulate", "requests", !a.no_progress && root && !capture);
-  const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
-  char note[48];
-  if (progress.shown()) {
-    outputs.progress = [&](const SimProgress& p) {
-      std::snprintf(note, sizeof note, "virtual %.0f s", p.virtual_s);
-      progress.update(p.ended, total.total(), note);
-    };
-  }
   outputs.vllm_result = a.result_format == "vllm";
   outputs.energy_price_per_kwh = a.energy_price;
   outputs.carbon_g_per_kwh = a.carbon_intensity;
+  return outputs;
+}
+
+// The trace and client flags, echoed in summary.json.
+nlohmann::ordered_json trace_echo(const SimulateArgs& a) {
   nlohmann::ordered_json extra;
   extra["trace"] = a.in.path;
   if (a.in.max_requests > 0) extra["max_requests"] = a.in.max_requests;
@@ -250,21 +240,15 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
     extra["arrival_seed"] = a.in.arrival_seed;
   }
   echo_client_options(a.clients, extra);
-  const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
-  if (capture && capture->prepare) capture->prepare(outputs);
-  // The first Ctrl-C or SIGTERM stops the run at the loop's next turn (a
-  // windowed run, threads or MPI ranks: at the next router refresh, every
-  // rank at the same one), with every file written whole (run's mechanism).
-  std::optional<InterruptGuard> interrupts;
-  if (!capture) {  // Python: its own KeyboardInterrupt
-    interrupts.emplace();
-    outputs.stop = [] { return InterruptGuard::stop_requested(); };
-  }
-  RunResult result = run_simulation(config, clients.source(), outputs, extra);
-  progress.finish();
-  if (!root) return;
+  return extra;
+}
+
+// What the run leaves to say besides the summary: extrapolated lookups,
+// skipped trace rows, short session turns, unserved requests.
+std::vector<std::string> run_notes(std::int64_t outside, TraceSource& source, Clients& clients,
+                                   const RunResult& result) {
   std::vector<std::string> notes;
-  if (const std::int64_t outside = CalibratedCostModel::out_of_range_total() - outside_before; outside > 0) {
+  if (outside > 0) {
     notes.push_back("calibrated cost model: " + std::to_string(outside) +
                     " op lookups beyond the profile's tables (extrapolated along the roofline)");
   }
@@ -283,12 +267,11 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
     notes.push_back("warning: " + std::to_string(result.stats.unserved) +
                     " requests could never be scheduled and were aborted at the end of the run");
   }
-  if (capture) {
-    capture->notes = std::move(notes);
-    capture->result = std::move(result);
-    capture->done = true;
-    return;
-  }
+  return notes;
+}
+
+// The notes, the summary table and, for an interrupted run, its error.
+void report_run(const SimulateArgs& a, const RunResult& result, const std::vector<std::string>& notes) {
   for (const std::string& n : notes) std::cerr << n << "\n";
   print_summary_table(std::cout, result.summary);
   print_summary_warnings(std::cerr, result.summary);
@@ -303,6 +286,53 @@ void run(const SimulateArgs& a, const MpiSession& mpi) {
                       " requests in flight ended as 'interrupted', the rest of the trace never arrived; the records "
                       "so far are written" + (a.out.dir.empty() ? "" : " to " + a.out.dir));
   }
+}
+
+void run(const SimulateArgs& a, const MpiSession& mpi) {
+  const ResultFileOptions files = result_file_options(a.files);  // a usage error before any work
+  const ClusterConfig config = make_config(a);
+  if (explain(a, config)) return;
+  if (a.in.path.empty()) throw UsageError("simulate needs --trace (or --explain-memory / --explain-ops)");
+  TraceSource source(a.in.path, trace_read_options(a.in), a.in.max_requests);
+  Clients clients(source, client_options(a.clients));
+  const bool root = mpi.rank() == 0;
+  MpiRanks ranks(mpi);
+  RunOutputs outputs = run_outputs(a, files, mpi, ranks);
+  SimulateCapture* capture = simulate_capture();
+  // Requests ended of the trace's total (counted beside the run), the rate
+  // and the ETA, with the virtual clock: only on a terminal.
+  ProgressLine progress("simulate", "requests", !a.no_progress && root && !capture);
+  const TraceCount total(a.in.path, trace_read_options(a.in), a.in.max_requests, progress.shown());
+  char note[48];
+  if (progress.shown()) {
+    outputs.progress = [&](const SimProgress& p) {
+      std::snprintf(note, sizeof note, "virtual %.0f s", p.virtual_s);
+      progress.update(p.ended, total.total(), note);
+    };
+  }
+  const nlohmann::ordered_json extra = trace_echo(a);
+  const std::int64_t outside_before = CalibratedCostModel::out_of_range_total();
+  if (capture && capture->prepare) capture->prepare(outputs);
+  // The first Ctrl-C or SIGTERM stops the run at the loop's next turn (a
+  // windowed run, threads or MPI ranks: at the next router refresh, every
+  // rank at the same one), with every file written whole (run's mechanism).
+  std::optional<InterruptGuard> interrupts;
+  if (!capture) {  // Python: its own KeyboardInterrupt
+    interrupts.emplace();
+    outputs.stop = [] { return InterruptGuard::stop_requested(); };
+  }
+  RunResult result = run_simulation(config, clients.source(), outputs, extra);
+  progress.finish();
+  if (!root) return;
+  std::vector<std::string> notes =
+      run_notes(CalibratedCostModel::out_of_range_total() - outside_before, source, clients, result);
+  if (capture) {
+    capture->notes = std::move(notes);
+    capture->result = std::move(result);
+    capture->done = true;
+    return;
+  }
+  report_run(a, result, notes);
 }
 
 // How a replica is laid out and how arrivals reach the replicas.
