@@ -328,6 +328,9 @@ struct WindowedSimulator::Run {
   void read_window(Time period);
   void route_window();
   void drain_here();
+  void drain_across_ranks();
+  bool every_rank_idle(const std::pair<std::int32_t, std::exception_ptr>& failed);
+  bool any_rank_stops(bool stop_here);
   void end_replicas();
   void total(const std::vector<End>& ends);
   // The ranks' exchange.
@@ -341,6 +344,7 @@ SimStats WindowedSimulator::run(RequestSource& source, RecordSink& sink) {
   Run r(*state_, source, sink);
   r.route_arrivals();
   r.drain_here();
+  r.drain_across_ranks();
   r.end_replicas();
   if (r.s.options.progress) r.s.options.progress(r.stats.end_time, r.stats.arrivals);
   return r.stats;
@@ -475,9 +479,8 @@ void WindowedSimulator::Run::route_window() {
 
 // No more arrivals: in one process the replicas go on period by period,
 // the stop asked at each, until every one is idle (the same records as
-// one advance to the end: no request arrives to tie them). Across ranks
-// they run to their end at once (a stop there is honoured up to the last
-// arrival's refresh).
+// one advance to the end: no request arrives to tie them). Across ranks:
+// drain_across_ranks.
 void WindowedSimulator::Run::drain_here() {
   if (spread || stopping || stats.arrivals == 0) return;
   auto idle = [this] {
@@ -493,6 +496,58 @@ void WindowedSimulator::Run::drain_here() {
     s.on_every_replica([t = at](Unit& u) { u.loop.advance_through(t - 1); });
     s.flush(sink);
   }
+}
+
+// Across ranks, as drain_here in one process: period by period until the
+// replicas of every rank are idle, the stop asked at each period and any
+// rank's stop stopping all. So a signal that comes after the last arrival
+// stops the run as in one process, with the same records (before, the
+// ranks ran to their end at once and never asked).
+void WindowedSimulator::Run::drain_across_ranks() {
+  if (!spread || stopping || stats.arrivals == 0) return;
+  std::pair<std::int32_t, std::exception_ptr> failed{-1, nullptr};
+  while (!every_rank_idle(failed)) {
+    at += s.refresh;
+    if (any_rank_stops(s.stop && s.stop())) {
+      stopping = true;
+      break;
+    }
+    failed = s.try_every_replica([t = at](Unit& u) { u.loop.advance_through(t - 1); });
+  }
+}
+
+// Every rank sends whether its replicas are idle, with the records and
+// the failure of its last advance; true when all are.
+bool WindowedSimulator::Run::every_rank_idle(const std::pair<std::int32_t, std::exception_ptr>& failed) {
+  const bool idle = std::all_of(s.units.begin(), s.units.end(),
+                                [](const auto& u) { return u->loop.in_flight() == 0 && u->routed.empty(); });
+  WireWriter w;
+  w.put<std::uint8_t>(idle ? 1 : 0);
+  put_local(w, failed);
+  const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
+  bool all = true;
+  for (int from = 0; from < s.num_ranks; ++from) {
+    WireReader r(parts.at(static_cast<std::size_t>(from)));
+    if (r.get<std::uint8_t>() == 0) all = false;
+    get_records(r, from);
+    if (!r.done()) throw Error("rank exchange: rank " + std::to_string(from) + "'s message is longer than expected");
+  }
+  throw_worst();
+  flush_remote();
+  return all;
+}
+
+// Every rank's stop answer for this period; true when any asks.
+bool WindowedSimulator::Run::any_rank_stops(bool stop_here) {
+  WireWriter w;
+  w.put<std::uint8_t>(stop_here ? 1 : 0);
+  const std::vector<std::string> parts = s.ranks->all_gather(w.bytes());
+  bool any = false;
+  for (const std::string& part : parts) {
+    WireReader r(part);
+    if (r.get<std::uint8_t>() != 0) any = true;
+  }
+  return any;
 }
 
 // Every replica runs to its end, a stopped one ending what it has in

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/runtime/reference_model.hpp"
+#include "tests/support/skip.hpp"
 #include "tests/support/run_cli.hpp"
 
 namespace fs = std::filesystem;
@@ -455,6 +456,40 @@ TEST_CASE("simulate with a router refresh period: an interrupt stops at a refres
   CHECK(status != 0);
   CHECK_THAT(read_text(dir / "mpi.log"), Catch::Contains("interrupted by signal 2"));
   const fs::path one = dir / ("out_j1_" + std::to_string(SIGINT));
+  CHECK(read_text(one / "requests.csv") == read_text(ranks / "requests.csv"));
+  CHECK(read_text(one / "steps.csv") == read_text(ranks / "steps.csv"));
+  CHECK(summary_without_wall(one) == summary_without_wall(ranks));
+}
+
+TEST_CASE("simulate: a stop after the last arrival's refresh stops MPI ranks as it stops one process") {
+  // Before: across ranks the replicas ran to their end at once after the
+  // last arrival, never asking the stop hook; a signal then was ignored
+  // (exit 0, summary not marked) where one process stopped at the next period.
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) TWIN_SKIP("mpirun not found");
+  const fs::path dir = twin::test::temp_dir("interrupt_drain");
+  const fs::path trace = steady_trace(dir, 400, 0.05, 256, 128);
+  const std::vector<std::string> args{"simulate", "--trace", trace.string(), "--model", "llama-3.1-8b", "--hw",
+                                      "h100-80gb", "--replicas", "4", "--router-refresh-s", "0.5", "--quiet",
+                                      "--overwrite", "--jobs", "1", "--out"};
+  // 40 refreshes route the 400 arrivals; the 42nd poll is in the drain.
+  const fs::path one = dir / "one";
+  std::vector<std::string> all = args;
+  all.push_back(one.string());
+  CHECK(run_interrupted(all, "42,2", dir / "log.txt") == 130);
+  const std::string requests = read_text(one / "requests.csv");
+  CHECK(std::count(requests.begin(), requests.end(), '\n') == 401);  // every request arrived
+  CHECK(requests.find(",interrupted,") != std::string::npos);
+  const fs::path ranks = dir / "ranks";
+  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=42,2 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
+                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
+                    std::string(std::getenv("TWIN_BIN")) + "'";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " '" + ranks.string() + "' > '" + (dir / "mpi.log").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  INFO(read_text(dir / "mpi.log"));
+  CHECK(status != 0);
+  CHECK_THAT(read_text(dir / "mpi.log"), Catch::Contains("interrupted by signal 2"));
+  CHECK(nlohmann::json::parse(read_text(ranks / "summary.json")).at("config").at("interrupted") == true);
   CHECK(read_text(one / "requests.csv") == read_text(ranks / "requests.csv"));
   CHECK(read_text(one / "steps.csv") == read_text(ranks / "steps.csv"));
   CHECK(summary_without_wall(one) == summary_without_wall(ranks));
