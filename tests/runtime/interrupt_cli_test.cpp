@@ -378,6 +378,41 @@ TEST_CASE("plan: an interrupt writes the candidates evaluated so far, says so an
   CHECK(fs::exists(out / "plan.csv"));
 }
 
+TEST_CASE("plan under mpirun: an interrupt on a rank writes the candidates the ranks finished, marked") {
+  // Before: under MPI no handler was installed; a signal ended the ranks
+  // with the default action and nothing was written.
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) TWIN_SKIP("mpirun not found");
+  const fs::path dir = twin::test::temp_dir("interrupt_plan_mpi");
+  const fs::path trace = dir / "t.jsonl";
+  {
+    std::ofstream t(trace);
+    for (int i = 0; i < 40; ++i) t << "{\"id\":" << i << ",\"arrival_s\":" << i * 0.5 << ",\"prompt_len\":128,\"output_len\":32}\n";
+  }
+  const fs::path out = dir / "out";
+  fs::remove_all(out);
+  // Three candidates over two ranks: rank 0 has the first and the third,
+  // rank 1 the second. Each rank's second poll raises SIGINT: rank 0 stops
+  // before its third candidate; rank 1 polls once and finishes.
+  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=2 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
+                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
+                    std::string(std::getenv("TWIN_BIN")) + "'";
+  const std::vector<std::string> args{"plan", "--trace", trace.string(), "--slo", "ttft_p90<=2s", "--model",
+                                      "llama-3.1-8b", "--hw", "h100-80gb", "--tp", "1,2,4", "--jobs", "1",
+                                      "--probe-requests", "20", "--no-plots", "--quiet", "--out", out.string()};
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " > '" + (dir / "mpi.log").string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string log = read_text(dir / "mpi.log");
+  INFO(log);
+  CHECK(status != 0);
+  CHECK_THAT(log, Catch::Contains("interrupted by signal 2: 2 of 3 candidates evaluated"));
+  const auto plan = nlohmann::json::parse(read_text(out / "plan.json"));
+  CHECK(plan.at("interrupted") == true);
+  CHECK(plan.at("candidates_evaluated") == 2);
+  CHECK(plan.at("candidates_enumerated") == 3);
+  CHECK(fs::exists(out / "plan.csv"));
+}
+
 namespace {
 
 // summary.json without its wall time, the one figure a run may not repeat.

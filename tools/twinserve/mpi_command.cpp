@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "base/error.hpp"
+#include "tools/twinserve/interrupt_guard.hpp"
 
 namespace twin::cli {
 
@@ -16,6 +17,11 @@ void run_mpi_command(const std::function<void(MpiSession&)>& body) {
   int code = 0;
   try {
     body(mpi);
+  } catch (const Interrupted&) {
+    // A stop the ranks agreed on, after their last collective: each rank
+    // that stopped exits as one process does (128 + the signal), its files
+    // whole; no abort, which would kill the ranks still writing.
+    throw;
   } catch (const UsageError& e) {
     if (mpi.rank() == 0) std::cerr << "twinserve: error: " << e.what() << "\n";
     code = 2;

@@ -130,24 +130,37 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
     progress.update(static_cast<std::int64_t>(done), static_cast<std::int64_t>(total));
   };
   // The first Ctrl-C or SIGTERM starts no further candidate; those evaluated
-  // are written (one process only: MPI ranks gather every candidate).
-  std::optional<InterruptGuard> interrupts;
-  if (mpi.size() == 1) {
-    interrupts.emplace();
-    run_options.stop = [] { return InterruptGuard::stop_requested(); };
-  }
+  // are written. Under MPI every rank stops starting its own and rank 0
+  // writes what the ranks gathered.
+  InterruptGuard interrupts;
+  run_options.stop = [] { return InterruptGuard::stop_requested(); };
   std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, run_options);
   progress.finish();
-  const bool stopped = results.size() < mine.size();
+  bool stopped = results.size() < mine.size();
   if (mpi.active() && mpi.size() > 1) {
+    // A rank stopped by a signal sends the candidates it finished and a
+    // marker saying so (index kStoppedMarker), so rank 0 tells a stop from
+    // a candidate lost.
+    constexpr std::size_t kStoppedMarker = static_cast<std::size_t>(-1);
     std::vector<std::pair<std::size_t, std::string>> items;
-    for (std::size_t k = 0; k < mine.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
+    for (std::size_t k = 0; k < results.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
+    if (stopped) items.emplace_back(kStoppedMarker, std::string());
     const auto gathered = mpi.gather(items);
-    if (mpi.rank() != 0) return;
+    if (mpi.rank() != 0) {
+      if (stopped) throw Interrupted("plan (rank " + std::to_string(mpi.rank()) + "): stopped; rank 0 writes the plan");
+      return;
+    }
     results.clear();
-    for (const auto& [index, text] : gathered) results.push_back(candidate_result_from_json(nlohmann::json::parse(text)));
-    if (results.size() != candidates.size()) throw Error("plan: gathered " + std::to_string(results.size()) + " of " +
-                                                          std::to_string(candidates.size()) + " candidates");
+    for (const auto& [index, text] : gathered) {
+      if (index == kStoppedMarker) {
+        stopped = true;
+      } else {
+        results.push_back(candidate_result_from_json(nlohmann::json::parse(text)));
+      }
+    }
+    if (!stopped && results.size() != candidates.size())
+      throw Error("plan: gathered " + std::to_string(results.size()) + " of " + std::to_string(candidates.size()) +
+                  " candidates");
   }
   PlanResult plan = assemble_plan(trace, options, std::move(results));
   plan.interrupted = stopped;
