@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ int main(int argc, char** argv) {
   } catch (const twin::UsageError& e) {
     std::cerr << "twinserve: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Not a bare "std::bad_alloc": what holds memory, and the knob for it.
+    std::cerr << "twinserve: error: out of memory. A run holds the requests in flight and waiting: with every "
+                 "request sent at once (--request-rate inf, --asap) that is the whole trace; --max-concurrency N "
+                 "bounds it (docs/engine.md, \"twinserve run\")\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "twinserve: error: " << e.what() << "\n";
     return 1;
