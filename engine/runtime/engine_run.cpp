@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
+#include <memory>
 
 #include "engine/core/timeline.hpp"
 #include "engine/runtime/energy_meter.hpp"
@@ -60,8 +60,9 @@ struct Sending {
       served = &source;
       return;
     }
-    timeline.emplace(source, o.asap ? ReplayedSource::Mode::at_once : ReplayedSource::Mode::faster, o.time_scale);
-    clients.emplace(*timeline, o.clients);
+    timeline = std::make_unique<ReplayedSource>(
+        source, o.asap ? ReplayedSource::Mode::at_once : ReplayedSource::Mode::faster, o.time_scale);
+    clients = std::make_unique<Clients>(*timeline, o.clients);
     served = &clients->source();
   }
   DriveOptions drive_options(const EngineRunOptions& o) const {
@@ -72,8 +73,11 @@ struct Sending {
     d.stop = o.stop;
     return d;
   }
-  std::optional<ReplayedSource> timeline;
-  std::optional<Clients> clients;
+  // On the heap, not in std::optional: GCC 12's -O2 sanitizer build saw
+  // the optional's vtable pointer as maybe uninitialised (a false warning,
+  // an error under -Werror) and broke `make fuzz-asan`.
+  std::unique_ptr<ReplayedSource> timeline;
+  std::unique_ptr<Clients> clients;
   RequestSource* served = nullptr;
 };
 
