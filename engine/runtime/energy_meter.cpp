@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <string>
+#include <string_view>
 
 namespace twin {
 namespace {
@@ -82,15 +83,22 @@ class NvmlCounter : public EnergyCounter {
   std::vector<void*> devices_;
 };
 
+// A package domain's name: intel-rapl:N, not a sub-zone (intel-rapl:N:M).
+bool is_rapl_package(const std::string& name) {
+  constexpr std::string_view prefix = "intel-rapl:";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
 
 std::unique_ptr<EnergyCounter> rapl_counter(const std::string& powercap_root, std::string& why) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<fs::path> zones;
-  const std::regex package("intel-rapl:[0-9]+");  // intel-rapl:0, not the sub-zone intel-rapl:0:1
   for (const auto& e : fs::directory_iterator(powercap_root, ec)) {
-    if (std::regex_match(e.path().filename().string(), package)) zones.push_back(e.path());
+    if (is_rapl_package(e.path().filename().string())) zones.push_back(e.path());
   }
   if (ec || zones.empty()) {
     why = "no RAPL package domain under " + powercap_root + " (not an Intel/AMD RAPL machine, or powercap absent)";
