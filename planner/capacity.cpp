@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "planner/client_run.hpp"
+#include "planner/quiet_cache_run.hpp"
 #include "sim/run.hpp"
 
 namespace twin {
@@ -50,12 +51,12 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
 }
 
 ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
-                       const ClientOptions& clients) {
+                       const ClientOptions& clients, bool skip_unused_prefix_cache) {
   const double base = arrival_rate(trace, probe_requests);
   // A trace arriving all at once has no rate to scale: it stays a burst.
-  ScaledTraceSource source(trace, probe_requests, base > 0 ? rate / base : std::numeric_limits<double>::infinity());
-  RunOutputs outputs;
-  const ClientRun sent = run_with_clients(config, source, clients, outputs);
+  const double speedup = base > 0 ? rate / base : std::numeric_limits<double>::infinity();
+  const ClientRun sent =
+      run_scaled_trace(config, trace, probe_requests, speedup, clients, skip_unused_prefix_cache).sent;
   ProbeResult p = judge(sent.run.summary, sent.run.stats.unserved, rate);
   p.peak_in_flight = sent.peak_in_flight;
   return p;
@@ -75,7 +76,8 @@ struct Prober {
   const CapacityOptions& options;
   CapacityResult& out;
   bool operator()(double rate) {
-    ProbeResult p = probe_rate(config, trace, options.probe_requests, rate, options.clients);
+    ProbeResult p =
+        probe_rate(config, trace, options.probe_requests, rate, options.clients, options.skip_unused_prefix_cache);
     if (p.pass && out.saturated_rps > 0 && rate > out.saturated_rps) {
       p.pass = false;
       p.above_saturation = true;
@@ -131,7 +133,8 @@ std::pair<double, double> bracket_from_saturation(Prober& probe, const CapacityO
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
   CapacityResult out;
-  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity(), o.clients)
+  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity(), o.clients,
+                                 o.skip_unused_prefix_cache)
                           .request_throughput;
   Prober probe{config, trace, o, out};
   const bool from_saturation =
@@ -142,7 +145,10 @@ CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& tra
     // tolerance exactly, from bisecting once more on a rounding error.
     const double slack = from_saturation ? 1 + 1e-12 : 1;
     while (hi - lo > o.tolerance * lo * slack) {
-      const double mid = 0.5 * (lo + hi);
+      // Halving the ratio hi / lo (the geometric mean) meets a relative
+      // tolerance in fewer probes from a wide bracket; the doubling search
+      // keeps its arithmetic mean, so its numbers stay those of old plans.
+      const double mid = from_saturation ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
       (probe(mid) ? lo : hi) = mid;
     }
   }

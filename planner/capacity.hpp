@@ -78,6 +78,10 @@ struct CapacityOptions {
   int max_bracket_steps = 16;          // bracketing probes before giving up
   CapacitySearch search = CapacitySearch::from_saturation;
   ClientOptions clients;               // how each probe's requests are sent (none: at their times)
+  // Probes and cluster checks skip the prefix cache's bookkeeping where it
+  // cannot change the run (planner/quiet_cache_run.hpp); false runs every
+  // one as configured: the same bytes, slower (what the tests compare).
+  bool skip_unused_prefix_cache = true;
 };
 
 struct CapacityResult {
@@ -97,7 +101,7 @@ struct CapacityResult {
 // Simulates `config` (one replica) on the first probe_requests of the trace
 // at `rate` req/s, sent by `clients`.
 ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
-                       const ClientOptions& clients = {});
+                       const ClientOptions& clients = {}, bool skip_unused_prefix_cache = true);
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& options);
 

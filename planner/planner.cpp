@@ -8,6 +8,7 @@
 #include "base/error.hpp"
 #include "metrics/summary_json.hpp"
 #include "planner/client_run.hpp"
+#include "planner/quiet_cache_run.hpp"
 #include "planner/slo_reach.hpp"
 #include "planner/thread_pool.hpp"
 #include "planner/vllm_command.hpp"
@@ -239,9 +240,9 @@ void verify_replicas(const Candidate& c, const LoadedTrace& trace, const PlanOpt
       r.reason = std::move(why);
       return;
     }
-    ScaledTraceSource source(trace, o.verify_requests, load.speedup);
-    RunOutputs outputs;
-    const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
+    const ClientRun sent = run_scaled_trace(candidate_config(c, n, o.slos, o.seed), trace, o.verify_requests, load.speedup,
+                                            o.capacity.clients, o.capacity.skip_unused_prefix_cache)
+                               .sent;
     r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, load.rate)});
     r.verify.back().result.peak_in_flight = sent.peak_in_flight;
     r.latency_ms = axis_value(axis, r.verify.back().result);

@@ -2,10 +2,13 @@
 // TP 1/2/4 x 3 chunk sizes (27 candidates) on the Azure 2023 conversation
 // trace's first 10,000 requests (issue 45's case), with the plan command's
 // defaults (2,000 requests per probe, 2% tolerance, every request in the
-// cluster check), once with the capacity search of earlier plans (doubling
-// from the planned rate) and once with today's (down from the saturated
-// throughput), in one run: wall and CPU time, probes and simulated requests
-// of each, their ratios, and whether both choose the same deployment. Then
+// cluster check), once as plans ran before issue 45 (the capacity search
+// doubling from the planned rate, every run with its prefix cache) and once
+// as today (down from the saturated throughput, the unused prefix cache
+// skipped), in one run: wall and CPU time, probes and simulated requests of
+// each, their ratios, and whether both choose the same deployment; then
+// today's plan once more with the prefix cache kept, which must write the
+// same plan.json bytes. Then
 // the early rejection: a TPOT SLO below an A100's lone decode step, whose
 // candidate the doubling search probed 17 times before giving up.
 // Prints figures; asserts nothing (the machine is shared).
@@ -18,6 +21,7 @@
 #include <filesystem>
 #include <string>
 
+#include "planner/plan_report.hpp"
 #include "planner/planner.hpp"
 #include "planner/thread_pool.hpp"
 
@@ -63,11 +67,17 @@ void print_run(const char* name, const Timed& t) {
               name, t.wall_s, t.cpu_s, t.probes, t.checks, t.simulated, t.rejected_early);
 }
 
-void compare(const char* title, const twin::LoadedTrace& trace, twin::PlanOptions o) {
+// Before: the doubling search, every run with the prefix cache as
+// configured (plans before issue 45). After: today's defaults. With
+// `same_bytes`, after's plan again without skipping the unused prefix cache,
+// whose plan.json must be the same bytes.
+void compare(const char* title, const twin::LoadedTrace& trace, twin::PlanOptions o, bool same_bytes) {
   std::printf("%s\n", title);
   o.capacity.search = twin::CapacitySearch::doubling;
+  o.capacity.skip_unused_prefix_cache = false;
   const Timed before = timed_plan(trace, o);
   o.capacity.search = twin::CapacitySearch::from_saturation;
+  o.capacity.skip_unused_prefix_cache = true;
   const Timed after = timed_plan(trace, o);
   print_run("doubling (before)", before);
   print_run("from saturation", after);
@@ -84,6 +94,14 @@ void compare(const char* title, const twin::LoadedTrace& trace, twin::PlanOption
                            after.plan.candidates[static_cast<std::size_t>(after.plan.chosen)].replicas)
                   ? "yes"
                   : "NO");
+  if (same_bytes) {
+    o.capacity.skip_unused_prefix_cache = false;
+    const Timed kept = timed_plan(trace, o);
+    const bool same = twin::plan_json(kept.plan, o).dump() == twin::plan_json(after.plan, o).dump();
+    std::printf("  from saturation, the prefix cache kept in every run: %.2f s wall %.2f s CPU; plan.json the same "
+                "bytes as with it skipped: %s\n",
+                kept.wall_s, kept.cpu_s, same ? "yes" : "NO");
+  }
 }
 
 }  // namespace
@@ -115,7 +133,7 @@ int main(int argc, char** argv) {
               twin::arrival_rate(trace), jobs > 0 ? jobs : twin::default_jobs());
   compare("27 candidates (llama-3.1-8b x h100-80gb/h200/a100-80gb x tp 1/2/4 x mbt 512/2048/8192), "
           "ttft_p90<=2s,tpot_p99<=100ms:",
-          trace, o);
+          trace, o, true);
 
   // An SLO one candidate cannot meet at any load: an A100's lone decode step
   // of Llama-3.1-8B is about 8 ms. 500 probe requests keep the doubling
@@ -125,6 +143,7 @@ int main(int argc, char** argv) {
   o.slos = "ttft_p90<=2s,tpot_p99<=7.5ms";
   o.capacity.probe_requests = 500;
   o.verify_requests = 2000;
-  compare("\n3 candidates (tp 1, mbt 2048), tpot_p99<=7.5ms, 500 probe requests, 2,000 in the cluster check:", trace, o);
+  compare("\n3 candidates (tp 1, mbt 2048), tpot_p99<=7.5ms, 500 probe requests, 2,000 in the cluster check:", trace, o,
+          false);
   return 0;
 }
