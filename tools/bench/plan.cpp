@@ -94,6 +94,14 @@ void compare(const char* title, const twin::LoadedTrace& trace, twin::PlanOption
                            after.plan.candidates[static_cast<std::size_t>(after.plan.chosen)].replicas)
                   ? "yes"
                   : "NO");
+  bool same_sizes = before.plan.candidates.size() == after.plan.candidates.size();
+  for (std::size_t i = 0; same_sizes && i < after.plan.candidates.size(); ++i) {
+    same_sizes = before.plan.candidates[i].replicas == after.plan.candidates[i].replicas &&
+                 before.plan.candidates[i].status == after.plan.candidates[i].status;
+  }
+  std::printf("  same ranking, Pareto front, statuses and replica counts: %s\n",
+              same_sizes && before.plan.ranking == after.plan.ranking && before.plan.pareto == after.plan.pareto ? "yes"
+                                                                                                               : "no");
   if (same_bytes) {
     o.capacity.skip_unused_prefix_cache = false;
     const Timed kept = timed_plan(trace, o);
