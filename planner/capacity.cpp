@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "planner/client_run.hpp"
+#include "planner/quiet_cache_run.hpp"
 #include "sim/run.hpp"
 
 namespace twin {
-namespace {
-
-}  // namespace
 
 double stat_or_nan(const LatencyStats& s, double LatencyStats::*field) {
   return s.count == 0 ? std::numeric_limits<double>::quiet_NaN() : s.*field;
@@ -52,56 +51,104 @@ ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate) {
 }
 
 ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
-                       const ClientOptions& clients) {
+                       const ClientOptions& clients, bool skip_unused_prefix_cache) {
   const double base = arrival_rate(trace, probe_requests);
   // A trace arriving all at once has no rate to scale: it stays a burst.
-  ScaledTraceSource source(trace, probe_requests, base > 0 ? rate / base : std::numeric_limits<double>::infinity());
-  RunOutputs outputs;
-  const ClientRun sent = run_with_clients(config, source, clients, outputs);
+  const double speedup = base > 0 ? rate / base : std::numeric_limits<double>::infinity();
+  const ClientRun sent =
+      run_scaled_trace(config, trace, probe_requests, speedup, clients, skip_unused_prefix_cache).sent;
   ProbeResult p = judge(sent.run.summary, sent.run.stats.unserved, rate);
   p.peak_in_flight = sent.peak_in_flight;
   return p;
 }
 
-CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
-  CapacityResult out;
-  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity(), o.clients)
-                          .request_throughput;
-  auto probe = [&](double rate) {
-    ProbeResult p = probe_rate(config, trace, o.probe_requests, rate, o.clients);
+std::string_view capacity_search_name(CapacitySearch search) {
+  return search == CapacitySearch::doubling ? "doubling" : "from_saturation";
+}
+
+namespace {
+
+// One capacity search's probes, in the order run; a rate above the
+// saturated throughput fails whatever its SLOs say.
+struct Prober {
+  const ClusterConfig& config;
+  const LoadedTrace& trace;
+  const CapacityOptions& options;
+  CapacityResult& out;
+  bool operator()(double rate) {
+    ProbeResult p =
+        probe_rate(config, trace, options.probe_requests, rate, options.clients, options.skip_unused_prefix_cache);
     if (p.pass && out.saturated_rps > 0 && rate > out.saturated_rps) {
       p.pass = false;
       p.above_saturation = true;
     }
     out.probes.push_back(std::move(p));
     return out.probes.back().pass;
-  };
+  }
+};
+
+// The bracket [lo, hi] (0: none) of the earlier search: doubling from the
+// start rate while probes pass, halving while they fail.
+std::pair<double, double> bracket_by_doubling(Prober& probe, const CapacityOptions& o) {
   double lo = 0, hi = 0;
   double rate = o.start_rate;
   if (probe(rate)) {
     lo = rate;
     for (int i = 0; i < o.max_bracket_steps; ++i) {
       rate *= 2;
-      if (!probe(rate)) {
-        hi = rate;
-        break;
-      }
+      if (!probe(rate)) return {lo, rate};
       lo = rate;
     }
-  } else {
-    hi = rate;
-    for (int i = 0; i < o.max_bracket_steps; ++i) {
-      rate /= 2;
-      if (probe(rate)) {
-        lo = rate;
-        break;
-      }
-      hi = rate;
-    }
+    return {lo, hi};
   }
+  hi = rate;
+  for (int i = 0; i < o.max_bracket_steps; ++i) {
+    rate /= 2;
+    if (probe(rate)) return {rate, hi};
+    hi = rate;
+  }
+  return {lo, hi};
+}
+
+// The bracket from the saturated throughput s, which no passing rate
+// exceeds: s / (1 + tolerance) first, so a capacity within the tolerance of
+// s takes one probe; each miss squares the step (s / 1.02, / 1.0404,
+// / 1.0824, ...), reaching the lowest rate the doubling search tries
+// (start_rate / 2^steps) in about log2 of the log of that range.
+std::pair<double, double> bracket_from_saturation(Prober& probe, const CapacityOptions& o, double saturated) {
+  const double lowest = o.start_rate / std::ldexp(1.0, o.max_bracket_steps);
+  double hi = saturated;
+  double step = 1 + o.tolerance;
+  for (int i = 0; i < o.max_bracket_steps; ++i) {
+    const double rate = std::max(saturated / step, lowest);
+    if (rate >= hi) break;  // the lowest rate was tried (or is above the saturated throughput)
+    if (probe(rate)) return {rate, hi};
+    hi = rate;
+    step *= step;
+  }
+  return {0, hi};
+}
+
+}  // namespace
+
+CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& o) {
+  CapacityResult out;
+  out.saturated_rps = probe_rate(config, trace, o.probe_requests, std::numeric_limits<double>::infinity(), o.clients,
+                                 o.skip_unused_prefix_cache)
+                          .request_throughput;
+  Prober probe{config, trace, o, out};
+  const bool from_saturation =
+      o.search == CapacitySearch::from_saturation && std::isfinite(out.saturated_rps) && out.saturated_rps > 0;
+  auto [lo, hi] = from_saturation ? bracket_from_saturation(probe, o, out.saturated_rps) : bracket_by_doubling(probe, o);
   if (lo > 0 && hi > 0) {
-    while (hi - lo > o.tolerance * lo) {
-      const double mid = 0.5 * (lo + hi);
+    // The relative slack keeps s / (1 + tolerance), whose gap to s is the
+    // tolerance exactly, from bisecting once more on a rounding error.
+    const double slack = from_saturation ? 1 + 1e-12 : 1;
+    while (hi - lo > o.tolerance * lo * slack) {
+      // Halving the ratio hi / lo (the geometric mean) meets a relative
+      // tolerance in fewer probes from a wide bracket; the doubling search
+      // keeps its arithmetic mean, so its numbers stay those of old plans.
+      const double mid = from_saturation ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
       (probe(mid) ? lo : hi) = mid;
     }
   }

@@ -2,11 +2,13 @@
 // The capacity of one replica configuration: the highest arrival rate it
 // sustains while meeting the SLOs on the trace's length mix. Each probe
 // replays the trace's first requests with arrivals rescaled to the probe
-// rate and simulates one replica; the search brackets the rate by doubling
-// or halving from a start rate, then bisects to a relative tolerance. A
-// rate above the replica's saturated throughput (the same requests all at
-// t=0) never passes: past it a queue grows without bound, which a short
-// probe may not live long enough to show in its latencies.
+// rate and simulates one replica. A rate above the replica's saturated
+// throughput (the same requests all at t=0) never passes: past it a queue
+// grows without bound, which a short probe may not live long enough to show
+// in its latencies. So the first probe, the saturated one, bounds the
+// search from above, and the search walks down from it to the SLO boundary,
+// then bisects until the boundary is bracketed within a relative tolerance
+// (docs/plan.md, "Capacity of one replica").
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -55,18 +57,41 @@ double stat_or_nan(const LatencyStats& stats, double LatencyStats::*field);
 // left unserved, and not overloaded.
 ProbeResult judge(const Summary& summary, std::int64_t unserved, double rate);
 
+// How the capacity is bracketed before the bisection.
+enum class CapacitySearch {
+  // From the saturated throughput s (nothing above it passes): probes at
+  // s / (1 + tolerance)^(2^k), k = 0, 1, 2, ..., down to the first pass. A
+  // replica whose capacity is within the tolerance of s needs one probe.
+  from_saturation,
+  // The search of plans before issue 45: from start_rate, doubled while
+  // probes pass (halved while they fail); kept to compare against
+  // (bench_plan) and to reproduce older plans' numbers, so a plan with it
+  // also skips the early rejection (planner/slo_reach.hpp).
+  doubling,
+};
+std::string_view capacity_search_name(CapacitySearch search);
+
 struct CapacityOptions {
   std::size_t probe_requests = 2000;  // first requests of the trace per probe (0: all)
   double tolerance = 0.02;             // bisect until (hi - lo) <= tolerance * lo
-  double start_rate = 1.0;             // first probe, req/s
-  int max_bracket_steps = 16;          // doublings / halvings before giving up
+  double start_rate = 1.0;             // req/s: doubling's first probe; both give up below start_rate / 2^steps
+  int max_bracket_steps = 16;          // bracketing probes before giving up
+  CapacitySearch search = CapacitySearch::from_saturation;
   ClientOptions clients;               // how each probe's requests are sent (none: at their times)
+  // Probes and cluster checks skip the prefix cache's bookkeeping where it
+  // cannot change the run (planner/quiet_cache_run.hpp); false runs every
+  // one as configured: the same bytes, slower (what the tests compare).
+  bool skip_unused_prefix_cache = true;
 };
 
 struct CapacityResult {
   bool feasible = false;  // some probe passed
   double capacity = 0;    // highest passing rate, req/s
-  double upper = 0;       // lowest failing rate (0: none found)
+  // Lowest failing rate, or the saturated throughput when no probe below it
+  // failed (every rate above it fails); 0: none found. When feasible and
+  // nonzero, upper - capacity <= tolerance x capacity: the SLO boundary lies
+  // between them.
+  double upper = 0;
   // Requests/s of the probe's requests all arriving at t=0: the most the
   // replica serves; no rate above it passes.
   double saturated_rps = 0;
@@ -76,7 +101,7 @@ struct CapacityResult {
 // Simulates `config` (one replica) on the first probe_requests of the trace
 // at `rate` req/s, sent by `clients`.
 ProbeResult probe_rate(const ClusterConfig& config, const LoadedTrace& trace, std::size_t probe_requests, double rate,
-                       const ClientOptions& clients = {});
+                       const ClientOptions& clients = {}, bool skip_unused_prefix_cache = true);
 
 CapacityResult find_capacity(const ClusterConfig& config, const LoadedTrace& trace, const CapacityOptions& options);
 

@@ -120,6 +120,7 @@ nlohmann::ordered_json plan_json(const PlanResult& p, const PlanOptions& o) {
   }
   nlohmann::ordered_json method;
   method["tolerance"] = p.tolerance;
+  method["capacity_search"] = std::string(capacity_search_name(p.capacity_search));
   method["max_bracket_steps"] = o.capacity.max_bracket_steps;
   method["max_extra_replicas"] = o.max_extra_replicas;
   method["seed"] = o.seed;
@@ -193,10 +194,13 @@ void print_plan(std::ostream& out, const PlanResult& p) {
     out << "Planned for " << fixed(p.planned_rate, 3) << " req/s (--target-rate, " << fixed(p.planned_rate / p.trace_rate, 2)
         << "x the trace's rate): the trace's requests replayed at that rate\n";
   }
-  out << "SLOs: " << p.slos << "; capacity probes use the first " << p.probe_requests
-      << " requests, rates rescaled, bisected to " << fixed(p.tolerance * 100, 1) << "%; cluster check on "
-      << p.verify_requests << " requests at "
-      << (p.rate_is_target ? fixed(p.planned_rate, 3) + " req/s" : std::string("the trace's rate")) << "\n\n";
+  out << "SLOs: " << p.slos << "; capacity probes use the first " << p.probe_requests << " requests, rates rescaled, "
+      << (p.capacity_search == CapacitySearch::from_saturation ? "searched down from the saturated throughput"
+                                                                : "bracketed by doubling from the planned rate")
+      << ", tolerance " << fixed(p.tolerance * 100, 1) << "% (each capacity within " << fixed(p.tolerance * 100, 1)
+      << "% of the lowest failing rate or of the saturated throughput); cluster check on " << p.verify_requests
+      << " requests at " << (p.rate_is_target ? fixed(p.planned_rate, 3) + " req/s" : std::string("the trace's rate"))
+      << "\n\n";
   out << std::left << std::setw(5) << "rank" << std::setw(48) << "configuration" << std::right << std::setw(12)
       << "cap req/s" << std::setw(9) << "replicas" << std::setw(6) << "GPUs" << std::setw(10) << "$/h" << std::setw(10)
       << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << std::setw(11)
@@ -225,6 +229,14 @@ void print_plan(std::ostream& out, const PlanResult& p) {
     out << "\nPruned (" << pruned << "):\n";
     for (const auto& c : p.candidates) {
       if (c.status == CandidateStatus::pruned) out << "  " << candidate_label(c.candidate) << ": " << c.reason << "\n";
+    }
+  }
+  std::size_t rejected = 0;
+  for (const auto& c : p.candidates) rejected += c.rejected_before_probing;
+  if (rejected) {
+    out << "\nRejected before any probe, an SLO out of reach at zero load (" << rejected << "):\n";
+    for (const auto& c : p.candidates) {
+      if (c.rejected_before_probing) out << "  " << candidate_label(c.candidate) << ": " << c.reason << "\n";
     }
   }
   out << "\n";

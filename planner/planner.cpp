@@ -8,6 +8,8 @@
 #include "base/error.hpp"
 #include "metrics/summary_json.hpp"
 #include "planner/client_run.hpp"
+#include "planner/quiet_cache_run.hpp"
+#include "planner/slo_reach.hpp"
 #include "planner/thread_pool.hpp"
 #include "planner/vllm_command.hpp"
 #include "sim/cluster.hpp"
@@ -238,9 +240,9 @@ void verify_replicas(const Candidate& c, const LoadedTrace& trace, const PlanOpt
       r.reason = std::move(why);
       return;
     }
-    ScaledTraceSource source(trace, o.verify_requests, load.speedup);
-    RunOutputs outputs;
-    const ClientRun sent = run_with_clients(candidate_config(c, n, o.slos, o.seed), source, o.capacity.clients, outputs);
+    const ClientRun sent = run_scaled_trace(candidate_config(c, n, o.slos, o.seed), trace, o.verify_requests, load.speedup,
+                                            o.capacity.clients, o.capacity.skip_unused_prefix_cache)
+                               .sent;
     r.verify.push_back({n, judge(sent.run.summary, sent.run.stats.unserved, load.rate)});
     r.verify.back().result.peak_in_flight = sent.peak_in_flight;
     r.latency_ms = axis_value(axis, r.verify.back().result);
@@ -281,13 +283,27 @@ CandidateResult evaluate_candidate(const Candidate& c, const LoadedTrace& trace,
   r.floor = latency_floor(one, floor_prompt_len(trace, slos), mean_out);
   r.has_floor = true;
 
+  // The earlier search had no early rejection: it reproduces those plans.
+  const bool reject_early = o.capacity.search != CapacitySearch::doubling;
+  if (auto out_of_reach = reject_early ? unreachable_slo(one, trace, o.capacity.probe_requests, slos, o.capacity.clients)
+                                       : std::nullopt) {
+    r.status = CandidateStatus::slo_unmet;
+    r.reason = std::move(out_of_reach->reason);
+    r.rejected_before_probing = true;
+    r.zero_load_ratio = out_of_reach->ratio;
+    r.latency_ms = kNaN;
+    return r;
+  }
   CapacityOptions copt = o.capacity;
-  // The search starts where the answer is expected: at the rate planned for.
+  // The doubling search starts where the answer is expected, at the rate
+  // planned for; both searches give up below 1/2^steps of it.
   copt.start_rate = o.target_rate > 0 ? o.target_rate : arrival_rate(trace);
   r.capacity = find_capacity(one, trace, copt);
   if (!r.capacity.feasible) {
     r.status = CandidateStatus::slo_unmet;
-    r.reason = "misses the SLOs even at " + std::to_string(r.capacity.probes.back().rate) + " req/s";
+    r.reason = r.capacity.probes.empty()
+                   ? "serves " + std::to_string(r.capacity.saturated_rps) + " req/s saturated, below the lowest rate searched"
+                   : "misses the SLOs even at " + std::to_string(r.capacity.probes.back().rate) + " req/s";
     r.latency_ms = kNaN;
     return r;
   }
@@ -345,6 +361,7 @@ PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& o, std::ve
   p.slos = format_slos(slos);
   p.latency_metric = latency_axis(slos).name;
   p.tolerance = o.capacity.tolerance;
+  p.capacity_search = o.capacity.search;
   p.prompt_len_for_floor = floor_prompt_len(trace, slos);
   std::sort(results.begin(), results.end(),
             [](const CandidateResult& a, const CandidateResult& b) { return a.candidate.index < b.candidate.index; });
@@ -381,7 +398,7 @@ PlanResult assemble_plan(const LoadedTrace& trace, const PlanOptions& o, std::ve
     auto miss = [&](std::size_t i) {
       const auto& c = p.candidates[i];
       if (c.status != CandidateStatus::slo_unmet) return std::pair<int, double>{0, c.cost_per_hour};
-      double w = std::numeric_limits<double>::infinity();
+      double w = c.rejected_before_probing ? c.zero_load_ratio : std::numeric_limits<double>::infinity();
       for (const auto& pr : c.capacity.probes) w = std::min(w, pr.worst_ratio);
       return std::pair<int, double>{1, w};
     };
@@ -449,6 +466,10 @@ nlohmann::ordered_json candidate_result_json(const CandidateResult& r) {
   }
   j["verify"] = std::move(verify);
   j["overloaded_runs"] = overload_count(r).overloaded;  // derived: the probes' and checks' flags
+  if (r.rejected_before_probing) {  // only where it happened
+    j["rejected_before_probing"] = true;
+    j["zero_load_ratio"] = num(r.zero_load_ratio);
+  }
   return j;
 }
 
@@ -507,6 +528,8 @@ CandidateResult candidate_result_from_json(const nlohmann::json& j) {
     r.floor.ttft_ms = num_from(j.at("floor").at("ttft_ms"));
     r.floor.tpot_ms = num_from(j.at("floor").at("tpot_ms"));
   }
+  r.rejected_before_probing = j.value("rejected_before_probing", false);
+  r.zero_load_ratio = j.contains("zero_load_ratio") ? num_from(j.at("zero_load_ratio")) : kNaN;
   for (const auto& p : j.at("probes")) r.capacity.probes.push_back(probe_from(p));
   for (const auto& v : j.at("verify")) r.verify.push_back({v.at("replicas").get<std::int32_t>(), probe_from(v)});
   return r;

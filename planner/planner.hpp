@@ -78,6 +78,11 @@ struct CandidateResult {
   double joules_per_output_token = std::numeric_limits<double>::quiet_NaN();
   bool has_floor = false;
   LatencyFloor floor;
+  // Issue 45: rejected before any probe, an SLO out of reach at zero load
+  // (planner/slo_reach.hpp; status slo_unmet, the reason says which);
+  // zero_load_ratio is that bound over the SLO's threshold.
+  bool rejected_before_probing = false;
+  double zero_load_ratio = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct PlanResult {
@@ -90,6 +95,7 @@ struct PlanResult {
   std::string slos;              // canonical
   std::string latency_metric;    // e.g. "ttft_p90"
   double tolerance = 0;
+  CapacitySearch capacity_search = CapacitySearch::from_saturation;
   std::vector<CandidateResult> candidates;  // enumeration order
   std::vector<std::size_t> ranking;         // ok candidates, cheapest first
   std::vector<std::size_t> pareto;          // ok candidates on the cost/latency front, cheapest first

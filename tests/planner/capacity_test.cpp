@@ -79,9 +79,16 @@ TEST_CASE("a short probe whose burst meets a loose SLO is held to the saturated 
   CHECK(std::abs(cap.saturated_rps * s - 1.0) <= 0.02);
   CHECK(cap.capacity <= cap.saturated_rps);
   CHECK(cap.upper > 0);
+  // The search from the saturated throughput simulates nothing above it.
+  for (const ProbeResult& p : cap.probes) CHECK(p.rate <= cap.saturated_rps);
+  // The doubling search probes above it, and such a probe fails.
+  o.search = CapacitySearch::doubling;
+  const CapacityResult doubled = find_capacity(candidate_config(c, 1, slo_at(100 * s), 0), trace, o);
+  REQUIRE(doubled.feasible);
+  CHECK(doubled.capacity <= doubled.saturated_rps);
   bool held = false;
-  for (const ProbeResult& p : cap.probes) {
-    if (p.rate > cap.saturated_rps) CHECK_FALSE(p.pass);
+  for (const ProbeResult& p : doubled.probes) {
+    if (p.rate > doubled.saturated_rps) CHECK_FALSE(p.pass);
     held = held || p.above_saturation;
   }
   CHECK(held);

@@ -38,6 +38,15 @@ TEST_CASE("plan writes its files and gives the same bytes on 1 and 2 threads") {
     CHECK(!test::read_file(a / f).empty());
     CHECK(test::read_file(a / f) == test::read_file(b / f));
   }
+  // The earlier search, as --capacity-search doubling asks: plan.json says which ran.
+  const auto d = test::planner_tmp("plan_doubling");
+  std::filesystem::remove_all(d);
+  const auto r3 = test::run_twinserve(plan_args(trace, d) + " --jobs 1 --capacity-search doubling", true);
+  REQUIRE(r3.exit_code == 0);
+  CHECK_THAT(r3.out, Catch::Contains("bracketed by doubling from the planned rate"));
+  const auto method = nlohmann::json::parse(test::read_file(d / "plan.json")).at("method");
+  CHECK(method.at("capacity_search") == "doubling");
+  CHECK(nlohmann::json::parse(test::read_file(a / "plan.json")).at("method").at("capacity_search") == "from_saturation");
   // No overwrite without --overwrite.
   const auto again = test::run_twinserve(plan_args(trace, a), true);
   CHECK(again.exit_code == 2);
@@ -107,6 +116,10 @@ TEST_CASE("plan and sweep reject bad input naming the key") {
   CHECK_THAT(r.out, Catch::Contains("tensor_parallel"));
   const auto no_slo = test::run_twinserve("plan --trace '" + trace + "' --slo '' --out '" + out.string() + "'", true);
   CHECK(no_slo.exit_code == 2);
+  const auto bad_search = test::run_twinserve(
+      "plan --trace '" + trace + "' --slo 'ttft_p90<=1s' --capacity-search bisect --out '" + out.string() + "'", true);
+  CHECK(bad_search.exit_code == 2);
+  CHECK_THAT(bad_search.out, Catch::Contains("--capacity-search"));
   const auto s = test::run_twinserve("sweep --trace '" + trace + "' --vary max_num_batched_tokens=512 --vary chunky=1,2", true);
   CHECK(s.exit_code == 2);
   CHECK_THAT(s.out, Catch::Contains("chunky"));

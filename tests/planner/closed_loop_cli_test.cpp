@@ -112,8 +112,8 @@ TEST_CASE("plan --max-concurrency 4: every probe and cluster check keeps at most
       }
     }
   }
-  CHECK(runs >= 3);
-  CHECK(most == 4);  // the probes above capacity fill the cap
+  CHECK(runs >= 2);   // a probe at least, and the cluster check
+  CHECK(most == 4);  // a probe near the closed loop's throughput fills the cap
 }
 
 TEST_CASE("plan -q fp8 --kv-cache-dtype fp8: candidates in fp8 hold more KV than in bf16") {

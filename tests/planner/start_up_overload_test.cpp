@@ -130,8 +130,9 @@ TEST_CASE("every plan probe carries the overload flag, into plan.json, plan.csv,
   o.slos = "ttft_p90<=5s";
   o.capacity.probe_requests = 600;
   o.jobs = 1;
-  // Offered far past one replica's capacity: the search starts at the
-  // trace's rate and halves down from overloaded probes.
+  // Offered far past one replica's capacity: the doubling search starts at
+  // the trace's rate and halves down from overloaded probes.
+  o.capacity.search = CapacitySearch::doubling;
   const LoadedTrace trace = test::chat_trace(600, 160.0);
   const CandidateResult r = evaluate_candidate(enumerate_candidates(o.space).front(), trace, o);
   std::size_t overloaded = 0;

@@ -48,6 +48,7 @@ struct PlanArgs {
   std::optional<double> max_power_kw, power_budget_w;  // issue 44: one budget, two spellings
   double energy_price = 0;                              // $/kWh
   double tolerance = 0.02;
+  std::string capacity_search = "from-saturation";  // or "doubling": plans before issue 45
   std::int64_t probe_requests = 2000, verify_requests = 0;
   std::int32_t max_extra_replicas = 8;
   std::uint64_t seed = 0;
@@ -88,6 +89,7 @@ PlanOptions make_options(const PlanArgs& a) {
   if (a.target_rate) o.target_rate = *a.target_rate;
   o.slos = a.slo;
   o.capacity.tolerance = a.tolerance;
+  o.capacity.search = a.capacity_search == "doubling" ? CapacitySearch::doubling : CapacitySearch::from_saturation;
   if (a.probe_requests < 0) throw UsageError("--probe-requests: expected 0 (all) or a positive count");
   if (a.verify_requests < 0) throw UsageError("--verify-requests: expected 0 (all) or a positive count");
   if (a.max_extra_replicas < 0) throw UsageError("--max-extra-replicas: expected a count >= 0");
@@ -241,6 +243,10 @@ const RegisterCommand registration{"plan", [](CLI::App& root) {
                   "Size for this mean arrival rate, req/s (growth; default: the trace's): the trace replayed at it")
       ->check(real_range(0, 1e12, true));
   sub->add_option("--tolerance", a.tolerance, "Relative tolerance of the capacity bisection (default 0.02)")->check(real_range(0, 1, true, true));
+  sub->add_option("--capacity-search", a.capacity_search,
+                  "from-saturation (default: down from the saturated throughput, out-of-reach SLOs rejected early) or "
+                  "doubling (the search of plans before issue 45, to reproduce their numbers)")
+      ->check(CLI::IsMember({"from-saturation", "doubling"}));
   sub->add_option("--probe-requests", a.probe_requests,
                   "Requests per capacity probe: the trace's first N (default 2000; 0: all)")->check(int_range(1, kMaxInt64));
   sub->add_option("--verify-requests", a.verify_requests, "Requests of the cluster check (default 0: the whole trace)")->check(int_range(0, kMaxInt64));
