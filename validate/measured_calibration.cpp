@@ -227,9 +227,21 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
       std::vector<FitRun> others;
       for (std::size_t i = 0; i < r.runs.size(); ++i)
         if (i != k) others.push_back(r.runs[i]);
-      const FitOutcome cv = fit_runs(others, fo);
-      r.held_out.push_back(score_run(r.runs[k], cv.fitted, fo));
-      r.held_out.back().subset = "left out";
+      // A fit on fewer runs may identify nothing the fit on all did: that
+      // run then has no held-out prediction, and a warning says why.
+      try {
+        const FitOutcome cv = fit_runs(others, fo);
+        r.held_out.push_back(score_run(r.runs[k], cv.fitted, fo));
+        r.held_out.back().subset = "left out";
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        RunScore none;
+        none.run = r.runs[k].path;
+        none.subset = "left out: no prediction, the fit on the other runs failed";
+        r.held_out.push_back(none);
+        r.fit.warnings.push_back("cross-validation: the fit without " + r.runs[k].path + " failed (" + e.what() + ")");
+      }
     }
   }
   if (r.fit.fitted.calibrated) {

@@ -213,6 +213,22 @@ TEST_CASE("twinserve calibrate --measured --profile writes a calibrated profile 
                     true);
   INFO(r.out);
   CHECK(r.exit_code == 0);
+  // A run too short to fit alone (one request: three residuals for three
+  // parameters): the leave-one-out fit on it identifies nothing, so the other run has no held-out prediction and a warning
+  // says why; the fit on both still writes its profile.
+  const std::string few = (dir / "few.jsonl").string();
+  REQUIRE(run_twinserve("trace generate --requests 1 --rate 400 --prompt uniform:32:192 --output uniform:8:48 --seed 6 " +
+                        few).exit_code == 0);
+  REQUIRE(run_twinserve("simulate --trace " + few + deploy + "--profile " + b.profile + " --no-progress --out " +
+                        (dir / "few").string()).exit_code == 0);
+  r = run_twinserve("calibrate --measured " + (dir / "sim").string() + "=" + trace + " " + (dir / "few").string() + "=" +
+                        few + deploy + "--profile " + b.profile + " --max-evals 12 --out " +
+                        (dir / "cv.json").string(),
+                    true);
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("cross-validation: the fit without " + (dir / "sim").string() + " failed") != std::string::npos);
+  CHECK(r.out.find("no prediction") != std::string::npos);
   // Refused by name: a roofline parameter on the calibrated base, a
   // profile of another model, --profile without --measured, no hardware.
   const std::string base_cmd = "calibrate --measured " + (dir / "sim").string() + " --trace " + trace +
