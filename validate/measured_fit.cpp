@@ -358,8 +358,10 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
       for (const auto& [bound, which] : {std::pair{e.lower, "lower"}, std::pair{e.upper, "upper"}}) {
         if (std::abs(to_coord(p, e.value) - to_coord(p, std::max(bound, 1e-6))) <= 1e-3 * span) {
           e.note = std::string("at its ") + which + " bound";
-          out.warnings.push_back(std::string("parameter ") + p.name + " is at its " + which +
-                                 " bound: the base profile's peaks or bandwidths may be off");
+          out.warnings.push_back(std::string("parameter ") + p.name + " is at its " + which + " bound: " +
+                                 (p.calibrated ? "the runs want it at or beyond the bound (a step term of 1 us or "
+                                                 "0.1 us is none)"
+                                               : "the base profile's peaks or bandwidths may be off"));
         }
       }
     }
