@@ -304,7 +304,13 @@ void write_calibrated_profile(const std::string& path, const CalibratedProfile& 
 
 CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin) {
   const Reader r{origin};
-  r.check_keys(json, "", {"format", "version", "metadata", "step_overhead", "gemm", "elementwise", "attention"});
+  // fitted_from: what `calibrate --measured --profile` fitted (runs,
+  // parameters, residuals); provenance only, accepted and not read.
+  r.check_keys(json, "", {"format", "version", "metadata", "step_overhead", "gemm", "elementwise", "attention", "fitted_from"},
+               {"fitted_from"});
+  if (json.contains("fitted_from") && !json.at("fitted_from").is_object()) {
+    r.fail("fitted_from", "expected a JSON object, got " + json_excerpt(json.at("fitted_from")));
+  }
   if (r.string(json, "", "format") != kCalibratedProfileFormat) {
     r.fail("format", "expected \"" + std::string(kCalibratedProfileFormat) + "\" (not a calibrated profile?)");
   }

@@ -52,18 +52,14 @@ CalibratedCostModel::CalibratedCostModel(std::shared_ptr<const CalibratedTables>
 }
 
 Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
-  ops_.clear();
-  step_ops(model_, *step.shape, layout_, weights_, kv_, step.stage, ops_);
+  // lookup_step prices the step as the profiler's fit and validate's per-op
+  // table do: each op's table time x its kind's scale, each timed op's
+  // fixed cost once, and the step terms.
+  per_op_.clear();
+  const StepLookup l = lookup_step(*tables_, model_, *step.shape, layout_, weights_, kv_, step.stage, ops_, &per_op_,
+                                   static_cast<double>(step.idle_ns));
   if (ops_.empty()) return 0;
-  std::int64_t seqs = 0;
-  for (const SeqShape& s : step.shape->seqs) seqs += s.new_tokens > 0 ? 1 : 0;
-  double total = tables_->overhead_ns(seqs, static_cast<double>(step.idle_ns));
-  std::int64_t outside = 0;
-  for (const Op& op : ops_) {
-    const OpLookup l = tables_->op_time(op);
-    const double t = l.time_ns * op.repeat * tables_->op_scale(op.kind);
-    total += t;
-    outside += l.out_of_range ? 1 : 0;
+  for (const auto& [op, t] : per_op_) {
     // Energy: the op's binding roof by the best rates the tables saw.
     const bool compute_bound = op.flops / tables_->flops_per_ns() > op.bytes / tables_->bytes_per_ns();
     if (step.mix) (compute_bound ? step.mix->compute_ns : step.mix->memory_ns) += t;
@@ -79,12 +75,12 @@ Time CalibratedCostModel::stage_time(const StepInput& step, std::vector<OpCost>*
       breakdown->push_back(c);
     }
   }
-  if (outside > 0) {
-    out_of_range_ += outside;
-    total_out_of_range_ += outside;
+  if (l.out_of_range > 0) {
+    out_of_range_ += l.out_of_range;
+    total_out_of_range_ += l.out_of_range;
   }
   // A step takes at least 1 ns (a negative fitted overhead cannot undo that).
-  return std::max<Time>(1, priced_ns(total, "calibrated cost model: a step", &tables_->origin()));
+  return std::max<Time>(1, priced_ns(l.total_ns(), "calibrated cost model: a step", &tables_->origin()));
 }
 
 Time CalibratedCostModel::swap_time(std::int64_t num_blocks) {

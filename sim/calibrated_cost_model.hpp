@@ -3,13 +3,17 @@
 // tables `twinserve calibrate` measured on the engine (hwprofiles/
 // calibrated_lookup: log-log interpolation inside a table, roofline-shaped
 // extrapolation beyond it, counted), plus the measured per-step overhead.
-//   stage time = sum over ops of table(op) x repeat + base + per_seq x seqs
+//   stage time = sum over ops of scale(kind) x table(op) x repeat
+//                + each timed op's fixed cost once + base + per_seq x seqs
+//                + the idle warm-up
+// (hwprofiles/calibrated_lookup's lookup_step, the profiler's own view).
 // A profile is for one model at one dtype and layout: anything else is an
 // error naming both, never a silently wrong number.
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hwprofiles/calibrated_lookup.hpp"
@@ -55,6 +59,7 @@ class CalibratedCostModel final : public CostModel {
   Dtype weights_, kv_;
   double kv_block_bytes_ = 0;
   std::vector<Op> ops_;  // reused every step
+  std::vector<std::pair<Op, double>> per_op_;  // each op and its priced time, reused
   std::int64_t out_of_range_ = 0;
   static inline std::atomic<std::int64_t> total_out_of_range_{0};
 };

@@ -124,44 +124,95 @@ void apply_attention(HardwareDesc& hw, const HardwareDesc& base, double v) {
   }
 }
 
-double one(const HardwareDesc&) { return 1.0; }
-double tenth(const HardwareDesc&) { return 0.1; }
+double one(const FitProfile&) { return 1.0; }
+double tenth(const FitProfile&) { return 0.1; }
+double zero(const FitProfile&) { return 0.0; }
+
+// A roofline entry's functions on the hardware profile of a fit's base.
+template <CurveRoof roof>
+double roof_upper(const FitProfile& b) {
+  return 1.0 / std::max(roof_max(b.hw, roof), 1e-9);
+}
+template <CurveRoof roof>
+void roof_apply(FitProfile& p, const FitProfile& b, double v) {
+  apply_roof(p.hw, b.hw, roof, v);
+}
+
+void apply_host_overhead(FitProfile& p, const FitProfile& b, double v) {
+  p.hw.step_overhead_us = v;
+  char was[48];
+  std::snprintf(was, sizeof was, "was %.6g us", b.hw.step_overhead_us);
+  note(p.hw, b.hw, "step_overhead_us", was);
+}
+
+void apply_collective_latency(FitProfile& p, const FitProfile& b, double v) {
+  p.hw.nvlink_latency_us = b.hw.nvlink_latency_us * v;
+  note(p.hw, b.hw, "nvlink_latency_us", times(v));
+  if (b.hw.interconnect == "pcie") {
+    p.hw.pcie_latency_us = b.hw.pcie_latency_us * v;
+    note(p.hw, b.hw, "pcie_latency_us", times(v));
+  }
+}
+
+// A calibrated base's step model (hwprofiles/calibrated_profile.hpp,
+// StepOverhead): the profile's own fields, so the fitted file prices steps
+// as the base's formula does.
+const StepOverhead& overhead(const FitProfile& b) { return b.calibrated->overhead; }
+
+// op_scale multiplies every op's table time and each timed op's fixed cost:
+// the engine's ops as a whole slower or faster than where they were timed
+// (another machine's load, the server's threads beside the engine's).
+double op_scale_upper(const FitProfile& b) { return std::min(20.0, kMaxOpScale / overhead(b).op_scale); }
+double op_scale_lower(const FitProfile& b) { return std::max(0.1, kMinOpScale / overhead(b).op_scale); }
+void apply_op_scale(FitProfile& p, const FitProfile& b, double v) {
+  StepOverhead& o = p.calibrated->overhead;
+  o.op_scale = std::clamp(overhead(b).op_scale * v, kMinOpScale, kMaxOpScale);
+  for (std::size_t k = 0; k < o.op_fixed_ns.size(); ++k) o.op_fixed_ns[k] = overhead(b).op_fixed_ns[k] * v;
+}
 
 const std::vector<FitParam> kParams = {
-    {"compute_scale", "compute efficiency (GEMM curve, compute-roof curves) x this", "x", true, false, one, tenth,
-     [](const HardwareDesc& b) { return 1.0 / std::max(roof_max(b, CurveRoof::compute), 1e-9); },
-     [](HardwareDesc& hw, const HardwareDesc& b, double v) { apply_roof(hw, b, CurveRoof::compute, v); }},
-    {"memory_scale", "memory efficiency (and memory-roof curves) x this", "x", true, false, one, tenth,
-     [](const HardwareDesc& b) { return 1.0 / std::max(roof_max(b, CurveRoof::memory), 1e-9); },
-     [](HardwareDesc& hw, const HardwareDesc& b, double v) { apply_roof(hw, b, CurveRoof::memory, v); }},
-    {"attention_scale", "attention kernels' efficiency (both roofs) x this", "x", true, false, one, tenth,
-     [](const HardwareDesc& b) { return 1.0 / std::max(attention_max(b), 1e-9); }, apply_attention},
-    {"host_overhead_us", "host work per step (step_overhead_us)", "us", false, false,
-     [](const HardwareDesc& b) { return b.step_overhead_us; }, [](const HardwareDesc&) { return 0.0; },
-     [](const HardwareDesc& b) { return std::max(20000.0, 10 * b.step_overhead_us); },
-     [](HardwareDesc& hw, const HardwareDesc& b, double v) {
-       hw.step_overhead_us = v;
-       char was[48];
-       std::snprintf(was, sizeof was, "was %.6g us", b.step_overhead_us);
-       note(hw, b, "step_overhead_us", was);
-     }},
-    {"allreduce_scale", "collective bandwidth efficiency (allreduce) x this", "x", true, true, one, tenth,
-     [](const HardwareDesc& b) { return 1.0 / std::max(b.allreduce_efficiency, 1e-9); },
-     [](HardwareDesc& hw, const HardwareDesc& b, double v) {
-       hw.allreduce_efficiency = std::min(1.0, b.allreduce_efficiency * v);
-       note(hw, b, "efficiency.allreduce", times(v));
+    {"compute_scale", "compute efficiency (GEMM curve, compute-roof curves) x this", "x", true, false, false, one,
+     tenth, roof_upper<CurveRoof::compute>, roof_apply<CurveRoof::compute>},
+    {"memory_scale", "memory efficiency (and memory-roof curves) x this", "x", true, false, false, one, tenth,
+     roof_upper<CurveRoof::memory>, roof_apply<CurveRoof::memory>},
+    {"attention_scale", "attention kernels' efficiency (both roofs) x this", "x", true, false, false, one, tenth,
+     [](const FitProfile& b) { return 1.0 / std::max(attention_max(b.hw), 1e-9); },
+     [](FitProfile& p, const FitProfile& b, double v) { apply_attention(p.hw, b.hw, v); }},
+    {"host_overhead_us", "host work per step (step_overhead_us)", "us", false, false, false,
+     [](const FitProfile& b) { return b.hw.step_overhead_us; }, zero,
+     [](const FitProfile& b) { return std::max(20000.0, 10 * b.hw.step_overhead_us); }, apply_host_overhead},
+    {"allreduce_scale", "collective bandwidth efficiency (allreduce) x this", "x", true, true, false, one, tenth,
+     [](const FitProfile& b) { return 1.0 / std::max(b.hw.allreduce_efficiency, 1e-9); },
+     [](FitProfile& p, const FitProfile& b, double v) {
+       p.hw.allreduce_efficiency = std::min(1.0, b.hw.allreduce_efficiency * v);
+       note(p.hw, b.hw, "efficiency.allreduce", times(v));
      }},
     {"collective_latency_scale", "collective latency (nvlink_latency_us; pcie_latency_us on a PCIe node) x this", "x",
-     true, true, one, tenth, [](const HardwareDesc&) { return 20.0; },
-     [](HardwareDesc& hw, const HardwareDesc& b, double v) {
-       hw.nvlink_latency_us = b.nvlink_latency_us * v;
-       note(hw, b, "nvlink_latency_us", times(v));
-       if (b.interconnect == "pcie") {
-         hw.pcie_latency_us = b.pcie_latency_us * v;
-         note(hw, b, "pcie_latency_us", times(v));
-       }
-     }},
+     true, true, false, one, tenth, [](const FitProfile&) { return 20.0; }, apply_collective_latency},
+    {"op_scale", "every measured op's time and fixed cost (step_overhead.op_scale, op_fixed_ns) x this", "x", true,
+     false, true, one, op_scale_lower, op_scale_upper, apply_op_scale},
+    // The step terms are searched in log(value): from a GPU's tens of
+    // microseconds to a CPU engine's milliseconds, the global pass then
+    // samples every decade alike (in the value, the box's corner near 0 where
+    // a GPU's terms lie got few points). The lower bounds are nothing
+    // against any step; a term the runs do not need fits to one and is
+    // reported as not identified.
+    {"step_base_us", "fixed host work per step (step_overhead.base_ns)", "us", true, false, true,
+     [](const FitProfile& b) { return overhead(b).base_ns / 1e3; }, [](const FitProfile&) { return 1.0; },
+     [](const FitProfile& b) { return std::max(50000.0, 10 * overhead(b).base_ns / 1e3); },
+     [](FitProfile& p, const FitProfile&, double v) { p.calibrated->overhead.base_ns = v * 1e3; }},
+    {"step_per_seq_us", "host work per scheduled sequence per step (step_overhead.per_seq_ns)", "us", true, false,
+     true, [](const FitProfile& b) { return overhead(b).per_seq_ns / 1e3; }, [](const FitProfile&) { return 0.1; },
+     [](const FitProfile& b) { return std::max(5000.0, 10 * overhead(b).per_seq_ns / 1e3); },
+     [](FitProfile& p, const FitProfile&, double v) { p.calibrated->overhead.per_seq_ns = v * 1e3; }},
 };
+
+std::string names_for(bool calibrated) {
+  std::string names;
+  for (const FitParam& p : kParams)
+    if (p.calibrated == calibrated) names += (names.empty() ? "" : ", ") + std::string(p.name);
+  return names;
+}
 
 }  // namespace
 
@@ -176,11 +227,32 @@ const FitParam& fit_param(const std::string& name) {
   throw UsageError("unknown fit parameter '" + excerpt(name) + "'; known: " + names);
 }
 
-HardwareDesc apply_fit_params(const HardwareDesc& base, const std::vector<const FitParam*>& params,
-                              const std::vector<double>& values) {
-  HardwareDesc hw = base;
-  for (std::size_t i = 0; i < params.size(); ++i) params[i]->apply(hw, base, values[i]);
-  return hw;
+std::vector<const FitParam*> fit_params_for(const FitProfile& base) {
+  std::vector<const FitParam*> out;
+  for (const FitParam& p : kParams)
+    if (p.calibrated == base.calibrated.has_value()) out.push_back(&p);
+  return out;
+}
+
+void check_fit_param_base(const FitParam& p, const FitProfile& base) {
+  if (p.calibrated == base.calibrated.has_value()) return;
+  if (p.calibrated) {
+    throw UsageError("fit parameter " + std::string(p.name) +
+                     " fits a calibrated profile's step model (give the base with --profile, made by calibrate "
+                     "--model); the roofline profile " + base.hw.name + " fits " + names_for(false));
+  }
+  throw UsageError("fit parameter " + std::string(p.name) + " fits a roofline hardware profile; the calibrated profile " +
+                   base.calibrated_path + " prices ops from measured tables and fits " + names_for(true));
+}
+
+FitProfile apply_fit_params(const FitProfile& base, const std::vector<const FitParam*>& params,
+                            const std::vector<double>& values) {
+  FitProfile p = base;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    check_fit_param_base(*params[i], base);
+    params[i]->apply(p, base, values[i]);
+  }
+  return p;
 }
 
 }  // namespace twin

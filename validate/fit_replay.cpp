@@ -13,18 +13,24 @@
 
 namespace twin {
 
-std::vector<RequestRecord> replay_run(const FitRun& run, const HardwareDesc& hw, const FitOptions& options) {
+std::vector<RequestRecord> replay_run(const FitRun& run, const FitProfile& profile, const FitOptions& options) {
   // The cluster resolves its hardware by name or file: the candidate goes
-  // through the profile format itself, as a user's --hw fitted.json would.
+  // through the profile format itself, as a user's --hw fitted.json (or
+  // --profile fitted.json) would.
   const std::filesystem::path file = options.scratch / "candidate.json";
   {
     std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    out << hardware_json(hw).dump(2) << "\n";
+    out << hardware_json(profile.hw).dump(2) << "\n";
     if (!out) throw Error(file.string() + ": write failed");
   }
+  const std::filesystem::path calibrated = options.scratch / "candidate-calibrated.json";
+  if (profile.calibrated) write_calibrated_profile(calibrated.string(), *profile.calibrated);
   ClusterConfig cluster = options.cluster;
   if (cluster.groups.empty()) cluster.groups.emplace_back();
-  for (ReplicaGroupConfig& g : cluster.groups) g.hardware = file.string();
+  for (ReplicaGroupConfig& g : cluster.groups) {
+    g.hardware = file.string();
+    g.profile = profile.calibrated ? calibrated.string() : std::string();
+  }
   RunRecords records = simulate_requests(cluster, run.requests, "", false, "fitted");
   std::unordered_map<RequestId, std::size_t> index;
   for (std::size_t i = 0; i < records.requests.size(); ++i) index.emplace(records.requests[i].id, i);

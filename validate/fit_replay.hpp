@@ -14,7 +14,9 @@ inline constexpr const char* kFitMetricNames[3] = {"ttft", "tpot", "e2e"};
 
 // The predicted records of run's requests, in the run's order (a request
 // the simulation did not finish keeps outcome != finished).
-std::vector<RequestRecord> replay_run(const FitRun& run, const HardwareDesc& hw, const FitOptions& options);
+// A calibrated candidate prices the steps (the group's `profile`), its
+// hardware profile plans the memory.
+std::vector<RequestRecord> replay_run(const FitRun& run, const FitProfile& profile, const FitOptions& options);
 
 // A metric of a finished record in ms; NaN where it has none (TPOT of a
 // one-token output).

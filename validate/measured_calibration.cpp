@@ -9,10 +9,12 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "hwprofiles/calibrated_profile.hpp"
 #include "hwprofiles/hardware_writer.hpp"
 #include "validate/comparison.hpp"
 #include "validate/fit_params.hpp"
 #include "validate/fit_replay.hpp"
+#include "validate/sim_serve.hpp"
 
 namespace twin {
 namespace {
@@ -64,7 +66,7 @@ std::vector<FitRun> load_runs(const MeasuredCalibrationOptions& o) {
   return runs;
 }
 
-FitOptions fit_options(const MeasuredCalibrationOptions& o, const HardwareDesc& base, const std::filesystem::path& scratch) {
+FitOptions fit_options(const MeasuredCalibrationOptions& o, const FitProfile& base, const std::filesystem::path& scratch) {
   FitOptions f;
   f.base = base;
   f.cluster = o.cluster;
@@ -107,10 +109,21 @@ Json param_json(const ParamEstimate& e) {
   return j;
 }
 
-Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibration& r, const HardwareDesc& base) {
+// The calibrated base the fit started from: its file and where and when
+// calibrate timed it.
+Json base_profile_json(const FitProfile& base) {
+  const ProfileMetadata& m = base.calibrated->metadata;
+  const StepOverhead& s = base.calibrated->overhead;
+  return Json{{"path", base.calibrated_path}, {"model", m.model},         {"device", m.device},
+              {"hostname", m.hostname},     {"date", m.date},           {"git_commit", m.git_commit},
+              {"op_scale", s.op_scale},     {"base_ns", s.base_ns},     {"per_seq_ns", s.per_seq_ns}};
+}
+
+Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibration& r, const FitProfile& base) {
   Json j;
-  j["tool"] = "twinserve calibrate --measured";
-  j["base_hardware"] = base.name;
+  j["tool"] = std::string("twinserve calibrate --measured") + (base.calibrated ? " --profile" : "");
+  j["base_hardware"] = base.hw.name;
+  if (base.calibrated) j["base_profile"] = base_profile_json(base);
   Json runs = Json::array();
   for (const FitRun& run : r.runs) {
     std::int64_t scored = 0;
@@ -132,7 +145,10 @@ Json fitted_from_json(const MeasuredCalibrationOptions& o, const MeasuredCalibra
   }
   j["runs"] = runs;
   ClusterConfig settings = o.cluster;
-  for (ReplicaGroupConfig& g : settings.groups) g.hardware = base.name;
+  for (ReplicaGroupConfig& g : settings.groups) {
+    g.hardware = base.hw.name;
+    g.profile = base.calibrated_path;
+  }
   j["settings"] = cluster_config_json(settings);
   j["holdout_split"] = o.time_split ? "time" : "none";
   j["method"] = "NLopt GN_DIRECT_L over two thirds of the budget, then LN_SBPLX (bounded Subplex) restarted from the best point; at most " + std::to_string(o.max_evals) +
@@ -161,11 +177,26 @@ void progress(const MeasuredCalibrationOptions& o, const std::string& line) {
   if (o.progress) o.progress(line);
 }
 
+// The fit's base: the hardware profile, and the calibrated profile when
+// one is given, checked against the deployment (model, dtypes, layout) now,
+// with errors naming the user's file, not a candidate's.
+FitProfile fit_base(const MeasuredCalibrationOptions& o) {
+  FitProfile base = resolve_hardware(o.base_hardware);
+  if (o.base_profile.empty()) return base;
+  base.calibrated = load_calibrated_profile(o.base_profile);
+  base.calibrated_path = o.base_profile;
+  ClusterConfig check = o.cluster;
+  if (check.groups.empty()) check.groups.emplace_back();
+  for (ReplicaGroupConfig& g : check.groups) g.profile = o.base_profile;
+  (void)cost_model_of(check);
+  return base;
+}
+
 }  // namespace
 
 MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o) {
   const Scratch scratch;
-  const HardwareDesc base = resolve_hardware(o.base_hardware);
+  const FitProfile base = fit_base(o);
   const FitOptions fo = fit_options(o, base, scratch.dir);
   MeasuredCalibration r;
   r.runs = load_runs(o);
@@ -196,14 +227,30 @@ MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& o
       std::vector<FitRun> others;
       for (std::size_t i = 0; i < r.runs.size(); ++i)
         if (i != k) others.push_back(r.runs[i]);
-      const FitOutcome cv = fit_runs(others, fo);
-      r.held_out.push_back(score_run(r.runs[k], cv.fitted, fo));
-      r.held_out.back().subset = "left out";
+      // A fit on fewer runs may identify nothing the fit on all did: that
+      // run then has no held-out prediction, and a warning says why.
+      try {
+        const FitOutcome cv = fit_runs(others, fo);
+        r.held_out.push_back(score_run(r.runs[k], cv.fitted, fo));
+        r.held_out.back().subset = "left out";
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        RunScore none;
+        none.run = r.runs[k].path;
+        none.subset = "left out: no prediction, the fit on the other runs failed";
+        r.held_out.push_back(none);
+        r.fit.warnings.push_back("cross-validation: the fit without " + r.runs[k].path + " failed (" + e.what() + ")");
+      }
     }
   }
-  HardwareDesc fitted = r.fit.fitted;
-  fitted.name = base.name + "-fitted";
-  r.profile = hardware_json(fitted);
+  if (r.fit.fitted.calibrated) {
+    r.profile = calibrated_profile_json(*r.fit.fitted.calibrated);
+  } else {
+    HardwareDesc fitted = r.fit.fitted.hw;
+    fitted.name = base.hw.name + "-fitted";
+    r.profile = hardware_json(fitted);
+  }
   r.profile["fitted_from"] = fitted_from_json(o, r, base);
   return r;
 }

@@ -23,6 +23,11 @@ struct MeasuredCalibrationOptions {
   TraceReadOptions read;
   std::int64_t max_requests = 0;
   std::string base_hardware;  // bundled name or file
+  // A calibrated profile (`calibrate --model`'s): the fit's base is then the
+  // engine's measured op tables, its step model fitted (op_scale, step
+  // terms) and a calibrated profile written; the hardware profile only
+  // plans the memory. Empty: the roofline base_hardware is fitted.
+  std::string base_profile;
   ClusterConfig cluster;      // the deployment (its groups' hardware is the base)
   std::vector<std::string> params;
   int max_evals = 300;
@@ -46,7 +51,9 @@ struct MeasuredCalibration {
   // runs (two runs or more), or the run's second half (time split); empty
   // with one run and no split.
   std::vector<RunScore> held_out;
-  nlohmann::ordered_json profile;   // the hardware profile with fitted_from
+  // The fitted profile with fitted_from: a hardware profile, or a
+  // calibrated one when the base was (options.base_profile).
+  nlohmann::ordered_json profile;
 };
 
 MeasuredCalibration run_measured_calibration(const MeasuredCalibrationOptions& options);

@@ -36,13 +36,13 @@ struct Problem {
   std::vector<double> best;
   bool stopped = false;  // options.stop ended the search: best is the best point so far
 
-  HardwareDesc profile(const std::vector<double>& coords) const {
+  FitProfile profile(const std::vector<double>& coords) const {
     std::vector<double> values;
     for (std::size_t i = 0; i < free.size(); ++i) values.push_back(from_coord(*free[i], coords[i]));
     return apply_fit_params(options.base, free, values);
   }
   std::vector<double> residuals(const std::vector<double>& coords) {
-    const HardwareDesc hw = profile(coords);
+    const FitProfile hw = profile(coords);
     std::vector<std::vector<RequestRecord>> predicted;
     for (const FitRun& run : runs) predicted.push_back(replay_run(run, hw, options));
     ++evaluations;
@@ -232,12 +232,13 @@ std::vector<const FitParam*> chosen_params(const FitOptions& o) {
   const bool collectives = has_collectives(o.cluster);
   std::vector<const FitParam*> out;
   if (o.params.empty()) {
-    for (const FitParam& p : fit_params())
-      if (collectives || !p.needs_collectives) out.push_back(&p);
+    for (const FitParam* p : fit_params_for(o.base))
+      if (collectives || !p->needs_collectives) out.push_back(p);
     return out;
   }
   for (const std::string& name : o.params) {
     const FitParam& p = fit_param(name);
+    check_fit_param_base(p, o.base);
     if (p.needs_collectives && !collectives) {
       throw UsageError("fit parameter " + name + " needs runs with collectives (--tp > 1); these runs have none");
     }
@@ -282,7 +283,7 @@ Pass fit_pass(Problem& pr) {
   return pass;
 }
 
-ParamEstimate estimate_of(const FitParam& p, const HardwareDesc& base) {
+ParamEstimate estimate_of(const FitParam& p, const FitProfile& base) {
   ParamEstimate e;
   e.name = p.name;
   e.what = p.what;
@@ -328,7 +329,8 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
     pass = fit_pass(refit);
     fin = &refit;
   }
-  for (const FitParam& p : fit_params()) {
+  for (const FitParam* param : fit_params_for(o.base)) {
+    const FitParam& p = *param;
     ParamEstimate e = estimate_of(p, o.base);
     const auto w = std::find(wanted.begin(), wanted.end(), &p);
     const auto k = std::find(fin->free.begin(), fin->free.end(), &p);
@@ -356,8 +358,10 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
       for (const auto& [bound, which] : {std::pair{e.lower, "lower"}, std::pair{e.upper, "upper"}}) {
         if (std::abs(to_coord(p, e.value) - to_coord(p, std::max(bound, 1e-6))) <= 1e-3 * span) {
           e.note = std::string("at its ") + which + " bound";
-          out.warnings.push_back(std::string("parameter ") + p.name + " is at its " + which +
-                                 " bound: the base profile's peaks or bandwidths may be off");
+          out.warnings.push_back(std::string("parameter ") + p.name + " is at its " + which + " bound: " +
+                                 (p.calibrated ? "the runs want it at or beyond the bound (a step term of 1 us or "
+                                                 "0.1 us is none)"
+                                               : "the base profile's peaks or bandwidths may be off"));
         }
       }
     }
@@ -386,8 +390,8 @@ MetricStats stats_of(std::vector<double> v) {
 
 }  // namespace
 
-RunScore score_run(const FitRun& run, const HardwareDesc& hw, const FitOptions& options, bool complement) {
-  const std::vector<RequestRecord> predicted = replay_run(run, hw, options);
+RunScore score_run(const FitRun& run, const FitProfile& profile, const FitOptions& options, bool complement) {
+  const std::vector<RequestRecord> predicted = replay_run(run, profile, options);
   if (run.scrape) return score_scrape_run(run, predicted, complement);
   RunScore score;
   score.run = run.path;

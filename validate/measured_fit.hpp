@@ -20,6 +20,7 @@
 #include "hwprofiles/hardware_desc.hpp"
 #include "sim/cluster_config.hpp"
 #include "traces/trace_reader.hpp"
+#include "validate/fit_params.hpp"
 #include "validate/scrape_run.hpp"
 
 namespace twin {
@@ -68,7 +69,7 @@ void check_fit_runs(const std::vector<FitRun>& runs, const ClusterConfig& cluste
 void score_half(FitRun& run, bool first_half);
 
 struct FitOptions {
-  HardwareDesc base;
+  FitProfile base;  // a roofline hardware profile, or with a calibrated profile
   ClusterConfig cluster;  // the deployment; each group's hardware is replaced by the candidate
   std::vector<std::string> params;  // empty: every parameter the runs' layout can identify
   int max_evals = 300;  // simulations per fit, the curvature's not counted
@@ -92,8 +93,8 @@ struct ParamEstimate {
 };
 
 struct FitOutcome {
-  std::vector<ParamEstimate> params;
-  HardwareDesc fitted;
+  std::vector<ParamEstimate> params;  // those that fit the base's kind
+  FitProfile fitted;
   double base_loss = 0, loss = 0;
   std::int64_t residuals = 0;  // per-request metric residuals in the loss
   int evaluations = 0;
@@ -101,7 +102,9 @@ struct FitOutcome {
   bool interrupted = false;  // FitOptions::stop ended the search
 };
 
-// UsageError for an unknown parameter or one the layout cannot identify;
+// UsageError for an unknown parameter, one of the other kind of base
+// (a roofline parameter on a calibrated profile, or the reverse) or one the
+// layout cannot identify;
 // Error when the runs identify none of them.
 FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& options);
 
@@ -128,6 +131,6 @@ struct RunScore {
 
 // Simulates `run` on `hw` and scores the requests `scored` marks (or the
 // others, with `complement`).
-RunScore score_run(const FitRun& run, const HardwareDesc& hw, const FitOptions& options, bool complement = false);
+RunScore score_run(const FitRun& run, const FitProfile& profile, const FitOptions& options, bool complement = false);
 
 }  // namespace twin

@@ -151,10 +151,10 @@ TEST_CASE("calibrate --measured recovers a hidden profile and predicts a fourth 
   }
   // The fitted profile is a hardware profile: written and read back, the same.
   const fs::path file = dir / "fitted.json";
-  std::ofstream(file) << hardware_json(fit.fitted).dump(2);
+  std::ofstream(file) << hardware_json(fit.fitted.hw).dump(2);
   const HardwareDesc back = load_hardware_file(file.string());
-  CHECK(back.compute_efficiency == Approx(fit.fitted.compute_efficiency));
-  CHECK(back.step_overhead_us == Approx(fit.fitted.step_overhead_us));
+  CHECK(back.compute_efficiency == Approx(fit.fitted.hw.compute_efficiency));
+  CHECK(back.step_overhead_us == Approx(fit.fitted.hw.step_overhead_us));
   fs::remove_all(dir);
 }
 
@@ -174,7 +174,7 @@ TEST_CASE("calibrate --measured fits better than the base and predicts a fourth 
     CHECK(std::abs(mean_error_pct(m)) <= 10.0);
   }
   // Same inputs, same fit: the profile's bytes do not change.
-  CHECK(hardware_json(fit_runs(runs, o).fitted).dump() == hardware_json(fit.fitted).dump());
+  CHECK(hardware_json(fit_runs(runs, o).fitted.hw).dump() == hardware_json(fit.fitted.hw).dump());
   fs::remove_all(dir);
 }
 

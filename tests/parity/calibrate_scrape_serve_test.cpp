@@ -74,7 +74,7 @@ TEST_CASE("calibrate --measured recovers serve's hidden profile from its /metric
   const fs::path dir = fresh_dir("recover");
   std::vector<const FitParam*> params;
   for (const std::string& n : kHiddenNames) params.push_back(&fit_param(n));
-  const HardwareDesc hidden = apply_fit_params(resolve_hardware("l40s"), params, kHidden);
+  const HardwareDesc hidden = apply_fit_params(resolve_hardware("l40s"), params, kHidden).hw;
   const fs::path hidden_file = dir / "hidden.json";
   std::ofstream(hidden_file) << hardware_json(hidden).dump(2) << "\n";
 

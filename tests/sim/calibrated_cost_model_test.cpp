@@ -15,110 +15,12 @@
 #include "sim/cluster.hpp"
 #include "sim/run.hpp"
 #include "sim_test_util.hpp"
+#include "tests/support/tiny_calibrated_profile.hpp"
 
 using namespace twin;
 using namespace twin::test;
 
 namespace {
-
-// A synthetic time: launch + the roofline of a made-up machine, so tests know
-// every table value without timing anything.
-double fake_time(const Op& op) { return 1000.0 + op.flops / 50.0 + op.bytes / 10.0; }
-
-Op op_of(const ModelDesc& m, const BatchShape& b, OpKind kind) {
-  std::vector<Op> ops;
-  step_ops(m, b, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
-  for (Op& op : ops) {
-    // A one-token chunk after a context: the prefill table's first row.
-    if (op.kind == OpKind::attn_decode && kind == OpKind::attn_prefill && op.num_seqs == 1) op.kind = kind;
-    if (op.kind == kind) return op;
-  }
-  FAIL("no op " << op_name(kind));
-  return {};
-}
-
-BatchShape seqs(int count, int tokens, int context, bool samples) {
-  BatchShape b;
-  b.seqs.assign(count, SeqShape{tokens, context, samples});
-  return b;
-}
-
-CalibratedPoint pt(double x, const Op& op) { return {x, fake_time(op), fake_time(op) * 0.9, fake_time(op) * 1.1, op.flops, op.bytes}; }
-
-// Tables for tiny over tokens 1..64, seqs 1..16, prefill 1..64 x context
-// 0..256, decode 1..16 x context 16..256.
-CalibratedProfile tiny_profile() {
-  const ModelDesc m = resolve_model("tiny");
-  CalibratedProfile p;
-  p.metadata.model = "tiny";
-  p.metadata.dtype = "fp32";
-  p.metadata.kv_dtype = "fp32";
-  p.metadata.backend = "cpu";
-  p.metadata.device = "cpu (2 threads)";
-  p.metadata.cpu_model = "test";
-  p.metadata.hostname = "test";
-  p.metadata.date = "2025-01-01T00:00:00Z";
-  p.metadata.git_commit = "unknown";
-  p.metadata.twinserve_version = "0.1";
-  p.metadata.threads = 2;
-  p.metadata.max_tokens = 64;
-  p.metadata.repeats = 3;
-  p.overhead.base_ns = 5000;
-  p.overhead.per_seq_ns = 100;
-  p.overhead.samples.push_back({"decode x1 decode", 1, 1, 9000, 4000});
-  const int tokens[] = {1, 2, 4, 8, 16, 32, 64};
-  for (OpKind k : {OpKind::embed, OpKind::rmsnorm, OpKind::qkv_proj, OpKind::rotary, OpKind::o_proj,
-                   OpKind::gate_up_proj, OpKind::silu_mul, OpKind::down_proj, OpKind::final_norm}) {
-    CurveTable t;
-    t.op = k;
-    for (int x : tokens) {
-      const Op op = op_of(m, seqs(1, x, 0, false), k);
-      t.n = op.n;
-      t.k = table_kind(k) == TableKind::gemm ? op.k : 0;
-      t.points.push_back(pt(x, op));
-    }
-    (table_kind(k) == TableKind::gemm ? p.gemm : p.elementwise).push_back(t);
-  }
-  for (OpKind k : {OpKind::lm_head, OpKind::sample}) {
-    CurveTable t;
-    t.op = k;
-    for (int x : {1, 2, 4, 8, 16}) {
-      const Op op = op_of(m, seqs(x, 1, 0, true), k);
-      t.n = op.n;
-      t.k = table_kind(k) == TableKind::gemm ? op.k : 0;
-      t.points.push_back(pt(x, op));
-    }
-    (table_kind(k) == TableKind::gemm ? p.gemm : p.elementwise).push_back(t);
-  }
-  GridTable pre;
-  pre.op = OpKind::attn_prefill;
-  for (int n : {1, 4, 16, 64}) {
-    GridRow row;
-    row.key = n;
-    for (int c : {0, 16, 64, 256}) {
-      const Op op = op_of(m, seqs(1, n, c, false), OpKind::attn_prefill);
-      pre.heads = op.n;
-      pre.head_dim = op.k;
-      row.points.push_back(pt(c, op));
-    }
-    pre.rows.push_back(row);
-  }
-  GridTable dec;
-  dec.op = OpKind::attn_decode;
-  for (int b : {1, 4, 16}) {
-    GridRow row;
-    row.key = b;
-    for (int c : {16, 64, 256}) {
-      const Op op = op_of(m, seqs(b, 1, c, false), OpKind::attn_decode);
-      dec.heads = op.n;
-      dec.head_dim = op.k;
-      row.points.push_back(pt(c, op));
-    }
-    dec.rows.push_back(row);
-  }
-  p.attention = {pre, dec};
-  return p;
-}
 
 struct TempFile {
   std::string path;
@@ -271,6 +173,45 @@ TEST_CASE("calibrated step time is the sum of table lookups plus the overhead") 
   const std::int64_t before = calibrated->out_of_range();
   price(model, seqs(1, 500, 0, true));
   CHECK(calibrated->out_of_range() > before);
+}
+
+TEST_CASE("the simulator charges each timed op's fixed cost once per step, as lookup_step does") {
+  CalibratedProfile p = tiny_profile();
+  for (std::size_t k = 0; k < p.overhead.op_fixed_ns.size(); ++k) p.overhead.op_fixed_ns[k] = 1000.0 * static_cast<double>(k + 1);
+  TempFile f("fixed.json");
+  write_calibrated_profile(f.path, p);
+  ClusterConfig c = one_group("tiny", "cpu");
+  c.groups[0].profile = f.path;
+  c.groups[0].num_gpu_blocks_override = 256;
+  Cluster cluster = build_cluster(c);
+  CostModel& model = *cluster.replicas[0].cost_model;
+  const ModelDesc m = resolve_model("tiny");
+  const CalibratedTables with(p, f.path), without(tiny_profile(), f.path);
+  BatchShape mixed = seqs(3, 1, 40, true);
+  mixed.seqs.push_back(SeqShape{20, 0, true});
+  for (const BatchShape& shape : {seqs(1, 1, 16, true), seqs(1, 48, 0, true), mixed}) {
+    std::vector<Op> ops;
+    step_ops(m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, ops);
+    // Every timed op the step runs, once (its layers' repeats share it).
+    double fixed = 0;
+    std::vector<bool> charged(kNumTimedOps, false);
+    for (const Op& op : ops) {
+      const int k = timed_op_of(op.kind, false);
+      if (k < 0 || charged[static_cast<std::size_t>(k)]) continue;
+      charged[static_cast<std::size_t>(k)] = true;
+      fixed += p.overhead.op_fixed_ns[static_cast<std::size_t>(k)];
+    }
+    REQUIRE(fixed > 0);
+    std::vector<Op> scratch;
+    const double bare = lookup_step(without, m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch).total_ns();
+    const double priced = lookup_step(with, m, shape, ParallelLayout{}, Dtype::fp32, Dtype::fp32, 0, scratch).total_ns();
+    CHECK(priced == Approx(bare + fixed));
+    std::vector<OpCost> breakdown;
+    CHECK(price(model, shape, &breakdown) == std::llround(priced));
+    double sum = 0;
+    for (const OpCost& op : breakdown) sum += op.time_ns;
+    CHECK(sum == Approx(priced - (5000 + 100.0 * static_cast<double>(shape.seqs.size()))));
+  }
 }
 
 TEST_CASE("op_scale multiplies the ops and the idle warm-up grows with the gap") {

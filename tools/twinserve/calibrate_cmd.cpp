@@ -46,6 +46,7 @@ struct CalibrateArgs {
   std::vector<std::string> measured;
   TraceInputFlags in;
   std::string hw, fit_params, holdout_split;
+  std::string profile;  // a calibrated base: its step model is fitted
   std::optional<std::int32_t> pp;
   SchedulerFlags sched;
   EngineMemoryFlags memory;
@@ -65,12 +66,13 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 // The measured deployment, from the flags validate --measured shares.
-ClusterConfig measured_deployment(const CalibrateArgs& a, const CLI::App& sub) {
+ClusterConfig measured_deployment(const CalibrateArgs& a, const std::string& hw, const CLI::App& sub) {
   ClusterConfig c;
   c.groups.emplace_back();
   ReplicaGroupConfig& g = c.groups.front();
   g.model = *a.model;
-  g.hardware = a.hw;
+  g.hardware = hw;
+  g.profile = a.profile;
   g.tp = a.tp;
   if (a.pp) g.pp = *a.pp;
   apply_deployment_flags(c, a.engine, a.sched, a.memory, sub);
@@ -84,7 +86,14 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
     if (sub.count(flag) > 0) throw UsageError(std::string(flag) + " times the engine; --measured fits measured runs");
   }
   if (!a.model) throw UsageError("calibrate --measured needs --model (the model the runs served)");
-  if (a.hw.empty()) throw UsageError("calibrate --measured needs --hw (the base hardware profile of the GPU the runs ran on, e.g. h100-80gb)");
+  // With a calibrated base the hardware profile only plans the memory: the
+  // one calibrate matched the device to, unless --hw names another.
+  std::string hw = a.hw;
+  if (hw.empty() && !a.profile.empty()) {
+    hw = load_calibrated_profile(a.profile).metadata.hardware;
+    if (hw.empty()) throw UsageError("--profile " + a.profile + " names no hardware (metadata.hardware): give --hw for the memory plan");
+  }
+  if (hw.empty()) throw UsageError("calibrate --measured needs --hw (the base hardware profile of the GPU the runs ran on, e.g. h100-80gb) or --profile (a calibrated profile)");
   if (!a.holdout_split.empty() && a.holdout_split != "time")
     throw UsageError("--holdout-split: expected \"time\" (fit on the first half of each run's time span), got \"" + a.holdout_split + "\"");
   const std::filesystem::path out_path(a.out);
@@ -95,8 +104,9 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
   if (!a.in.path.empty()) o.traces = {a.in.path};
   o.read = trace_read_options(a.in);
   o.max_requests = a.in.max_requests;
-  o.base_hardware = a.hw;
-  o.cluster = measured_deployment(a, sub);
+  o.base_hardware = hw;
+  o.base_profile = a.profile;
+  o.cluster = measured_deployment(a, hw, sub);
   o.params = split_list(a.fit_params);
   o.max_evals = a.max_evals;
   o.time_split = a.holdout_split == "time";
@@ -114,7 +124,8 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
   }
   for (const std::string& w : result.fit.warnings) std::cerr << "calibrate: warning: " << w << "\n";
   print_calibration_report(std::cout, result);
-  std::cout << "Wrote " << a.out << " (use it with --hw " << a.out << ")\n";
+  std::cout << "Wrote " << a.out << " (use it with " << (a.profile.empty() ? "--hw " : "--hw " + hw + " --profile ")
+            << a.out << ")\n";
   if (result.fit.interrupted) {
     throw Interrupted("the fit stopped after " + std::to_string(result.fit.evaluations) + " simulations; " + a.out +
                       " holds the best parameters so far, without intervals (fitted_from: \"interrupted\": true)");
@@ -123,6 +134,7 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
 
 void run(const CalibrateArgs& a, const CLI::App& sub) {
   if (!a.measured.empty()) return run_measured(a, sub);
+  if (!a.profile.empty()) throw UsageError("--profile is the base a --measured fit starts from; calibrate --model writes one with --out");
   if (!a.model && !a.weights) throw UsageError("calibrate needs --model NAME (or --weights DIR holding a config.json)");
   if (a.max_tokens < 0) throw UsageError("--max-tokens must be positive");
   // The profile's folder is created and found writable now, not after
@@ -210,12 +222,16 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
       ->expected(1, -1);
   add_trace_input_flags(*sub, a.in, "With --measured: the trace the runs played, unless a run gives its own as RUN=TRACE (default: the runs' own lengths; scrapes need one)", false);
   add_flag(*sub, FlagId::hardware, a.hw, "with --measured: the base profile the fit starts from");
+  add_flag(*sub, FlagId::profile, a.profile,
+           "with --measured: fit this calibrated profile's step model (op_scale, step_base_us, step_per_seq_us) "
+           "instead of --hw's roofline; writes a calibrated profile (--hw defaults to its metadata.hardware)");
   add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the deployment's");
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--fit-params", a.fit_params,
                   "With --measured: parameters to fit, comma-separated (default: all the runs' layout can identify): "
-                  "compute_scale, memory_scale, attention_scale, host_overhead_us, allreduce_scale, collective_latency_scale");
+                  "compute_scale, memory_scale, attention_scale, host_overhead_us, allreduce_scale, collective_latency_scale; "
+                  "with --profile: op_scale, step_base_us, step_per_seq_us");
   sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 300)")->check(int_range(4, 100000));
   sub->add_option("--holdout-split", a.holdout_split,
                   "With --measured: \"time\": fit on the first half of each run's time span, predict the second");
