@@ -70,7 +70,7 @@ Server start_server(const std::string& bin, const fs::path& work) {
   // connection holds a server thread, and with serve's default 128 the
   // 129th request of a run waited a second for one (every run's last 70
   // requests: TTFT 0.4-1 s, whatever the load).
-  if (shell(bin + " serve --model tiny --port 0 --shutdown-timeout 0 --http-threads 320 > " + quoted(log.string()) + " 2> " +
+  if (shell(bin + " serve --model tiny --port 0 --shutdown-timeout 0 > " + quoted(log.string()) + " 2> " +
             quoted((work / "serve.err").string()) + " & echo $! > " + quoted(pid.string())) != 0)
     return s;
   s.pid = std::atol(slurp(pid).c_str());

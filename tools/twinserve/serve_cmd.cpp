@@ -62,7 +62,10 @@ struct ServeArgs {
   std::optional<std::int32_t> eos_token;
   std::string host = "127.0.0.1";
   std::int32_t port = 8000;
-  std::int32_t http_threads = 128;
+  // At least bench's default pool (--connections 256): each kept-alive connection
+  // holds a thread, so a smaller pool made every request from the 129th of a
+  // default bench wait for a keep-alive timeout (about a second).
+  std::int32_t http_threads = 320;
   double shutdown_timeout_s = 5;
   // Guards against clients (docs/serve.md, "Limits").
   std::uint64_t max_request_bytes = std::uint64_t{32} << 20;
@@ -277,7 +280,7 @@ const RegisterCommand registration{"serve", [](CLI::App& root) {
   sub->add_option("--host", a.host, "Address to listen on (default 127.0.0.1)");
   sub->add_option("--port", a.port, "Port (default 8000; 0: a free one, printed on stdout)")->check(int_range(0, 65535));
   sub->add_option("--http-threads", a.http_threads, "HTTP worker threads; each open stream holds one, further "
-                                                    "connections wait (default 128)")
+                                                    "connections wait (default 320)")
       ->check(int_range(1, 4096));
   sub->add_option("--shutdown-timeout", a.shutdown_timeout_s, "Seconds in-flight requests may finish after SIGTERM/"
                                                               "Ctrl-C before they are aborted (default 5; 0: at once)")
