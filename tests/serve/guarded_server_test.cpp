@@ -70,7 +70,7 @@ TEST_CASE("guarded server: as many slow clients as threads do not block a normal
   ConnectionLimits limits;
   limits.request_read_timeout = std::chrono::milliseconds(500);
   GuardedServer server(limits);
-  constexpr int kThreads = 4;
+  constexpr int kThreads = 16;  // the issue's case: 16 slow clients against 16 HTTP threads
   server.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   server.Get("/ping", [](const httplib::Request&, httplib::Response& res) { res.set_content("pong", "text/plain"); });
   const int port = server.bind_to_any_port("127.0.0.1");
