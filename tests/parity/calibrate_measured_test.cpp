@@ -16,6 +16,7 @@
 
 #include "base/error.hpp"
 #include "tests/support/run_cli.hpp"
+#include "tests/support/poisson_workload.hpp"
 #include "hwprofiles/hardware_writer.hpp"
 #include "validate/fit_params.hpp"
 #include "validate/fit_replay.hpp"
@@ -51,21 +52,7 @@ ClusterConfig deployment() {
 // Poisson arrivals at `rate` req/s, prompts 64..2048, outputs 8..256: a mix
 // of prefill- and decode-heavy steps and batch sizes.
 std::vector<Request> workload(double rate, int n, std::uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate);
-  std::uniform_int_distribution<int> prompt(64, 2048), output(8, 256);
-  std::vector<Request> out;
-  double t = 0;
-  for (int i = 0; i < n; ++i) {
-    Request r;
-    r.id = static_cast<RequestId>(i);
-    r.arrival = from_seconds(t);
-    r.prompt_len = prompt(rng);
-    r.output_len = output(rng);
-    out.push_back(r);
-    t += gap(rng);
-  }
-  return out;
+  return test::poisson_workload(rate, n, seed, {64, 2048}, {8, 256});
 }
 
 // A function, not a global: the parameter table is another unit's static.

@@ -20,6 +20,7 @@
 #include "base/error.hpp"
 #include "tests/support/run_cli.hpp"
 #include "tests/support/tiny_calibrated_profile.hpp"
+#include "tests/support/poisson_workload.hpp"
 #include "validate/fit_params.hpp"
 #include "validate/fit_replay.hpp"
 #include "validate/measured_fit.hpp"
@@ -40,21 +41,7 @@ fs::path fresh_dir(const std::string& name) {
 // real-engine bench's shapes): prefill-heavy and decode steps, batches of
 // one to a few dozen.
 std::vector<Request> workload(double rate, int n, std::uint32_t seed) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate);
-  std::uniform_int_distribution<int> prompt(32, 192), output(8, 48);
-  std::vector<Request> out;
-  double t = 0;
-  for (int i = 0; i < n; ++i) {
-    Request r;
-    r.id = static_cast<RequestId>(i);
-    r.arrival = from_seconds(t);
-    r.prompt_len = prompt(rng);
-    r.output_len = output(rng);
-    out.push_back(r);
-    t += gap(rng);
-  }
-  return out;
+  return test::poisson_workload(rate, n, seed, {32, 192}, {8, 48});
 }
 
 std::vector<const FitParam*> hidden_params() {

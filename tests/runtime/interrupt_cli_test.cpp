@@ -109,6 +109,19 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Runs twinserve with `args` under `mpirun -n 2`, its stop hook raising at
+// `hook` (TWIN_TEST_RAISE_AFTER_POLLS) on every rank, stdout and stderr
+// into `log`; the launcher's exit status.
+int mpirun_twinserve(const std::vector<std::string>& args, const std::string& hook, const fs::path& log) {
+  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=" + hook +
+                    " ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root --oversubscribe -x "
+                    "TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
+                    std::string(std::getenv("TWIN_BIN")) + "'";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " > '" + log.string() + "' 2>&1";
+  return std::system(cmd.c_str());
+}
+
 }  // namespace
 
 TEST_CASE("run: a real SIGINT or SIGTERM mid-run keeps the records, marks summary.json, exits 128 + signal") {
@@ -393,15 +406,10 @@ TEST_CASE("plan under mpirun: an interrupt on a rank writes the candidates the r
   // Three candidates over two ranks: rank 0 has the first and the third,
   // rank 1 the second. Each rank's second poll raises SIGINT: rank 0 stops
   // before its third candidate; rank 1 polls once and finishes.
-  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=2 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
-                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
-                    std::string(std::getenv("TWIN_BIN")) + "'";
   const std::vector<std::string> args{"plan", "--trace", trace.string(), "--slo", "ttft_p90<=2s", "--model",
                                       "llama-3.1-8b", "--hw", "h100-80gb", "--tp", "1,2,4", "--jobs", "1",
                                       "--probe-requests", "20", "--no-plots", "--quiet", "--out", out.string()};
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " > '" + (dir / "mpi.log").string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
+  const int status = mpirun_twinserve(args, "2", dir / "mpi.log");
   const std::string log = read_text(dir / "mpi.log");
   INFO(log);
   CHECK(status != 0);
@@ -481,12 +489,9 @@ TEST_CASE("simulate with a router refresh period: an interrupt stops at a refres
   // Under mpirun -n 2 both ranks poll at each refresh: the stop travels
   // with the exchange and rank 0 writes the one-process bytes.
   const fs::path ranks = dir / "out_mpi";
-  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=20 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
-                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
-                    std::string(std::getenv("TWIN_BIN")) + "'";
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " '" + ranks.string() + "' --jobs 1 > '" + (dir / "mpi.log").string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
+  std::vector<std::string> mpi_args = args;
+  mpi_args.insert(mpi_args.end(), {ranks.string(), "--jobs", "1"});
+  const int status = mpirun_twinserve(mpi_args, "20", dir / "mpi.log");
   INFO(read_text(dir / "mpi.log"));
   CHECK(status != 0);
   CHECK_THAT(read_text(dir / "mpi.log"), Catch::Contains("interrupted by signal 2"));
@@ -515,12 +520,9 @@ TEST_CASE("simulate: a stop after the last arrival's refresh stops MPI ranks as 
   CHECK(std::count(requests.begin(), requests.end(), '\n') == 401);  // every request arrived
   CHECK(requests.find(",interrupted,") != std::string::npos);
   const fs::path ranks = dir / "ranks";
-  std::string cmd = "TWIN_TEST_RAISE_AFTER_POLLS=42,2 ASAN_OPTIONS=detect_leaks=0 mpirun --allow-run-as-root "
-                    "--oversubscribe -x TWIN_TEST_RAISE_AFTER_POLLS -x ASAN_OPTIONS -n 2 '" +
-                    std::string(std::getenv("TWIN_BIN")) + "'";
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " '" + ranks.string() + "' > '" + (dir / "mpi.log").string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
+  std::vector<std::string> mpi_args = args;
+  mpi_args.push_back(ranks.string());
+  const int status = mpirun_twinserve(mpi_args, "42,2", dir / "mpi.log");
   INFO(read_text(dir / "mpi.log"));
   CHECK(status != 0);
   CHECK_THAT(read_text(dir / "mpi.log"), Catch::Contains("interrupted by signal 2"));
