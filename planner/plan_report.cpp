@@ -187,7 +187,10 @@ void write_pareto_csv(std::ostream& out, const PlanResult& p) {
   }
 }
 
-void print_plan(std::ostream& out, const PlanResult& p) {
+namespace {
+
+// The trace, the planned rate, the SLOs and how capacities were searched.
+void print_plan_header(std::ostream& out, const PlanResult& p) {
   out << "Trace: " << p.trace_path << ", " << p.trace_requests << " requests at " << fixed(p.trace_rate, 3)
       << " req/s, mean output " << fixed(p.mean_output_tokens, 1) << " tokens\n";
   if (p.rate_is_target) {
@@ -201,6 +204,10 @@ void print_plan(std::ostream& out, const PlanResult& p) {
       << "% of the lowest failing rate or of the saturated throughput); cluster check on " << p.verify_requests
       << " requests at " << (p.rate_is_target ? fixed(p.planned_rate, 3) + " req/s" : std::string("the trace's rate"))
       << "\n\n";
+}
+
+// Every candidate, ranked ones first, with its capacity, cost and status.
+void print_plan_table(std::ostream& out, const PlanResult& p) {
   out << std::left << std::setw(5) << "rank" << std::setw(48) << "configuration" << std::right << std::setw(12)
       << "cap req/s" << std::setw(9) << "replicas" << std::setw(6) << "GPUs" << std::setw(10) << "$/h" << std::setw(10)
       << "$/Mtok" << std::setw(10) << "at cap" << std::setw(14) << (p.latency_metric + " ms") << std::setw(11)
@@ -223,6 +230,10 @@ void print_plan(std::ostream& out, const PlanResult& p) {
   }
   out << "(overloaded: runs of the candidate, capacity probes and cluster checks, that simulate's overload warning "
          "flags, the queue growing all along; such a run fails its SLOs)\n";
+}
+
+// The candidates left out before probing: pruned, or an SLO out of reach.
+void print_plan_exclusions(std::ostream& out, const PlanResult& p) {
   std::size_t pruned = 0;
   for (const auto& c : p.candidates) pruned += c.status == CandidateStatus::pruned;
   if (pruned) {
@@ -239,22 +250,26 @@ void print_plan(std::ostream& out, const PlanResult& p) {
       if (c.rejected_before_probing) out << "  " << candidate_label(c.candidate) << ": " << c.reason << "\n";
     }
   }
-  out << "\n";
-  if (p.chosen >= 0) {
-    const auto& c = p.candidates[static_cast<std::size_t>(p.chosen)];
-    out << "Chosen: " << c.replicas << " x " << candidate_label(c.candidate) << " = " << c.gpus << (c.gpus == 1 ? " GPU, $" : " GPUs, $")
-        << fixed(c.cost_per_hour, 2) << "/h, $" << fixed(c.cost_per_m_output_tokens, 3) << " per million output tokens; "
-        << p.latency_metric << " " << fixed(c.latency_ms, 1) << " ms\n";
-    out << "On vLLM: " << c.replicas << (c.replicas == 1 ? " replica" : " replicas (data parallel, behind a " + c.candidate.router + " router)")
-        << " of\n  " << p.chosen_vllm_serve << "\n";
-    out << "Pareto front (cost vs " << p.latency_metric << "):";
-    for (std::size_t i : p.pareto) {
-      out << " [" << candidate_label(p.candidates[i].candidate) << ": $" << fixed(p.candidates[i].cost_per_hour, 2) << "/h, "
-          << fixed(p.candidates[i].latency_ms, 1) << " ms]";
-    }
-    out << "\n";
-    return;
+}
+
+// The chosen deployment, its vLLM command and the Pareto front.
+void print_plan_chosen(std::ostream& out, const PlanResult& p) {
+  const auto& c = p.candidates[static_cast<std::size_t>(p.chosen)];
+  out << "Chosen: " << c.replicas << " x " << candidate_label(c.candidate) << " = " << c.gpus << (c.gpus == 1 ? " GPU, $" : " GPUs, $")
+      << fixed(c.cost_per_hour, 2) << "/h, $" << fixed(c.cost_per_m_output_tokens, 3) << " per million output tokens; "
+      << p.latency_metric << " " << fixed(c.latency_ms, 1) << " ms\n";
+  out << "On vLLM: " << c.replicas << (c.replicas == 1 ? " replica" : " replicas (data parallel, behind a " + c.candidate.router + " router)")
+      << " of\n  " << p.chosen_vllm_serve << "\n";
+  out << "Pareto front (cost vs " << p.latency_metric << "):";
+  for (std::size_t i : p.pareto) {
+    out << " [" << candidate_label(p.candidates[i].candidate) << ": $" << fixed(p.candidates[i].cost_per_hour, 2) << "/h, "
+        << fixed(p.candidates[i].latency_ms, 1) << " ms]";
   }
+  out << "\n";
+}
+
+// No candidate passed: the closest ones, with why they failed.
+void print_plan_closest(std::ostream& out, const PlanResult& p) {
   out << "No candidate meets the SLOs " << p.slos << " within the limits given.";
   if (p.closest.empty()) {
     out << " Every candidate was pruned.\n";
@@ -275,6 +290,20 @@ void print_plan(std::ostream& out, const PlanResult& p) {
           << fixed(stat_or_nan(low->tpot_ms, &LatencyStats::p90), 2) << " ms";
     }
     out << "\n";
+  }
+}
+
+}  // namespace
+
+void print_plan(std::ostream& out, const PlanResult& p) {
+  print_plan_header(out, p);
+  print_plan_table(out, p);
+  print_plan_exclusions(out, p);
+  out << "\n";
+  if (p.chosen >= 0) {
+    print_plan_chosen(out, p);
+  } else {
+    print_plan_closest(out, p);
   }
 }
 
