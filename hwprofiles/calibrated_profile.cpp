@@ -178,6 +178,9 @@ TableKind table_kind(OpKind op) {
   }
 }
 
+// Over 80 lines for now: the file's keys written in schema order, one
+// after the other, so the writer reads as the format; splitting it by
+// section (metadata, tables, step model) is open work (issue 42).
 nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   OJson j;
   j["format"] = kCalibratedProfileFormat;
@@ -302,6 +305,9 @@ void write_calibrated_profile(const std::string& path, const CalibratedProfile& 
   if (!out) throw Error(path + ": write failed");
 }
 
+// Over 80 lines for now: every key read and checked in schema order with
+// its error; the reader's sections (metadata, tables, step model,
+// fitted_from) are the split still to make (issue 42).
 CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin) {
   const Reader r{origin};
   // fitted_from: what `calibrate --measured --profile` fitted (runs,

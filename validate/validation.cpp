@@ -83,6 +83,9 @@ std::vector<double> parse_loads(const std::string& text) {
   return out;
 }
 
+// Over 80 lines for now: one engine run, its replay and its prediction,
+// each feeding the next through locals; splitting it into those three
+// steps is open work (issue 42).
 ValidationResult run_validation(const ValidateOptions& o) {
   if (o.profile.empty()) {
     throw UsageError("validate needs --profile FILE.json, a calibrated hardware profile: make one with "

@@ -101,6 +101,36 @@ PlanOptions make_options(const PlanArgs& a) {
   return o;
 }
 
+// Under MPI: every rank's results gathered on rank 0. A rank stopped by a
+// signal sends the candidates it finished and a marker saying so (index
+// kStoppedMarker), so rank 0 tells a stop from a candidate lost. False on
+// the other ranks, which have nothing to write (a stopped one throws
+// Interrupted); on rank 0 `results` and `stopped` become the whole run's.
+bool gather_across_ranks(const MpiSession& mpi, const std::vector<Candidate>& candidates,
+                         const std::vector<std::size_t>& mine, std::vector<CandidateResult>& results, bool& stopped) {
+  constexpr std::size_t kStoppedMarker = static_cast<std::size_t>(-1);
+  std::vector<std::pair<std::size_t, std::string>> items;
+  for (std::size_t k = 0; k < results.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
+  if (stopped) items.emplace_back(kStoppedMarker, std::string());
+  const auto gathered = mpi.gather(items);
+  if (mpi.rank() != 0) {
+    if (stopped) throw Interrupted("plan (rank " + std::to_string(mpi.rank()) + "): stopped; rank 0 writes the plan");
+    return false;
+  }
+  results.clear();
+  for (const auto& [index, text] : gathered) {
+    if (index == kStoppedMarker) {
+      stopped = true;
+    } else {
+      results.push_back(candidate_result_from_json(nlohmann::json::parse(text)));
+    }
+  }
+  if (!stopped && results.size() != candidates.size())
+    throw Error("plan: gathered " + std::to_string(results.size()) + " of " + std::to_string(candidates.size()) +
+                " candidates");
+  return true;
+}
+
 void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   const auto wall_start = std::chrono::steady_clock::now();
   const PlanOptions options = make_options(a);
@@ -139,31 +169,7 @@ void run_plan_command(const PlanArgs& a, const MpiSession& mpi) {
   std::vector<CandidateResult> results = evaluate_some(candidates, mine, trace, run_options);
   progress.finish();
   bool stopped = results.size() < mine.size();
-  if (mpi.active() && mpi.size() > 1) {
-    // A rank stopped by a signal sends the candidates it finished and a
-    // marker saying so (index kStoppedMarker), so rank 0 tells a stop from
-    // a candidate lost.
-    constexpr std::size_t kStoppedMarker = static_cast<std::size_t>(-1);
-    std::vector<std::pair<std::size_t, std::string>> items;
-    for (std::size_t k = 0; k < results.size(); ++k) items.emplace_back(mine[k], candidate_result_json(results[k]).dump());
-    if (stopped) items.emplace_back(kStoppedMarker, std::string());
-    const auto gathered = mpi.gather(items);
-    if (mpi.rank() != 0) {
-      if (stopped) throw Interrupted("plan (rank " + std::to_string(mpi.rank()) + "): stopped; rank 0 writes the plan");
-      return;
-    }
-    results.clear();
-    for (const auto& [index, text] : gathered) {
-      if (index == kStoppedMarker) {
-        stopped = true;
-      } else {
-        results.push_back(candidate_result_from_json(nlohmann::json::parse(text)));
-      }
-    }
-    if (!stopped && results.size() != candidates.size())
-      throw Error("plan: gathered " + std::to_string(results.size()) + " of " + std::to_string(candidates.size()) +
-                  " candidates");
-  }
+  if (mpi.active() && mpi.size() > 1 && !gather_across_ranks(mpi, candidates, mine, results, stopped)) return;
   PlanResult plan = assemble_plan(trace, options, std::move(results));
   plan.interrupted = stopped;
   plan.candidates_enumerated = candidates.size();
