@@ -138,11 +138,17 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
   const json& kv = meta.at("kv_cache");
   const std::string model = bundled_name(meta.at("model").get<std::string>());
   const std::string hw = bundled_name(meta.at("hardware").at("device_name").get<std::string>());
+  // vLLM's default max_model_len (null) is the model's own context.
+  const auto mml = args.find("max_model_len");
+  const std::string max_model_len =
+      mml == args.end() || mml->is_null() ? "" : " --max-model-len " + std::to_string(mml->get<long>());
   std::ostringstream base;
   base << bin << " simulate --trace " << (dir / "workload.jsonl") << " --model " << model << " --hw " << hw
        << " --tp " << args.value("tensor_parallel_size", 1) << " --max-num-seqs " << args.value("max_num_seqs", 256)
-       << " --max-num-batched-tokens " << args.value("max_num_batched_tokens", 8192) << " --max-model-len "
-       << args.value("max_model_len", 8192) << " --block-size " << kv.value("block_size", 16)
+       << " --data-parallel-size " << args.value("data_parallel_size", 1)
+       << (args.value("enable_expert_parallel", false) ? " --enable-expert-parallel" : "")
+       << " --max-num-batched-tokens " << args.value("max_num_batched_tokens", 8192) << max_model_len
+       << " --block-size " << kv.value("block_size", 16)
        << " --gpu-memory-utilization " << kv.value("gpu_memory_utilization", 0.9)
        << (kv.value("enable_prefix_caching", true) ? "" : " --no-enable-prefix-caching") << " --quiet --overwrite";
   const Metrics m = measured_metrics(dir / "requests.jsonl");
@@ -152,7 +158,9 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
               " queue mean %.1f ms\n",
               m.ttft.mean, m.ttft.p90, m.tpot.mean, m.tpot.p90, m.e2e.mean, m.e2e.p90, m.queue.mean);
   std::printf("  errors as mean / p90:\n");
-  const std::string vllm_blocks = " --num-gpu-blocks " + std::to_string(kv.value("num_gpu_blocks", 0L));
+  // Runs that did not record vLLM's block count compare on our memory plan.
+  const long blocks_known = kv.value("num_gpu_blocks", 0L);
+  const std::string vllm_blocks = blocks_known > 0 ? " --num-gpu-blocks " + std::to_string(blocks_known) : "";
   const Variant variants[] = {
       {"vllm preset, our memory plan", ""},
       {"vllm preset, vLLM's KV blocks", vllm_blocks.c_str()},
