@@ -320,19 +320,34 @@ StepSums step_sums(const ModelDesc& m, const BatchShape& batch) {
   return sums;
 }
 
-int64_t cudagraph_padded_tokens(int64_t tokens, int64_t max_capture) {
-  if (max_capture <= 0 || tokens <= 0 || tokens > max_capture) return tokens;
-  // vLLM's default cudagraph_capture_sizes (config/compilation.py).
-  int64_t size = 0;
-  if (tokens <= 4) {
-    size = tokens <= 1 ? 1 : tokens <= 2 ? 2 : 4;
-  } else if (tokens <= 256) {
-    size = (tokens + 7) / 8 * 8;
-  } else {
-    size = 256 + (tokens - 256 + 15) / 16 * 16;
+namespace {
+
+// vLLM's default cudagraph_capture_sizes (config/compilation.py).
+int64_t vllm_capture_size(int64_t tokens) {
+  if (tokens <= 4) return tokens <= 1 ? 1 : tokens <= 2 ? 2 : 4;
+  if (tokens <= 256) return (tokens + 7) / 8 * 8;
+  return 256 + (tokens - 256 + 15) / 16 * 16;
+}
+
+// SGLang's default cuda_graph_bs without speculation
+// (server_args.py, _generate_cuda_graph_batch_sizes).
+int64_t sglang_capture_size(int64_t tokens) {
+  for (const int64_t small : {1, 2, 4, 8, 12}) {
+    if (tokens <= small) return small;
   }
-  // The largest capture size is max_capture itself (a list cut there).
-  return std::min(size, max_capture);
+  if (tokens <= 256) return (tokens + 7) / 8 * 8;
+  if (tokens <= 496) return 256 + (tokens - 256 + 15) / 16 * 16;
+  return 512 + std::max<int64_t>(0, tokens - 512 + 31) / 32 * 32;
+}
+
+}  // namespace
+
+int64_t cudagraph_padded_tokens(int64_t tokens, const GraphCapture& capture, bool decode_only) {
+  if (capture.max_tokens <= 0 || tokens <= 0 || tokens > capture.max_tokens) return tokens;
+  if (capture.sizes == GraphCapture::Sizes::sglang && !decode_only) return tokens;  // prefill runs eagerly
+  const int64_t size = capture.sizes == GraphCapture::Sizes::sglang ? sglang_capture_size(tokens) : vllm_capture_size(tokens);
+  // The largest capture size is max_tokens itself (a list cut there).
+  return std::min(size, capture.max_tokens);
 }
 
 void step_ops(const ModelDesc& m, const BatchShape& batch, const ParallelLayout& layout,

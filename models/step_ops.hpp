@@ -183,11 +183,23 @@ struct StepSums {
   int64_t group_tokens = -1;
   int64_t tokens() const { return prefill.tokens + decode.tokens + padding; }
 };
-// The token count vLLM runs a step of `tokens` at: the smallest of its
-// CUDA-graph capture sizes (1, 2, 4, then multiples of 8 to 256, then of 16)
-// that holds it, when it is at most `max_capture` (max_cudagraph_capture_size);
-// `tokens` itself above that (eager) or when max_capture <= 0.
-int64_t cudagraph_padded_tokens(int64_t tokens, int64_t max_capture);
+// An engine's CUDA-graph capture sizes: a step it runs as a captured graph
+// is padded to the smallest size that holds it (docs/engines.md).
+struct GraphCapture {
+  enum class Sizes : std::uint8_t {
+    vllm,    // 1, 2, 4, then multiples of 8 to 256, then of 16 (vLLM's
+             // cudagraph_capture_sizes); mixed steps too, by token count
+    sglang,  // 1, 2, 4, 8, 12, multiples of 8 to 256, of 16 to 496, then of
+             // 32 (SGLang's cuda_graph_bs); decode batches only
+  };
+  Sizes sizes = Sizes::vllm;
+  int64_t max_tokens = 0;  // the largest capture size; 0: eager, no padding
+};
+// The token count an engine runs a step of `tokens` at: the smallest capture
+// size that holds it, the largest being `capture.max_tokens` itself (a list
+// cut there); `tokens` itself above that (eager), when max_tokens <= 0, or
+// for a step with prefill work under SGLang's sizes (`decode_only` false).
+int64_t cudagraph_padded_tokens(int64_t tokens, const GraphCapture& capture, bool decode_only = true);
 StepSums step_sums(const ModelDesc& m, const BatchShape& batch);
 void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out);

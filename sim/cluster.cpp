@@ -9,6 +9,7 @@
 #include "sim/data_parallel.hpp"
 #include "sim/host_work.hpp"
 #include "sim/custom_all_reduce.hpp"
+#include "sim/graph_capture.hpp"
 #include "sim/input_quant_kernels.hpp"
 #include "sim/medusa_heads_cost_model.hpp"
 #include "metrics/step_csv.hpp"
@@ -385,7 +386,7 @@ void plan_group_memory(GroupPlan& g, const ClusterConfig& config, const ReplicaG
 // one cost model.
 RooflineParams group_roofline_params(ClusterTopology& topology, const GroupPlan& g, const ReplicaGroupConfig& gc) {
   RooflineParams params = roofline_params(g.hardware, g.precision);
-  params.cudagraph_max_tokens = graph_capture_max(g.replica);
+  params.graph_capture = graph_capture_for(g.replica, g.hardware, gc.tp);
   // The engine the preset stands for does the host work (sim/host_work.hpp).
   params.host = host_work_for(g.replica.scheduler, g.hardware);
   params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);

@@ -72,6 +72,33 @@ std::string explain_host(CostModel& model, const StepInput& in) {
   return line;
 }
 
+// The token count the step runs at as a captured CUDA graph, or eager
+// (sim/graph_capture.hpp), where the cost model pads (the roofline).
+std::string explain_graph(CostModel& model, const BatchShape& shape) {
+  const auto* roofline = dynamic_cast<const RooflineCostModel*>(&model);
+  if (!roofline) return {};
+  std::int64_t tokens = 0;
+  bool decode_only = true;
+  for (const SeqShape& s : shape.seqs) {
+    tokens += s.new_tokens;
+    decode_only = decode_only && s.new_tokens == 1 && s.context_tokens > 0;
+  }
+  const GraphCapture& g = roofline->params().graph_capture;
+  const std::int64_t padded = cudagraph_padded_tokens(tokens, g, decode_only);
+  const char* sizes = g.sizes == GraphCapture::Sizes::sglang ? "SGLang's" : "vLLM's";
+  char line[256];
+  if (g.max_tokens <= 0) return "    CUDA graph: none (eager)\n";
+  const bool sglang_prefill = g.sizes == GraphCapture::Sizes::sglang && !decode_only;
+  if (tokens > g.max_tokens || sglang_prefill) {
+    std::snprintf(line, sizeof line, "    CUDA graph: none (eager: %s graphs hold %s up to %lld)\n", sizes,
+                  g.sizes == GraphCapture::Sizes::sglang ? "decode batches" : "steps", static_cast<long long>(g.max_tokens));
+  } else {
+    std::snprintf(line, sizeof line, "    CUDA graph: %lld tokens run as a graph of %lld (%s capture sizes, largest %lld)\n",
+                  static_cast<long long>(tokens), static_cast<long long>(padded), sizes, static_cast<long long>(g.max_tokens));
+  }
+  return line;
+}
+
 }  // namespace
 
 std::string explain_ops(Cluster& cluster, const std::string& shapes) {
@@ -96,6 +123,7 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
       std::snprintf(line, sizeof line, "  %s: %.3f ms (with the host work)\n", s.label.c_str(), static_cast<double>(total) / 1e6);
       out += line;
       out += explain_host(model, in);
+      out += explain_graph(model, s.shape);
       // The curve column as wide as its longest name (per-op GEMM curves
       // run to 25 characters), so the efficiencies line up.
       int curve_width = 14;

@@ -113,8 +113,8 @@ struct RooflineParams {
   // step_overhead_us, the cluster the preset's engine.
   HostWork host;
   // Steps of at most this many tokens run as CUDA graphs padded to a capture
-  // size (cudagraph_padded_tokens); 0: eager, no padding.
-  std::int64_t cudagraph_max_tokens = 0;
+  // size (cudagraph_padded_tokens); max_tokens 0: eager, no padding.
+  GraphCapture graph_capture;
   std::vector<RingCost> tp_rings;    // per stage: the TP group as a ring
   std::vector<PathCost> pp_links;    // per stage: to the next stage (last unused)
   std::vector<AllToAllCost> ep_groups;  // per stage: the EP ranks' all-to-all (size 1 without EP)

@@ -24,7 +24,9 @@ ReplicaConfig replica_preset(std::string_view name) {
   if (name == "lightllm") c.kv.block_size = 1;  // token-level KV (TokenAttention)
   if (name == "sglang") c.kv.block_size = 1;    // page_size 1: the radix tree matches token by token
   if (name == "trtllm") c.kv.block_size = 32;   // KvCacheConfig tokens_per_block
-  if (name == "vllm") c.graph_capture_max_tokens = -1;  // captured graphs on by default (docs/engines.md)
+  // vLLM and SGLang capture GPU graphs by default; TensorRT-LLM's
+  // graph config pads nothing by default (docs/engines.md).
+  if (name == "vllm" || name == "sglang") c.graph_capture_max_tokens = -1;
   // vLLM, SGLang and TensorRT-LLM all-reduce small TP messages with their
   // own peer-memory kernels (docs/engines.md, "TP all-reduce").
   c.custom_all_reduce = name == "vllm" || name == "vllm-v0" || name == "sglang" || name == "trtllm";
@@ -92,11 +94,6 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     set_scheduler_option(c.scheduler, key, value);
     if (key == "max_model_len") c.kv.max_model_len = c.scheduler.max_model_len;
   }
-}
-
-std::int32_t graph_capture_max(const ReplicaConfig& c) {
-  if (c.graph_capture_max_tokens >= 0) return c.graph_capture_max_tokens;
-  return std::min(2 * c.scheduler.max_num_seqs, 512);  // vLLM's CompilationConfig default
 }
 
 void validate(const ReplicaConfig& c) {

@@ -26,9 +26,10 @@ struct ReplicaConfig {
   KvCacheConfig kv;
   std::int32_t max_plans_in_flight = 1;  // pipeline stages
   // Steps of at most this many tokens run as captured GPU graphs padded to
-  // a capture size (vLLM's max graph capture size; --enforce-eager is
-  // 0), and a cost model prices them padded; the scheduler ignores it.
-  // 0: eager; -1: vLLM's default, min(2 * max_num_seqs, 512).
+  // a capture size (vLLM's max graph capture size, SGLang's largest graph
+  // batch), and a cost model prices them padded; the scheduler ignores it.
+  // 0: eager (--enforce-eager); -1: the engine's default
+  // (sim/graph_capture.hpp).
   std::int32_t graph_capture_max_tokens = 0;
   // The engine all-reduces small TP messages with its own kernel over peer
   // memory instead of NCCL (vLLM's --disable-custom-all-reduce is false);
@@ -50,8 +51,6 @@ ReplicaConfig replica_preset(std::string_view name);
 void set_replica_option(ReplicaConfig& config, std::string_view key, std::string_view value);
 // Throws UsageError when the knobs contradict each other or are out of range.
 void validate(const ReplicaConfig& config);
-// graph_capture_max_tokens with -1 resolved.
-std::int32_t graph_capture_max(const ReplicaConfig& config);
 
 // Per-request serving state, readable by the executor (block table, counts).
 struct SeqView {
