@@ -154,6 +154,24 @@ void apply_collective_latency(FitProfile& p, const FitProfile& b, double v) {
   }
 }
 
+// Every collective's time x v, however the profile prices it: a measured
+// curve's times (NCCL's, the engines' own all-reduce kernels'), and where
+// the formula prices one (no curve for that link and GPU count) its latency
+// x v and its bandwidth efficiency / v (held at 1). One parameter whatever
+// the deployment's collectives are priced by: allreduce_scale and
+// collective_latency_scale move the formula only, which a profile with
+// curves (H100, H200, A100) does not use for its common sizes.
+void apply_collective_scale(FitProfile& p, const FitProfile& b, double v) {
+  for (std::size_t i = 0; i < b.hw.collectives.size(); ++i) {
+    p.hw.collectives[i] = b.hw.collectives[i];
+    for (auto& point : p.hw.collectives[i].points) point.second *= v;
+    note(p.hw, b.hw, "collectives." + b.hw.collectives[i].name, times(v));
+  }
+  p.hw.allreduce_efficiency = std::min(1.0, b.hw.allreduce_efficiency / v);
+  note(p.hw, b.hw, "efficiency.allreduce", times(1.0 / v));
+  apply_collective_latency(p, b, v);
+}
+
 // A calibrated base's step model (hwprofiles/calibrated_profile.hpp,
 // StepOverhead): the profile's own fields, so the fitted file prices steps
 // as the base's formula does.
@@ -181,14 +199,19 @@ const std::vector<FitParam> kParams = {
     {"host_overhead_us", "host work per step (step_overhead_us)", "us", false, false, false,
      [](const FitProfile& b) { return b.hw.step_overhead_us; }, zero,
      [](const FitProfile& b) { return std::max(20000.0, 10 * b.hw.step_overhead_us); }, apply_host_overhead},
-    {"allreduce_scale", "collective bandwidth efficiency (allreduce) x this", "x", true, true, false, one, tenth,
-     [](const FitProfile& b) { return 1.0 / std::max(b.hw.allreduce_efficiency, 1e-9); },
+    {"collective_scale",
+     "every collective's time x this (measured curves' times; the formula's latency x this, bandwidth / this)", "x",
+     true, true, false, one, tenth, [](const FitProfile&) { return 20.0; }, apply_collective_scale},
+    {"allreduce_scale", "collective bandwidth efficiency (allreduce) x this; the formula only", "x", true, true, false,
+     one, tenth, [](const FitProfile& b) { return 1.0 / std::max(b.hw.allreduce_efficiency, 1e-9); },
      [](FitProfile& p, const FitProfile& b, double v) {
        p.hw.allreduce_efficiency = std::min(1.0, b.hw.allreduce_efficiency * v);
        note(p.hw, b.hw, "efficiency.allreduce", times(v));
-     }},
-    {"collective_latency_scale", "collective latency (nvlink_latency_us; pcie_latency_us on a PCIe node) x this", "x",
-     true, true, false, one, tenth, [](const FitProfile&) { return 20.0; }, apply_collective_latency},
+     },
+     false},
+    {"collective_latency_scale",
+     "collective latency (nvlink_latency_us; pcie_latency_us on a PCIe node) x this; the formula only", "x", true, true,
+     false, one, tenth, [](const FitProfile&) { return 20.0; }, apply_collective_latency, false},
     {"op_scale", "every measured op's time and fixed cost (step_overhead.op_scale, op_fixed_ns) x this", "x", true,
      false, true, one, op_scale_lower, op_scale_upper, apply_op_scale},
     // The step terms are searched in log(value): from a GPU's tens of
@@ -231,6 +254,13 @@ std::vector<const FitParam*> fit_params_for(const FitProfile& base) {
   std::vector<const FitParam*> out;
   for (const FitParam& p : kParams)
     if (p.calibrated == base.calibrated.has_value()) out.push_back(&p);
+  return out;
+}
+
+std::vector<const FitParam*> default_fit_params(const FitProfile& base, bool collectives) {
+  std::vector<const FitParam*> out;
+  for (const FitParam* p : fit_params_for(base))
+    if (p->by_default && (collectives || !p->needs_collectives)) out.push_back(p);
   return out;
 }
 

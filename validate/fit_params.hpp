@@ -50,6 +50,9 @@ struct FitParam {
   // Sets the parameter on `p`, a copy of `base`, and says in its source
   // notes what was fitted (a calibrated profile's fitted_from says it).
   void (*apply)(FitProfile& p, const FitProfile& base, double value);
+  // Fitted when --fit-params names none (false: only when named, e.g. a
+  // finer split of what a default parameter already fits).
+  bool by_default = true;
 };
 
 // Every parameter, in report order.
@@ -57,6 +60,10 @@ const std::vector<FitParam>& fit_params();
 
 // The parameters that fit `base`'s kind (roofline or calibrated), in report order.
 std::vector<const FitParam*> fit_params_for(const FitProfile& base);
+
+// What a fit fits when no parameter is named: the `by_default` ones for
+// `base`'s kind, those of collectives only when the runs have some (TP > 1).
+std::vector<const FitParam*> default_fit_params(const FitProfile& base, bool collectives);
 
 // The entry of that name; UsageError listing the names otherwise.
 const FitParam& fit_param(const std::string& name);

@@ -231,11 +231,7 @@ bool has_collectives(const ClusterConfig& c) {
 std::vector<const FitParam*> chosen_params(const FitOptions& o) {
   const bool collectives = has_collectives(o.cluster);
   std::vector<const FitParam*> out;
-  if (o.params.empty()) {
-    for (const FitParam* p : fit_params_for(o.base))
-      if (collectives || !p->needs_collectives) out.push_back(p);
-    return out;
-  }
+  if (o.params.empty()) return default_fit_params(o.base, collectives);
   for (const std::string& name : o.params) {
     const FitParam& p = fit_param(name);
     check_fit_param_base(p, o.base);
@@ -298,6 +294,9 @@ ParamEstimate estimate_of(const FitParam& p, const FitProfile& base) {
 
 FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
   if (runs.empty()) throw UsageError("calibrate --measured needs at least one run");
+  // NLopt reads a budget of 0 as none: a search of fewer than 4 would run
+  // its global pass unbounded.
+  if (o.max_evals < 4) throw UsageError("calibrate --measured: --max-evals must be at least 4");
   const std::vector<const FitParam*> wanted = chosen_params(o);
   FitOutcome out;
   Problem pr{runs, o, residual_slots(runs), wanted};

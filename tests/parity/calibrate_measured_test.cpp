@@ -5,6 +5,7 @@
 // a hardware profile.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -70,7 +71,9 @@ const std::vector<double> kTolerance = {0.05, 0.05, 0.05};
 // against the arrivals than in any replay of the recorded times), and it
 // adds +-1% to each time it measures. Zero-mean: a constant network delay
 // is no parameter of a hardware profile.
-FitRun measured_run(const std::string& label, double rate, std::uint32_t seed, const FitOptions& o) {
+FitRun measured_run(const std::string& label, double rate, std::uint32_t seed, const FitOptions& o,
+                    const std::vector<const FitParam*>& hidden = hidden_params(),
+                    const std::vector<double>& values = kHidden) {
   FitRun run;
   run.path = label;
   run.format = "synthetic";
@@ -80,7 +83,7 @@ FitRun measured_run(const std::string& label, double rate, std::uint32_t seed, c
   std::uniform_real_distribution<double> net(-0.9e6, 0.9e6), jitter(-0.01, 0.01);
   FitRun server = run;
   for (Request& r : server.requests) r.arrival = std::max<Time>(0, r.arrival + static_cast<Time>(net(rng)));
-  run.measured = replay_run(server, apply_fit_params(o.base, hidden_params(), kHidden), o);
+  run.measured = replay_run(server, apply_fit_params(o.base, hidden, values), o);
   for (std::size_t i = 0; i < run.measured.size(); ++i) {
     RequestRecord& r = run.measured[i];
     REQUIRE(r.outcome == Outcome::finished);
@@ -142,6 +145,60 @@ TEST_CASE("calibrate --measured recovers a hidden profile and predicts a fourth 
   const HardwareDesc back = load_hardware_file(file.string());
   CHECK(back.compute_efficiency == Approx(fit.fitted.hw.compute_efficiency));
   CHECK(back.step_overhead_us == Approx(fit.fitted.hw.step_overhead_us));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("calibrate --measured recovers a TP deployment's collective time, priced from curves",
+          "[calibrate_measured]") {
+  // Llama-3.1-8B at TP 2 on H100s: every all-reduce is priced from the
+  // profile's measured curves (vLLM's own kernel, NCCL's above its bound),
+  // which allreduce_scale and collective_latency_scale do not move;
+  // collective_scale does. Hidden: collectives 2.5x slower than the curves.
+  // The recipe of docs/calibrate.md: the per-GPU scales from TP 1 runs
+  // (here: known), then collective_scale alone from the TP runs, since a
+  // decode's all-reduces cost a near-constant time per step as its weight
+  // reads do and runs at one TP cannot tell them apart.
+  const fs::path dir = fresh_dir("collectives");
+  FitOptions o = options(dir);
+  o.cluster.groups.front().tp = 2;
+  o.params = {"collective_scale"};
+  const std::vector<const FitParam*> hidden = {&fit_param("collective_scale")};
+  const std::vector<double> values = {2.5};
+  std::vector<FitRun> runs;
+  runs.push_back(measured_run("load-low", 3.0, 21, o, hidden, values));
+  runs.push_back(measured_run("load-high", 12.0, 22, o, hidden, values));
+  const FitOutcome fit = fit_runs(runs, o);
+  CAPTURE(fit.loss, fit.evaluations, fit.warnings);
+  REQUIRE(fit.params.size() >= 1);
+  const ParamEstimate* e = nullptr;
+  for (const ParamEstimate& p : fit.params)
+    if (p.name == "collective_scale") e = &p;
+  REQUIRE(e != nullptr);
+  CAPTURE(e->value, e->ci_low, e->ci_high, e->note);
+  CHECK(e->identified);
+  CHECK(std::abs(e->value - 2.5) / 2.5 <= 0.05);
+  // The fitted profile's curves carry the scale, and say so.
+  const HardwareDesc base = resolve_hardware("h100-80gb");
+  REQUIRE(!base.collectives.empty());
+  const double ratio = fit.fitted.hw.collectives.front().points.front().second /
+                       base.collectives.front().points.front().second;
+  CHECK(ratio == Approx(e->value));
+  CHECK_THAT(fit.fitted.hw.sources.at("collectives." + base.collectives.front().name),
+             Catch::Contains("calibrate --measured"));
+  // With no parameters named, a TP run fits collective_scale, not the
+  // formula-only pair; a TP 1 run none of them.
+  auto names = [&](bool collectives) {
+    std::vector<std::string> out;
+    for (const FitParam* p : default_fit_params(o.base, collectives)) out.emplace_back(p->name);
+    return out;
+  };
+  const auto tp = names(true), tp1 = names(false);
+  CHECK(std::find(tp.begin(), tp.end(), "collective_scale") != tp.end());
+  CHECK(std::find(tp.begin(), tp.end(), "allreduce_scale") == tp.end());
+  CHECK(std::find(tp1.begin(), tp1.end(), "collective_scale") == tp1.end());
+  FitOptions few = o;
+  few.max_evals = 3;  // NLopt would read the global pass's share, 0, as no limit
+  CHECK_THROWS_WITH(fit_runs({runs.front()}, few), Catch::Contains("--max-evals"));
   fs::remove_all(dir);
 }
 

@@ -230,7 +230,8 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
   add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--fit-params", a.fit_params,
                   "With --measured: parameters to fit, comma-separated (default: all the runs' layout can identify): "
-                  "compute_scale, memory_scale, attention_scale, host_overhead_us, allreduce_scale, collective_latency_scale; "
+                  "compute_scale, memory_scale, attention_scale, host_overhead_us, collective_scale (allreduce_scale, "
+                  "collective_latency_scale when named); "
                   "with --profile: op_scale, step_base_us, step_per_seq_us");
   sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 300)")->check(int_range(4, 100000));
   sub->add_option("--holdout-split", a.holdout_split,
