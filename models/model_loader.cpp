@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -403,6 +404,44 @@ std::string known_names_text() {
   return out;
 }
 
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Fine-tunes published beside a base model keep its architecture: its
+// instruction- and chat-tuned repositories (Meta's -Instruct, Qwen 2.5's,
+// Gemma's -it). Anything else after the id (a release date that changed the
+// context, -FP8, -AWQ) is another checkpoint and not read as the base.
+constexpr const char* kSameArchitectureSuffixes[] = {"", "-instruct", "-chat", "-it"};
+
+// The bundled descriptor whose Hugging Face id `id` names (case aside), or
+// of which it is a fine-tune above; and the nearest one it only starts
+// with, for the refusal's suggestion.
+struct HfMatch {
+  const EmbeddedFile* exact = nullptr;
+  const EmbeddedFile* prefix = nullptr;
+  std::string prefix_hf_id;
+};
+
+HfMatch match_hf_id(const std::string& id) {
+  HfMatch out;
+  const std::string want = lower(id);
+  if (want.find('/') == std::string::npos) return out;
+  for (const auto& f : bundled_model_files()) {
+    const nlohmann::json j = parse_json_text(std::string(f.text), "bundled model " + std::string(f.name));
+    if (!j.contains("hf_id") || !j.at("hf_id").is_string()) continue;
+    const std::string hf = j.at("hf_id").get<std::string>();
+    for (const char* suffix : kSameArchitectureSuffixes)
+      if (want == lower(hf) + suffix) out.exact = &f;
+    if (want.rfind(lower(hf), 0) == 0 && hf.size() > out.prefix_hf_id.size()) {
+      out.prefix = &f;
+      out.prefix_hf_id = hf;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* qk_norm_name(QkNorm q) {
@@ -475,7 +514,19 @@ ModelDesc resolve_model(const std::string& name_or_path) {
     if (f.name == name_or_path)
       return parse_model_json(std::string(f.text), "bundled model " + std::string(f.name),
                               std::string(f.name));
-  throw UsageError("unknown model '" + excerpt(name_or_path) + "' (not a bundled name or a file); known models: " +
+  // vLLM's spelling: the Hugging Face repository (meta-llama/Llama-3.1-8B).
+  const HfMatch hf = match_hf_id(name_or_path);
+  if (hf.exact)
+    return parse_model_json(std::string(hf.exact->text), "bundled model " + std::string(hf.exact->name),
+                            std::string(hf.exact->name));
+  if (hf.prefix) {
+    throw UsageError("unknown model '" + excerpt(name_or_path) + "': not bundled, and not read as the bundled " +
+                     std::string(hf.prefix->name) + " (" + hf.prefix_hf_id +
+                     ") since a checkpoint named beyond it may differ (context, format); give its config.json, or --model " +
+                     std::string(hf.prefix->name) + " if it is the same architecture");
+  }
+  throw UsageError("unknown model '" + excerpt(name_or_path) +
+                   "' (not a bundled name, a bundled model's Hugging Face id, or a file); known models: " +
                    known_names_text());
 }
 

@@ -75,6 +75,20 @@ TEST_CASE("every bundled model loads and is named after its file") {
   CHECK(std::is_sorted(names.begin(), names.end()));
 }
 
+TEST_CASE("a bundled model is found by its Hugging Face id, as vLLM names it") {
+  CHECK(resolve_model("meta-llama/Llama-3.1-8B").name == "llama-3.1-8b");
+  CHECK(resolve_model("meta-llama/llama-3.1-8b").name == "llama-3.1-8b");  // case aside, as the Hub
+  CHECK(resolve_model("meta-llama/Llama-3.1-8B-Instruct").name == "llama-3.1-8b");  // same architecture
+  CHECK(resolve_model("Qwen/Qwen3-32B").name == "qwen3-32b");
+  CHECK(resolve_model("Qwen/Qwen3-30B-A3B").name == "qwen3-30b-a3b");
+  // Another checkpoint named beyond a bundled id (a new context, another
+  // format) is refused, naming the nearest bundled model.
+  CHECK_THROWS_WITH(resolve_model("Qwen/Qwen3-30B-A3B-Instruct-2507"),
+                    Catch::Contains("qwen3-30b-a3b") && Catch::Contains("config.json"));
+  CHECK_THROWS_WITH(resolve_model("Qwen/Qwen3-32B-FP8"), Catch::Contains("qwen3-32b"));
+  CHECK_THROWS_WITH(resolve_model("nobody/Unknown-1B"), Catch::Contains("known models: "));
+}
+
 TEST_CASE("a user's config.json loads from a path, named after its stem") {
   TempFile f("my-llama.json", kHfConfig);
   auto m = resolve_model(f.path.string());
