@@ -590,8 +590,19 @@ HardwareDesc resolve_hardware(const std::string& name_or_path) {
     if (f.name == name_or_path)
       return parse_hardware_json(std::string(f.text), "bundled hardware " + std::string(f.name),
                                  std::string(f.name));
+  // A device's name as the GPU reports it (nvidia-smi, torch, a vLLM run's
+  // metadata: "NVIDIA GeForce RTX 4090"): the profile whose every part it
+  // names, as calibrate picks one; none, or a name like "NVIDIA H100" that
+  // more than one could be, is refused below.
+  if (name_or_path.find(' ') != std::string::npos) {
+    try {
+      return resolve_hardware(hardware_for_device("cuda", name_or_path));
+    } catch (const UsageError&) {
+    }
+  }
   throw UsageError("unknown hardware '" + excerpt(name_or_path) +
-                   "' (not a bundled name or a file); known hardware: " + known_names_text());
+                   "' (not a bundled name, a device name one profile matches, or a file); known hardware: " +
+                   known_names_text());
 }
 
 std::string hardware_for_device(const std::string& backend, const std::string& device_name) {

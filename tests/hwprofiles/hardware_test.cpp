@@ -187,6 +187,15 @@ TEST_CASE("an unknown hardware name lists the known ones") {
   CHECK_THROWS_WITH(resolve_hardware("h300"), Catch::Contains("h100-80gb") && Catch::Contains("cpu"));
 }
 
+TEST_CASE("--hw takes a device's name as the GPU reports it") {
+  CHECK(resolve_hardware("NVIDIA GeForce RTX 4090").name == "rtx-4090");
+  CHECK(resolve_hardware("NVIDIA H100 80GB HBM3").name == "h100-80gb");
+  CHECK(resolve_hardware("NVIDIA RTX PRO 6000 Blackwell Server Edition").name == "rtx-pro-6000-blackwell-server");
+  // A name no profile (or more than the card) matches is refused, not guessed.
+  CHECK_THROWS_WITH(resolve_hardware("NVIDIA H100"), Catch::Contains("unknown hardware") && Catch::Contains("h100-pcie"));
+  CHECK_THROWS_WITH(resolve_hardware("NVIDIA GeForce RTX 3090"), Catch::Contains("unknown hardware"));
+}
+
 TEST_CASE("the hardware profile of the device an engine ran on") {
   CHECK(hardware_for_device("cpu", "cpu (2 threads)") == "cpu");
   CHECK(hardware_for_device("cuda", "NVIDIA H200") == "h200");
