@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "tests/support/run_cli.hpp"
 #include "tests/support/skip.hpp"
@@ -104,4 +105,31 @@ TEST_CASE("simulate --rate gives a length-only trace the arrivals trace convert 
   CHECK_THAT(none.out, Catch::Contains("--rate R"));
   CHECK(run_twinserve("simulate --trace '" + converted.string() + "' --rate 3" + kModel).exit_code == 2);
   fs::remove_all(dir);
+}
+
+TEST_CASE("SGLang's and TensorRT-LLM's spellings of the same knobs give the same run") {
+  if (!have_bin()) TWIN_SKIP("TWIN_BIN not set (run through ctest)");
+  // The memory plan's header (preset, budgets, prefix caching) and the
+  // graph each step runs at.
+  auto both = [](const std::string& args) {
+    const auto memory = run_twinserve("simulate" + kModel + args + " --explain-memory", true);
+    const auto ops = run_twinserve("simulate" + kModel + args + " --explain-ops 20x100,3000", true);
+    return std::make_pair(memory.exit_code + ops.exit_code, memory.out + ops.out);
+  };
+  // SGLang's launch_server names against vLLM's.
+  const auto sglang = both(" --scheduler sglang --tp-size 2 --chunked-prefill-size 4096 --max-running-requests 64"
+                           " --cuda-graph-max-bs 32 --disable-radix-cache");
+  REQUIRE(sglang.first == 0);
+  const auto vllm_names = both(" --scheduler sglang --tensor-parallel-size 2 --max-num-batched-tokens 4096"
+                               " --max-num-seqs 64 --set graph_capture_max_tokens=32 --no-enable-prefix-caching");
+  CHECK(sglang.second == vllm_names.second);
+  CHECK_THAT(sglang.second, Catch::Contains("largest 32") && Catch::Contains("max_num_seqs 64"));
+  // trtllm-serve's underscores.
+  const auto trt = both(" --scheduler trtllm --tp_size 2 --max_batch_size 64 --max_num_tokens 4096");
+  REQUIRE(trt.first == 0);
+  CHECK(trt.second == both(" --scheduler trtllm -tp 2 --max-num-seqs 64 --max-num-batched-tokens 4096").second);
+  // No graphs and a largest graph contradict.
+  const auto contradict = run_twinserve("simulate" + kModel + " --disable-cuda-graph --cuda-graph-max-bs 8 --explain-ops 8x100", true);
+  CHECK(contradict.exit_code != 0);
+  CHECK_THAT(contradict.out, Catch::Contains("contradict"));
 }

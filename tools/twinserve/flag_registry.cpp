@@ -33,7 +33,8 @@ std::vector<FlagSpec> make_table() {
       {F::quiet, "--quiet,--no-progress", "No progress line on stderr (it shows only on a terminal)", {}},
       {F::jobs, "--jobs,-j", "Threads", {}},
       {F::slo, "--slo", "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'", {}},
-      {F::tensor_parallel, "--tp,--tensor-parallel-size", "Tensor-parallel GPUs per pipeline stage (vLLM's; also -tp)", layout},
+      {F::tensor_parallel, "--tp,--tensor-parallel-size,--tp-size,--tp_size",
+       "Tensor-parallel GPUs per pipeline stage (vLLM's; also -tp; SGLang's --tp-size, TensorRT-LLM's --tp_size)", layout},
       {F::pipeline_parallel, "--pp,--pipeline-parallel-size", "Pipeline stages (vLLM's; also -pp)", layout},
       {F::data_parallel, "--data-parallel-size,--dp",
        "vLLM's data parallelism (also -dp): ranks of --tp GPUs in one instance, each its own scheduler, limits and KV "
@@ -64,9 +65,13 @@ std::vector<FlagSpec> make_table() {
       {F::kv_offload_ssd_gib, "--kv-offload-ssd-gib", "KV tier on local SSD below host memory, GiB per replica (0: none)",
        real_range(0, 1e9)},
       {F::scheduler, "--scheduler", "Scheduler preset (docs/engines.md): " + joined(replica_preset_names()), {}},
-      {F::max_num_batched_tokens, "--max-num-batched-tokens,--chunk-size", "Token budget per step (vLLM's)",
+      {F::max_num_batched_tokens, "--max-num-batched-tokens,--chunk-size,--chunked-prefill-size,--max-num-tokens,--max_num_tokens",
+       "Token budget per step (vLLM's; SGLang's --chunked-prefill-size, TensorRT-LLM's --max_num_tokens)",
        int_range(1, kMaxKnobCount)},
-      {F::max_num_seqs, "--max-num-seqs", "Running requests per replica at most (vLLM's)", int_range(1, kMaxKnobCount)},
+      {F::max_num_seqs, "--max-num-seqs,--max-running-requests,--max-batch-size,--max_batch_size",
+       "Running requests per replica at most (vLLM's; SGLang's --max-running-requests, TensorRT-LLM's "
+       "--max_batch_size)",
+       int_range(1, kMaxKnobCount)},
       {F::router, "--router", "Router over the replicas: " + joined(router_names()), {}},
       {F::max_concurrency, "--max-concurrency",
        "At most N requests in flight (vLLM bench serve's): a request goes out at the later of its trace time and the "

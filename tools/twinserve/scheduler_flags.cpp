@@ -30,13 +30,19 @@ void add_scheduler_flags(CLI::App& sub, SchedulerFlags& f) {
   sub.add_option("--queue-order", f.queue_order,
                  "Waiting-queue order, a registered policy (docs/policies.md): " + queue_orders().joined_names());
   sub.add_flag("--enable-prefix-caching", f.prefix_on, "Prefix caching on");
-  sub.add_flag("--no-enable-prefix-caching", f.prefix_off, "Prefix caching off");
+  sub.add_flag("--no-enable-prefix-caching,--disable-radix-cache", f.prefix_off,
+               "Prefix caching off (SGLang's --disable-radix-cache)");
   sub.add_flag("--enable-chunked-prefill", f.chunked_on, "Chunked prefill on");
   sub.add_flag("--no-enable-chunked-prefill", f.chunked_off, "Chunked prefill off");
   sub.add_flag("--async-scheduling", f.async_on, "vLLM's async scheduling on (the vllm preset's default)");
   sub.add_flag("--no-async-scheduling", f.async_off, "vLLM's async scheduling off");
-  sub.add_flag("--enforce-eager", f.enforce_eager,
-               "No CUDA graphs: steps are priced at their own token counts, not padded to a capture size");
+  sub.add_flag("--enforce-eager,--disable-cuda-graph", f.enforce_eager,
+               "No CUDA graphs: steps are priced at their own token counts, not padded to a capture size (SGLang's "
+               "--disable-cuda-graph)");
+  sub.add_option("--cuda-graph-max-bs,--max-cudagraph-capture-size", f.graph_capture_max,
+                 "The largest CUDA-graph capture size (SGLang's --cuda-graph-max-bs, vLLM's "
+                 "max_cudagraph_capture_size; default: the engine's, docs/engines.md)")
+      ->check(int_range(1, kMaxKnobCount));
   sub.add_flag("--disable-custom-all-reduce", f.disable_custom_all_reduce,
                "TP all-reduces through NCCL only, not the engine's own kernel for small messages (vLLM's flag)");
   sub.add_option("--set", f.set_options, "Any scheduler / KV option as KEY=VALUE (repeatable; see engine/core/scheduler.md)");
@@ -68,7 +74,9 @@ ReplicaOverrides scheduler_overrides(const SchedulerFlags& f) {
     out.order = *f.queue_order;
   }
   if (f.async_on || f.async_off) out.options.emplace_back("async_scheduling", f.async_on ? "true" : "false");
+  if (f.enforce_eager && f.graph_capture_max) throw UsageError("--enforce-eager and --cuda-graph-max-bs contradict");
   if (f.enforce_eager) out.options.emplace_back("graph_capture_max_tokens", "0");
+  if (f.graph_capture_max) out.options.emplace_back("graph_capture_max_tokens", std::to_string(*f.graph_capture_max));
   if (f.disable_custom_all_reduce) out.options.emplace_back("custom_all_reduce", "false");
   for (const std::string& kv : f.set_options) {
     const auto eq = kv.find('=');

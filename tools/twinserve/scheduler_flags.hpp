@@ -21,6 +21,7 @@ struct SchedulerFlags {
   std::optional<double> max_queue_time_ms;
   bool prefix_on = false, prefix_off = false, chunked_on = false, chunked_off = false;
   bool async_on = false, async_off = false, enforce_eager = false, disable_custom_all_reduce = false;
+  std::optional<std::int32_t> graph_capture_max;
   std::vector<std::string> set_options;  // --set KEY=VALUE
 };
 
