@@ -187,7 +187,7 @@ TEST_CASE("an unknown hardware name lists the known ones") {
   CHECK_THROWS_WITH(resolve_hardware("h300"), Catch::Contains("h100-80gb") && Catch::Contains("cpu"));
 }
 
-TEST_CASE("--hw takes a device's name as the GPU reports it") {
+TEST_CASE("the hardware flag takes a device name as the GPU reports it") {
   CHECK(resolve_hardware("NVIDIA GeForce RTX 4090").name == "rtx-4090");
   CHECK(resolve_hardware("NVIDIA H100 80GB HBM3").name == "h100-80gb");
   CHECK(resolve_hardware("NVIDIA RTX PRO 6000 Blackwell Server Edition").name == "rtx-pro-6000-blackwell-server");
