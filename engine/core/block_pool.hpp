@@ -33,10 +33,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/types.hpp"
+#include "engine/core/block_hash_index.hpp"
 
 namespace twin {
 
@@ -141,7 +141,7 @@ class BlockPool {
   std::uint64_t tail_ = 0;
   std::vector<BlockHash> hash_;          // per touched block, valid where cached
   std::vector<TokenId> tokens_;          // block_size per touched block, sized on first use
-  std::unordered_map<BlockHash, BlockId> index_;
+  BlockHashIndex index_;
 };
 
 }  // namespace twin
