@@ -50,6 +50,20 @@ struct AdmissionCandidate {
   std::int32_t prompt_len = 0;
   std::int32_t output_len = 0;
   std::int32_t known_tokens = 0;  // prompt + outputs so far (a resumed request)
+  // The running requests' outputs still to come, each at most
+  // running_output_clip(); 0 unless the policy asks for it.
+  std::int64_t running_outputs_left = 0;
+};
+
+// What the previous plan did, for a policy that adapts to it.
+struct AdmissionStep {
+  bool idle = false;       // nothing was running
+  bool preempted = false;  // a running request was preempted
+  bool decoded = false;    // the step decoded running requests
+  // After a preemption: the outputs the running requests have made and the
+  // outputs they will make in all.
+  std::int64_t running_outputs_done = 0, running_outputs_total = 0;
+  std::int32_t running = 0;
 };
 
 class AdmissionPolicy {
@@ -58,6 +72,11 @@ class AdmissionPolicy {
   // Tokens the free KV blocks must be able to hold for the request to be
   // admitted, beyond what this step allocates (0: only the step's chunk).
   virtual std::int32_t must_fit(const AdmissionCandidate& candidate) const = 0;
+  // > 0: the scheduler fills running_outputs_left, each running request's
+  // remaining outputs clipped to this.
+  virtual std::int32_t running_output_clip() const { return 0; }
+  // Called once per plan, before it is built, with what the previous one did.
+  virtual void observe(const AdmissionStep&) {}
 };
 
 // ---- preemption victim ---------------------------------------------------------

@@ -19,6 +19,7 @@ TWIN_POLICY(QueueOrder, make_shortest_remaining_order, "shortest_remaining", "fe
 TWIN_POLICY(Admission, make_chunk_admission, "chunk", "admit when this step's chunk fits")
 TWIN_POLICY(Admission, make_prompt_admission, "prompt", "admit when the whole prompt fits (vLLM's scheduler_reserve_full_isl)")
 TWIN_POLICY(Admission, make_sequence_admission, "sequence", "admit when prompt and every output fit (TensorRT-LLM's no-evict)")
+TWIN_POLICY(Admission, make_sglang_admission, "sglang", "prompt and outputs fit beside the running requests' expected outputs (SGLang's new_token_ratio)")
 
 // Preemption victims (SchedulerConfig::victim).
 TWIN_POLICY(Victim, make_newest_victim, "newest", "the latest admitted (vLLM's fcfs)")

@@ -305,8 +305,10 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   budget_left_ = token_budget_;
   building_slots_.clear();
   admit_horizon_ = admit_horizon_for(now);
+  observe_for_admission();
   plan_passes(plan, now);
   planned_since_done_ = true;
+  for (const ScheduledSeq& q : plan.seqs) last_plan_.decoded = last_plan_.decoded || !q.is_prefill;
 
   if (plan.empty()) return;
   // Tier moves since the last plan are this step's to pay (an empty plan
@@ -316,6 +318,26 @@ void Scheduler::plan_into(StepPlan& plan, Time now) {
   }
   InFlight& entry = open_in_flight(plan);
   fill_step_record(entry.record, plan, index_, now, waiting_at_plan);
+}
+
+// The admission policy sees what the previous plan did (SGLang's ratio
+// decays per decode step, resets when idle, and is set from the batch after
+// a retraction).
+void Scheduler::observe_for_admission() {
+  AdmissionStep step;
+  step.idle = running_.empty();
+  step.preempted = last_plan_.preempted;
+  step.decoded = last_plan_.decoded;
+  if (step.preempted && admission_->running_output_clip() > 0) {
+    for (const std::int32_t r : running_) {
+      const Seq& q = seqs_[static_cast<std::size_t>(r)];
+      step.running_outputs_done += q.known_tokens() - q.prompt_len;
+      step.running_outputs_total += q.output_len;
+    }
+    step.running = static_cast<std::int32_t>(running_.size());
+  }
+  admission_->observe(step);
+  last_plan_ = {};
 }
 
 // The planning order is the policy: running, then swapped, then waiting
@@ -526,6 +548,7 @@ void Scheduler::preempt(StepPlan& plan, std::size_t running_index) {
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(running_index));
   ++s.preemptions;
   preempted_ = true;
+  last_plan_.preempted = true;
   plan.preempted.push_back(s.id);
   if (config_.scheduler.preemption == PreemptionMode::swap && kv_.swap_out(s.kv, plan.swap_out)) {
     s.state = State::swapped;
@@ -565,7 +588,14 @@ bool Scheduler::try_admit(StepPlan& plan, std::int32_t slot, std::int32_t hit_bl
   if (threshold > 0) n = std::min(n, threshold);
   if (!config_.scheduler.enable_chunked_prefill && n > budget_left_) return false;
   n = std::min(n, budget_left_);
-  const std::int32_t must_fit = admission_->must_fit(AdmissionCandidate{s.prompt_len, s.output_len, s.known_tokens()});
+  AdmissionCandidate candidate{s.prompt_len, s.output_len, s.known_tokens(), 0};
+  if (const std::int32_t clip = admission_->running_output_clip(); clip > 0) {
+    for (const std::int32_t r : running_) {
+      const Seq& q = seqs_[static_cast<std::size_t>(r)];
+      candidate.running_outputs_left += std::clamp(q.output_len - (q.known_tokens() - q.prompt_len), 0, clip);
+    }
+  }
+  const std::int32_t must_fit = admission_->must_fit(candidate);
   if (!kv_.allocate(s.req, s.kv, hit_blocks, hits + n, true, must_fit)) return false;
   queue_.erase(s.queue_entry);
   if (s.batch_member) --members_waiting_;

@@ -172,6 +172,7 @@ class Scheduler {
 
   // plan_into()'s steps.
   void plan_passes(StepPlan& plan, Time now);
+  void observe_for_admission();
   InFlight& open_in_flight(StepPlan& plan);
   void process_deadlines(Time now, StepPlan& plan);
   void set_deadline(std::int32_t slot);
@@ -247,6 +248,10 @@ class Scheduler {
   Time last_done_start_ = 0;        // start of the latest completed step
   bool planned_since_done_ = true;  // plan() ran since that completion
   bool preempted_ = false;
+  // What the last plan did, for the admission policy (observe_for_admission).
+  struct LastPlan {
+    bool preempted = false, decoded = false;
+  } last_plan_;
   std::vector<std::int32_t> building_slots_;
   std::vector<std::pair<std::int32_t, std::int32_t>> lpm_order_;  // (-hit blocks, slot)
 

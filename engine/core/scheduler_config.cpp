@@ -74,6 +74,9 @@ SchedulerConfig scheduler_preset(std::string_view name) {
     // Its overlap scheduler (server_args.py disable_overlap_schedule=False)
     // runs one batch ahead, as vLLM's async scheduling does.
     c.async_scheduling = true;
+    // Its PrefillAdder reserves the running requests' expected outputs
+    // (policy_admission.cpp, SglangReserve).
+    c.admission_reserve = "sglang";
     return c;
   }
   if (name == "trtllm") {

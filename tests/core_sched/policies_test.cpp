@@ -38,7 +38,7 @@ std::vector<RequestId> service_order(const std::string& order, const std::vector
 TEST_CASE("registries list the built-in policies in policy_list.hpp's order", "[policy]") {
   CHECK(queue_orders().names() == std::vector<std::string>{"fcfs", "priority", "shortest_prompt", "longest_prefix",
                                                            "length_buckets", "shortest_remaining"});
-  CHECK(admission_policies().names() == std::vector<std::string>{"chunk", "prompt", "sequence"});
+  CHECK(admission_policies().names() == std::vector<std::string>{"chunk", "prompt", "sequence", "sglang"});
   CHECK(victim_policies().names() == std::vector<std::string>{"newest", "oldest", "lowest_priority"});
   CHECK(batch_policies().names() == std::vector<std::string>{"continuous", "static", "dynamic"});
   CHECK(router_names() == routing_policies().names());
