@@ -188,6 +188,21 @@ void apply_op_scale(FitProfile& p, const FitProfile& b, double v) {
   for (std::size_t k = 0; k < o.op_fixed_ns.size(); ++k) o.op_fixed_ns[k] = overhead(b).op_fixed_ns[k] * v;
 }
 
+// A group of op kinds' own scales (step_overhead.op_scales), x v: the
+// engine's GEMMs, or its attention, slower or faster than their tables
+// beside the rest (another attention kernel, another GEMM library).
+template <OpKind... Kinds>
+void apply_kind_scales(FitProfile& p, const FitProfile& b, double v) {
+  for (const OpKind k : {Kinds...}) {
+    const auto i = static_cast<std::size_t>(k);
+    p.calibrated->overhead.op_scales[i] = std::clamp(overhead(b).op_scales[i] * v, kMinOpScale, kMaxOpScale);
+  }
+}
+constexpr auto kGemmScales = apply_kind_scales<OpKind::qkv_proj, OpKind::o_proj, OpKind::gate_up_proj,
+                                               OpKind::down_proj, OpKind::moe_gate_up_proj, OpKind::moe_down_proj,
+                                               OpKind::lm_head>;
+constexpr auto kAttentionScales = apply_kind_scales<OpKind::attn_prefill, OpKind::attn_decode>;
+
 const std::vector<FitParam> kParams = {
     {"compute_scale", "compute efficiency (GEMM curve, compute-roof curves) x this", "x", true, false, false, one,
      tenth, roof_upper<CurveRoof::compute>, roof_apply<CurveRoof::compute>},
@@ -228,6 +243,12 @@ const std::vector<FitParam> kParams = {
      true, [](const FitProfile& b) { return overhead(b).per_seq_ns / 1e3; }, [](const FitProfile&) { return 0.1; },
      [](const FitProfile& b) { return std::max(5000.0, 10 * overhead(b).per_seq_ns / 1e3); },
      [](FitProfile& p, const FitProfile&, double v) { p.calibrated->overhead.per_seq_ns = v * 1e3; }},
+    // Named only: with op_scale in the same fit one of the three is
+    // redundant (docs/calibrate.md).
+    {"gemm_op_scale", "the GEMMs' tables (op_scales of qkv, o, gate_up, down, MoE experts, lm_head) x this", "x", true,
+     false, true, one, tenth, [](const FitProfile&) { return 20.0; }, kGemmScales, false},
+    {"attention_op_scale", "the attention tables (op_scales of attn_prefill, attn_decode) x this", "x", true, false,
+     true, one, tenth, [](const FitProfile&) { return 20.0; }, kAttentionScales, false},
 };
 
 std::string names_for(bool calibrated) {

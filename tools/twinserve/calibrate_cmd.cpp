@@ -232,7 +232,8 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
                   "With --measured: parameters to fit, comma-separated (default: all the runs' layout can identify): "
                   "compute_scale, memory_scale, attention_scale, host_overhead_us, collective_scale (allreduce_scale, "
                   "collective_latency_scale when named); "
-                  "with --profile: op_scale, step_base_us, step_per_seq_us");
+                  "with --profile: op_scale, step_base_us, step_per_seq_us (gemm_op_scale, attention_op_scale when "
+                  "named)");
   sub->add_option("--max-evals", a.max_evals, "With --measured: simulations per fit (default 300)")->check(int_range(4, 100000));
   sub->add_option("--holdout-split", a.holdout_split,
                   "With --measured: \"time\": fit on the first half of each run's time span, predict the second");
