@@ -365,6 +365,11 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
   append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
 }
 
+// Over 80 lines on purpose: the shapes below (per-GPU heads, widths, the
+// EP share, the stage's layer counts) are read by every call's case in
+// `price` and by the walk over the forward program after it; split, each
+// piece would take the dozen of them as parameters. The walk is the part
+// to move out first (issue 42).
 void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
               const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
   int64_t tokens = sums.tokens();

@@ -77,14 +77,10 @@ std::string explain_host(CostModel& model, const StepInput& in) {
 std::string explain_graph(CostModel& model, const BatchShape& shape) {
   const auto* roofline = dynamic_cast<const RooflineCostModel*>(&model);
   if (!roofline) return {};
-  std::int64_t tokens = 0;
-  bool decode_only = true;
-  for (const SeqShape& s : shape.seqs) {
-    tokens += s.new_tokens;
-    decode_only = decode_only && s.new_tokens == 1 && s.context_tokens > 0;
-  }
+  const StepSums sums = step_sums(roofline->model(), shape);
+  const std::int64_t tokens = sums.tokens(), padded = roofline->graph_tokens(sums);
+  const bool decode_only = sums.prefill.tokens == 0;
   const GraphCapture& g = roofline->params().graph_capture;
-  const std::int64_t padded = cudagraph_padded_tokens(tokens, g, decode_only);
   const char* sizes = g.sizes == GraphCapture::Sizes::sglang ? "SGLang's" : "vLLM's";
   char line[256];
   if (g.max_tokens <= 0) return "    CUDA graph: none (eager)\n";

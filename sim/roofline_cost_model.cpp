@@ -497,8 +497,7 @@ HostCost RooflineCostModel::host_cost_of(const StepInput& step) const {
 Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* breakdown) {
   StepSums sums = step_sums(model_, *step.shape);
   if (sums.tokens() == 0) return 0;
-  sums.padding =
-      cudagraph_padded_tokens(sums.tokens(), params_.graph_capture, sums.prefill.tokens == 0) - sums.tokens();
+  sums.padding = graph_tokens(sums) - sums.tokens();
   sums.group_tokens = step.group_tokens;
   const HostCost host = host_cost_of(step);
   if (breakdown) {

@@ -170,6 +170,11 @@ class RooflineCostModel final : public CostModel {
   HostCost host_cost_of(const StepInput& step) const;
 
   const RooflineParams& params() const { return params_; }
+  // The tokens a step of these sums runs at under the engine's CUDA graphs
+  // (its own count when it runs eagerly); stage_time prices the difference.
+  std::int64_t graph_tokens(const StepSums& sums) const {
+    return cudagraph_padded_tokens(sums.tokens(), params_.graph_capture, sums.prefill.tokens == 0);
+  }
   const ModelDesc& model() const { return model_; }
   const ParallelLayout& layout() const { return layout_; }
 
