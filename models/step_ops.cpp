@@ -365,6 +365,20 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
   append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
 }
 
+// Rows of hidden states an EP rank receives per dispatch (and sends back
+// per combine): every token of the other ranks (group_tokens x (ep-1)/ep)
+// that has at least one of its top-k experts here. A routed copy lands on
+// this rank with probability `share` (1/ep under uniform routing, the
+// busiest rank's share under skew), so a token reaches it with
+// probability 1 - (1 - share)^k; a token goes once to each rank, not once
+// per expert there.
+namespace {
+double ep_exchange_rows(int64_t group_tokens, int ep, int64_t top_k, double share) {
+  const double others = static_cast<double>(group_tokens) * (ep - 1) / ep;
+  return others * (1.0 - std::pow(1.0 - share, static_cast<double>(top_k)));
+}
+}  // namespace
+
 // Over 80 lines on purpose: the shapes below (per-GPU heads, widths, the
 // EP share, the stage's layer counts) are read by every call's case in
 // `price` and by the walk over the forward program after it; split, each
@@ -383,7 +397,8 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   const int ep = layout.ep;
   const bool own = sums.group_tokens >= 0;
   const int split = own ? 1 : ep;
-  const int64_t routed = (own ? sums.group_tokens : tokens) * m.num_experts_per_tok;
+  const int64_t group_tokens = own ? sums.group_tokens : tokens;
+  const int64_t routed = group_tokens * m.num_experts_per_tok;
   int64_t expert_rows = routed;
   if (ep > 1) {
     tokens = ep_share(tokens, split);
@@ -490,14 +505,18 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
       case ForwardCall::moe_experts: {
         const int64_t rows = expert_rows;
         const int64_t touched = std::min(m.num_local_experts / ep, rows);
-        // The rows from other ranks arrive (dispatch) and go back (combine)
-        // through all-to-alls over the EP group, each GPU of the rank moving
-        // 1/tp of them.
+        // The rank's tokens go out to the other ranks (dispatch) and come
+        // back (combine) through all-to-alls over the EP group, each GPU of
+        // the rank moving 1/tp of them. A token's hidden state goes once to
+        // each rank holding one of its experts, not once per expert: vLLM's
+        // default allgather_reducescatter backend sends it to every rank,
+        // DeepEP and pplx once per destination rank (docs/simulate.md).
         Op a2a;
         a2a.m = rows;
         a2a.tokens = rows;
         a2a.n = h;
-        a2a.comm_bytes = static_cast<double>(rows) * (ep - 1) / ep * dh * act / tp;
+        const double share = layout.expert_busiest_share > 0 ? layout.expert_busiest_share : 1.0 / ep;
+        a2a.comm_bytes = ep_exchange_rows(group_tokens, ep, m.num_experts_per_tok, share) * dh * act / tp;
         a2a.group = ep;
         a2a.repeat = static_cast<int32_t>(instances);
         if (ep > 1) {

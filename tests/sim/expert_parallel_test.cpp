@@ -60,13 +60,15 @@ TEST_CASE("EP: the busiest rank's ops, and all-to-all bytes by hand", "[sim][ep]
   const Op* up = find_op(four, OpKind::moe_gate_up_proj);
   CHECK(up->m == 256);
   CHECK(up->num_seqs == 2);
-  // Dispatch: of its 256 rows, 3/4 come from the other three ranks, each a
-  // hidden state of 4,096 bf16 values; combine sends as much back. Once per layer.
+  // Dispatch: the other ranks' 384 tokens come here when at least one of
+  // their two experts is here (1 - (3/4)^2 = 7/16 of them: 168), once per
+  // token, each a hidden state of 4,096 bf16 values; combine sends as much
+  // back. Once per layer.
   const Op* dispatch = find_op(four, OpKind::ep_dispatch);
   const Op* combine = find_op(four, OpKind::ep_combine);
   REQUIRE(dispatch);
   REQUIRE(combine);
-  CHECK(dispatch->comm_bytes == 256.0 * 3 / 4 * 4096 * 2);
+  CHECK(dispatch->comm_bytes == 168.0 * 4096 * 2);
   CHECK(combine->comm_bytes == dispatch->comm_bytes);
   CHECK(dispatch->group == 4);
   CHECK(dispatch->repeat == 32);
@@ -77,11 +79,12 @@ TEST_CASE("EP: the busiest rank's ops, and all-to-all bytes by hand", "[sim][ep]
   std::vector<Op> skewed;
   step_ops(m, big, ParallelLayout{1, 1, 4, 0.6}, Dtype::bf16, Dtype::bf16, 0, skewed);
   CHECK(find_op(skewed, OpKind::moe_gate_up_proj)->m == 615);
-  CHECK(find_op(skewed, OpKind::ep_dispatch)->comm_bytes == 615.0 * 3 / 4 * 4096 * 2);
+  // A copy lands on it with probability 0.6: 1 - 0.4^2 = 84% of the 384.
+  CHECK(find_op(skewed, OpKind::ep_dispatch)->comm_bytes == Approx(384.0 * 0.84 * 4096 * 2));
   // Under TP 2 within each rank every GPU moves half of the rank's rows.
   std::vector<Op> tp2;
   step_ops(m, big, ParallelLayout{2, 1, 4}, Dtype::bf16, Dtype::bf16, 0, tp2);
-  CHECK(find_op(tp2, OpKind::ep_dispatch)->comm_bytes == 256.0 * 3 / 4 * 4096 * 2 / 2);
+  CHECK(find_op(tp2, OpKind::ep_dispatch)->comm_bytes == 168.0 * 4096 * 2 / 2);
 }
 
 TEST_CASE("EP: the all-to-all is priced over the topology, and the cost rises with imbalance", "[sim][ep]") {
@@ -94,7 +97,8 @@ TEST_CASE("EP: the all-to-all is priced over the topology, and the cost rises wi
   // Four H100s on one NVSwitch: each GPU's exchange drains over its own
   // NVLink (450 GB/s, 94% for collectives); the latency is one GPU-to-GPU
   // path, 37.7 us / 14; plus the 2 us kernel launch.
-  const double bytes = 128.0 * 3 / 4 * 4096 * 2;  // 256 tokens x top-2 / 4 ranks = 128 rows
+  // The other ranks' 192 tokens, the 7/16 of them with an expert here: 84 rows.
+  const double bytes = 84.0 * 4096 * 2;
   const double each = 37.7e3 / 14 + bytes / (450e9 * 0.94) * 1e9 + 2000;
   CHECK(dispatch->time_ns / dispatch->repeat == Approx(each));
   CHECK(dispatch->comm_bytes == bytes * 32);
@@ -234,7 +238,10 @@ TEST_CASE("DeepSeek-V3's shape: 256 routed experts, a shared one, three dense la
   const Op* up = find_op(ops, OpKind::moe_gate_up_proj);
   CHECK(up->m == 16);
   CHECK(up->num_seqs == 8);
-  CHECK(find_op(ops, OpKind::ep_dispatch)->comm_bytes == 16.0 * 31 / 32 * 7168 * 2);
+  // The other ranks' 62 tokens reach this one when one of their eight
+  // experts is here: 1 - (31/32)^8 of them, once each.
+  CHECK(find_op(ops, OpKind::ep_dispatch)->comm_bytes ==
+        Approx(64.0 * 31 / 32 * (1 - std::pow(31.0 / 32, 8)) * 7168 * 2));
 
   // Memory: at EP 32 one GPU holds 8 of the 256 experts of each MoE layer
   // (and every shared expert and dense layer): it fits an H200 in bf16.
