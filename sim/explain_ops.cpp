@@ -128,7 +128,9 @@ std::string explain_ops(Cluster& cluster, const std::string& shapes) {
                     curve_width, "curve", "efficiency");
       out += line;
       for (const OpCost& c : ops) {
-        const bool link = c.curve == "link";
+        // A collective is bound by its link, priced by formula or curve.
+        const bool link = c.curve == "link" || c.kind == OpKind::tp_allreduce || c.kind == OpKind::tp_gather ||
+                          c.kind == OpKind::ep_dispatch || c.kind == OpKind::ep_combine || c.kind == OpKind::pp_send;
         std::snprintf(line, sizeof line, "    %-16s %6d %12.2f %12.2f %8s  %-*s %s\n", std::string(op_name(c.kind)).c_str(),
                       c.repeat, c.time_ns / c.repeat / 1e3, c.time_ns / 1e3,
                       link ? "link" : c.curve.empty() ? "-" : c.compute_bound ? "compute" : "memory", curve_width,

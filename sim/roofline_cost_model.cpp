@@ -147,6 +147,9 @@ RooflineParams roofline_params(const HardwareDesc& hw, const WeightPrecision& we
   if (hw.curves.size() > 127) throw UsageError("hardware " + hw.name + ": more than 127 efficiency curves");
   p.collective_curves = collective_curves(hw);
   p.pcie_p2p = hw.pcie_p2p;
+  // Only a profile that says its GPUs lack peer-to-peer stages through the
+  // host; one that says nothing keeps the link's own rate.
+  p.pcie_host_staged = !hw.pcie_p2p && hw.sources.contains("pcie_p2p");
   // W8A8 GEMMs run in gemm_dtype: its own curves where the profile has them,
   // else the dtype-less curves times the measured ratio.
   const bool w8a8 = weights.quantized() && !weights.quant.weight_only;
@@ -300,6 +303,18 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
   return c;
 }
 
+double RooflineCostModel::host_staged_share(PathLink link) const {
+  // Without peer-to-peer, NCCL stages PCIe transfers through host memory
+  // (its SHM transport): every byte is written to and read back from the
+  // host, and the two directions of an all-reduce or all-to-all cross the
+  // root complex at once. NCCL's maintainers report 2-GPU SHM all-reduce
+  // at 3.9 GB/s where the one-way broadcast reached 10.3 on the same PCIe
+  // Gen3 link ("some CPUs do not handle bidirectional traffic well",
+  // NVIDIA/nccl issue 384): about half the link, taken here as 0.5.
+  // Measured curves (pcie_host ones) are used as they are.
+  return link == PathLink::pcie && params_.pcie_host_staged ? kHostStagedShare : 1.0;
+}
+
 double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const {
   const auto& chosen = stage_collectives_[static_cast<std::size_t>(stage)];
   if (op.kind == OpKind::tp_allreduce || op.kind == OpKind::tp_gather) {
@@ -316,7 +331,7 @@ double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::s
       return c.time_ns(op.comm_bytes);
     }
     RingCost effective = params_.tp_rings[stage];
-    effective.bandwidth *= params_.allreduce_efficiency;
+    effective.bandwidth *= params_.allreduce_efficiency * host_staged_share(effective.link);
     curve = "link";
     // A gather moves (n-1)/n of the buffer once: half an all-reduce.
     const double t = effective.allreduce_time(op.comm_bytes);
@@ -333,7 +348,7 @@ double RooflineCostModel::collective_ns(const Op& op, std::int32_t stage, std::s
   // All-to-all over the EP group at the collectives' achieved fraction of
   // the links (as the TP all-reduce).
   AllToAllCost effective = group;
-  effective.bandwidth *= params_.allreduce_efficiency;
+  effective.bandwidth *= params_.allreduce_efficiency * host_staged_share(effective.link);
   curve = "link";
   return effective.time(op.comm_bytes) + params_.kernel_launch_ns;
 }

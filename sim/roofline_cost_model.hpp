@@ -77,6 +77,10 @@ struct CollectiveCurve {
 
 // Everything the roofline needs about one replica's GPUs and links: plain
 // numbers, filled from the hardware profile and the cluster graph.
+// The share of a PCIe link a collective staged through host memory gets
+// (no peer-to-peer: NCCL's SHM transport); roofline_cost_model.cpp says why.
+inline constexpr double kHostStagedShare = 0.5;
+
 struct RooflineParams {
   static constexpr std::array<std::int8_t, kNumOpKinds> filled(std::int8_t v) {
     std::array<std::int8_t, kNumOpKinds> a{};
@@ -127,6 +131,9 @@ struct RooflineParams {
   // curves, else pcie_host ones.
   std::vector<CollectiveCurve> collective_curves;
   bool pcie_p2p = false;
+  // The profile says its GPUs have no peer-to-peer: formula-priced PCIe
+  // collectives get kHostStagedShare of the link.
+  bool pcie_host_staged = false;
   // Per stage: TP all-reduces of fewer bytes run the engine's own kernel
   // (sim/custom_all_reduce.hpp), priced on the profile's custom_all_reduce
   // curve for the group where it has one; 0 or missing: NCCL for all.
@@ -238,6 +245,9 @@ class RooflineCostModel final : public CostModel {
   // ns of one TP all-reduce/gather or EP all-to-all call; names the curve
   // (or "link", the formula) in `curve`.
   double collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const;
+  // The share of a link's bandwidth a formula-priced collective gets:
+  // kHostStagedShare over PCIe without peer-to-peer, else 1.
+  double host_staged_share(PathLink link) const;
 };
 
 }  // namespace twin

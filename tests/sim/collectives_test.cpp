@@ -161,6 +161,54 @@ TEST_CASE("a TP2 step on PCIe cards prices each all-reduce at the profile's curv
   }
 }
 
+TEST_CASE("without peer-to-peer a formula-priced PCIe all-reduce gets half the link and a silent profile all of it") {
+  // The bundled RTX 4090 says its cards have no P2P and carries no curves.
+  nlohmann::json j = without_collectives(bundled("rtx-4090"));
+  REQUIRE(j.at("pcie_p2p") == false);
+  const ProfileFile staged_file(j, "staged");
+  j.erase("pcie_p2p");
+  j["sources"].erase("pcie_p2p");
+  const ProfileFile silent_file(j, "silent");
+  Cluster staged = build_cluster(one_group("llama-3.1-8b", staged_file.path, 2));
+  Cluster silent = build_cluster(one_group("llama-3.1-8b", silent_file.path, 2));
+  const auto& params = dynamic_cast<RooflineCostModel&>(*staged.replicas[0].cost_model).params();
+  CHECK(params.pcie_host_staged);
+  CHECK_FALSE(dynamic_cast<RooflineCostModel&>(*silent.replicas[0].cost_model).params().pcie_host_staged);
+  std::vector<OpCost> a, b;
+  price(*staged.replicas[0].cost_model, decode_batch(64, 512), &a);
+  price(*silent.replicas[0].cost_model, decode_batch(64, 512), &b);
+  const OpCost* slow = find_op(a, OpKind::tp_allreduce);
+  const OpCost* fast = find_op(b, OpKind::tp_allreduce);
+  REQUIRE(slow);
+  REQUIRE(fast);
+  CHECK(slow->curve == "link");
+  // Two GPUs: the ring moves the whole buffer once; at half the rate it
+  // takes bytes / (bw x efficiency) longer, latency and launch unchanged.
+  const double bytes = 64 * 4096 * 2.0;
+  const double link = params.tp_rings[0].bandwidth * params.allreduce_efficiency;
+  CHECK((slow->time_ns - fast->time_ns) / slow->repeat == Approx(bytes / link * 1e9));
+}
+
+TEST_CASE("bundled RTX PRO 6000 profiles price two-GPU collectives on their measured curves") {
+  for (const char* hw : {"rtx-pro-6000-blackwell-server", "rtx-pro-6000-blackwell-workstation"}) {
+    INFO(hw);
+    Cluster tp2 = build_cluster(one_group("llama-3.1-8b", hw, 2));
+    std::vector<OpCost> ops;
+    price(*tp2.replicas[0].cost_model, decode_batch(64, 512), &ops);
+    CHECK(find_op(ops, OpKind::tp_allreduce)->curve == "nccl_all_reduce_pcie_p2p_2");
+    CHECK(find_op(ops, OpKind::tp_gather)->curve == "nccl_all_gather_pcie_p2p_2");
+    // 128 tokens of 4,096 bf16 values is 1 MiB: the curve's own point, 2 x 46.57 us.
+    std::vector<OpCost> mib;
+    price(*tp2.replicas[0].cost_model, decode_batch(128, 512), &mib);
+    const OpCost* ar = find_op(mib, OpKind::tp_allreduce);
+    CHECK(ar->time_ns / ar->repeat == Approx(93.1e3));
+    Cluster tp4 = build_cluster(one_group("llama-3.1-8b", hw, 4));
+    std::vector<OpCost> four;
+    price(*tp4.replicas[0].cost_model, decode_batch(64, 512), &four);
+    CHECK(find_op(four, OpKind::tp_allreduce)->curve == "nccl_all_reduce_pcie_p2p_4");
+  }
+}
+
 TEST_CASE("bundled NVSwitch profiles price TP all-reduce on their measured curves") {
   for (const char* hw : {"a100-80gb", "h100-80gb", "h200"}) {
     for (int tp : {2, 4, 8}) {
