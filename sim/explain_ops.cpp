@@ -18,6 +18,9 @@ struct NamedShape {
   BatchShape shape;
 };
 
+constexpr const char* kShapeForms =
+    "expected P (a prompt of P tokens), BxC (B decodes after C cached tokens) or parts joined by '+' in one step";
+
 std::int64_t parse_count(const std::string& text, const std::string& item) {
   std::size_t used = 0;
   long long v = 0;
@@ -27,8 +30,24 @@ std::int64_t parse_count(const std::string& text, const std::string& item) {
     used = 0;
   }
   if (used != text.size() || v < 1 || v > (1LL << 30))
-    throw UsageError("--explain-ops: bad shape '" + excerpt(item) + "'; expected P (a prompt of P tokens) or BxC (B decodes after C cached tokens)");
+    throw UsageError("--explain-ops: bad shape '" + excerpt(item) + "'; " + kShapeForms);
   return v;
+}
+
+// One part of a step, "P" or "BxC", added to `s`; `item` names it in errors.
+void add_part(const std::string& part, const std::string& item, NamedShape& s) {
+  if (!s.label.empty()) s.label += " + ";
+  const auto x = part.find('x');
+  if (x == std::string::npos) {
+    const std::int64_t p = parse_count(part, item);
+    s.label += "prefill of " + std::to_string(p) + " tokens";
+    s.shape.seqs.push_back(SeqShape{p, 0, true});
+    return;
+  }
+  const std::int64_t b = parse_count(part.substr(0, x), item), c = parse_count(part.substr(x + 1), item);
+  if (b > 65536) throw UsageError("--explain-ops: at most 65536 decodes in '" + excerpt(item) + "'");
+  s.label += std::to_string(b) + " decodes after " + std::to_string(c) + " cached tokens";
+  for (std::int64_t i = 0; i < b; ++i) s.shape.seqs.push_back(SeqShape{1, c, true});
 }
 
 std::vector<NamedShape> parse_shapes(const std::string& shapes) {
@@ -37,17 +56,13 @@ std::vector<NamedShape> parse_shapes(const std::string& shapes) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     NamedShape s;
-    const auto x = item.find('x');
-    if (x == std::string::npos) {
-      const std::int64_t p = parse_count(item, item);
-      s.label = "prefill of " + std::to_string(p) + " tokens";
-      s.shape.seqs.push_back(SeqShape{p, 0, true});
-    } else {
-      const std::int64_t b = parse_count(item.substr(0, x), item), c = parse_count(item.substr(x + 1), item);
-      if (b > 65536) throw UsageError("--explain-ops: at most 65536 decodes in '" + excerpt(item) + "'");
-      s.label = std::to_string(b) + " decodes after " + std::to_string(c) + " cached tokens";
-      for (std::int64_t i = 0; i < b; ++i) s.shape.seqs.push_back(SeqShape{1, c, true});
-    }
+    if (item.empty() || item.front() == '+' || item.back() == '+' || item.find("++") != std::string::npos)
+      throw UsageError("--explain-ops: bad shape '" + excerpt(item) + "'; " + kShapeForms);
+    // "P+BxC": a chunk and decodes in one step, as a mixed batch runs.
+    std::stringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, '+')) add_part(part, item, s);
+    if (s.shape.seqs.empty()) throw UsageError("--explain-ops: bad shape '" + excerpt(item) + "'; " + kShapeForms);
     out.push_back(std::move(s));
   }
   if (out.empty()) throw UsageError("--explain-ops: no shapes given");

@@ -372,7 +372,8 @@ const RegisterCommand registration{"simulate", [](CLI::App& root) {
   sub->add_flag("--explain-memory", a.explain_memory, "Print each group's KV memory plan term by term and exit");
   sub->add_option("--explain-ops", a.explain_ops,
                   "Price step shapes op by op and exit: 'P' a prompt of P tokens, 'BxC' B decodes after C cached tokens, "
-                  "comma-separated (e.g. 512,64x1024); names the efficiency curve of each op")
+                  "parts joined by '+' in one step, steps comma-separated (e.g. 512,64x1024,1920+128x1024); names the "
+                  "efficiency curve of each op")
       ->check(non_empty());
   add_config_file_flag(*sub, &a.config_path, "Cluster config JSON (see docs/simulate.md); the flags override it");
   add_flag(*sub, FlagId::model, a.model, "default llama-3.1-8b");
