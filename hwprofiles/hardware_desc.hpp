@@ -155,6 +155,11 @@ struct HardwareDesc {
   // Whether the node's GPUs do PCIe peer-to-peer: collectives over PCIe are
   // then priced on pcie_p2p curves, else on pcie_host ones. Key: pcie_p2p.
   bool pcie_p2p = false;
+  // CUDA compute capability (8.9 for Ada, 9.0 for Hopper, 12.0 for the RTX
+  // Blackwell cards): which kernels an engine picks on the device (vLLM's
+  // attention backend, sim/mixed_attention.hpp). 0: not known or not CUDA.
+  // Key: compute_capability.
+  double compute_capability = 0;
   std::vector<CollectiveCurveDesc> collectives;  // key: collectives
   // Memory the serving process holds outside the weights, activations and
   // KV cache, per GPU: the CUDA context and library workspaces (vLLM's

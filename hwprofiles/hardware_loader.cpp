@@ -63,7 +63,7 @@ constexpr const char* kTopKeys[] = {
     "host_speed", "host_per_seq_us", "host_per_token_us", "host_per_sample_us", "host_exposed_us",
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
-    "sources", "pcie_p2p", "collectives",
+    "sources", "pcie_p2p", "collectives", "compute_capability",
     "vendor",  // issue 41
     "fitted_from",
     "power"};  // issue 44
@@ -377,8 +377,9 @@ std::vector<CollectiveCurveDesc> read_collectives(const nlohmann::json& j, const
   return out;
 }
 
-// The optional per-format GEMM ratios, P2P claim and collective curves;
-// each needs a source note like any number (`numeric_fields`).
+// The optional per-format GEMM ratios, P2P claim, compute capability and
+// collective curves; each needs a source note like any number
+// (`numeric_fields`).
 void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json& eff, const std::string& origin,
                                   HardwareDesc& hw, std::set<std::string>& numeric_fields) {
   hw.gemm_dtype_ratio = read_dtype_ratio(eff, origin);
@@ -387,6 +388,13 @@ void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json&
     if (!j["pcie_p2p"].is_boolean()) json_field_error(origin, "pcie_p2p", "expected true or false");
     hw.pcie_p2p = j["pcie_p2p"].get<bool>();
     numeric_fields.insert("pcie_p2p");  // a claim about the device: it needs its source too
+  }
+  if (j.contains("compute_capability")) {
+    const auto& cc = j["compute_capability"];
+    if (!cc.is_number() || !(cc.get<double>() >= 1.0 && cc.get<double>() < 100.0))
+      json_field_error(origin, "compute_capability", "expected a CUDA compute capability such as 8.9 or 12.0");
+    hw.compute_capability = cc.get<double>();
+    numeric_fields.insert("compute_capability");
   }
   hw.collectives = read_collectives(j, origin);
   for (const auto& c : hw.collectives) numeric_fields.insert("collectives." + c.name);

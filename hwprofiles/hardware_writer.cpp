@@ -96,6 +96,7 @@ void put_optional(Json& j, const HardwareDesc& hw) {
     if (hw.sources.count(key)) j[key] = v;
   if (hw.vendor != "nvidia" || hw.sources.count("vendor")) j["vendor"] = hw.vendor;
   if (hw.sources.count("pcie_p2p")) j["pcie_p2p"] = hw.pcie_p2p;
+  if (hw.sources.count("compute_capability")) j["compute_capability"] = hw.compute_capability;
   if (!hw.collectives.empty()) j["collectives"] = collectives_json(hw);
   if (hw.power.known) {
     j["power"] = Json{{"idle_w", hw.power.idle_w},

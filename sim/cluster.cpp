@@ -9,6 +9,7 @@
 #include "sim/data_parallel.hpp"
 #include "sim/host_work.hpp"
 #include "sim/custom_all_reduce.hpp"
+#include "sim/mixed_attention.hpp"
 #include "sim/graph_capture.hpp"
 #include "sim/input_quant_kernels.hpp"
 #include "sim/medusa_heads_cost_model.hpp"
@@ -390,6 +391,7 @@ RooflineParams group_roofline_params(ClusterTopology& topology, const GroupPlan&
   // The engine the preset stands for does the host work (sim/host_work.hpp).
   params.host = host_work_for(g.replica.scheduler, g.hardware);
   params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);
+  params.mixed_attention_rows = mixed_attention_rows_for(g.replica, g.hardware);
   const std::vector<GpuId>& gpus = g.replica_gpus.front();
   const std::int32_t stage_gpus = g.layout.gpus_per_stage();
   for (int stage = 0; stage < gc.pp; ++stage) {

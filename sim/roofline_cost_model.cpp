@@ -460,10 +460,29 @@ void add_mix(StepMix* to, const StepMix& from) {
 }
 }  // namespace
 
+void RooflineCostModel::merge_mixed_attention(std::size_t from) {
+  if (params_.mixed_attention_rows <= 0 || model_.is_mla()) return;
+  std::size_t prefill = ops_.size(), decode = ops_.size();
+  int prefills = 0, decodes = 0;
+  for (std::size_t i = from; i < ops_.size(); ++i) {
+    if (ops_[i].kind == OpKind::attn_prefill) prefill = i, ++prefills;
+    if (ops_[i].kind == OpKind::attn_decode) decode = i, ++decodes;
+  }
+  // The plain case only: one call each (no local-window groups beside).
+  if (prefills != 1 || decodes != 1 || ops_[prefill].repeat != ops_[decode].repeat) return;
+  // A decode's query fills one row of a `rows`-row tile: the kernel does
+  // `rows` times its QK^T and PV work; the call reads both parts' bytes and
+  // runs at the chunk's attention efficiency (its shape keys the curves).
+  ops_[prefill].flops += ops_[decode].flops * params_.mixed_attention_rows;
+  ops_[prefill].bytes += ops_[decode].bytes;
+  ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(decode));
+}
+
 double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, std::vector<OpCost>* breakdown,
                                      StepPrice* slot, StepMix* mix) {
   ops_.clear();
   step_ops(model_, sums, layout_, weights_, kv_, stage, ops_);
+  merge_mixed_attention(0);
   if (ops_.empty()) return 0;
   double total = 0;
   std::size_t tail = 0;
@@ -533,6 +552,7 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   // Same order as price_all: the head, this step's attention, the tail.
   ops_.clear();
   attention_ops(model_, sums, layout_, weights_, kv_, step.stage, ops_);
+  merge_mixed_attention(0);
   double total = slot.head_ns;
   StepMix attention;
   for (const Op& op : ops_) {

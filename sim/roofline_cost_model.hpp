@@ -134,6 +134,9 @@ struct RooflineParams {
   // The profile says its GPUs have no peer-to-peer: formula-priced PCIe
   // collectives get kHostStagedShare of the link.
   bool pcie_host_staged = false;
+  // A mixed step's attention runs as one varlen call padding each decode's
+  // query to this many rows per head (sim/mixed_attention.hpp); 0: apart.
+  std::int32_t mixed_attention_rows = 0;
   // Per stage: TP all-reduces of fewer bytes run the engine's own kernel
   // (sim/custom_all_reduce.hpp), priced on the profile's custom_all_reduce
   // curve for the group where it has one; 0 or missing: NCCL for all.
@@ -245,6 +248,10 @@ class RooflineCostModel final : public CostModel {
   // ns of one TP all-reduce/gather or EP all-to-all call; names the curve
   // (or "link", the formula) in `curve`.
   double collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const;
+  // Folds a mixed step's decode attention into its prefill attention op
+  // (ops_ from `from` on) when params_.mixed_attention_rows says the engine
+  // runs them as one call.
+  void merge_mixed_attention(std::size_t from);
   // The share of a link's bandwidth a formula-priced collective gets:
   // kHostStagedShare over PCIe without peer-to-peer, else 1.
   double host_staged_share(PathLink link) const;

@@ -28,7 +28,11 @@ named in their source notes. With --table it also rewrites
 tests/sim/data/lss_op_times.csv, the Llama-3.1-8B points the simulator's
 op-cost test prices (tests/sim/op_costs_test.cpp): the linear layers at
 1 to 2,048 tokens, prefill attention (chunks of 256 to 2,048 tokens, some
-after cached ones), decode attention.
+after cached ones), decode attention. With --check-mixed it prints, per
+decode count, the median error of the simulator's model of a mixed step's
+attention (one varlen call: the chunk's FLOPs plus the decodes' x 64, on the
+fitted prefill-attention curve, plus the 4 us launch; docs/engines.md)
+against vLLM's measured calls of Llama-3.1-8B.
 """
 import csv
 import io
@@ -160,10 +164,36 @@ def write_table(repo):
             w.writerow(r[:7] + [f"{r[7]:.5f}", r[8]])
 
 
+def check_mixed(repo, curves):
+    model = "meta-llama/Llama-3.1-8B"
+    _, _, q, kv, hd = MODELS[model]
+    for gpu, (profile, peak, bandwidth) in GPUS.items():
+        points = curves[profile]["attention_prefill"]
+        errors = {}
+        for chunk, context, decodes, kv_len, us in read_csv(repo, f"profiler/perf/{gpu}/{model}/bf16/tp1/attention.csv"):
+            c, ctx, n, k = int(chunk), int(context), int(decodes), int(kv_len)
+            if c == 0 or n == 0 or ctx != 0:
+                continue
+            flops = 4.0 * hd * q * (c * (c + 1) / 2) + 4.0 * hd * q * n * (k + 1) * 64
+            compute = flops / (curve_at(points, flops) * peak)
+            memory = n * k * 2 * kv * hd * 2 / (bandwidth * 0.85)  # the decodes' K and V, bf16
+            errors.setdefault(n, []).append((max(compute, memory) + LAUNCH_S) / (float(us) * 1e-6) - 1)
+        print(f"{profile}: " + ", ".join(f"{n} decodes {statistics.median(e):+.0%} (of {len(e)})" for n, e in sorted(errors.items())))
+
+
+def curve_at(points, x):
+    if x <= points[0][0]:
+        return points[0][1]
+    for (a, ea), (b, eb) in zip(points, points[1:]):
+        if x <= b:
+            return ea + (eb - ea) * math.log(x / a) / math.log(b / a)
+    return points[-1][1]
+
+
 def main():
-    args = [a for a in sys.argv[1:] if a != "--table"]
+    args = [a for a in sys.argv[1:] if a not in ("--table", "--check-mixed")]
     if len(args) != 1:
-        sys.exit("usage: fit-lss-curves.py [--table] LLMSERVINGSIM_GIT_DIR")
+        sys.exit("usage: fit-lss-curves.py [--table] [--check-mixed] LLMSERVINGSIM_GIT_DIR")
     repo = args[0]
     if "--table" in sys.argv:
         write_table(repo)
@@ -175,6 +205,9 @@ def main():
         gemm, t0 = with_small_sizes(gemm, peak)
         attention = half_decade_medians(attention_points(repo, gpu, peak))
         out[profile] = {"gemm_curve": gemm, "gemm_fixed_us": round(t0 * 1e6, 2), "attention_prefill": attention}
+    if "--check-mixed" in sys.argv:
+        check_mixed(repo, out)
+        return
     json.dump(out, sys.stdout, indent=1)
     print()
 

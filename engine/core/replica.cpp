@@ -40,7 +40,8 @@ namespace {
 
 const char* const kKvKeys[] = {"block_size", "enable_prefix_caching", "num_gpu_blocks", "num_blocks",
                                "watermark", "num_host_blocks", "contiguous", "max_plans_in_flight",
-                               "cache_generated_blocks", "graph_capture_max_tokens", "custom_all_reduce"};
+                               "cache_generated_blocks", "graph_capture_max_tokens", "custom_all_reduce",
+                               "mixed_attention_rows"};
 
 constexpr std::string_view kWhat = "replica option";
 
@@ -61,6 +62,8 @@ void set_replica_option(ReplicaConfig& c, std::string_view key, std::string_view
     c.graph_capture_max_tokens = parse_int(key, value, -1, kMax);
   } else if (key == "custom_all_reduce") {
     c.custom_all_reduce = parse_bool(key, value);
+  } else if (key == "mixed_attention_rows") {
+    c.mixed_attention_rows = parse_int(key, value, -1, 1024);
   } else if (key == "cache_generated_blocks") {
     c.kv.cache_generated_blocks = parse_bool(key, value);
   } else if (key == "num_gpu_blocks" || key == "num_blocks") {

@@ -36,6 +36,13 @@ struct ReplicaConfig {
   // a cost model prices it (sim/custom_all_reduce.hpp); the scheduler
   // ignores it. On for the vllm, vllm-v0, sglang and trtllm presets.
   bool custom_all_reduce = false;
+  // A step mixing a prefill chunk with decodes runs its attention as one
+  // varlen kernel call whose query tiles pad each decode's query to this
+  // many rows per head (vLLM's FlashAttention-2 backend: 64); a cost model
+  // prices it (sim/mixed_attention.hpp); the scheduler ignores it. 0: the
+  // engine runs prefill and decode attention apart; -1: the engine's
+  // default on the device.
+  std::int32_t mixed_attention_rows = -1;
   ReplicaRole role = ReplicaRole::mixed;   // its pool under disaggregation
 };
 

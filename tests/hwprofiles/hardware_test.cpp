@@ -360,6 +360,13 @@ TEST_CASE("collective curves and GEMM format ratios are read, checked and need a
              }),
              Catch::Contains("collectives.") && Catch::Contains("is already all_reduce over pcie_host on 2 GPUs"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["pcie_p2p"] = 1; }), Catch::Contains("pcie_p2p"));
+  // The compute capability: a number like 8.9, with its source.
+  CHECK(hw.compute_capability == 9.0);  // the H100's own, bundled with its source
+  CHECK_THAT(broken([](nlohmann::json& j) { j["compute_capability"] = "sm_90"; }),
+             Catch::Contains("compute_capability") && Catch::Contains("8.9"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["compute_capability"] = 0; }), Catch::Contains("compute_capability"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["sources"].erase("compute_capability"); }),
+             Catch::Contains("compute_capability"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp4"] = 0.9; }),
              Catch::Contains("efficiency.dtype_ratio.fp4") && Catch::Contains("unknown field"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp8"] = 0; }),
@@ -417,6 +424,7 @@ TEST_CASE("hardware_json writes every bundled profile back to the same numbers",
     CHECK(back.collectives.size() == hw.collectives.size());
     CHECK(back.gemm_dtype_ratio == hw.gemm_dtype_ratio);
     CHECK(back.pcie_p2p == hw.pcie_p2p);
+    CHECK(back.compute_capability == hw.compute_capability);
     CHECK(back.vendor == hw.vendor);
     CHECK(back.peak_tflops.fp4 == hw.peak_tflops.fp4);
     CHECK(back.power.known == hw.power.known);

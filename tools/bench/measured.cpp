@@ -168,8 +168,10 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
       {"  without own-block caching", " --set cache_generated_blocks=false"},
       {"  without full-prompt admission", " --set admission_reserve=chunk"},
       {"  without CUDA-graph padding", " --enforce-eager"},
-      {"  none of the four (rounds 1-2)",
-       " --no-async-scheduling --set cache_generated_blocks=false --set admission_reserve=chunk --enforce-eager"},
+      {"  without one-call mixed attention", " --set mixed_attention_rows=0"},
+      {"  none of the five (rounds 1-2)",
+       " --no-async-scheduling --set cache_generated_blocks=false --set admission_reserve=chunk --enforce-eager"
+       " --set mixed_attention_rows=0"},
   };
   int i = 0;
   for (const Variant& v : variants) {
