@@ -1,5 +1,7 @@
 #include "sim/custom_all_reduce.hpp"
 
+#include "sim/engine_traits.hpp"
+
 namespace twin {
 
 double custom_all_reduce_below(const ReplicaConfig& replica, const RingCost& ring, bool pcie_p2p) {
@@ -22,7 +24,8 @@ double custom_all_reduce_below(const ReplicaConfig& replica, const RingCost& rin
   // vLLM >= 0.11 enables torch symmetric memory by default and then caps
   // the custom kernel per world size (all_reduce_utils.py,
   // CUSTOM_ALL_REDUCE_MAX_SIZES for compute capability 9.0).
-  if (replica.scheduler.preset == "vllm") {
+  const EngineTraits* engine = engine_traits(replica.scheduler.preset);
+  if (engine && engine->symmetric_memory_all_reduce) {
     if (ring.size == 6) return 512.0 * 1024;
     if (ring.size == 8) return 256.0 * 1024;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/engine_traits.hpp"
+
 namespace twin {
 
 namespace {
@@ -20,7 +22,8 @@ int64_t sglang_default_max_bs(double gpu_mib, int tp) {
 
 GraphCapture graph_capture_for(const ReplicaConfig& replica, const HardwareDesc& hw, int tp) {
   GraphCapture g;
-  const bool sglang = replica.scheduler.preset == "sglang";
+  const EngineTraits* engine = engine_traits(replica.scheduler.preset);
+  const bool sglang = engine && engine->graph_sizes == GraphSizes::sglang;
   if (sglang) g.sizes = GraphCapture::Sizes::sglang;
   if (replica.graph_capture_max_tokens >= 0) {
     g.max_tokens = replica.graph_capture_max_tokens;

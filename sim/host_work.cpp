@@ -1,50 +1,11 @@
 #include "sim/host_work.hpp"
 
 #include <algorithm>
-#include <string_view>
+
+#include "sim/engine_traits.hpp"
 
 namespace twin {
 namespace {
-
-// One engine's host work per item, in microseconds on the hosts its
-// published profiles ran on. Every figure's source is in docs/op-costs.md
-// ("Host work per step"); the tags are those of docs/hardware.md.
-struct EngineHostFigures {
-  std::string_view preset;
-  double per_seq_us;
-  double per_token_us;
-  double per_sample_us;
-  double exposed_us;
-};
-
-constexpr EngineHostFigures kEngines[] = {
-    // vLLM v1 (0.11-0.19). per_sample: Scheduler.update_from_output on
-    // decode batches, 0.287 ms at 256 requests and 0.142 ms at 128 (vLLM
-    // PR #46112's micro-benchmark): 1.1 us per sampling request (D).
-    // per_seq: schedule() and the persistent batch's per-request updates,
-    // taken as about one update_from_output each (E). per_token: input
-    // preparation is vectorised over tokens (numpy), 0.05 us (E).
-    // exposed: 0, under async scheduling input preparation and sampling
-    // overlap the forward pass (vLLM PR #23569) (R).
-    {"vllm", 2.0, 0.05, 1.1, 0.0},
-    // vLLM v0: sampling, input preparation, output processing and the
-    // scheduler together about 20 ms per step at batch 200 (vLLM issue
-    // #6801): 100 us per sequence (D), split evenly between per-sequence
-    // and per-sample work (E: no split published). Python lists per token
-    // in prepare_input: 0.2 us (E).
-    {"vllm-v0", 50.0, 0.2, 50.0, 0.0},
-    // SGLang: no published per-request figure; a Python scheduler over a
-    // persistent batch as vLLM v1's, so vLLM v1's figures (E). Its overlap
-    // scheduler leaves no GPU idle time between decode batches (SGLang
-    // v0.4 blog's Nsight profile): exposed 0 (R).
-    {"sglang", 2.0, 0.05, 1.1, 0.0},
-    // TensorRT-LLM (PyTorch executor): host_step_time 45.11 ms per
-    // iteration at max_batch_size 1536 per attention-DP rank (TensorRT-LLM
-    // PR #10273, GB200, GPT-OSS-120B): 29 us per sequence, all of the
-    // step's host work (D; no split into sampling published, so all per
-    // sequence). Overlap scheduler: exposed 0 (R, its docs).
-    {"trtllm", 29.0, 0.05, 0.0, 0.0},
-};
 
 // A profile's own figure where set (>= 0), else the engine's over the host's speed.
 double pick_ns(double profile_us, double engine_us, double host_speed) {
@@ -61,12 +22,13 @@ HostWork flat_host_work(const HardwareDesc& hw) {
 }
 
 HostWork host_work_for(const SchedulerConfig& config, const HardwareDesc& hw) {
-  const auto it = std::find_if(std::begin(kEngines), std::end(kEngines),
-                               [&](const EngineHostFigures& e) { return e.preset == config.preset; });
-  if (it == std::end(kEngines)) return flat_host_work(hw);
+  // The engine's figures and their sources: sim/engine_traits.cpp.
+  const EngineTraits* engine = engine_traits(config.preset);
+  if (!engine) return flat_host_work(hw);
+  const EngineHostFigures* it = &engine->host;
   const double speed = hw.host_speed > 0 ? hw.host_speed : 1.0;
   HostWork w;
-  w.engine = std::string(it->preset);
+  w.engine = std::string(engine->preset);
   // The fixed term is the profile's: the node's, fitted with it.
   w.fixed_ns = hw.step_overhead_us * 1e3;
   w.per_seq_ns = pick_ns(hw.host_per_seq_us, it->per_seq_us, speed);

@@ -9,7 +9,8 @@
 // sampling sequences. The figures are the engine's (the scheduler preset's),
 // from that engine's published profiles, over the hardware profile's
 // host_speed; the fixed term is the profile's step_overhead_us. Where each
-// figure comes from: docs/op-costs.md, "Host work per step".
+// figure comes from: docs/op-costs.md, "Host work per step"; the figures
+// themselves are each engine's row of sim/engine_traits.cpp.
 #include <cstdint>
 #include <string>
 

@@ -7,7 +7,8 @@
 // kernel costs a launch and a pass over the rows on every step, which at
 // small batches is a visible share of a decode step (issue 38: fp8 steps
 // priced too fast). Where each engine fuses and where not, with the files
-// it was read from: docs/engines.md, "fp8 activation quantisation".
+// it was read from: docs/engines.md, "fp8 activation quantisation"; the
+// set per engine is its row of sim/engine_traits.cpp.
 #include <cstdint>
 
 #include "engine/core/scheduler_config.hpp"
