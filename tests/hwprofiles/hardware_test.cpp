@@ -2,6 +2,7 @@
 // field it rejects; the GEMM efficiency curve interpolates in log space.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -168,17 +169,28 @@ TEST_CASE("GEMM efficiency interpolates in log space between curve points") {
   CHECK(gemm_efficiency(hw, 1e8) == Approx(0.5));
   CHECK(gemm_efficiency(hw, std::pow(10.0, 8.5)) == Approx(0.55));
   CHECK(gemm_efficiency(hw, 1e12) == Approx(0.7));  // flat above the last point
-  // The bundled curves rise with size and end at the large-GEMM efficiency.
+  // The bundled curves rise with size, except where measured points fall
+  // (the L4 throttles on large GEMMs; the roofline holds times
+  // non-decreasing either way). The compute efficiency, which caps the
+  // curve, is the curve's top.
   for (const auto& name : hardware_names()) {
     auto real = resolve_hardware(name);
     INFO(name);
+    bool dips = false;
+    for (std::size_t i = 1; i < real.gemm_curve.size(); ++i) {
+      const auto& a = real.gemm_curve[i - 1];
+      const auto& b = real.gemm_curve[i];
+      dips = dips || b.efficiency < a.efficiency;
+    }
     double prev = 0;
     for (double f = 1e5; f < 1e13; f *= 3) {
       const double e = gemm_efficiency(real, f);
-      CHECK(e >= prev);
+      if (!dips) CHECK(e >= prev);
       prev = e;
     }
-    if (real.kind == DeviceKind::gpu) CHECK(gemm_efficiency(real, 1e13) == Approx(real.compute_efficiency).margin(0.01));
+    double top = 0;
+    for (const auto& p : real.gemm_curve) top = std::max(top, p.efficiency);
+    if (real.kind == DeviceKind::gpu) CHECK(top == Approx(real.compute_efficiency).margin(0.01));
   }
 }
 
