@@ -17,6 +17,9 @@ two curves a hardware profile names by FLOPs (docs/hardware.md):
 - `attention_prefill`: vLLM's attention call for a prefill chunk (FLOPs
   as models/step_ops counts them: 4 x head_dim x q_heads per score pair,
   c x context + c(c+1)/2 pairs), the median of each half-decade.
+- `attention_decode`: the call for a decode-only batch, a memory roof by
+  the bytes models/step_ops counts (the K and V of every context token and
+  the new ones, the queries and outputs), the median of each half-decade.
 
 Reproduce (stdlib Python only):
 
@@ -190,6 +193,22 @@ def curve_at(points, x):
     return points[-1][1]
 
 
+def decode_points(repo, gpu, bandwidth):
+    points = []
+    for model in MODELS:
+        rows = read_csv(repo, f"profiler/perf/{gpu}/{model}/bf16/tp1/attention.csv")
+        if rows is None:
+            continue
+        _, _, q, kv, hd = MODELS[model]
+        for chunk, _, decodes, kv_len, us in rows:
+            n, k = int(decodes), int(kv_len)
+            if int(chunk) != 0 or n == 0:
+                continue
+            byts = n * (k + 1) * 2 * kv * hd * 2 + n * 2 * kv * hd * 2 + n * 2 * q * hd * 2
+            points.append((byts, byts / (busy(us) * bandwidth)))
+    return points
+
+
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--table", "--check-mixed")]
     if len(args) != 1:
@@ -204,7 +223,9 @@ def main():
             sys.exit(f"{repo}: no {gpu} dense.csv at {COMMIT}")
         gemm, t0 = with_small_sizes(gemm, peak)
         attention = half_decade_medians(attention_points(repo, gpu, peak))
-        out[profile] = {"gemm_curve": gemm, "gemm_fixed_us": round(t0 * 1e6, 2), "attention_prefill": attention}
+        decode = half_decade_medians(decode_points(repo, gpu, bandwidth))
+        out[profile] = {"gemm_curve": gemm, "gemm_fixed_us": round(t0 * 1e6, 2), "attention_prefill": attention,
+                        "attention_decode": decode}
     if "--check-mixed" in sys.argv:
         check_mixed(repo, out)
         return
