@@ -124,19 +124,22 @@ def with_small_sizes(curve, peak):
     return small + curve, t0
 
 
-def attention_points(repo, gpu, peak):
-    points = []
+def attention_rows(repo, gpu):
+    """(model's q heads, kv heads, head_dim, chunk, context, decodes, kv_len, us) of every timed attention call."""
     for model in MODELS:
         rows = read_csv(repo, f"profiler/perf/{gpu}/{model}/bf16/tp1/attention.csv")
-        if rows is None:
-            continue
-        _, _, q, _, hd = MODELS[model]
-        for chunk, context, decodes, _, us in rows:
-            c, ctx = int(chunk), int(context)
-            if c == 0 or int(decodes) != 0:
-                continue  # prefill chunks alone
-            flops = 4.0 * hd * q * (c * ctx + c * (c + 1) / 2)
-            points.append((flops, flops / (busy(us) * peak)))
+        _, _, q, kv, hd = MODELS[model]
+        for chunk, context, decodes, kv_len, us in rows or []:
+            yield q, kv, hd, int(chunk), int(context), int(decodes), int(kv_len), us
+
+
+def attention_points(repo, gpu, peak):
+    points = []
+    for q, _, hd, c, ctx, n, _, us in attention_rows(repo, gpu):
+        if c == 0 or n != 0:
+            continue  # prefill chunks alone
+        flops = 4.0 * hd * q * (c * ctx + c * (c + 1) / 2)
+        points.append((flops, flops / (busy(us) * peak)))
     return points
 
 
@@ -195,17 +198,11 @@ def curve_at(points, x):
 
 def decode_points(repo, gpu, bandwidth):
     points = []
-    for model in MODELS:
-        rows = read_csv(repo, f"profiler/perf/{gpu}/{model}/bf16/tp1/attention.csv")
-        if rows is None:
-            continue
-        _, _, q, kv, hd = MODELS[model]
-        for chunk, _, decodes, kv_len, us in rows:
-            n, k = int(decodes), int(kv_len)
-            if int(chunk) != 0 or n == 0:
-                continue
-            byts = n * (k + 1) * 2 * kv * hd * 2 + n * 2 * kv * hd * 2 + n * 2 * q * hd * 2
-            points.append((byts, byts / (busy(us) * bandwidth)))
+    for q, kv, hd, c, _, n, k, us in attention_rows(repo, gpu):
+        if c != 0 or n == 0:
+            continue  # decode-only batches
+        byts = n * (k + 1) * 2 * kv * hd * 2 + n * 2 * kv * hd * 2 + n * 2 * q * hd * 2
+        points.append((byts, byts / (busy(us) * bandwidth)))
     return points
 
 
