@@ -460,11 +460,11 @@ void add_mix(StepMix* to, const StepMix& from) {
 }
 }  // namespace
 
-void RooflineCostModel::merge_mixed_attention(std::size_t from) {
+void RooflineCostModel::merge_mixed_attention() {
   if (params_.mixed_attention_rows <= 0 || model_.is_mla()) return;
   std::size_t prefill = ops_.size(), decode = ops_.size();
   int prefills = 0, decodes = 0;
-  for (std::size_t i = from; i < ops_.size(); ++i) {
+  for (std::size_t i = 0; i < ops_.size(); ++i) {
     if (ops_[i].kind == OpKind::attn_prefill) prefill = i, ++prefills;
     if (ops_[i].kind == OpKind::attn_decode) decode = i, ++decodes;
   }
@@ -482,7 +482,7 @@ double RooflineCostModel::price_all(const StepSums& sums, std::int32_t stage, st
                                      StepPrice* slot, StepMix* mix) {
   ops_.clear();
   step_ops(model_, sums, layout_, weights_, kv_, stage, ops_);
-  merge_mixed_attention(0);
+  merge_mixed_attention();
   if (ops_.empty()) return 0;
   double total = 0;
   std::size_t tail = 0;
@@ -552,7 +552,7 @@ Time RooflineCostModel::stage_time(const StepInput& step, std::vector<OpCost>* b
   // Same order as price_all: the head, this step's attention, the tail.
   ops_.clear();
   attention_ops(model_, sums, layout_, weights_, kv_, step.stage, ops_);
-  merge_mixed_attention(0);
+  merge_mixed_attention();
   double total = slot.head_ns;
   StepMix attention;
   for (const Op& op : ops_) {

@@ -75,12 +75,12 @@ struct CollectiveCurve {
   double time_ns(double bytes) const;
 };
 
-// Everything the roofline needs about one replica's GPUs and links: plain
-// numbers, filled from the hardware profile and the cluster graph.
 // The share of a PCIe link a collective staged through host memory gets
 // (no peer-to-peer: NCCL's SHM transport); roofline_cost_model.cpp says why.
 inline constexpr double kHostStagedShare = 0.5;
 
+// Everything the roofline needs about one replica's GPUs and links: plain
+// numbers, filled from the hardware profile and the cluster graph.
 struct RooflineParams {
   static constexpr std::array<std::int8_t, kNumOpKinds> filled(std::int8_t v) {
     std::array<std::int8_t, kNumOpKinds> a{};
@@ -248,10 +248,10 @@ class RooflineCostModel final : public CostModel {
   // ns of one TP all-reduce/gather or EP all-to-all call; names the curve
   // (or "link", the formula) in `curve`.
   double collective_ns(const Op& op, std::int32_t stage, std::string_view& curve) const;
-  // Folds a mixed step's decode attention into its prefill attention op
-  // (ops_ from `from` on) when params_.mixed_attention_rows says the engine
-  // runs them as one call.
-  void merge_mixed_attention(std::size_t from);
+  // Folds a mixed step's decode attention op in ops_ into its prefill
+  // attention op when params_.mixed_attention_rows says the engine runs
+  // them as one call.
+  void merge_mixed_attention();
   // The share of a link's bandwidth a formula-priced collective gets:
   // kHostStagedShare over PCIe without peer-to-peer, else 1.
   double host_staged_share(PathLink link) const;
