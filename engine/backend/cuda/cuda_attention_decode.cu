@@ -17,8 +17,8 @@
 // arithmetic is decode_attention.hpp, shared with the CPU tests, which
 // replay this kernel's thread mapping on the host.
 //
-// Never run on a GPU yet: correctness rests on the host emulation
-// (tests/backend_cuda/test_decode_attention.cpp) and the CUDA-vs-CPU tests.
+// Checked by the host emulation (tests/backend_cuda/test_decode_attention.cpp)
+// and the CUDA-vs-CPU tests, which passed on an H200 (2026-12-04).
 #include "engine/backend/cuda/cuda_attention_decode.hpp"
 #include "engine/backend/cuda/cuda_device_util.cuh"
 #include "engine/backend/cuda/decode_attention.hpp"

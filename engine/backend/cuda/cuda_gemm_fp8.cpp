@@ -7,8 +7,10 @@
 // path needs nothing newer than per-tensor-scale cuBLASLt. fp8 operands
 // must be "TN" (A transposed) with leading dimensions multiples of 16,
 // which the engine's row-major layout gives: C^T (n x m) = op_T(W') (n x k)
-// x A' (k x m), as in gemm_unchecked. Never run on a GPU yet; the
-// CUDA-vs-CPU test compares it with the CPU's reference (cpu_gemm_fp8.cpp).
+// x A' (k x m), as in gemm_unchecked. The CUDA-vs-CPU test compares it with
+// the CPU's reference (cpu_gemm_fp8.cpp); on an H200 (2026-12-04) it agreed
+// within Hopper's fp8 accumulator and ran at 0.49x torch._scaled_mm: the f32
+// product's round trip for the scales is the cost (docs/cuda.md).
 #include <cstdint>
 #include <string>
 
