@@ -29,7 +29,8 @@ h200-ncu-b32.csv, in the folder given) and the SDPA figures below:
   tools/fit-curves.py --h200-ncu DIR        # rewrites that table, then fits
 
 tools/gpu-check's anchors stage writes a denser sweep of the same ops
-(PyTorch's kernels, $OUT/h200_op_times_torch.csv); it replaces the table:
+(PyTorch's kernels, $OUT/h200_op_times_torch.csv); its points are merged
+into the table where it has none and PyTorch's host time did not set them:
 
   tools/fit-curves.py --h200-table h200_op_times_torch.csv
 
@@ -558,6 +559,32 @@ def write_table(path, table):
         w.writerows(table)
 
 
+OP_ORDER = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head", "attn_decode", "attn_prefill")
+
+
+def host_bound(r):
+    """A sweep point PyTorch's host time per call may have set rather than
+    the kernel: GEMMs under 64 rows (16-31 us where Nsight timed their
+    kernels at 15-17 us), decode attention under 0.1 ms, prefill attention
+    under 1,024 tokens (512 tokens measured faster than 128)."""
+    op, batch, tokens, ms = r[3], r[4], r[5], r[7]
+    if op == "attn_decode":
+        return ms < 0.1
+    if op == "attn_prefill":
+        return tokens < 1024
+    return batch * tokens < 64
+
+
+def merge_h200_sweep(table, sweep):
+    """The table the H200's curves are fitted to, with a gpu-check sweep's
+    points added where the table has none at that shape and PyTorch's host
+    time did not set them; the table's own points (Nsight's kernel times)
+    are kept."""
+    have = {tuple(r[:7]) for r in table}
+    merged = table + [r for r in sweep if tuple(r[:7]) not in have and not host_bound(r)]
+    return sorted(merged, key=lambda r: (OP_ORDER.index(r[3]), r[4], r[5], r[6]))
+
+
 def main():
     args = sys.argv[1:]
     if "--h200-ncu" in args:
@@ -567,11 +594,11 @@ def main():
         write_table(H200_TABLE, build_h200_table(args[i + 1]))
         del args[i:i + 2]
     if "--h200-table" in args:
-        # gpu-check's sweep (tools/gpu-anchors.py --table): it replaces the table.
+        # gpu-check's sweep (tools/gpu-anchors.py --table), merged into the table.
         i = args.index("--h200-table")
         if i + 1 >= len(args):
             raise SystemExit("fit-curves: --h200-table needs the CSV tools/gpu-anchors.py --table wrote")
-        write_table(H200_TABLE, read_table(args[i + 1]))
+        write_table(H200_TABLE, merge_h200_sweep(read_table(H200_TABLE), read_table(args[i + 1])))
         del args[i:i + 2]
     dirs = [a for a in args if not a.startswith("--")]
     if dirs:
@@ -651,6 +678,13 @@ def main():
                         ratios = sorted((q["flops"] / q["bytes"], needed(pricer, q, "compute") /
                                          at(q["flops"] / q["bytes"])) for q in compute_pts)
                         row = slots["compute"].rows[0][1]
+                        # Past the largest point the ratio returns to 1 by the
+                        # last knot: a ratio measured near the ridge is the
+                        # H200's faster memory, not faster tensor cores (the
+                        # LM head measured only to 256 rows would otherwise
+                        # price 4,096 rows at the peak).
+                        if ratios and ratios[-1][0] < row[-1][0]:
+                            ratios.append((row[-1][0], 1.0))
                         for j, (x, _) in enumerate(row):
                             row[j] = (x, min(1.0, at(x) * (interp(ratios, x) if ratios else 1.0)))
                         movable = free_knots(slots["compute"], pts)

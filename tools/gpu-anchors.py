@@ -11,6 +11,7 @@ writes them as rows of tests/sim/data/h200_op_times.csv's format, for
 tools/fit-curves.py --h200-table PATH to fit the H200's curves from."""
 import csv
 import sys
+import time
 
 try:
     import torch
@@ -150,7 +151,7 @@ for rows in (1, 256):
 if "--table" in sys.argv:
     path = sys.argv[sys.argv.index("--table") + 1]
     name = torch.cuda.get_device_name().replace(",", " ")
-    source = f"gpu-anchors.py torch {torch.__version__} on {name}"
+    source = f"gpu-anchors.py torch {torch.__version__} on {name} {time.strftime('%Y-%m-%d')}"
     rows = []
     tokens_list = (1, 4, 16, 32, 64, 96, 128, 192, 256, 384, 512, 1024, 1536, 2048, 3072, 4096)
     for op, n, k in (("qkv_proj", 6144, H), ("o_proj", H, H), ("gate_up_proj", 2 * I, H), ("down_proj", H, I)):

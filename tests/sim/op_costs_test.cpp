@@ -182,11 +182,12 @@ TEST_CASE("roofline op prices against our H200's measured kernels", "[op-costs]"
   REQUIRE(rows.size() >= 30);
   CHECK(check_table(rows, kKnownH200Misses) >= static_cast<int>(rows.size()) - 1);
 
-  // Figures the curves were not fitted to, measured with PyTorch on the
-  // same H200 (tools/gpu-anchors.py, 2026-12-01): one layer's four GEMMs at
-  // 4,096 tokens ran at 768 TFLOP/s together, the LM head at 4,096 rows at
-  // 700, and a batch-1 decode step's GEMVs (every layer's and the LM head's,
-  // with the SiLU-and-multiply between them) took 3.93 ms in a CUDA graph.
+  // Figures measured with PyTorch on the same H200 (tools/gpu-anchors.py,
+  // 2026-12-01): the LM head at 4,096 rows ran at 700 TFLOP/s and a batch-1
+  // decode step's GEMVs (every layer's and the LM head's, with the
+  // SiLU-and-multiply between them) took 3.93 ms in a CUDA graph, neither
+  // in the table; one layer's four GEMMs at 4,096 tokens ran at 768 TFLOP/s
+  // together (the table's 4,096-row points are the 2026-12-04 sweep's).
   auto priced = [](const std::string& op, int batch, std::int64_t tokens) {
     Row r;
     r.gpu = "h200";
