@@ -160,6 +160,12 @@ struct HardwareDesc {
   // attention backend, sim/mixed_attention.hpp). 0: not known or not CUDA.
   // Key: compute_capability.
   double compute_capability = 0;
+  // GPU time per grid block of a mixed step's one varlen attention call
+  // (sim/mixed_attention.hpp), over the whole device: each decode takes a
+  // block per query head and per tile of the longest chunk, one of which
+  // works and the rest exit at once. 0: not known, not priced.
+  // Key: mixed_attention_block_ns.
+  double mixed_attention_block_ns = 0;
   std::vector<CollectiveCurveDesc> collectives;  // key: collectives
   // Memory the serving process holds outside the weights, activations and
   // KV cache, per GPU: the CUDA context and library workspaces (vLLM's

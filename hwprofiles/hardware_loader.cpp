@@ -63,7 +63,7 @@ constexpr const char* kTopKeys[] = {
     "host_speed", "host_per_seq_us", "host_per_token_us", "host_per_sample_us", "host_exposed_us",
     "pcie_bandwidth_gbps", "pcie_latency_us", "nic_bandwidth_gbps", "nic_latency_us", "kernel_launch_us",
     "step_overhead_us", "interconnect", "runtime_reserve_mib", "collective_reserve_mib", "efficiency", "price_per_gpu_hour",
-    "sources", "pcie_p2p", "collectives", "compute_capability",
+    "sources", "pcie_p2p", "collectives", "compute_capability", "mixed_attention_block_ns",
     "vendor",  // issue 41
     "fitted_from",
     "power"};  // issue 44
@@ -395,6 +395,13 @@ void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json&
       json_field_error(origin, "compute_capability", "expected a CUDA compute capability such as 8.9 or 12.0");
     hw.compute_capability = cc.get<double>();
     numeric_fields.insert("compute_capability");
+  }
+  if (j.contains("mixed_attention_block_ns")) {
+    const auto& b = j["mixed_attention_block_ns"];
+    if (!b.is_number() || !(b.get<double>() >= 0.0 && b.get<double>() < 1e6))
+      json_field_error(origin, "mixed_attention_block_ns", "expected nanoseconds >= 0 per grid block");
+    hw.mixed_attention_block_ns = b.get<double>();
+    numeric_fields.insert("mixed_attention_block_ns");
   }
   hw.collectives = read_collectives(j, origin);
   for (const auto& c : hw.collectives) numeric_fields.insert("collectives." + c.name);

@@ -97,6 +97,7 @@ void put_optional(Json& j, const HardwareDesc& hw) {
   if (hw.vendor != "nvidia" || hw.sources.count("vendor")) j["vendor"] = hw.vendor;
   if (hw.sources.count("pcie_p2p")) j["pcie_p2p"] = hw.pcie_p2p;
   if (hw.sources.count("compute_capability")) j["compute_capability"] = hw.compute_capability;
+  if (hw.sources.count("mixed_attention_block_ns")) j["mixed_attention_block_ns"] = hw.mixed_attention_block_ns;
   if (!hw.collectives.empty()) j["collectives"] = collectives_json(hw);
   if (hw.power.known) {
     j["power"] = Json{{"idle_w", hw.power.idle_w},

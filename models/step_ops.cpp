@@ -42,6 +42,7 @@ double kv_tokens(const AttentionSums& s) { return static_cast<double>(s.context 
 void add_seq(AttentionSums& s, int64_t n, int64_t c, int64_t window) {
   s.seqs += 1;
   s.tokens += n;
+  s.longest = std::max(s.longest, n);
   if (window <= 0) {
     s.context += c;
     s.score_pairs += n * c + n * (n + 1) / 2;
@@ -64,6 +65,7 @@ void add_seq_chunked(AttentionSums& s, int64_t n, int64_t c, int64_t chunk) {
   };
   s.seqs += 1;
   s.tokens += n;
+  s.longest = std::max(s.longest, n);
   s.context += c % chunk;
   s.score_pairs += seen(c + n) - seen(c);
 }
@@ -124,7 +126,7 @@ Op attention(OpKind kind, const AttentionSums& s, int64_t q_heads, int64_t head_
   const double new_tokens = static_cast<double>(s.tokens);
   // Every field named: the per-step hot path builds these (no zero-fill first).
   return Op{.kind = kind,
-            .m = 0,
+            .m = s.longest,
             .n = q_heads,
             .k = head_dim,
             .num_seqs = s.seqs,
@@ -138,7 +140,8 @@ Op attention(OpKind kind, const AttentionSums& s, int64_t q_heads, int64_t head_
                      + new_tokens * 2.0 * q_dim * act,      // Q read, O written
             .repeat = static_cast<int32_t>(repeat),
             .comm_bytes = 0,
-            .group = 1};
+            .group = 1,
+            .fixed_ns = 0};
 }
 
 // Multi-head latent attention's attention call, as vLLM's MLA backends run
@@ -243,7 +246,7 @@ int64_t ep_share(int64_t x, int ep) { return (x + ep - 1) / ep; }
 AttentionSums ep_share(const AttentionSums& a, int ep) {
   if (ep <= 1) return a;
   return AttentionSums{ep_share(a.seqs, ep), ep_share(a.tokens, ep), ep_share(a.context, ep),
-                       ep_share(a.score_pairs, ep)};
+                       ep_share(a.score_pairs, ep), a.longest};
 }
 
 // The stage's layers of each kind (all full attention unless the model has

@@ -48,7 +48,8 @@ struct BatchShape {
 //   attn_prefill: the seqs with new > 1 or no context; attn_decode: new == 1
 //     with context. num_seqs, tokens = sum of new, context = sum of context
 //     (of the context inside the sliding window, for a windowed model)
-//     before the step; n = query heads on this GPU, k = head_dim. A model
+//     before the step; n = query heads on this GPU, k = head_dim, m = the
+//     most new tokens of one seq (a varlen call's query tiles). A model
 //     with per-layer attention kinds has one op per kind present (full
 //     layers, then the local ones: their context the part of the window or
 //     chunk the queries read). Multi-head latent attention (ModelDesc::
@@ -122,6 +123,9 @@ struct Op {
   int32_t repeat = 1;     // identical instances per step on one GPU (e.g. layers in the stage)
   double comm_bytes = 0;  // one instance: bytes of the collective / transfer
   int32_t group = 1;      // GPUs in the collective
+  // One instance's time beyond both roofs: work neither FLOPs nor bytes
+  // describe (a mixed attention call's grid blocks, sim/mixed_attention).
+  double fixed_ns = 0;
 };
 
 // Appends the ops ONE GPU of stage `pp_stage` executes for the step, by
@@ -163,6 +167,7 @@ std::int64_t medusa_heads_bytes(const ModelDesc& m, std::int32_t heads, const We
 struct AttentionSums {
   int64_t seqs = 0, tokens = 0, context = 0;  // context: inside the sliding window
   int64_t score_pairs = 0;                    // (query, key) pairs with causal masking
+  int64_t longest = 0;                        // the most new tokens of one seq
 };
 struct StepSums {
   AttentionSums prefill, decode;

@@ -392,6 +392,7 @@ RooflineParams group_roofline_params(ClusterTopology& topology, const GroupPlan&
   params.host = host_work_for(g.replica.scheduler, g.hardware);
   params.separate_input_quant = separate_input_quant(g.replica.scheduler, g.precision);
   params.mixed_attention_rows = mixed_attention_rows_for(g.replica, g.hardware);
+  params.mixed_attention_block_ns = g.hardware.mixed_attention_block_ns;
   const std::vector<GpuId>& gpus = g.replica_gpus.front();
   const std::int32_t stage_gpus = g.layout.gpus_per_stage();
   for (int stage = 0; stage < gc.pp; ++stage) {

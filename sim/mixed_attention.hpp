@@ -5,8 +5,11 @@
 // 8.x (Ampere, Ada) or 12.x (the RTX Blackwell cards), makes one varlen
 // kernel call of the whole batch, and that kernel tiles each head's queries
 // 64 rows at a time, so a decode's one query costs a 64-row tile over its
-// context; a decode-only batch takes the kernel's split-KV decode path
-// instead. Elsewhere (FlashAttention-3 on Hopper, FlashInfer on datacenter
+// context, and its grid holds a block per seq, query head and 64-row tile
+// of the longest chunk, so a decode also takes the time of the blocks past
+// its one row (HardwareDesc::mixed_attention_block_ns each, priced by
+// RooflineCostModel::merge_mixed_attention); a decode-only batch takes
+// the kernel's split-KV decode path instead. Elsewhere (FlashAttention-3 on Hopper, FlashInfer on datacenter
 // Blackwell, SGLang, TensorRT-LLM) prefill and decode attention run apart:
 // 0. A replica knob mixed_attention_rows >= 0 overrides it.
 #include <cstdint>

@@ -277,7 +277,7 @@ OpCost RooflineCostModel::price(const Op& op, std::int32_t stage) const {
       const double compute = compute_ns(op, compute_eff);
       const double memory = op.bytes / (params_.memory_bandwidth * memory_eff) * 1e9;
       c.compute_bound = compute > memory;
-      one = std::max(compute, memory) + params_.kernel_launch_ns;
+      one = std::max(compute, memory) + params_.kernel_launch_ns + op.fixed_ns;
       if ((params_.separate_input_quant & op_kind_bit(op.kind)) != 0) {
         // The engine's own quantisation kernel before this GEMM: reads the
         // m x k activations, writes them in fp8 with a 4-byte scale per row.
@@ -475,6 +475,13 @@ void RooflineCostModel::merge_mixed_attention() {
   // runs at the chunk's attention efficiency (its shape keys the curves).
   ops_[prefill].flops += ops_[decode].flops * params_.mixed_attention_rows;
   ops_[prefill].bytes += ops_[decode].bytes;
+  // The call's grid has a block per seq, query head and tile of the longest
+  // chunk; a decode's blocks past its one query row exit at once, but every
+  // block takes the device's time (fitted to vLLM's calls on the card,
+  // tools/fit-lss-curves.py --check-mixed).
+  const double tiles = std::ceil(static_cast<double>(ops_[prefill].m) / params_.mixed_attention_rows);
+  ops_[prefill].fixed_ns += static_cast<double>(ops_[decode].num_seqs) * static_cast<double>(ops_[prefill].n) *
+                            tiles * params_.mixed_attention_block_ns;
   ops_.erase(ops_.begin() + static_cast<std::ptrdiff_t>(decode));
 }
 

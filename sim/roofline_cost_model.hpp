@@ -137,6 +137,8 @@ struct RooflineParams {
   // A mixed step's attention runs as one varlen call padding each decode's
   // query to this many rows per head (sim/mixed_attention.hpp); 0: apart.
   std::int32_t mixed_attention_rows = 0;
+  // That call's time per grid block (HardwareDesc::mixed_attention_block_ns).
+  double mixed_attention_block_ns = 0;
   // Per stage: TP all-reduces of fewer bytes run the engine's own kernel
   // (sim/custom_all_reduce.hpp), priced on the profile's custom_all_reduce
   // curve for the group where it has one; 0 or missing: NCCL for all.

@@ -35,7 +35,8 @@ after cached ones), decode attention. With --check-mixed it prints, per
 decode count, the median error of the simulator's model of a mixed step's
 attention (one varlen call: the chunk's FLOPs plus the decodes' x 64, on the
 fitted prefill-attention curve, plus the 4 us launch; docs/engines.md)
-against vLLM's measured calls of Llama-3.1-8B.
+against vLLM's measured calls of every model timed on the card, without and
+with the time per grid block it fits (the profiles' mixed_attention_block_ns).
 """
 import csv
 import io
@@ -170,21 +171,56 @@ def write_table(repo):
             w.writerow(r[:7] + [f"{r[7]:.5f}", r[8]])
 
 
+# A mixed call's rows a card's KV cache can hold for one layer (Llama-3.1-8B
+# on a 24 GB card keeps about 40k tokens): the profiler also timed batches
+# of 128 decodes x 16k keys, whose times jump 3-4x past this, in a regime
+# no deployment reaches.
+MIXED_KEYS_LIMIT = 131072
+# vLLM's FlashAttention-2 paged varlen kernel tiles each sequence's queries
+# 64 rows at a time, over a grid of ceil(longest chunk / 64) tiles per
+# sequence and query head (vllm-flash-attn, run_mha_fwd_splitkv_dispatch).
+MIXED_TILE_ROWS = 64
+
+
+def mixed_calls(repo, gpu, curves):
+    """(priced seconds without the grid term, the decodes' grid blocks, measured seconds, decodes) of
+    every mixed call (one chunk from an empty context and its decodes)."""
+    profile, peak, bandwidth = GPUS[gpu]
+    points = curves[profile]["attention_prefill"]
+    for q, kv, hd, c, ctx, n, k, us in attention_rows(repo, gpu):
+        if c == 0 or n == 0 or ctx != 0 or n * k > MIXED_KEYS_LIMIT:
+            continue
+        flops = 4.0 * hd * q * (c * (c + 1) / 2) + 4.0 * hd * q * n * (k + 1) * MIXED_TILE_ROWS
+        compute = flops / (curve_at(points, flops) * peak)
+        memory = n * k * 2 * kv * hd * 2 / (bandwidth * 0.85)  # the decodes' K and V, bf16
+        blocks = n * q * math.ceil(c / MIXED_TILE_ROWS)
+        yield max(compute, memory) + LAUNCH_S, blocks, float(us) * 1e-6, n
+
+
+def fit_block_s(calls):
+    """The time per grid block of a decode (the one tile that works and the
+    ones past its single query row that exit at once), least squares on the
+    relative error: t = priced + blocks x b."""
+    num = sum(blocks / t * (1 - priced / t) for priced, blocks, t, _ in calls)
+    den = sum((blocks / t) ** 2 for _, blocks, t, _ in calls)
+    return num / den
+
+
 def check_mixed(repo, curves):
-    model = "meta-llama/Llama-3.1-8B"
-    _, _, q, kv, hd = MODELS[model]
-    for gpu, (profile, peak, bandwidth) in GPUS.items():
-        points = curves[profile]["attention_prefill"]
-        errors = {}
-        for chunk, context, decodes, kv_len, us in read_csv(repo, f"profiler/perf/{gpu}/{model}/bf16/tp1/attention.csv"):
-            c, ctx, n, k = int(chunk), int(context), int(decodes), int(kv_len)
-            if c == 0 or n == 0 or ctx != 0:
-                continue
-            flops = 4.0 * hd * q * (c * (c + 1) / 2) + 4.0 * hd * q * n * (k + 1) * 64
-            compute = flops / (curve_at(points, flops) * peak)
-            memory = n * k * 2 * kv * hd * 2 / (bandwidth * 0.85)  # the decodes' K and V, bf16
-            errors.setdefault(n, []).append((max(compute, memory) + LAUNCH_S) / (float(us) * 1e-6) - 1)
-        print(f"{profile}: " + ", ".join(f"{n} decodes {statistics.median(e):+.0%} (of {len(e)})" for n, e in sorted(errors.items())))
+    """Per card: the fitted time per grid block, and the median error per
+    decode count of the mixed call priced without and with it."""
+    for gpu, (profile, _, _) in GPUS.items():
+        calls = list(mixed_calls(repo, gpu, curves))
+        b = fit_block_s(calls)
+        without, with_blocks = {}, {}
+        for priced, blocks, t, n in calls:
+            without.setdefault(n, []).append(priced / t - 1)
+            with_blocks.setdefault(n, []).append((priced + blocks * b) / t - 1)
+        med = lambda e: statistics.median(abs(x) for v in e.values() for x in v)
+        print(f"{profile}: {b * 1e9:.2f} ns a grid block, {len(calls)} calls, median |error| "
+              f"{med(without):.1%} -> {med(with_blocks):.1%}")
+        for name, errors in (("  without", without), ("  with", with_blocks)):
+            print(name + ": " + ", ".join(f"{n} decodes {statistics.median(e):+.0%}" for n, e in sorted(errors.items())))
 
 
 def curve_at(points, x):
