@@ -18,7 +18,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -132,12 +134,29 @@ struct Variant {
   const char* flags;
 };
 
+// meta.json's value at `path` (keys, outermost first), or an error naming
+// the file and the key.
+const json& meta_at(const json& meta, std::initializer_list<const char*> path, const fs::path& file) {
+  const json* j = &meta;
+  std::string name;
+  for (const char* key : path) {
+    name += name.empty() ? key : std::string(".") + key;
+    const auto it = j->find(key);
+    if (!j->is_object() || it == j->end()) throw std::runtime_error(file.string() + ": no key '" + name + "'");
+    j = &*it;
+  }
+  return *j;
+}
+
 void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
-  const json meta = json::parse(std::ifstream(dir / "meta.json"));
-  const json& args = meta.at("engine_kwargs");
-  const json& kv = meta.at("kv_cache");
-  const std::string model = bundled_name(meta.at("model").get<std::string>());
-  const std::string hw = bundled_name(meta.at("hardware").at("device_name").get<std::string>());
+  const fs::path file = dir / "meta.json";
+  const json meta = json::parse(std::ifstream(file));
+  const json& args = meta_at(meta, {"engine_kwargs"}, file);
+  // No kv_cache block (vLLM's block count not recorded): our memory plan.
+  static const json kNoKv = json::object();
+  const json& kv = meta.contains("kv_cache") ? meta_at(meta, {"kv_cache"}, file) : kNoKv;
+  const std::string model = bundled_name(meta_at(meta, {"model"}, file).get<std::string>());
+  const std::string hw = bundled_name(meta_at(meta, {"hardware", "device_name"}, file).get<std::string>());
   // vLLM's default max_model_len (null) is the model's own context.
   const auto mml = args.find("max_model_len");
   const std::string max_model_len =

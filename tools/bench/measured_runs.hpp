@@ -29,14 +29,16 @@ inline int for_each_measured_run(const char* bench, int argc, char** argv, const
     if (fs::exists(e.path() / "meta.json") && fs::exists(e.path() / needs)) runs.push_back(e.path());
   }
   std::sort(runs.begin(), runs.end());
+  int failed = 0;
   for (const fs::path& r : runs) {
     try {
       run(bin, r, work);
     } catch (const std::exception& e) {
       std::printf("== %s: %s\n", r.filename().c_str(), e.what());
+      ++failed;
     }
   }
-  return 0;
+  return failed > 0 ? 1 : 0;
 }
 
 }  // namespace twin::bench
