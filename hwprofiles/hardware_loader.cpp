@@ -377,8 +377,8 @@ std::vector<CollectiveCurveDesc> read_collectives(const nlohmann::json& j, const
   return out;
 }
 
-// The optional per-format GEMM ratios, P2P claim, compute capability and
-// collective curves; each needs a source note like any number
+// The optional per-format GEMM ratios, P2P claim, compute capability, mixed
+// attention block time and collective curves; each needs a source note like any number
 // (`numeric_fields`).
 void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json& eff, const std::string& origin,
                                   HardwareDesc& hw, std::set<std::string>& numeric_fields) {
@@ -389,20 +389,18 @@ void read_formats_and_collectives(const nlohmann::json& j, const nlohmann::json&
     hw.pcie_p2p = j["pcie_p2p"].get<bool>();
     numeric_fields.insert("pcie_p2p");  // a claim about the device: it needs its source too
   }
-  if (j.contains("compute_capability")) {
-    const auto& cc = j["compute_capability"];
-    if (!cc.is_number() || !(cc.get<double>() >= 1.0 && cc.get<double>() < 100.0))
-      json_field_error(origin, "compute_capability", "expected a CUDA compute capability such as 8.9 or 12.0");
-    hw.compute_capability = cc.get<double>();
-    numeric_fields.insert("compute_capability");
-  }
-  if (j.contains("mixed_attention_block_ns")) {
-    const auto& b = j["mixed_attention_block_ns"];
-    if (!b.is_number() || !(b.get<double>() >= 0.0 && b.get<double>() < 1e6))
-      json_field_error(origin, "mixed_attention_block_ns", "expected nanoseconds >= 0 per grid block");
-    hw.mixed_attention_block_ns = b.get<double>();
-    numeric_fields.insert("mixed_attention_block_ns");
-  }
+  // Optional numbers in [lo, hi), each a claim with its source.
+  const auto optional_number = [&](const char* key, double lo, double hi, const char* expected, double& to) {
+    if (!j.contains(key)) return;
+    const auto& v = j[key];
+    if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() < hi)) json_field_error(origin, key, expected);
+    to = v.get<double>();
+    numeric_fields.insert(key);
+  };
+  optional_number("compute_capability", 1.0, 100.0, "expected a CUDA compute capability such as 8.9 or 12.0",
+                  hw.compute_capability);
+  optional_number("mixed_attention_block_ns", 0.0, 1e6, "expected nanoseconds >= 0 per grid block",
+                  hw.mixed_attention_block_ns);
   hw.collectives = read_collectives(j, origin);
   for (const auto& c : hw.collectives) numeric_fields.insert("collectives." + c.name);
 }

@@ -379,6 +379,15 @@ TEST_CASE("collective curves and GEMM format ratios are read, checked and need a
   CHECK_THAT(broken([](nlohmann::json& j) { j["compute_capability"] = 0; }), Catch::Contains("compute_capability"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["sources"].erase("compute_capability"); }),
              Catch::Contains("compute_capability"));
+  // The mixed attention call's time per grid block: optional, >= 0 ns.
+  CHECK(hw.mixed_attention_block_ns == 0);  // none measured on the H100 (FlashAttention 3 there)
+  CHECK_THAT(broken([](nlohmann::json& j) {
+               j["mixed_attention_block_ns"] = -1;
+               j["sources"]["mixed_attention_block_ns"] = "x";
+             }),
+             Catch::Contains("mixed_attention_block_ns") && Catch::Contains("nanoseconds"));
+  CHECK_THAT(broken([](nlohmann::json& j) { j["mixed_attention_block_ns"] = 2.0; }),
+             Catch::Contains("missing source note for mixed_attention_block_ns"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp4"] = 0.9; }),
              Catch::Contains("efficiency.dtype_ratio.fp4") && Catch::Contains("unknown field"));
   CHECK_THAT(broken([](nlohmann::json& j) { j["efficiency"]["dtype_ratio"]["fp8"] = 0; }),
