@@ -368,6 +368,8 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
   append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
 }
 
+namespace {
+
 // Rows of hidden states an EP rank receives per dispatch (and sends back
 // per combine): every token of the other ranks (group_tokens x (ep-1)/ep)
 // that has at least one of its top-k experts here. A routed copy lands on
@@ -375,23 +377,31 @@ void attention_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayou
 // busiest rank's share under skew), so a token reaches it with
 // probability 1 - (1 - share)^k; a token goes once to each rank, not once
 // per expert there.
-namespace {
 double ep_exchange_rows(int64_t group_tokens, int ep, int64_t top_k, double share) {
   const double others = static_cast<double>(group_tokens) * (ep - 1) / ep;
   return others * (1.0 - std::pow(1.0 - share, static_cast<double>(top_k)));
 }
-}  // namespace
 
-// Over 80 lines on purpose: the shapes below (per-GPU heads, widths, the
-// EP share, the stage's layer counts) are read by every call's case in
-// `price` and by the walk over the forward program after it; split, each
-// piece would take the dozen of them as parameters. The walk is the part
-// to move out first (issue 42).
-void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
-              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
-  int64_t tokens = sums.tokens();
-  if (tokens == 0) return;
-  int64_t sampling = sums.sampling;
+// The shapes one GPU of the stage works on in the step: what every call
+// of the forward program reads to price itself.
+struct StepShapes {
+  int64_t tokens = 0, sampling = 0;
+  int split = 1;              // the EP share of the batch (1 for a lockstep DP rank's own sums)
+  int64_t group_tokens = 0;   // the tokens routed over the EP group
+  int64_t expert_rows = 0;    // the routed rows the busiest rank's experts receive
+  bool first = false, last = false;
+  int64_t layers = 0;         // the stage's layers
+  LayerCounts counts;         // ... by mixer and MLP kind
+  int64_t dense_layers = 0;   // a MoE model's leading dense-MLP layers in the stage
+  int64_t q_heads = 0, q_dim = 0, kv_dim = 0, inter = 0, expert_inter = 0, mlp_width = 0, vocab_shard = 0;
+  double wb = 0, act = 0;     // dense weight and activation bytes per value
+};
+
+StepShapes step_shapes(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+                       const WeightPrecision& weights, int pp_stage) {
+  StepShapes s;
+  s.tokens = sums.tokens();
+  s.sampling = sums.sampling;
   // Expert parallelism: the busiest rank's work. Attention and the dense
   // parts see 1/ep of the batch (its sequences are spread over the ranks);
   // the experts see the routed rows the busiest rank's experts receive.
@@ -399,230 +409,277 @@ void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& la
   // own batch, and the experts see the whole instance's tokens.
   const int ep = layout.ep;
   const bool own = sums.group_tokens >= 0;
-  const int split = own ? 1 : ep;
-  const int64_t group_tokens = own ? sums.group_tokens : tokens;
-  const int64_t routed = group_tokens * m.num_experts_per_tok;
-  int64_t expert_rows = routed;
+  s.split = own ? 1 : ep;
+  s.group_tokens = own ? sums.group_tokens : s.tokens;
+  const int64_t routed = s.group_tokens * m.num_experts_per_tok;
+  s.expert_rows = routed;
   if (ep > 1) {
-    tokens = ep_share(tokens, split);
-    sampling = ep_share(sampling, split);
-    expert_rows = layout.expert_busiest_share > 0
-                      ? std::min<int64_t>(routed, static_cast<int64_t>(std::ceil(layout.expert_busiest_share *
-                                                                                 static_cast<double>(routed) - 1e-9)))
-                      : ep_share(routed, ep);
+    s.tokens = ep_share(s.tokens, s.split);
+    s.sampling = ep_share(s.sampling, s.split);
+    const double busiest = layout.expert_busiest_share * static_cast<double>(routed);
+    s.expert_rows = layout.expert_busiest_share > 0
+                        ? std::min<int64_t>(routed, static_cast<int64_t>(std::ceil(busiest - 1e-9)))
+                        : ep_share(routed, ep);
   }
-
   const int tp = layout.tp;
-  const bool first = pp_stage == 0, last = pp_stage == layout.pp - 1;
-  const int64_t layers = stage_layers(m, layout.pp, pp_stage);
-  const int64_t h = m.hidden_size;
-  const int64_t q_heads = q_heads_per_gpu(m, tp);
-  const int64_t q_dim = q_heads * m.head_dim;
-  const int64_t kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
-  const int64_t inter = m.intermediate_size / tp;
-  const int64_t expert_inter = m.expert_intermediate_size() / tp;
+  s.first = pp_stage == 0;
+  s.last = pp_stage == layout.pp - 1;
+  s.layers = stage_layers(m, layout.pp, pp_stage);
+  s.q_heads = q_heads_per_gpu(m, tp);
+  s.q_dim = s.q_heads * m.head_dim;
+  s.kv_dim = kv_heads_per_gpu(m, tp) * m.head_dim;
+  s.inter = m.intermediate_size / tp;
+  s.expert_inter = m.expert_intermediate_size() / tp;
   // The stage's layers by mixer and MLP kind: a DeepSeek-style MoE model's
   // first layers have dense MLPs; a hybrid model's layers differ (its
   // attention calls run on its attention layers only).
-  const LayerCounts counts = stage_counts(m, layout.pp, pp_stage);
-  const int64_t dense_layers = m.is_moe() ? counts.dense : 0;
-  const int64_t mlp_width = m.mlp_gated ? 2 * inter : inter;  // Nemotron-H's relu2 MLP: no gate
-  const int64_t vocab_shard = (m.vocab_size + tp - 1) / tp;
-  const double wb = weights.dense_bytes();
-  const double act = weights.activation();
-  const double dh = static_cast<double>(h);
+  s.counts = stage_counts(m, layout.pp, pp_stage);
+  s.dense_layers = m.is_moe() ? s.counts.dense : 0;
+  s.mlp_width = m.mlp_gated ? 2 * s.inter : s.inter;  // Nemotron-H's relu2 MLP: no gate
+  s.vocab_shard = (m.vocab_size + tp - 1) / tp;
+  s.wb = weights.dense_bytes();
+  s.act = weights.activation();
+  return s;
+}
 
-  const bool moe = m.is_moe();
-  std::size_t norm_op = 0;  // where input_norm's op went: post_norm runs the same op
-  // The ops one call of the forward program runs, `instances` times (its
-  // layers in the stage, or 1). Over 80 lines on purpose: one short case
-  // per ForwardCall, read as a table; split, the dozen shapes and dtypes
-  // above would travel as parameters to every piece.
-  auto price = [&](ForwardCall call, int64_t instances) {
+// Prices the calls of the forward program one at a time, appending each
+// call's ops, `instances` times over (its layers in the stage, or 1).
+class CallPricer {
+ public:
+  CallPricer(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout, const WeightPrecision& weights,
+             Dtype kv, int pp_stage, const StepShapes& s, std::vector<Op>& out)
+      : m_(m), sums_(sums), layout_(layout), weights_(weights), kv_(kv), pp_stage_(pp_stage), s_(s), out_(out) {}
+
+  // One short case per ForwardCall, read as a table; the longer ones have
+  // their own functions below.
+  void price(ForwardCall call, int64_t instances) {
+    const int64_t tokens = s_.tokens, h = m_.hidden_size;
+    const double act = s_.act, wb = s_.wb, dh = static_cast<double>(h);
     switch (call) {
       case ForwardCall::embed:
         // Gather one row of the (vocab-sharded) table per token, write it out.
-        out.push_back(elementwise(OpKind::embed, tokens, h, 0.0, wb + act, 0.0, instances));
+        out_.push_back(elementwise(OpKind::embed, tokens, h, 0.0, wb + act, 0.0, instances));
         break;
       case ForwardCall::input_norm:
         // Fused residual add + norm: read x and residual, write both.
-        norm_op = out.size();
-        out.push_back(elementwise(OpKind::rmsnorm, tokens, h, kNormFlopsPerElem, 4.0 * act, dh * wb, instances));
+        norm_op_ = out_.size();
+        out_.push_back(elementwise(OpKind::rmsnorm, tokens, h, kNormFlopsPerElem, 4.0 * act, dh * wb, instances));
         break;
       case ForwardCall::post_norm:
         // The same kernel on the same rows: more instances of input_norm's op.
-        out[norm_op].repeat += static_cast<int32_t>(instances);
+        out_[norm_op_].repeat += static_cast<int32_t>(instances);
         break;
       case ForwardCall::qkv_proj:
-        if (m.is_mla()) {
-          append_mla_projections(m, tokens, tp, weights, instances, out);
+        if (m_.is_mla()) {
+          append_mla_projections(m_, tokens, layout_.tp, weights_, instances, out_);
           break;
         }
-        out.push_back(linear(OpKind::qkv_proj, tokens, (m.attn_output_gate ? 2 : 1) * q_dim + 2 * kv_dim, h, weights,
-                             instances, m.attention_bias));
+        out_.push_back(linear(OpKind::qkv_proj, tokens, (m_.attn_output_gate ? 2 : 1) * s_.q_dim + 2 * s_.kv_dim, h,
+                              weights_, instances, m_.attention_bias));
         break;
-      case ForwardCall::qk_norm: {
-        // Read and written in place; the weights: head_dim each for q and k
-        // per head, one per value per layer.
-        const int64_t width = q_dim + kv_dim;
-        const bool per_head = m.qk_norm == QkNorm::per_head;
-        const double weights_bytes = static_cast<double>(per_head ? 2 * m.head_dim : width) * wb;
-        Op norm = elementwise(OpKind::qk_norm, tokens, width, kQkNormFlopsPerElem, 2.0 * act, weights_bytes, instances);
-        norm.num_seqs = per_head ? q_heads + kv_dim / m.head_dim : 2;
-        out.push_back(norm);
-        // vLLM's MiniMaxText01RMSNormTP: the q and k sums of squares of each
-        // token are all-reduced over the TP group (fp32).
-        if (!per_head && tp > 1) out.push_back(collective(OpKind::tp_allreduce, tokens, 2, 4.0, tp, instances));
-        break;
-      }
-      case ForwardCall::rotary:
-        if (m.is_mla()) {
-          // Only the rotary parts: each head's q_pe and the one shared k_pe.
-          const int64_t rope = m.qk_rope_head_dim;
-          out.push_back(elementwise(OpKind::rotary, tokens, (q_heads + 1) * rope, kRotaryFlopsPerElem, 2.0 * act,
-                                    static_cast<double>(tokens * rope) * act, instances));
-          break;
-        }
-        out.push_back(elementwise(OpKind::rotary, tokens, q_dim + kv_dim, kRotaryFlopsPerElem, 2.0 * act,
-                                  static_cast<double>(tokens * m.head_dim) * act, instances));
-        break;
+      case ForwardCall::qk_norm: price_qk_norm(instances); break;
+      case ForwardCall::rotary: price_rotary(instances); break;
       case ForwardCall::attention:
-        append_attention(m, sums, split, layout, weights, kv, pp_stage, out);
+        append_attention(m_, sums_, s_.split, layout_, weights_, kv_, pp_stage_, out_);
         break;
       case ForwardCall::o_proj:
         // MLA's heads put out v_head_dim values each, not head_dim.
-        out.push_back(linear(OpKind::o_proj, tokens, h, m.is_mla() ? q_heads * m.v_head_dim : q_dim, weights, instances));
+        out_.push_back(linear(OpKind::o_proj, tokens, h, m_.is_mla() ? s_.q_heads * m_.v_head_dim : s_.q_dim, weights_,
+                              instances));
         break;
       case ForwardCall::gate_up_proj:
-        out.push_back(linear(OpKind::gate_up_proj, tokens, mlp_width, h, weights, instances));
+        out_.push_back(linear(OpKind::gate_up_proj, tokens, s_.mlp_width, h, weights_, instances));
         break;
       case ForwardCall::silu_mul:
-        out.push_back(elementwise(OpKind::silu_mul, tokens, inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
+        out_.push_back(elementwise(OpKind::silu_mul, tokens, s_.inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
         break;
       case ForwardCall::down_proj:
-        out.push_back(linear(OpKind::down_proj, tokens, h, inter, weights, instances));
+        out_.push_back(linear(OpKind::down_proj, tokens, h, s_.inter, weights_, instances));
         break;
       case ForwardCall::moe_router:
-        out.push_back(gemm(OpKind::moe_router, tokens, m.num_local_experts, h, wb, act, instances));
+        out_.push_back(gemm(OpKind::moe_router, tokens, m_.num_local_experts, h, wb, act, instances));
         break;
-      case ForwardCall::moe_experts: {
-        const int64_t rows = expert_rows;
-        const int64_t touched = std::min(m.num_local_experts / ep, rows);
-        // The rank's tokens go out to the other ranks (dispatch) and come
-        // back (combine) through all-to-alls over the EP group, each GPU of
-        // the rank moving 1/tp of them. A token's hidden state goes once to
-        // each rank holding one of its experts, not once per expert: vLLM's
-        // default allgather_reducescatter backend sends it to every rank,
-        // DeepEP and pplx once per destination rank (docs/simulate.md).
-        Op a2a;
-        a2a.m = rows;
-        a2a.tokens = rows;
-        a2a.n = h;
-        const double share = layout.expert_busiest_share > 0 ? layout.expert_busiest_share : 1.0 / ep;
-        a2a.comm_bytes = ep_exchange_rows(group_tokens, ep, m.num_experts_per_tok, share) * dh * act / tp;
-        a2a.group = ep;
-        a2a.repeat = static_cast<int32_t>(instances);
-        if (ep > 1) {
-          a2a.kind = OpKind::ep_dispatch;
-          out.push_back(a2a);
-        }
-        // The weights of exactly the experts touched are read, in the
-        // linear layers' format.
-        Op up = linear(OpKind::moe_gate_up_proj, rows, 2 * expert_inter, h, weights, instances, false, touched);
-        up.num_seqs = touched;
-        out.push_back(up);
-        out.push_back(elementwise(OpKind::silu_mul, rows, expert_inter, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
-        Op down = linear(OpKind::moe_down_proj, rows, h, expert_inter, weights, instances, false, touched);
-        down.num_seqs = touched;
-        out.push_back(down);
-        if (ep > 1) {
-          a2a.kind = OpKind::ep_combine;
-          out.push_back(a2a);
-        }
-        if (m.n_shared_experts > 0) {
-          // Shared experts (DeepSeek): one dense MLP of their summed width
-          // over every token of the rank, beside the routed ones.
-          const int64_t shared = m.n_shared_experts * expert_inter;
-          out.push_back(linear(OpKind::gate_up_proj, tokens, 2 * shared, h, weights, instances));
-          out.push_back(elementwise(OpKind::silu_mul, tokens, shared, kSiluFlopsPerElem, 3.0 * act, 0.0, instances));
-          out.push_back(linear(OpKind::down_proj, tokens, h, shared, weights, instances));
-        }
-        break;
-      }
+      case ForwardCall::moe_experts: price_moe_experts(instances); break;
       case ForwardCall::final_norm: {
         // Priced as a norm over every token (vLLM normalises all rows, then
         // gathers the sampling ones); num_seqs tells the engine's profiler how
         // many rows its final_norm call gathers and normalises.
         Op final_norm = elementwise(OpKind::final_norm, tokens, h, kNormFlopsPerElem, 2.0 * act, dh * wb, instances);
-        final_norm.num_seqs = sampling;
-        out.push_back(final_norm);
+        final_norm.num_seqs = s_.sampling;
+        out_.push_back(final_norm);
         break;
       }
       case ForwardCall::lm_head:
-        out.push_back(gemm(OpKind::lm_head, sampling, vocab_shard, h, wb, act, instances));
-        if (tp > 1) out.push_back(collective(OpKind::tp_gather, sampling, m.vocab_size, act, tp, instances));
+        out_.push_back(gemm(OpKind::lm_head, s_.sampling, s_.vocab_shard, h, wb, act, instances));
+        if (layout_.tp > 1)
+          out_.push_back(collective(OpKind::tp_gather, s_.sampling, m_.vocab_size, act, layout_.tp, instances));
         break;
       case ForwardCall::sample: {
-        Op sample = elementwise(OpKind::sample, sampling, m.vocab_size, kSampleFlopsPerElem, 4.0, 0.0, instances);
-        sample.num_seqs = sampling;
-        out.push_back(sample);
+        Op sample = elementwise(OpKind::sample, s_.sampling, m_.vocab_size, kSampleFlopsPerElem, 4.0, 0.0, instances);
+        sample.num_seqs = s_.sampling;
+        out_.push_back(sample);
         break;
       }
     }
-  };
+  }
 
-  // The program's calls this stage runs, in order: the prologue on the
-  // first stage, its layers, the epilogue on the last (the sampling calls
-  // only in a step that samples). Under TP each call the program marks is
-  // followed by an all-reduce, priced as one op of all of them.
+ private:
+  void price_qk_norm(int64_t instances) {
+    // Read and written in place; the weights: head_dim each for q and k
+    // per head, one per value per layer.
+    const int64_t width = s_.q_dim + s_.kv_dim;
+    const bool per_head = m_.qk_norm == QkNorm::per_head;
+    const double weights_bytes = static_cast<double>(per_head ? 2 * m_.head_dim : width) * s_.wb;
+    Op norm =
+        elementwise(OpKind::qk_norm, s_.tokens, width, kQkNormFlopsPerElem, 2.0 * s_.act, weights_bytes, instances);
+    norm.num_seqs = per_head ? s_.q_heads + s_.kv_dim / m_.head_dim : 2;
+    out_.push_back(norm);
+    // vLLM's MiniMaxText01RMSNormTP: the q and k sums of squares of each
+    // token are all-reduced over the TP group (fp32).
+    if (!per_head && layout_.tp > 1)
+      out_.push_back(collective(OpKind::tp_allreduce, s_.tokens, 2, 4.0, layout_.tp, instances));
+  }
+
+  void price_rotary(int64_t instances) {
+    const int64_t tokens = s_.tokens;
+    if (m_.is_mla()) {
+      // Only the rotary parts: each head's q_pe and the one shared k_pe.
+      const int64_t rope = m_.qk_rope_head_dim;
+      out_.push_back(elementwise(OpKind::rotary, tokens, (s_.q_heads + 1) * rope, kRotaryFlopsPerElem, 2.0 * s_.act,
+                                 static_cast<double>(tokens * rope) * s_.act, instances));
+      return;
+    }
+    out_.push_back(elementwise(OpKind::rotary, tokens, s_.q_dim + s_.kv_dim, kRotaryFlopsPerElem, 2.0 * s_.act,
+                               static_cast<double>(tokens * m_.head_dim) * s_.act, instances));
+  }
+
+  void price_moe_experts(int64_t instances) {
+    const int ep = layout_.ep, tp = layout_.tp;
+    const int64_t h = m_.hidden_size, rows = s_.expert_rows;
+    const int64_t touched = std::min(m_.num_local_experts / ep, rows);
+    // The rank's tokens go out to the other ranks (dispatch) and come
+    // back (combine) through all-to-alls over the EP group, each GPU of
+    // the rank moving 1/tp of them. A token's hidden state goes once to
+    // each rank holding one of its experts, not once per expert: vLLM's
+    // default allgather_reducescatter backend sends it to every rank,
+    // DeepEP and pplx once per destination rank (docs/simulate.md).
+    Op a2a;
+    a2a.m = rows;
+    a2a.tokens = rows;
+    a2a.n = h;
+    const double share = layout_.expert_busiest_share > 0 ? layout_.expert_busiest_share : 1.0 / ep;
+    a2a.comm_bytes = ep_exchange_rows(s_.group_tokens, ep, m_.num_experts_per_tok, share) * static_cast<double>(h) *
+                     s_.act / tp;
+    a2a.group = ep;
+    a2a.repeat = static_cast<int32_t>(instances);
+    if (ep > 1) {
+      a2a.kind = OpKind::ep_dispatch;
+      out_.push_back(a2a);
+    }
+    // The weights of exactly the experts touched are read, in the
+    // linear layers' format.
+    Op up = linear(OpKind::moe_gate_up_proj, rows, 2 * s_.expert_inter, h, weights_, instances, false, touched);
+    up.num_seqs = touched;
+    out_.push_back(up);
+    out_.push_back(
+        elementwise(OpKind::silu_mul, rows, s_.expert_inter, kSiluFlopsPerElem, 3.0 * s_.act, 0.0, instances));
+    Op down = linear(OpKind::moe_down_proj, rows, h, s_.expert_inter, weights_, instances, false, touched);
+    down.num_seqs = touched;
+    out_.push_back(down);
+    if (ep > 1) {
+      a2a.kind = OpKind::ep_combine;
+      out_.push_back(a2a);
+    }
+    if (m_.n_shared_experts > 0) {
+      // Shared experts (DeepSeek): one dense MLP of their summed width
+      // over every token of the rank, beside the routed ones.
+      const int64_t shared = m_.n_shared_experts * s_.expert_inter;
+      out_.push_back(linear(OpKind::gate_up_proj, s_.tokens, 2 * shared, h, weights_, instances));
+      out_.push_back(elementwise(OpKind::silu_mul, s_.tokens, shared, kSiluFlopsPerElem, 3.0 * s_.act, 0.0, instances));
+      out_.push_back(linear(OpKind::down_proj, s_.tokens, h, shared, weights_, instances));
+    }
+  }
+
+  const ModelDesc& m_;
+  const StepSums& sums_;
+  const ParallelLayout& layout_;
+  const WeightPrecision& weights_;
+  Dtype kv_;
+  int pp_stage_;
+  const StepShapes& s_;
+  std::vector<Op>& out_;
+  std::size_t norm_op_ = 0;  // where input_norm's op went: post_norm runs the same op
+};
+
+// How many times a layer call of the program runs on the stage (0: not
+// here); the MLP and projection calls count only the layers that have them.
+int64_t layer_call_instances(ForwardCall call, bool moe, const StepShapes& s) {
+  if (call == ForwardCall::qkv_proj || call == ForwardCall::qk_norm || call == ForwardCall::rotary ||
+      call == ForwardCall::o_proj)
+    return s.counts.attention();
+  // One norm in a mixer-only or MLP-only layer.
+  if (call == ForwardCall::post_norm) return s.layers - s.counts.no_mixer - s.counts.no_mlp;
+  if (!moe && (call == ForwardCall::gate_up_proj || call == ForwardCall::silu_mul || call == ForwardCall::down_proj))
+    return s.counts.dense;
+  if (call == ForwardCall::moe_router || call == ForwardCall::moe_experts) return s.counts.moe;
+  return s.layers;
+}
+
+// The program's calls this stage runs, in order: the prologue on the first
+// stage, its layers (returns the TP all-reduces they are followed by).
+int64_t walk_layers(const ModelDesc& m, const StepShapes& s, int tp, const WeightPrecision& weights,
+                    CallPricer& pricer, std::vector<Op>& out) {
   int64_t allreduces = 0;
-  const bool qk_norm = m.has_qk_norm();
-  const int64_t state_mixers = counts.linear + counts.mamba;
-  for (ForwardCall call : forward_program(moe, qk_norm)) {
+  const bool moe = m.is_moe();
+  const int64_t state_mixers = s.counts.linear + s.counts.mamba;
+  for (ForwardCall call : forward_program(moe, m.has_qk_norm())) {
     const ForwardCallInfo& info = call_info(call);
     if (info.part == CallPart::epilogue) continue;
-    if (info.part == CallPart::prologue ? !first : layers == 0) continue;
-    int64_t instances = info.part == CallPart::layer ? layers : 1;
-    if (call == ForwardCall::qkv_proj || call == ForwardCall::qk_norm || call == ForwardCall::rotary ||
-        call == ForwardCall::o_proj) {
-      instances = counts.attention();
-      // A hybrid model's linear-attention and Mamba layers project in and
-      // out with their own shapes (their out-projection all-reduced under TP).
-      if (state_mixers > 0 && (call == ForwardCall::qkv_proj || call == ForwardCall::o_proj)) {
-        append_mixer_projections(m, call == ForwardCall::qkv_proj, counts, tokens, tp, weights, out);
-        if (call == ForwardCall::o_proj) allreduces += state_mixers;
-      }
-    } else if (call == ForwardCall::post_norm) {
-      instances = layers - counts.no_mixer - counts.no_mlp;  // one norm in a mixer-only or MLP-only layer
-    } else if (!moe && (call == ForwardCall::gate_up_proj || call == ForwardCall::silu_mul ||
-                        call == ForwardCall::down_proj)) {
-      instances = counts.dense;
+    if (info.part == CallPart::prologue ? !s.first : s.layers == 0) continue;
+    // A hybrid model's linear-attention and Mamba layers project in and
+    // out with their own shapes (their out-projection all-reduced under TP).
+    if (state_mixers > 0 && (call == ForwardCall::qkv_proj || call == ForwardCall::o_proj)) {
+      append_mixer_projections(m, call == ForwardCall::qkv_proj, s.counts, s.tokens, tp, weights, out);
+      if (call == ForwardCall::o_proj) allreduces += state_mixers;
     }
+    // The dense layers of a MoE model run the dense MLP's calls instead.
+    if (call == ForwardCall::moe_router && s.dense_layers > 0) {
+      for (ForwardCall dense : {ForwardCall::gate_up_proj, ForwardCall::silu_mul, ForwardCall::down_proj}) {
+        pricer.price(dense, s.dense_layers);
+        if (call_info(dense).tp_allreduce_after) allreduces += s.dense_layers;
+      }
+    }
+    const int64_t instances = info.part == CallPart::layer ? layer_call_instances(call, moe, s) : 1;
     if (instances == 0) continue;
-    if (call == ForwardCall::moe_router || call == ForwardCall::moe_experts) {
-      // The dense layers of a MoE model run the dense MLP's calls instead.
-      if (call == ForwardCall::moe_router && dense_layers > 0) {
-        for (ForwardCall dense : {ForwardCall::gate_up_proj, ForwardCall::silu_mul, ForwardCall::down_proj}) {
-          price(dense, dense_layers);
-          if (call_info(dense).tp_allreduce_after) allreduces += dense_layers;
-        }
-      }
-      instances = counts.moe;
-      if (instances == 0) continue;
-    }
-    price(call, instances);
+    pricer.price(call, instances);
     if (info.tp_allreduce_after) allreduces += instances;
   }
-  if (tp > 1 && allreduces > 0) out.push_back(collective(OpKind::tp_allreduce, tokens, h, act, tp, allreduces));
-  if (last) {
-    for (ForwardCall call : forward_program(moe, qk_norm)) {
+  return allreduces;
+}
+
+}  // namespace
+
+void step_ops(const ModelDesc& m, const StepSums& sums, const ParallelLayout& layout,
+              const WeightPrecision& weights, Dtype kv, int pp_stage, std::vector<Op>& out) {
+  if (sums.tokens() == 0) return;
+  const StepShapes s = step_shapes(m, sums, layout, weights, pp_stage);
+  CallPricer pricer(m, sums, layout, weights, kv, pp_stage, s, out);
+  // Under TP each call the program marks is followed by an all-reduce,
+  // priced as one op of all of them.
+  const int64_t allreduces = walk_layers(m, s, layout.tp, weights, pricer, out);
+  if (layout.tp > 1 && allreduces > 0)
+    out.push_back(collective(OpKind::tp_allreduce, s.tokens, m.hidden_size, s.act, layout.tp, allreduces));
+  if (s.last) {
+    // The epilogue on the last stage (the sampling calls only in a step
+    // that samples).
+    for (ForwardCall call : forward_program(m.is_moe(), m.has_qk_norm())) {
       const ForwardCallInfo& info = call_info(call);
-      if (info.part != CallPart::epilogue || (info.rows == CallRows::sampling && sampling == 0)) continue;
-      price(call, 1);
+      if (info.part != CallPart::epilogue || (info.rows == CallRows::sampling && s.sampling == 0)) continue;
+      pricer.price(call, 1);
     }
   } else {
     // vLLM ships hidden states and the residual stream to the next stage.
-    out.push_back(collective(OpKind::pp_send, tokens, 2 * h, act, 2, 1));
+    out.push_back(collective(OpKind::pp_send, s.tokens, 2 * m.hidden_size, s.act, 2, 1));
   }
 }
 
