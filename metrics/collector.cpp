@@ -277,9 +277,8 @@ void MetricsCollector::add(const StepTally& tally) {
   steps_.merge(tally);
 }
 
-// Over 80 lines for now: every summary figure filled in the order
-// summary.json lists it; splitting by section (latencies, throughput,
-// goodput, energy) is open work (issue 42).
+// Every summary figure, filled in the order summary.json lists it, one
+// section at a time.
 Summary MetricsCollector::summarize(const SummaryContext& context) const {
   Summary s;
   s.num_requests = num_requests_;
@@ -293,12 +292,28 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   }
   s.percentiles_streamed = streaming_;
   // Exact mode: the sorted values; streaming: empty, the histograms answer.
-  const std::vector<double> ttft = sorted_ms(ttft_ns_);
-  const std::vector<double> tpot = sorted_ms(tpot_ns_);
-  const std::vector<double> e2el = sorted_ms(e2el_ns_);
-  s.ttft_ms = streaming_ ? stats_of_histogram(ttft_h_, 1e6) : stats_of_sorted(ttft);
-  s.tpot_ms = streaming_ ? stats_of_histogram(tpot_ps_h_, 1e9) : stats_of_sorted(tpot);
-  s.e2el_ms = streaming_ ? stats_of_histogram(e2el_h_, 1e6) : stats_of_sorted(e2el);
+  const SortedLatencies sorted{sorted_ms(ttft_ns_), sorted_ms(tpot_ns_), sorted_ms(e2el_ns_)};
+  summarize_latencies(sorted, s);
+  summarize_goodput(context, sorted, s);
+  s.prefix_cache_hit_rate =
+      input_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(input_tokens_) : 0.0;
+  s.preemptions = preemptions_;
+  s.disaggregated = context.disaggregated;
+  if (s.disaggregated) summarize_transfers(s.kv_transfer);
+  summarize_replicas(context, s);
+  summarize_steps(context, s);
+  summarize_backlog(s);
+  s.kv_blocks_capacity = context.kv_blocks_capacity;
+  s.simulated_time_s = context.simulated_time_s;
+  s.wall_time_s = context.wall_time_s;
+  s.config = context.config;
+  return s;
+}
+
+void MetricsCollector::summarize_latencies(const SortedLatencies& sorted, Summary& s) const {
+  s.ttft_ms = streaming_ ? stats_of_histogram(ttft_h_, 1e6) : stats_of_sorted(sorted.ttft);
+  s.tpot_ms = streaming_ ? stats_of_histogram(tpot_ps_h_, 1e9) : stats_of_sorted(sorted.tpot);
+  s.e2el_ms = streaming_ ? stats_of_histogram(e2el_h_, 1e6) : stats_of_sorted(sorted.e2el);
   s.itl_ms = stats_of_histogram(itl_ns_);
 
   if (first_arrival_ != kNoTime && last_finish_ != kNoTime && last_finish_ > first_arrival_) {
@@ -312,7 +327,12 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.total_token_throughput = rate(static_cast<double>(input_tokens_ + output_tokens_), s.duration_s);
   s.max_output_tokens_per_s = peaks_.max_output_tokens_per_s();
   s.max_concurrent_requests = peaks_.max_concurrent_requests();
+}
 
+// The requests meeting every SLO (goodput), and per SLO the fraction of
+// requests meeting it and, for a percentile SLO, the measured percentile.
+void MetricsCollector::summarize_goodput(const SummaryContext& context, const SortedLatencies& sorted,
+                                         Summary& s) const {
   // Per-request value compared with each SLO's threshold, in ns; a request
   // without the value (one output token: no TPOT, no gaps) passes, as in
   // vLLM's benchmark goodput.
@@ -344,54 +364,49 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   for (std::size_t k = 0; k < context.slos.size(); ++k) {
     SloResult result;
     result.slo = context.slos[k];
-    result.measured_ms = kNaN;
-    if (result.slo.percentile > 0) {
-      switch (result.slo.metric) {
-        case Metric::ttft:
-          result.measured_ms = streaming_ ? ttft_h_.percentile(result.slo.percentile) / 1e6
-                                          : percentile_linear(ttft, result.slo.percentile);
-          break;
-        case Metric::tpot:
-          result.measured_ms = streaming_ ? tpot_ps_h_.percentile(result.slo.percentile) / 1e9
-                                          : percentile_linear(tpot, result.slo.percentile);
-          break;
-        case Metric::e2el:
-          result.measured_ms = streaming_ ? e2el_h_.percentile(result.slo.percentile) / 1e6
-                                          : percentile_linear(e2el, result.slo.percentile);
-          break;
-        case Metric::itl: result.measured_ms = itl_ns_.percentile(result.slo.percentile) / 1e6; break;
-      }
+    result.measured_ms = result.slo.percentile > 0 ? slo_percentile_ms(result.slo, sorted) : kNaN;
+    if (result.slo.percentile > 0)
       result.percentile_met = !std::isnan(result.measured_ms) && result.measured_ms <= result.slo.threshold_ms;
-    }
     result.request_fraction_met =
         num_requests_ > 0 ? static_cast<double>(met[k]) / static_cast<double>(num_requests_) : 0.0;
     s.slos.push_back(result);
   }
+}
 
-  s.prefix_cache_hit_rate =
-      input_tokens_ > 0 ? static_cast<double>(cached_tokens_) / static_cast<double>(input_tokens_) : 0.0;
-  s.preemptions = preemptions_;
-  s.disaggregated = context.disaggregated;
-  if (s.disaggregated) {
-    TransferSummary& t = s.kv_transfer;
-    t.handed_off = handed_off_;
-    t.bytes = transfer_bytes_;
-    if (streaming_) {
-      t.transfers = kv_transfer_h_.count();
-      t.transfer_s = kv_transfer_h_.count() > 0 ? kv_transfer_h_.mean() * static_cast<double>(kv_transfer_h_.count()) / 1e9 : 0.0;
-      t.wait_ms = stats_of_histogram(kv_wait_h_, 1e6);
-      t.transfer_ms = stats_of_histogram(kv_transfer_h_, 1e6);
-    } else {
-      t.transfers = kv_transfer_ns_.size();
-      const std::vector<double> transfer = sorted_ms(kv_transfer_ns_);
-      long double sum_ms = 0;
-      for (const double v : transfer) sum_ms += v;
-      t.transfer_s = static_cast<double>(sum_ms / 1000.0L);
-      t.wait_ms = stats_of_sorted(sorted_ms(kv_wait_ns_));
-      t.transfer_ms = stats_of_sorted(transfer);
-    }
+double MetricsCollector::slo_percentile_ms(const Slo& slo, const SortedLatencies& sorted) const {
+  switch (slo.metric) {
+    case Metric::ttft:
+      return streaming_ ? ttft_h_.percentile(slo.percentile) / 1e6 : percentile_linear(sorted.ttft, slo.percentile);
+    case Metric::tpot:
+      return streaming_ ? tpot_ps_h_.percentile(slo.percentile) / 1e9 : percentile_linear(sorted.tpot, slo.percentile);
+    case Metric::e2el:
+      return streaming_ ? e2el_h_.percentile(slo.percentile) / 1e6 : percentile_linear(sorted.e2el, slo.percentile);
+    case Metric::itl: return itl_ns_.percentile(slo.percentile) / 1e6;
   }
+  return kNaN;
+}
 
+void MetricsCollector::summarize_transfers(TransferSummary& t) const {
+  t.handed_off = handed_off_;
+  t.bytes = transfer_bytes_;
+  if (streaming_) {
+    t.transfers = kv_transfer_h_.count();
+    t.transfer_s =
+        kv_transfer_h_.count() > 0 ? kv_transfer_h_.mean() * static_cast<double>(kv_transfer_h_.count()) / 1e9 : 0.0;
+    t.wait_ms = stats_of_histogram(kv_wait_h_, 1e6);
+    t.transfer_ms = stats_of_histogram(kv_transfer_h_, 1e6);
+  } else {
+    t.transfers = kv_transfer_ns_.size();
+    const std::vector<double> transfer = sorted_ms(kv_transfer_ns_);
+    long double sum_ms = 0;
+    for (const double v : transfer) sum_ms += v;
+    t.transfer_s = static_cast<double>(sum_ms / 1000.0L);
+    t.wait_ms = stats_of_sorted(sorted_ms(kv_wait_ns_));
+    t.transfer_ms = stats_of_sorted(transfer);
+  }
+}
+
+void MetricsCollector::summarize_replicas(const SummaryContext& context, Summary& s) const {
   auto tallies = replicas_;
   for (std::int32_t r = 0; r < context.num_replicas; ++r) tallies[r];  // idle replicas count too
   std::vector<double> requests_per_replica, tokens_per_replica;
@@ -402,7 +417,10 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   }
   s.replica_requests = spread_of(requests_per_replica);
   s.replica_tokens = spread_of(tokens_per_replica);
+}
 
+// The step tallies: speculation, KV and batch means and peaks, energy.
+void MetricsCollector::summarize_steps(const SummaryContext& context, Summary& s) const {
   s.num_steps = steps_.steps;
   s.spec_proposed_tokens = steps_.proposed_tokens;
   s.spec_accepted_tokens = steps_.accepted_tokens;
@@ -427,6 +445,11 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
     s.measured_energy->joules_per_output_token = s.measured_energy->joules / static_cast<double>(output_tokens_);
   }
   s.max_batch_size = static_cast<double>(steps_.batch_size_max);
+}
+
+// Whether the queue grew all along (the backlog warning), judged on the
+// requests' arrivals and TTFTs.
+void MetricsCollector::summarize_backlog(Summary& s) const {
   std::vector<std::pair<Time, Time>> arrival_ttft;
   if (streaming_) {
     arrival_ttft = backlog_sample_;
@@ -438,12 +461,6 @@ Summary MetricsCollector::summarize(const SummaryContext& context) const {
   s.offered_rate = trend.offered_rate;
   if (auto warning = backlog_warning(trend, s.request_throughput)) s.warnings.push_back(std::move(*warning));
   s.overloaded = trend.falling_behind;
-
-  s.kv_blocks_capacity = context.kv_blocks_capacity;
-  s.simulated_time_s = context.simulated_time_s;
-  s.wall_time_s = context.wall_time_s;
-  s.config = context.config;
-  return s;
 }
 
 }  // namespace twin

@@ -50,6 +50,18 @@ class MetricsCollector {
   bool streaming() const { return streaming_; }
 
  private:
+  // summarize()'s sections; the sorted per-request latencies in ms
+  // (empty when streaming: the histograms answer).
+  struct SortedLatencies {
+    std::vector<double> ttft, tpot, e2el;
+  };
+  void summarize_latencies(const SortedLatencies& sorted, Summary& s) const;
+  void summarize_goodput(const SummaryContext& context, const SortedLatencies& sorted, Summary& s) const;
+  double slo_percentile_ms(const Slo& slo, const SortedLatencies& sorted) const;
+  void summarize_transfers(TransferSummary& t) const;
+  void summarize_replicas(const SummaryContext& context, Summary& s) const;
+  void summarize_steps(const SummaryContext& context, Summary& s) const;
+  void summarize_backlog(Summary& s) const;
   void switch_to_histograms();
   void tally_replica_load(const RequestRecord& record);
   void stream_completed(Time arrival, Time ttft, Time e2el, double tpot_ns, Time max_itl);
