@@ -23,22 +23,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/measured_meta.hpp"
 #include "tools/bench/measured_runs.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-// "NVIDIA GeForce RTX 4090" -> "rtx-4090"; "meta-llama/Llama-3.1-8B" -> "llama-3.1-8b" (as bench_measured).
-std::string bundled_name(std::string s) {
-  for (const char* drop : {"NVIDIA ", "GeForce "}) {
-    if (const auto at = s.find(drop); at != std::string::npos) s.erase(at, std::string(drop).size());
-  }
-  if (const auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
-  for (char& ch : s) ch = ch == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 // The server's timestamps as vLLM's client would list them: TTFT from
 // queued_ts, the decode span spread evenly over the gaps (TTFT, TPOT and
@@ -70,27 +61,27 @@ double mean_error(const json& score, const char* metric) {
 }
 
 void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
-  const json meta = json::parse(std::ifstream(dir / "meta.json"));
-  const json& args = meta.at("engine_kwargs");
-  const json& kv = meta.at("kv_cache");
-  const std::string model_id = meta.at("model").get<std::string>();
-  const std::string model = bundled_name(model_id);
-  const std::string hw = bundled_name(meta.at("hardware").at("device_name").get<std::string>());
+  const twin::bench::MeasuredRunMeta meta = twin::bench::read_measured_meta(dir);
+  std::printf("== %s (%s on %s, base profile %s)\n", dir.filename().c_str(), meta.model.c_str(), meta.hw.c_str(),
+              meta.hw.c_str());
+  if (meta.dp > 1) {
+    // Said by name, never run as something else: calibrate --measured
+    // takes the deployment's flags, and data parallelism is not among them.
+    std::printf("  skipped: data-parallel run (data_parallel_size %d); calibrate --measured takes no "
+                "--data-parallel-size\n", meta.dp);
+    return;
+  }
   fs::create_directories(work);
-  write_vllm_result(dir / "requests.jsonl", model_id, work / "vllm_result.json");
+  write_vllm_result(dir / "requests.jsonl", meta.model_id, work / "vllm_result.json");
   std::ostringstream cmd;
   cmd << bin << " calibrate --measured " << (work / "vllm_result.json") << " --trace " << (dir / "workload.jsonl")
-      << " --model " << model << " --hw " << hw << " --tp " << args.value("tensor_parallel_size", 1)
-      << " --max-num-seqs " << args.value("max_num_seqs", 256) << " --max-num-batched-tokens "
-      << args.value("max_num_batched_tokens", 8192) << " --max-model-len " << args.value("max_model_len", 8192)
-      << " --block-size " << kv.value("block_size", 16) << " --num-gpu-blocks-override "
-      << kv.value("num_gpu_blocks", 0L) << (kv.value("enable_prefix_caching", true) ? "" : " --no-enable-prefix-caching")
+      << meta.flags(false)
+      << (meta.num_gpu_blocks > 0 ? " --num-gpu-blocks-override " + std::to_string(meta.num_gpu_blocks) : "")
       // The first half's 155 requests (24 binned residuals) tell compute
       // and memory efficiency apart, not attention and host overhead as
       // well: with all four the fit identifies none (docs/calibrate.md).
-      << " --fit-params compute_scale,memory_scale --holdout-split time --out " << (work / "fitted.json") << " --overwrite --quiet > "
-      << (work / "report.txt") << " 2>&1";
-  std::printf("== %s (%s on %s, base profile %s)\n", dir.filename().c_str(), model.c_str(), hw.c_str(), hw.c_str());
+      << " --fit-params compute_scale,memory_scale --holdout-split time --out " << (work / "fitted.json")
+      << " --overwrite --quiet > " << (work / "report.txt") << " 2>&1";
   if (std::system(cmd.str().c_str()) != 0) {
     std::printf("  calibrate failed: %s (see %s)\n", cmd.str().c_str(), (work / "report.txt").c_str());
     return;

@@ -18,9 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -30,6 +28,7 @@
 #include "metrics/request_csv.hpp"
 #include "metrics/step_csv.hpp"
 
+#include "tools/bench/measured_meta.hpp"
 #include "tools/bench/measured_runs.hpp"
 
 namespace fs = std::filesystem;
@@ -109,16 +108,6 @@ Metrics simulated_metrics(const fs::path& out) {
   return m;
 }
 
-// "NVIDIA GeForce RTX 4090" -> "rtx-4090"; "meta-llama/Llama-3.1-8B" -> "llama-3.1-8b".
-std::string bundled_name(std::string s) {
-  for (const char* drop : {"NVIDIA ", "GeForce "}) {
-    if (const auto at = s.find(drop); at != std::string::npos) s.erase(at, std::string(drop).size());
-  }
-  if (const auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
-  for (char& ch : s) ch = ch == ' ' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
 double err(double predicted, double measured) { return 100.0 * (predicted - measured) / measured; }
 
 void print_row(const char* label, const Metrics& p, const Metrics& m) {
@@ -134,51 +123,19 @@ struct Variant {
   const char* flags;
 };
 
-// meta.json's value at `path` (keys, outermost first), or an error naming
-// the file and the key.
-const json& meta_at(const json& meta, std::initializer_list<const char*> path, const fs::path& file) {
-  const json* j = &meta;
-  std::string name;
-  for (const char* key : path) {
-    name += name.empty() ? key : std::string(".") + key;
-    const auto it = j->find(key);
-    if (!j->is_object() || it == j->end()) throw std::runtime_error(file.string() + ": no key '" + name + "'");
-    j = &*it;
-  }
-  return *j;
-}
-
 void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
-  const fs::path file = dir / "meta.json";
-  const json meta = json::parse(std::ifstream(file));
-  const json& args = meta_at(meta, {"engine_kwargs"}, file);
-  // No kv_cache block (vLLM's block count not recorded): our memory plan.
-  static const json kNoKv = json::object();
-  const json& kv = meta.contains("kv_cache") ? meta_at(meta, {"kv_cache"}, file) : kNoKv;
-  const std::string model = bundled_name(meta_at(meta, {"model"}, file).get<std::string>());
-  const std::string hw = bundled_name(meta_at(meta, {"hardware", "device_name"}, file).get<std::string>());
-  // vLLM's default max_model_len (null) is the model's own context.
-  const auto mml = args.find("max_model_len");
-  const std::string max_model_len =
-      mml == args.end() || mml->is_null() ? "" : " --max-model-len " + std::to_string(mml->get<long>());
+  const twin::bench::MeasuredRunMeta meta = twin::bench::read_measured_meta(dir);
   std::ostringstream base;
-  base << bin << " simulate --trace " << (dir / "workload.jsonl") << " --model " << model << " --hw " << hw
-       << " --tp " << args.value("tensor_parallel_size", 1) << " --max-num-seqs " << args.value("max_num_seqs", 256)
-       << " --data-parallel-size " << args.value("data_parallel_size", 1)
-       << (args.value("enable_expert_parallel", false) ? " --enable-expert-parallel" : "")
-       << " --max-num-batched-tokens " << args.value("max_num_batched_tokens", 8192) << max_model_len
-       << " --block-size " << kv.value("block_size", 16)
-       << " --gpu-memory-utilization " << kv.value("gpu_memory_utilization", 0.9)
-       << (kv.value("enable_prefix_caching", true) ? "" : " --no-enable-prefix-caching") << " --quiet --overwrite";
+  base << bin << " simulate --trace " << (dir / "workload.jsonl") << meta.flags(true) << " --quiet --overwrite";
   const Metrics m = measured_metrics(dir / "requests.jsonl");
-  std::printf("== %s (%s on %s; vLLM's KV: %ld blocks)\n", dir.filename().c_str(), model.c_str(), hw.c_str(),
-              kv.value("num_gpu_blocks", 0L));
+  std::printf("== %s (%s on %s; vLLM's KV: %ld blocks)\n", dir.filename().c_str(), meta.model.c_str(),
+              meta.hw.c_str(), meta.num_gpu_blocks);
   std::printf("  measured: TTFT mean %.1f p90 %.1f ms, TPOT mean %.2f p90 %.2f ms, E2E mean %.1f p90 %.1f ms,"
               " queue mean %.1f ms\n",
               m.ttft.mean, m.ttft.p90, m.tpot.mean, m.tpot.p90, m.e2e.mean, m.e2e.p90, m.queue.mean);
   std::printf("  errors as mean / p90:\n");
   // Runs that did not record vLLM's block count compare on our memory plan.
-  const long blocks_known = kv.value("num_gpu_blocks", 0L);
+  const long blocks_known = meta.num_gpu_blocks;
   const std::string vllm_blocks = blocks_known > 0 ? " --num-gpu-blocks " + std::to_string(blocks_known) : "";
   const Variant variants[] = {
       {"vllm preset, our memory plan", ""},
