@@ -224,8 +224,12 @@ Curvature curvature(Problem& pr, const std::vector<double>& at) {
 
 namespace {
 
+// TP's all-reduces, or EP's all-to-alls (--ep, or vLLM's experts over its
+// data-parallel ranks).
 bool has_collectives(const ClusterConfig& c) {
-  return std::any_of(c.groups.begin(), c.groups.end(), [](const ReplicaGroupConfig& g) { return g.tp > 1; });
+  return std::any_of(c.groups.begin(), c.groups.end(), [](const ReplicaGroupConfig& g) {
+    return g.tp > 1 || g.ep > 1 || (g.enable_expert_parallel && g.dp > 1);
+  });
 }
 
 std::vector<const FitParam*> chosen_params(const FitOptions& o) {
@@ -236,7 +240,7 @@ std::vector<const FitParam*> chosen_params(const FitOptions& o) {
     const FitParam& p = fit_param(name);
     check_fit_param_base(p, o.base);
     if (p.needs_collectives && !collectives) {
-      throw UsageError("fit parameter " + name + " needs runs with collectives (--tp > 1); these runs have none");
+      throw UsageError("fit parameter " + name + " needs runs with collectives (--tp > 1, or experts parallel over ranks); these runs have none");
     }
     if (std::find(out.begin(), out.end(), &p) == out.end()) out.push_back(&p);
   }
@@ -334,7 +338,7 @@ FitOutcome fit_runs(const std::vector<FitRun>& runs, const FitOptions& o) {
     const auto w = std::find(wanted.begin(), wanted.end(), &p);
     const auto k = std::find(fin->free.begin(), fin->free.end(), &p);
     if (w == wanted.end()) {
-      e.note = p.needs_collectives && !has_collectives(o.cluster) ? "no collectives in the runs (TP = 1)" : "not asked for";
+      e.note = p.needs_collectives && !has_collectives(o.cluster) ? "no collectives in the runs (no TP or EP)" : "not asked for";
     } else if (k == fin->free.end()) {
       e.note = dropped_notes[static_cast<std::size_t>(w - wanted.begin())];
       out.warnings.push_back(std::string("parameter ") + p.name + " not identified by these runs (" + e.note +

@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "metrics/request_csv.hpp"
 #include "metrics/vllm_detailed.hpp"
+#include "traces/trace_reader.hpp"
 
 namespace twin {
 namespace {
@@ -129,9 +130,22 @@ MeasuredRun read_measured_run(const std::filesystem::path& path, const std::vect
 }
 
 std::vector<Request> measured_requests(std::vector<Request> trace, const MeasuredRun& run) {
+  // A client's send times can come a few microseconds out of order (vllm
+  // bench serve stamps each request in its own task): a request sent
+  // earlier than the one before it is served from that one's time, within
+  // the trace reader's tolerance for a trace's own disorder.
+  const Time tolerance = from_seconds(TraceReadOptions{}.backwards_tolerance_s);
   for (std::size_t i = 0; i < trace.size(); ++i) {
     const RequestRecord& m = run.records[i];
     trace[i].arrival = m.arrival;
+    if (i > 0 && trace[i].arrival < trace[i - 1].arrival) {
+      if (trace[i - 1].arrival - trace[i].arrival > tolerance) {
+        throw Error("measured run: request " + std::to_string(i) + " was sent " +
+                    std::to_string(to_seconds(trace[i - 1].arrival - trace[i].arrival)) +
+                    " s before the one listed before it; the run's requests must be in the order they were sent");
+      }
+      trace[i].arrival = trace[i - 1].arrival;
+    }
     if (m.outcome == Outcome::finished && m.output_tokens > 0) trace[i].output_len = m.output_tokens;
   }
   return trace;

@@ -17,17 +17,26 @@ RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Requ
     for (SimReplicaSpec& r : cluster.replicas) r.cost_model = model;
   }
   RunRecorder recorder(dir, overwrite);
+  // As run_simulation sets them (sim/run.cpp): a data-parallel instance's
+  // ranks step in lockstep, disaggregated pools hand requests over through
+  // their transfer links, and the router reads the replicas as of its
+  // refreshes; without them a replay would serve another deployment.
   SimOptions options;
   options.router = cluster.router;
+  options.disagg = cluster.disagg;
+  options.lockstep = cluster.lockstep;
   options.seed = config.seed;
   options.record_steps = true;
+  WindowOptions window;
+  check_router_refresh(config.router_refresh_s, "router_refresh_s");
+  window.router_refresh = from_seconds(config.router_refresh_s);
   SummaryContext context;
   context.num_replicas = static_cast<std::int32_t>(cluster.replicas.size());
   context.kv_blocks_capacity = cluster.groups.front().memory.num_blocks;
   context.config = config_echo(config, cluster);
   context.config["cost_model"] = cost_model;
   for (const auto& [key, value] : extra_echo.items()) context.config[key] = value;
-  Simulator simulator(std::move(cluster.replicas), std::move(options));
+  Simulator simulator(std::move(cluster.replicas), std::move(options), cluster.transfers, std::move(window));
   if (stop) simulator.set_stop(stop);
   VectorSource source(trace);
   const SimStats stats = simulator.run(source, recorder);

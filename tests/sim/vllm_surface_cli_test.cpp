@@ -38,11 +38,15 @@ TEST_CASE("vLLM's -tp, -pp and -dp are its long names where the command has them
   const auto long_form =
       run_twinserve("simulate --tensor-parallel-size 2 --pipeline-parallel-size 2" + kModel + " --explain-memory", true);
   CHECK(long_form.out == short_form.out);
-  // A command without the long name says so (not "-d -p" misread);
-  // calibrate times one engine and has no data parallelism.
-  const auto dp = run_twinserve("calibrate -dp 2 --model tiny --out /nonexistent/x.json", true);
+  // A command without the long name says so (not "-d -p" misread): the
+  // engine's run has no data parallelism. calibrate has the name for a
+  // measured deployment and refuses it when timing the engine.
+  const auto dp = run_twinserve("run -dp 2 --model tiny --out /nonexistent/x", true);
   CHECK(dp.exit_code == 2);
-  CHECK_THAT(dp.out, Catch::Contains("-dp") && Catch::Contains("--data-parallel-size") && Catch::Contains("calibrate"));
+  CHECK_THAT(dp.out, Catch::Contains("-dp") && Catch::Contains("--data-parallel-size") && Catch::Contains("`run`"));
+  const auto cal_dp = run_twinserve("calibrate -dp 2 --model tiny --out /nonexistent/x.json", true);
+  CHECK(cal_dp.exit_code == 2);
+  CHECK_THAT(cal_dp.out, Catch::Contains("--data-parallel-size describes a measured deployment"));
   // Every command with --tp takes vLLM's names: calibrate reaches its own
   // check of the degree (the engine runs one device), not a parse error.
   const auto cal = run_twinserve("calibrate -tp 0 --model tiny --out /nonexistent/x.json", true);

@@ -64,18 +64,11 @@ void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
   const twin::bench::MeasuredRunMeta meta = twin::bench::read_measured_meta(dir);
   std::printf("== %s (%s on %s, base profile %s)\n", dir.filename().c_str(), meta.model.c_str(), meta.hw.c_str(),
               meta.hw.c_str());
-  if (meta.dp > 1) {
-    // Said by name, never run as something else: calibrate --measured
-    // takes the deployment's flags, and data parallelism is not among them.
-    std::printf("  skipped: data-parallel run (data_parallel_size %d); calibrate --measured takes no "
-                "--data-parallel-size\n", meta.dp);
-    return;
-  }
   fs::create_directories(work);
   write_vllm_result(dir / "requests.jsonl", meta.model_id, work / "vllm_result.json");
   std::ostringstream cmd;
   cmd << bin << " calibrate --measured " << (work / "vllm_result.json") << " --trace " << (dir / "workload.jsonl")
-      << meta.flags(false)
+      << meta.flags()
       << (meta.num_gpu_blocks > 0 ? " --num-gpu-blocks-override " + std::to_string(meta.num_gpu_blocks) : "")
       // The first half's 155 requests (24 binned residuals) tell compute
       // and memory efficiency apart, not attention and host overhead as

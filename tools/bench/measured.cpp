@@ -126,7 +126,7 @@ struct Variant {
 void bench_run(const fs::path& bin, const fs::path& dir, const fs::path& work) {
   const twin::bench::MeasuredRunMeta meta = twin::bench::read_measured_meta(dir);
   std::ostringstream base;
-  base << bin << " simulate --trace " << (dir / "workload.jsonl") << meta.flags(true) << " --quiet --overwrite";
+  base << bin << " simulate --trace " << (dir / "workload.jsonl") << meta.flags() << " --quiet --overwrite";
   const Metrics m = measured_metrics(dir / "requests.jsonl");
   std::printf("== %s (%s on %s; vLLM's KV: %ld blocks)\n", dir.filename().c_str(), meta.model.c_str(),
               meta.hw.c_str(), meta.num_gpu_blocks);

@@ -55,17 +55,15 @@ struct MeasuredRunMeta {
     out << gpu_memory_utilization;
     return out.str();
   }
-  // The engine's arguments as twinserve flags, each after a space; the
-  // block count only where asked for and known.
-  std::string flags(bool with_parallel) const {
+  // The engine's arguments as twinserve flags (simulate's and calibrate
+  // --measured's), each after a space.
+  std::string flags() const {
     std::string f = " --model " + model + " --hw " + hw + " --tp " + std::to_string(tp) + " --max-num-seqs " +
                     std::to_string(max_num_seqs) + " --max-num-batched-tokens " +
                     std::to_string(max_num_batched_tokens) + " --block-size " + std::to_string(block_size) +
                     " --gpu-memory-utilization " + gpu_memory_utilization_text();
-    if (with_parallel) {
-      f += " --data-parallel-size " + std::to_string(dp);
-      if (expert_parallel) f += " --enable-expert-parallel";
-    }
+    f += " --data-parallel-size " + std::to_string(dp);
+    if (expert_parallel) f += " --enable-expert-parallel";
     if (max_model_len > 0) f += " --max-model-len " + std::to_string(max_model_len);
     if (!prefix_caching) f += " --no-enable-prefix-caching";
     return f;

@@ -19,6 +19,7 @@
 #include "hwprofiles/calibrated_profile.hpp"
 #include "metrics/output_dir.hpp"
 #include "models/model_desc.hpp"
+#include "sim/data_parallel.hpp"
 #include "tools/twinserve/measured_deployment.hpp"
 #include "tools/twinserve/command_registry.hpp"
 #include "tools/twinserve/flag_registry.hpp"
@@ -47,7 +48,8 @@ struct CalibrateArgs {
   TraceInputFlags in;
   std::string hw, fit_params, holdout_split;
   std::string profile;  // a calibrated base: its step model is fitted
-  std::optional<std::int32_t> pp;
+  std::optional<std::int32_t> pp, dp;
+  bool enable_expert_parallel = false;
   SchedulerFlags sched;
   EngineMemoryFlags memory;
   std::int32_t max_evals = 300;
@@ -75,6 +77,10 @@ ClusterConfig measured_deployment(const CalibrateArgs& a, const std::string& hw,
   g.profile = a.profile;
   g.tp = a.tp;
   if (a.pp) g.pp = *a.pp;
+  if (a.dp) g.dp = *a.dp;
+  g.enable_expert_parallel = a.enable_expert_parallel;
+  // A DP instance's arrivals go through vLLM's coordinator, as in simulate.
+  c.router = data_parallel_router(c);
   apply_deployment_flags(c, a.engine, a.sched, a.memory, sub);
   c.seed = a.seed;
   return c;
@@ -135,6 +141,10 @@ void run_measured(const CalibrateArgs& a, const CLI::App& sub) {
 void run(const CalibrateArgs& a, const CLI::App& sub) {
   if (!a.measured.empty()) return run_measured(a, sub);
   if (!a.profile.empty()) throw UsageError("--profile is the base a --measured fit starts from; calibrate --model writes one with --out");
+  for (const char* flag : {"--data-parallel-size", "--enable-expert-parallel"}) {
+    if (sub.count(flag) > 0)
+      throw UsageError(std::string(flag) + " describes a measured deployment (with --measured); the engine is timed on one GPU");
+  }
   if (!a.model && !a.weights) throw UsageError("calibrate needs --model NAME (or --weights DIR holding a config.json)");
   if (a.max_tokens < 0) throw UsageError("--max-tokens must be positive");
   // The profile's folder is created and found writable now, not after
@@ -226,6 +236,8 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
            "with --measured: fit this calibrated profile's step model (op_scale, step_base_us, step_per_seq_us) "
            "instead of --hw's roofline; writes a calibrated profile (--hw defaults to its metadata.hardware)");
   add_flag(*sub, FlagId::pipeline_parallel, a.pp, "with --measured: the deployment's");
+  add_flag(*sub, FlagId::data_parallel, a.dp, "with --measured: the deployment's (vLLM's ranks, router dp_balance)");
+  add_switch(*sub, FlagId::enable_expert_parallel, a.enable_expert_parallel, "with --measured: the deployment's");
   add_scheduler_flags(*sub, a.sched);
   add_engine_memory_flags(*sub, a.memory);
   sub->add_option("--fit-params", a.fit_params,

@@ -40,6 +40,10 @@ std::vector<FlagSpec> make_table() {
        "vLLM's data parallelism (also -dp): ranks of --tp GPUs in one instance, each its own scheduler, limits and KV "
        "cache, behind vLLM's DP coordinator (docs/simulate.md)",
        layout},
+      {F::enable_expert_parallel, "--enable-expert-parallel",
+       "vLLM's flag: MoE experts split over the --data-parallel-size ranks, which then step in lockstep "
+       "(docs/simulate.md)",
+       {}},
       {F::expert_parallel, "--ep,--expert-parallel-size",
        "MoE expert parallelism: ep ranks of --tp GPUs per stage, attention data parallel over them, the experts split "
        "over them (docs/simulate.md)",

@@ -36,6 +36,7 @@ enum class FlagId {
   tensor_parallel,
   pipeline_parallel,
   data_parallel,
+  enable_expert_parallel,
   expert_parallel,
   // Precision.
   dtype,

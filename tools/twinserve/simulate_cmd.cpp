@@ -342,9 +342,7 @@ void add_layout_flags(CLI::App& app, SimulateArgs& a) {
   add_flag(*sub, FlagId::pipeline_parallel, a.pp);
   sub->add_option("--replicas", a.replicas, "Data-parallel replicas (default 1)")->check(int_range(1, 1000000));
   add_flag(*sub, FlagId::data_parallel, a.dp, "router dp_balance");
-  sub->add_flag("--enable-expert-parallel", a.enable_expert_parallel,
-                "vLLM's flag: MoE experts split over the --data-parallel-size ranks, which then step in lockstep "
-                "(docs/simulate.md)");
+  add_switch(*sub, FlagId::enable_expert_parallel, a.enable_expert_parallel);
   add_flag(*sub, FlagId::router, a.router);
   sub->add_option("--router-refresh-s", a.router_refresh_s,
                   "Seconds between refreshes of the router's view of the replicas (cluster key router_refresh_s): "
