@@ -110,6 +110,22 @@ ResultColumns result_columns(const Cluster& cluster) {
 
 }  // namespace
 
+SimOptions cluster_sim_options(const ClusterConfig& config, const Cluster& cluster) {
+  SimOptions options;
+  options.router = cluster.router;
+  options.disagg = cluster.disagg;
+  options.lockstep = cluster.lockstep;
+  options.seed = config.seed;
+  return options;
+}
+
+WindowOptions cluster_window_options(const ClusterConfig& config) {
+  check_router_refresh(config.router_refresh_s, "router_refresh_s");
+  WindowOptions window;
+  window.router_refresh = from_seconds(config.router_refresh_s);
+  return window;
+}
+
 RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,
                          const nlohmann::ordered_json& extra_echo) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -140,20 +156,14 @@ RunResult run_simulation(const ClusterConfig& config, RequestSource& source, con
     };
   }
   ResultSink sink(collector, request_writer, step_writer, std::move(listen), std::move(step_listen));
-  SimOptions options;
-  options.router = cluster.router;
-  options.disagg = cluster.disagg;
-  options.lockstep = cluster.lockstep;
-  options.seed = config.seed;
+  SimOptions options = cluster_sim_options(config, cluster);
   // Steps are counted in the replicas' tallies; records only for steps.csv.
   options.record_steps = step_writer != nullptr || outputs.steps_for_root || listen_steps;
   options.record_steps_every = static_cast<std::uint64_t>(std::max<std::int64_t>(1, outputs.files.steps.every));
   if (outputs.progress) {
     options.progress = [&](Time now, std::int64_t arrivals) { outputs.progress({to_seconds(now), arrivals, ended}); };
   }
-  WindowOptions window;
-  check_router_refresh(config.router_refresh_s, "router_refresh_s");
-  window.router_refresh = from_seconds(config.router_refresh_s);
+  WindowOptions window = cluster_window_options(config);
   window.jobs = outputs.jobs;
   window.ranks = outputs.ranks;
   // Each further thread prices with a cluster of its own (cost models keep scratch state).

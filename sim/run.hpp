@@ -78,6 +78,14 @@ std::string describe_cluster(const Cluster& cluster);
 // resolved (KV blocks and memory plan per group).
 nlohmann::ordered_json config_echo(const ClusterConfig& config, const Cluster& cluster);
 
+// How a built cluster is served, for every caller that runs its Simulator
+// (run_simulation here, validate's replays): the router, the disaggregated
+// pools and the data-parallel lockstep the cluster resolved, the config's
+// seed; and the router's refresh period (UsageError if out of range).
+// Threads, MPI ranks and step recording stay the caller's.
+SimOptions cluster_sim_options(const ClusterConfig& config, const Cluster& cluster);
+WindowOptions cluster_window_options(const ClusterConfig& config);
+
 // Throws UsageError / Error as build_cluster, the SLO parser and the source do.
 // `extra_echo` keys (e.g. the trace path) are added to the config echo.
 RunResult run_simulation(const ClusterConfig& config, RequestSource& source, const RunOutputs& outputs,

@@ -17,19 +17,11 @@ RunRecords simulate_requests(const ClusterConfig& config, const std::vector<Requ
     for (SimReplicaSpec& r : cluster.replicas) r.cost_model = model;
   }
   RunRecorder recorder(dir, overwrite);
-  // As run_simulation sets them (sim/run.cpp): a data-parallel instance's
-  // ranks step in lockstep, disaggregated pools hand requests over through
-  // their transfer links, and the router reads the replicas as of its
-  // refreshes; without them a replay would serve another deployment.
-  SimOptions options;
-  options.router = cluster.router;
-  options.disagg = cluster.disagg;
-  options.lockstep = cluster.lockstep;
-  options.seed = config.seed;
+  // Served as simulate serves it (lockstep DP ranks, disaggregated pools,
+  // the router's refresh): otherwise a replay serves another deployment.
+  SimOptions options = cluster_sim_options(config, cluster);
   options.record_steps = true;
-  WindowOptions window;
-  check_router_refresh(config.router_refresh_s, "router_refresh_s");
-  window.router_refresh = from_seconds(config.router_refresh_s);
+  WindowOptions window = cluster_window_options(config);
   SummaryContext context;
   context.num_replicas = static_cast<std::int32_t>(cluster.replicas.size());
   context.kv_blocks_capacity = cluster.groups.front().memory.num_blocks;
