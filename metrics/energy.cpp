@@ -27,8 +27,11 @@ EnergySummary summarize_energy(const StepTally& steps, const EnergyContext& cont
   e.window_s = to_seconds(window);
   e.steps_uj = steps.energy_uj;
   // The devices' idle draw over the window, less what their busy time would
-  // have drawn idle (the steps' energy holds that time).
-  e.idle_uj = std::llround(context.idle_power_w * static_cast<double>(window) * 1e-3) - steps.idle_baseline_uj;
+  // have drawn idle (the steps' energy holds that time). Steps back to back
+  // leave none; the per-step rounding of the baseline could make that a few
+  // microjoules below zero (printed "-0.0"), so it is held at zero.
+  e.idle_uj = std::max<std::int64_t>(
+      0, std::llround(context.idle_power_w * static_cast<double>(window) * 1e-3) - steps.idle_baseline_uj);
   e.total_uj = e.steps_uj + e.idle_uj;
   const double joules = static_cast<double>(e.total_uj) * 1e-6;
   e.average_power_w = e.window_s > 0 ? joules / e.window_s : 0;

@@ -37,8 +37,8 @@ struct Run {
   std::vector<StepRecord> steps;
 };
 
-Run simulate(const ClusterConfig& config) {
-  GeneratorSource source(light_trace());
+Run simulate(const ClusterConfig& config, const GeneratorOptions& trace = light_trace()) {
+  GeneratorSource source(trace);
   Run run;
   RunOutputs outputs;
   outputs.on_step = [&](const StepRecord& s) { run.steps.push_back(s); };
@@ -83,6 +83,19 @@ TEST_CASE("energy is conserved: the steps' energy plus the idle draw is the tota
     CHECK(e.joules_per_request == Approx(joules / static_cast<double>(run.result.summary.completed)));
     CHECK(e.cost_per_m_output_tokens > 0);  // the profile's price over the same window
   }
+}
+
+TEST_CASE("steps back to back leave no idle energy and never a negative one", "[sim][energy]") {
+  GeneratorOptions burst = light_trace();
+  burst.arrivals = ArrivalKind::burst;  // every request at 0: one step after another
+  burst.prompt = "fixed:128";            // (this shape's per-step rounding summed to -2 uJ)
+  burst.output = "fixed:128";
+  const Run run = simulate(one_group("llama-3.1-8b", "h100-80gb"), burst);
+  const EnergySummary& e = run.result.summary.energy;
+  REQUIRE(e.known);
+  CHECK(e.idle_uj >= 0);  // the per-step rounding once left a few uJ below zero, printed "-0.0"
+  CHECK(static_cast<double>(e.idle_uj) < 1e-6 * static_cast<double>(e.total_uj));
+  CHECK(e.steps_uj + e.idle_uj == e.total_uj);
 }
 
 TEST_CASE("a compute-bound step draws more power than a memory-bound one", "[sim][energy]") {

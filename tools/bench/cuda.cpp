@@ -6,13 +6,17 @@
 // weights / HBM-bandwidth roofline; paged attention decode bandwidth (f32,
 // bf16 and fp8 KV) and prefill TFLOP/s; add_rmsnorm and greedy argmax times.
 // Peaks come from a hardware profile (argument 1, default
-// hwprofiles/profiles/h200.json). Prints figures; asserts nothing.
+// hwprofiles/profiles/h200.json); argument 2, one of gemm, fp8, decode,
+// attention, small, prefill, runs that section alone (under a profiler,
+// `ncu --kernel-name regex:attention_decode bench_cuda P attention`).
+// Prints figures; asserts nothing.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -445,6 +449,13 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::string profile = argc > 1 ? argv[1] : "hwprofiles/profiles/h200.json";
+  const std::string only = argc > 2 ? argv[2] : "";
+  static constexpr const char* kSections[] = {"gemm", "fp8", "decode", "attention", "small", "prefill"};
+  if (!only.empty() && std::find(std::begin(kSections), std::end(kSections), only) == std::end(kSections)) {
+    std::printf("bench_cuda: unknown section '%s' (gemm, fp8, decode, attention, small, prefill)\n", only.c_str());
+    return 2;
+  }
+  const auto wants = [&](const char* section) { return only.empty() || only == section; };
   double peak = 989.4, hbm = 4800, fp8_peak = 1978.9;
   std::ifstream in(profile);
   if (in) {
@@ -460,22 +471,22 @@ int main(int argc, char** argv) {
               static_cast<double>(info.total_bytes) / (1 << 30), profile.c_str(), peak, hbm);
   try {
     RandomFill rf(*be);
-    bench_gemm(*be, rf, peak);
-    if (fp8_peak > 0) {
+    if (wants("gemm")) bench_gemm(*be, rf, peak);
+    if (fp8_peak > 0 && wants("fp8")) {
       try {
         bench_gemm_fp8(*be, fp8_peak);
       } catch (const Error& e) {  // no fp8 tensor cores (an A100): said, and the rest still runs
         std::printf("fp8 GEMMs skipped: %s\n", e.what());
       }
     }
-    {
+    if (wants("decode")) {
       const DecodeModel model(*be, rf);
       bench_decode(*be, model, hbm, 1, 512, 1.2);
       bench_decode(*be, model, hbm, 64, 2048, 1.3);
     }
-    bench_attention(*be, hbm);
-    bench_small_kernels(*be, rf, hbm);
-    bench_prefill_attention(*be);
+    if (wants("attention")) bench_attention(*be, hbm);
+    if (wants("small")) bench_small_kernels(*be, rf, hbm);
+    if (wants("prefill")) bench_prefill_attention(*be);
   } catch (const std::exception& e) {
     std::printf("bench_cuda: failed: %s\n", e.what());
     return 1;
