@@ -115,7 +115,7 @@ TraceWriter::TraceWriter(const std::string& path, TraceFormat format, bool overw
     throw UsageError("traces can be written as twin-jsonl, twin-csv, mooncake, vidur or azure, not " +
                      std::string(format_name(format)));
   if (!overwrite && std::filesystem::exists(path))
-    throw UsageError("output '" + path + "' exists; pass --force to overwrite it");
+    throw UsageError("output '" + path + "' exists; pass --overwrite (or --force) to replace it");
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw Error("cannot create '" + path + "': " + std::strerror(errno));
   buffer_.reserve(1 << 20);

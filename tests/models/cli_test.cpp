@@ -96,7 +96,9 @@ TEST_CASE("every command that reads a trace and writes results takes the same fl
     REQUIRE(r.exit_code == 0);
     for (const char* flag : {"--trace", "--format", "--on-bad-row", "--max-requests", "--out", "--overwrite"}) {
       CAPTURE(flag);
-      CHECK(r.out.find(std::string(flag) + " ") != std::string::npos);
+      // The flag, then a space or its next alias ("--overwrite,--force").
+      CHECK((r.out.find(std::string(flag) + " ") != std::string::npos ||
+             r.out.find(std::string(flag) + ",") != std::string::npos));
     }
   }
   for (const char* cmd : {"run", "simulate", "validate"})

@@ -221,7 +221,7 @@ const RegisterCommand registration{"calibrate", [](CLI::App& root) {
                   "machine noise then spreads over the tables instead of bending one")
       ->check(CLI::Range(1, 100));
   sub->add_option("--out", a.out, "Profile to write (JSON)")->required()->check(non_empty());
-  sub->add_flag("--overwrite", a.overwrite, "Replace --out if it exists");
+  add_switch(*sub, FlagId::overwrite, a.overwrite, "the profile --out");
   add_switch(*sub, FlagId::quiet, a.quiet, "nor the phase lines: nothing on stderr while timing");
   // --measured: fitting a deployment (docs/calibrate.md, "Fitting a
   // deployment"); the deployment's flags are simulate's groups.

@@ -41,7 +41,7 @@ TraceReadOptions trace_read_options(const TraceInputFlags& f) {
 void add_output_flags(CLI::App& sub, OutputFlags& f, const std::string& out_help, bool required) {
   CLI::Option* out = sub.add_option("--out", f.dir, out_help)->check(non_empty());
   if (required) out->required();
-  sub.add_flag("--overwrite", f.overwrite, "Replace result files already in --out");
+  add_switch(sub, FlagId::overwrite, f.overwrite, "the result files in --out");
 }
 
 void add_result_file_flags(CLI::App& sub, ResultFileFlags& f) {

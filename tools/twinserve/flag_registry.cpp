@@ -31,6 +31,8 @@ std::vector<FlagSpec> make_table() {
       {F::profile, "--profile", "A calibrated profile from `twinserve calibrate` (docs/calibrate.md)", {}},
       {F::seed, "--seed", "Seed of the command's random choices", CLI::NonNegativeNumber},
       {F::quiet, "--quiet,--no-progress", "No progress line on stderr (it shows only on a terminal)", {}},
+      {F::overwrite, "--overwrite,--force", "Replace the output if it exists (without it, an existing output is an error)",
+       {}},
       {F::jobs, "--jobs,-j", "Threads", {}},
       {F::slo, "--slo", "SLOs, e.g. 'ttft_p90<=2s,tpot_p99<=100ms'", {}},
       {F::tensor_parallel, "--tp,--tensor-parallel-size,--tp-size,--tp_size",

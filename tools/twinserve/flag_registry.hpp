@@ -30,6 +30,7 @@ enum class FlagId {
   profile,
   seed,
   quiet,
+  overwrite,  // replace an output that exists (--out, a trace OUT, a profile)
   jobs,
   slo,
   // The parallel layout.

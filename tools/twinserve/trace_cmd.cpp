@@ -134,7 +134,7 @@ TraceFormat output_format(const std::string& out_path, const std::string& to) {
 template <class Source>
 std::int64_t write_trace(const std::string& out_path, TraceFormat format, bool force, Source&& next) {
   if (!force && std::filesystem::exists(out_path))
-    throw UsageError("output '" + out_path + "' exists; pass --force to overwrite it");
+    throw UsageError("output '" + out_path + "' exists; pass --overwrite (or --force) to replace it");
   const std::string tmp = out_path + ".tmp";
   std::int64_t rows = 0;
   try {
@@ -189,7 +189,7 @@ void install_convert(CLI::App* trace) {
   sub->add_option("--max-requests", t->max_requests, "Keep at most N requests")->check(CLI::NonNegativeNumber);
   sub->add_option("--max-prompt", t->max_prompt, "Clip prompt lengths to N tokens")->check(int_range(0, kMaxInt32));
   sub->add_option("--max-output", t->max_output, "Clip output lengths to N tokens")->check(int_range(0, kMaxInt32));
-  sub->add_flag("--force", *force, "Overwrite OUT if it exists");
+  add_switch(*sub, FlagId::overwrite, *force, "the trace OUT");
   flags->add(sub);
   sub->callback([=] {
     check_transform_options(*t);
@@ -235,7 +235,7 @@ void install_generate(CLI::App* trace) {
       ->capture_default_str()->check(int_range(1, kMaxInt32));
   sub->add_option("--hash-block-size", o->hash_block_size, "Tokens per hash id")->capture_default_str()->check(int_range(0, 1 << 20));
   add_flag(*sub, FlagId::seed, o->seed, "here the generator's")->capture_default_str();
-  sub->add_flag("--force", *force, "Overwrite OUT if it exists");
+  add_switch(*sub, FlagId::overwrite, *force, "the trace OUT");
   sub->callback([=] {
     GeneratorOptions opts = *o;
     parse_arrivals(*arrivals, opts);
