@@ -71,7 +71,16 @@ def hidden_sweep():
     device = {"name": "hidden test GPU", "compute_capability": "9.0", "sm_count": 132, "total_memory": 150e9,
               "torch": "none", "cuda": "none", "date": "2026-12-04", "copy_gbps": HIDDEN["memory"] * BW / 1e9,
               "kernel_floor_us": 2.0}
-    return {"format": "twinserve-gpu-sweep", "version": 1, "device": device, "points": points}
+    # Two GPUs' NCCL all-reduce: 2 KiB to 128 MiB, 10 us plus 400 GB/s.
+    all_reduce = [[b, round(10.0 + b / 400e3, 2)] for b in gp.ALL_REDUCE_BYTES]
+    return {"format": "twinserve-gpu-sweep", "version": 1, "device": device, "points": points,
+            "all_reduce": {"2": all_reduce}}
+
+
+def real_with_ar():
+    path = os.path.join(SCRATCH, "with-all-reduce.json")
+    json.dump(hidden_sweep(), open(path, "w"))
+    return path
 
 
 def run(*args):
@@ -134,6 +143,20 @@ want = hidden_us({"op": "silu_mul", "tokens": 4096, "width": 14336, "head_dim": 
 got = each_us(r.stdout, "silu_mul", 1)
 check(abs(got / want - 1) < 0.05, f"a 4096-token silu_mul priced {got} us, the hidden device's {want} us")
 
+# The all-reduce curve: the base's NVSwitch pair curve replaced, the others
+# kept, and a TP 2 prefill's all-reduce (4,096 tokens x 4,096 x 2 bytes =
+# 32 MiB, past the engines' own all-reduce) priced on it.
+coll = prof["collectives"]
+check(coll["nccl_all_reduce_nvswitch_2"]["points"] == hidden_sweep()["all_reduce"]["2"]
+      and "nccl_all_reduce_nvswitch_8" in coll and prof["fitted_from"]["all_reduce_curves"] == ["nccl_all_reduce_nvswitch_2"],
+      "the measured all-reduce replaces the base's 2-GPU NVSwitch curve and keeps the others")
+r = run(TWINSERVE, "simulate", "--model", "llama-3.1-8b", "--hw", out, "--tp", "2", "--explain-ops", "4096")
+ar = [line for line in r.stdout.splitlines() if line.strip().startswith("tp_allreduce")]
+want = 10.0 + 33554432 / 400e3
+check(len(ar) == 1 and "nccl_all_reduce_nvswitch_2" in ar[0] and abs(each_us(r.stdout, "tp_allreduce", 0) / want - 1) < 0.01,
+      f"a TP 2 prefill's all-reduce priced on the measured curve ({ar[0].split() if ar else r.stderr[-200:]}; "
+      f"want {want:.1f} us)")
+
 # The H200's sweep of 2026-12-04 (tools/gpu-profile on our H200, PyTorch
 # 2.11): every fitted op's refit within 8% at the median, and the simulator's
 # prices of measured shapes from the fitted profile beside the measured.
@@ -165,6 +188,13 @@ bad["points"] = [p for p in bad["points"] if p["op"] != "attn_decode"]
 json.dump(bad, open(sweep_path, "w"))
 r = run(sys.executable, TOOL, "--base", "h200", "--from-sweep", sweep_path, "--out", out, "--overwrite")
 check(r.returncode == 1 and "no attn_decode point" in r.stderr, "a sweep without decode attention is refused")
+bad = hidden_sweep()
+bad["all_reduce"]["2"][3][0] = 1
+json.dump(bad, open(sweep_path, "w"))
+r = run(sys.executable, TOOL, "--base", "h200", "--from-sweep", sweep_path, "--out", out, "--overwrite")
+check(r.returncode == 1 and "all_reduce.2" in r.stderr, "an all-reduce curve out of order is refused by key")
+r = run(sys.executable, TOOL, "--base", "mi300x", "--from-sweep", real_with_ar(), "--out", out, "--overwrite")
+check(r.returncode == 1 and "--link" in r.stderr, "an interconnect with no collective link name asks for --link")
 r = run(sys.executable, TOOL, "--base", "no-such-gpu", "--from-sweep", sweep_path, "--out", out, "--overwrite")
 check(r.returncode == 1 and "bundled:" in r.stderr, "an unknown base is refused with the bundled list")
 r = run(sys.executable, TOOL, "--base", "h200", "--from-sweep", sweep_path, "--out", out)
