@@ -221,8 +221,11 @@ std::string chat_prompt_text(const std::vector<std::pair<std::string, std::strin
   return text + "<|assistant|>\n";
 }
 
-CompletionParams parse_completion_request(const std::string& text, bool chat, const ApiLimits& limits,
-                                          const ByteTokenizer& tokenizer) {
+namespace {
+
+// The body as JSON, guarded against strings no prompt of this model could
+// take, and the model it names checked against the one served.
+json parse_body(const std::string& text, const ApiLimits& limits) {
   const std::size_t max_string = 6 * static_cast<std::size_t>(std::max(limits.max_model_len, 0)) + 65536;
   if (const std::size_t longest = longest_string(text); longest > max_string) {
     bad("", "the request body holds a string of " + std::to_string(longest) + " bytes, more than a prompt of " +
@@ -244,7 +247,11 @@ CompletionParams parse_completion_request(const std::string& text, bool chat, co
           "model_not_found");
     }
   }
-  // Refused by name rather than ignored: the answer would not be what was asked.
+  return body;
+}
+
+// Refused by name rather than ignored: the answer would not be what was asked.
+void refuse_unsupported(const json& body) {
   if (present(body, "n") && integer_field(body, "n", 1, 1 << 20) != 1) bad("n", "only n = 1 is supported");
   if (present(body, "best_of") && integer_field(body, "best_of", 1, 1 << 20) != 1) {
     bad("best_of", "only best_of = 1 is supported");
@@ -276,28 +283,27 @@ CompletionParams parse_completion_request(const std::string& text, bool chat, co
   if (present(body, "repetition_penalty") && number_field(body, "repetition_penalty", 0, 100) != 1) {
     bad("repetition_penalty", "repetition_penalty is not supported");
   }
+}
 
-  CompletionParams p;
-  p.chat = chat;
-  p.prompt = chat ? chat_prompt(body, limits, tokenizer) : completion_prompt(body, limits, tokenizer);
-  if (p.prompt.empty()) bad(chat ? "messages" : "prompt", "the prompt is empty");
-  const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
-  if (prompt_len >= limits.max_model_len) context_exceeded(chat ? "messages" : "prompt", prompt_len, limits);
+// max_tokens (chat: max_completion_tokens first), within the context left.
+std::int32_t max_tokens_of(const json& body, bool chat, std::int64_t prompt_len, const ApiLimits& limits) {
   const std::int64_t room = limits.max_model_len - prompt_len;
   const char* max_key = chat && present(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  if (present(body, max_key)) {
-    const std::int64_t m = integer_field(body, max_key, 1, std::numeric_limits<std::int32_t>::max());
-    if (m > room) {
-      bad(max_key, "'" + std::string(max_key) + "' is " + std::to_string(m) + " but the prompt has " +
-                       std::to_string(prompt_len) + " tokens and the maximum context length is " +
-                       std::to_string(limits.max_model_len) + ": at most " + std::to_string(room) + " can be generated",
-          400, "context_length_exceeded");
-    }
-    p.max_tokens = static_cast<std::int32_t>(m);
-  } else {
+  if (!present(body, max_key)) {
     // OpenAI's default for completions; vLLM's (the context left) for chat.
-    p.max_tokens = static_cast<std::int32_t>(chat ? room : std::min<std::int64_t>(16, room));
+    return static_cast<std::int32_t>(chat ? room : std::min<std::int64_t>(16, room));
   }
+  const std::int64_t m = integer_field(body, max_key, 1, std::numeric_limits<std::int32_t>::max());
+  if (m > room) {
+    bad(max_key, "'" + std::string(max_key) + "' is " + std::to_string(m) + " but the prompt has " +
+                     std::to_string(prompt_len) + " tokens and the maximum context length is " +
+                     std::to_string(limits.max_model_len) + ": at most " + std::to_string(room) + " can be generated",
+        400, "context_length_exceeded");
+  }
+  return static_cast<std::int32_t>(m);
+}
+
+void sampling_fields(const json& body, CompletionParams& p) {
   if (present(body, "temperature")) p.temperature = static_cast<float>(number_field(body, "temperature", 0, 100));
   if (present(body, "top_p")) {
     p.top_p = static_cast<float>(number_field(body, "top_p", 0, 1));
@@ -312,18 +318,37 @@ CompletionParams parse_completion_request(const std::string& text, bool chat, co
     if (!s.is_number_integer()) bad("seed", "'seed' must be an integer");
     p.seed = s.is_number_unsigned() ? s.get<std::uint64_t>() : static_cast<std::uint64_t>(s.get<std::int64_t>());
   }
+}
+
+void stream_fields(const json& body, CompletionParams& p) {
+  if (present(body, "stream")) p.stream = bool_field(body, "stream");
+  if (!present(body, "stream_options")) return;
+  const json& so = body.at("stream_options");
+  if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
+  if (!p.stream) bad("stream_options", "'stream_options' needs 'stream': true");
+  if (present(so, "include_usage")) {
+    if (!so.at("include_usage").is_boolean()) bad("stream_options.include_usage", "'include_usage' must be true or false");
+    p.include_usage = so.at("include_usage").get<bool>();
+  }
+}
+
+}  // namespace
+
+CompletionParams parse_completion_request(const std::string& text, bool chat, const ApiLimits& limits,
+                                          const ByteTokenizer& tokenizer) {
+  const json body = parse_body(text, limits);
+  refuse_unsupported(body);
+  CompletionParams p;
+  p.chat = chat;
+  p.prompt = chat ? chat_prompt(body, limits, tokenizer) : completion_prompt(body, limits, tokenizer);
+  if (p.prompt.empty()) bad(chat ? "messages" : "prompt", "the prompt is empty");
+  const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
+  if (prompt_len >= limits.max_model_len) context_exceeded(chat ? "messages" : "prompt", prompt_len, limits);
+  p.max_tokens = max_tokens_of(body, chat, prompt_len, limits);
+  sampling_fields(body, p);
   p.stop = stop_strings(body);
   if (present(body, "ignore_eos")) p.ignore_eos = bool_field(body, "ignore_eos");
-  if (present(body, "stream")) p.stream = bool_field(body, "stream");
-  if (present(body, "stream_options")) {
-    const json& so = body.at("stream_options");
-    if (!so.is_object()) bad("stream_options", "'stream_options' must be an object");
-    if (!p.stream) bad("stream_options", "'stream_options' needs 'stream': true");
-    if (present(so, "include_usage")) {
-      if (!so.at("include_usage").is_boolean()) bad("stream_options.include_usage", "'include_usage' must be true or false");
-      p.include_usage = so.at("include_usage").get<bool>();
-    }
-  }
+  stream_fields(body, p);
   return p;
 }
 

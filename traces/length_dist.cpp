@@ -46,30 +46,45 @@ SpecParts split_spec(std::string_view spec) {
 
 }  // namespace
 
-LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
-  auto fail = [&](const std::string& why) -> UsageError {
+// Reads one spec for LengthDist::parse; its errors name the flag (`what`),
+// the spec and the forms expected.
+struct LengthDist::Parser {
+  std::string_view spec, what;
+
+  UsageError fail(const std::string& why) const {
     return UsageError(std::string(what) + " '" + excerpt(spec, 80) + "': " + why + " (expected " +
                       length_spec_help() + ")");
-  };
-  auto to_int = [&](const std::string& text, const char* name) {
+  }
+
+  std::int32_t to_int(const std::string& text, const char* name) const {
     std::int32_t v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || p != text.data() + text.size() || v < 1 || v > kMaxSpecLength)
       throw fail(std::string(name) + " must be an integer from 1 to " + std::to_string(kMaxSpecLength) + ", got '" +
                  excerpt(text, 40) + "'");
     return v;
-  };
-  auto to_double = [&](const std::string& text, const char* name) {
+  }
+
+  double to_double(const std::string& text, const char* name) const {
     double v = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || p != text.data() + text.size() || !std::isfinite(v))
       throw fail(std::string(name) + " must be a number, got '" + excerpt(text, 40) + "'");
     return v;
-  };
+  }
 
-  LengthDist d;
-  d.spec_ = std::string(spec);
-  if (spec.substr(0, 6) == "trace:") {
+  void allow(const SpecParts& parts, std::size_t positional, std::initializer_list<const char*> names) const {
+    if (parts.positional.size() != positional)
+      throw fail("expected " + std::to_string(positional) + " plain value(s) after '" + excerpt(parts.name, 40) + ":'");
+    for (const auto& [k, v] : parts.named) {
+      bool ok = false;
+      for (const char* n : names) ok = ok || k == n;
+      if (!ok) throw fail("unknown key '" + excerpt(k, 40) + "'");
+    }
+  }
+
+  // trace:PATH:prompt|output: the column's lengths, sampled as they are.
+  void trace(LengthDist& d) const {
     const std::string_view rest = spec.substr(6);
     const std::size_t colon = rest.rfind(':');
     if (colon == std::string_view::npos) throw fail("missing ':prompt' or ':output'");
@@ -91,31 +106,10 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
     }
     if (d.values_.empty()) throw fail("the trace holds no requests");
     d.kind_ = Kind::samples;
-    return d;
   }
 
-  const SpecParts parts = split_spec(spec);
-  auto allow = [&](std::size_t positional, std::initializer_list<const char*> names) {
-    if (parts.positional.size() != positional)
-      throw fail("expected " + std::to_string(positional) + " plain value(s) after '" + excerpt(parts.name, 40) + ":'");
-    for (const auto& [k, v] : parts.named) {
-      bool ok = false;
-      for (const char* n : names) ok = ok || k == n;
-      if (!ok) throw fail("unknown key '" + excerpt(k, 40) + "'");
-    }
-  };
-  if (parts.name == "fixed") {
-    allow(1, {});
-    d.kind_ = Kind::fixed;
-    d.lo_ = d.hi_ = to_int(parts.positional[0], "N");
-  } else if (parts.name == "uniform") {
-    allow(2, {});
-    d.kind_ = Kind::uniform;
-    d.lo_ = to_int(parts.positional[0], "LO");
-    d.hi_ = to_int(parts.positional[1], "HI");
-    if (d.hi_ < d.lo_) throw fail("HI must be >= LO");
-  } else if (parts.name == "lognormal") {
-    allow(0, {"median", "mean", "sigma", "max"});
+  void lognormal(const SpecParts& parts, LengthDist& d) const {
+    allow(parts, 0, {"median", "mean", "sigma", "max"});
     const bool has_median = parts.named.count("median") > 0;
     const bool has_mean = parts.named.count("mean") > 0;
     if (has_median == has_mean) throw fail("give exactly one of median= and mean=");
@@ -128,8 +122,10 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
     // E[exp(N(mu, s))] = exp(mu + s^2 / 2).
     d.mu_ = has_median ? std::log(m) : std::log(m) - d.sigma_ * d.sigma_ / 2;
     d.hi_ = parts.named.count("max") ? to_int(parts.named.at("max"), "max") : kMaxSpecLength;
-  } else if (parts.name == "zipf") {
-    allow(0, {"max", "s"});
+  }
+
+  void zipf(const SpecParts& parts, LengthDist& d) const {
+    allow(parts, 0, {"max", "s"});
     if (!parts.named.count("max") || !parts.named.count("s")) throw fail("zipf needs max= and s=");
     const std::int32_t n = to_int(parts.named.at("max"), "max");
     if (n > 10'000'000) throw fail("max must be <= 10000000");
@@ -143,8 +139,34 @@ LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
       d.cdf_[static_cast<std::size_t>(k - 1)] = total;
     }
     for (double& c : d.cdf_) c /= total;
+  }
+};
+
+LengthDist LengthDist::parse(std::string_view spec, std::string_view what) {
+  const Parser p{spec, what};
+  LengthDist d;
+  d.spec_ = std::string(spec);
+  if (spec.substr(0, 6) == "trace:") {
+    p.trace(d);
+    return d;
+  }
+  const SpecParts parts = split_spec(spec);
+  if (parts.name == "fixed") {
+    p.allow(parts, 1, {});
+    d.kind_ = Kind::fixed;
+    d.lo_ = d.hi_ = p.to_int(parts.positional[0], "N");
+  } else if (parts.name == "uniform") {
+    p.allow(parts, 2, {});
+    d.kind_ = Kind::uniform;
+    d.lo_ = p.to_int(parts.positional[0], "LO");
+    d.hi_ = p.to_int(parts.positional[1], "HI");
+    if (d.hi_ < d.lo_) throw p.fail("HI must be >= LO");
+  } else if (parts.name == "lognormal") {
+    p.lognormal(parts, d);
+  } else if (parts.name == "zipf") {
+    p.zipf(parts, d);
   } else {
-    throw fail("unknown distribution '" + excerpt(parts.name, 40) + "'");
+    throw p.fail("unknown distribution '" + excerpt(parts.name, 40) + "'");
   }
   return d;
 }

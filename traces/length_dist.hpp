@@ -37,6 +37,8 @@ class LengthDist {
   double mu_ = 0, sigma_ = 0;      // lognormal
   std::vector<double> cdf_;        // zipf
   std::vector<std::int32_t> values_;  // samples from a trace
+
+  struct Parser;  // the spec's forms, one function each (length_dist.cpp)
 };
 
 // Usage text listing the forms above (help and error messages).

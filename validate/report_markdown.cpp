@@ -90,9 +90,7 @@ void write_op_table(std::ostream& out, const LoadResult& l) {
   out << "\n";
 }
 
-}  // namespace
-
-void write_report_markdown(std::ostream& out, const ValidationResult& r, const std::string& plot_note) {
+void write_header(std::ostream& out, const ValidationResult& r, const std::string& plot_note) {
   out << "# Validation: " << r.model << "\n\n";
   out << "- trace: `" << r.trace << "`, " << r.requests << " requests (" << f(r.trace_rate_rps) << " req/s as recorded)\n";
   out << "- calibrated profile: `" << r.profile << "`\n";
@@ -112,76 +110,95 @@ void write_report_markdown(std::ostream& out, const ValidationResult& r, const s
          "model's. Folders per load hold the engine's and each simulation's requests.csv, steps.csv and "
          "summary.json.\n\n";
   if (!plot_note.empty()) out << "**Plots:** " << plot_note << ".\n\n";
+}
 
-  for (const LoadResult& l : r.loads) {
-    out << "## Load " << f(l.load, 2) << " (" << f(l.rate_rps) << " req/s) — [`" << l.folder << "/`](" << l.folder
-        << "/)\n\n";
-    out << "Replay parity: " << parity_text(l) << ".\n\n";
-    out << "Energy: " << energy_text(l) << ".\n\n";
-    if (!l.engine_repeats.empty()) {
-      out << "Measured: the median of the " << l.engine_repeats.size() + 1
-          << " engine runs for each metric (of two, their mean); the per-request and step tables use run 1.\n\n";
-    }
-    out << "| metric | measured |";
-    for (const ModelResult& m : l.models) out << ' ' << m.name << " | error |";
-    out << "\n|---|---:|";
-    for (std::size_t m = 0; m < l.models.size(); ++m) out << "---:|---:|";
-    out << "\n";
-    const std::size_t rows = l.models.front().metrics.size();
-    for (std::size_t i = 0; i < rows; ++i) {
-      const MetricComparison& base = l.models.front().metrics[i];
-      out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured) << " |";
-      for (const ModelResult& m : l.models) {
-        out << ' ' << f(m.metrics[i].predicted) << " | " << signed_pct(m.metrics[i].error_pct) << " |";
-      }
-      out << "\n";
-    }
-    if (!l.engine_repeats.empty()) {
-      out << "\nThe engine against itself (" << l.engine_repeats.size() + 1
-          << " runs of the same requests; run k vs run 1): differences this size are the machine's noise, and no "
-             "prediction can be checked more finely.\n\n| metric | run 1 |";
-      for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << " run " << k + 2 << " | diff |";
-      out << "\n|---|---:|";
-      for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << "---:|---:|";
-      out << "\n";
-      for (std::size_t i = 0; i < l.engine_repeats.front().size(); ++i) {
-        const MetricComparison& base = l.engine_repeats.front()[i];
-        out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured)
-            << " |";
-        for (const auto& repeat : l.engine_repeats) {
-          out << ' ' << f(repeat[i].predicted) << " | " << signed_pct(repeat[i].error_pct) << " |";
-        }
-        out << "\n";
-      }
-    }
-    out << "\nPer-request error (signed %, requests finished in both runs):\n\n";
-    out << "| model | metric | requests | p10 | p50 | p90 | mean abs |\n|---|---|---:|---:|---:|---:|---:|\n";
+// One load's metrics, measured against each model's prediction.
+void write_metric_table(std::ostream& out, const LoadResult& l) {
+  out << "| metric | measured |";
+  for (const ModelResult& m : l.models) out << ' ' << m.name << " | error |";
+  out << "\n|---|---:|";
+  for (std::size_t m = 0; m < l.models.size(); ++m) out << "---:|---:|";
+  out << "\n";
+  const std::size_t rows = l.models.front().metrics.size();
+  for (std::size_t i = 0; i < rows; ++i) {
+    const MetricComparison& base = l.models.front().metrics[i];
+    out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured) << " |";
     for (const ModelResult& m : l.models) {
-      for (const RequestErrorStats& e : m.request_errors) {
-        out << "| " << m.name << " | " << e.metric << " | " << e.count << " | " << signed_pct(e.p10) << " | "
-            << signed_pct(e.p50) << " | " << signed_pct(e.p90) << " | " << f(e.mean_abs, 1) << "% |\n";
-      }
-    }
-    out << "\nStep time on the engine's own steps, by batch composition (each model prices exactly the steps the "
-           "engine ran; op columns: where the model puts its predicted time, ms per step):\n\n";
-    out << "| model | composition | steps | measured ms | predicted ms | error of total | mean abs | p90 abs | top "
-           "predicted ops |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
-    for (const ModelResult& m : l.models) {
-      for (const CompositionError& c : m.step_errors) {
-        out << "| " << m.name << " | " << composition_name(c.composition) << " | " << c.steps << " | "
-            << f(c.measured_ms_mean) << " | " << f(c.predicted_ms_mean) << " | " << signed_pct(c.error_pct_of_total)
-            << " | " << f(c.mean_abs_error_pct, 1) << "% | " << f(c.p90_abs_error_pct, 1) << "% | " << top_ops(c)
-            << " |\n";
-      }
-    }
-    if (!l.models.empty() && !l.models.front().op_errors.empty()) write_op_table(out, l);
-    if (plot_note.empty()) {
-      out << "\n![predicted vs measured](" << l.folder << "/scatter.svg)\n";
-      out << "![latency CDFs](" << l.folder << "/cdf.svg)\n";
-      out << "![step-time error vs batch size](" << l.folder << "/step_error.svg)\n";
+      out << ' ' << f(m.metrics[i].predicted) << " | " << signed_pct(m.metrics[i].error_pct) << " |";
     }
     out << "\n";
   }
+}
+
+// The engine's repeated runs against its first: the machine's noise.
+void write_repeat_table(std::ostream& out, const LoadResult& l) {
+  out << "\nThe engine against itself (" << l.engine_repeats.size() + 1
+      << " runs of the same requests; run k vs run 1): differences this size are the machine's noise, and no "
+         "prediction can be checked more finely.\n\n| metric | run 1 |";
+  for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << " run " << k + 2 << " | diff |";
+  out << "\n|---|---:|";
+  for (std::size_t k = 0; k < l.engine_repeats.size(); ++k) out << "---:|---:|";
+  out << "\n";
+  for (std::size_t i = 0; i < l.engine_repeats.front().size(); ++i) {
+    const MetricComparison& base = l.engine_repeats.front()[i];
+    out << "| " << base.metric << (base.stat == "value" ? "" : " " + base.stat) << " | " << f(base.measured) << " |";
+    for (const auto& repeat : l.engine_repeats) {
+      out << ' ' << f(repeat[i].predicted) << " | " << signed_pct(repeat[i].error_pct) << " |";
+    }
+    out << "\n";
+  }
+}
+
+// Per-request errors, then step times by batch composition.
+void write_error_tables(std::ostream& out, const LoadResult& l) {
+  out << "\nPer-request error (signed %, requests finished in both runs):\n\n";
+  out << "| model | metric | requests | p10 | p50 | p90 | mean abs |\n|---|---|---:|---:|---:|---:|---:|\n";
+  for (const ModelResult& m : l.models) {
+    for (const RequestErrorStats& e : m.request_errors) {
+      out << "| " << m.name << " | " << e.metric << " | " << e.count << " | " << signed_pct(e.p10) << " | "
+          << signed_pct(e.p50) << " | " << signed_pct(e.p90) << " | " << f(e.mean_abs, 1) << "% |\n";
+    }
+  }
+  out << "\nStep time on the engine's own steps, by batch composition (each model prices exactly the steps the "
+         "engine ran; op columns: where the model puts its predicted time, ms per step):\n\n";
+  out << "| model | composition | steps | measured ms | predicted ms | error of total | mean abs | p90 abs | top "
+         "predicted ops |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const ModelResult& m : l.models) {
+    for (const CompositionError& c : m.step_errors) {
+      out << "| " << m.name << " | " << composition_name(c.composition) << " | " << c.steps << " | "
+          << f(c.measured_ms_mean) << " | " << f(c.predicted_ms_mean) << " | " << signed_pct(c.error_pct_of_total)
+          << " | " << f(c.mean_abs_error_pct, 1) << "% | " << f(c.p90_abs_error_pct, 1) << "% | " << top_ops(c)
+          << " |\n";
+    }
+  }
+}
+
+void write_load(std::ostream& out, const LoadResult& l, const std::string& plot_note) {
+  out << "## Load " << f(l.load, 2) << " (" << f(l.rate_rps) << " req/s) — [`" << l.folder << "/`](" << l.folder
+      << "/)\n\n";
+  out << "Replay parity: " << parity_text(l) << ".\n\n";
+  out << "Energy: " << energy_text(l) << ".\n\n";
+  if (!l.engine_repeats.empty()) {
+    out << "Measured: the median of the " << l.engine_repeats.size() + 1
+        << " engine runs for each metric (of two, their mean); the per-request and step tables use run 1.\n\n";
+  }
+  write_metric_table(out, l);
+  if (!l.engine_repeats.empty()) write_repeat_table(out, l);
+  write_error_tables(out, l);
+  if (!l.models.empty() && !l.models.front().op_errors.empty()) write_op_table(out, l);
+  if (plot_note.empty()) {
+    out << "\n![predicted vs measured](" << l.folder << "/scatter.svg)\n";
+    out << "![latency CDFs](" << l.folder << "/cdf.svg)\n";
+    out << "![step-time error vs batch size](" << l.folder << "/step_error.svg)\n";
+  }
+  out << "\n";
+}
+
+}  // namespace
+
+void write_report_markdown(std::ostream& out, const ValidationResult& r, const std::string& plot_note) {
+  write_header(out, r, plot_note);
+  for (const LoadResult& l : r.loads) write_load(out, l, plot_note);
 }
 
 void print_validation_table(std::ostream& out, const ValidationResult& r) {

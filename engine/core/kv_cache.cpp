@@ -114,105 +114,115 @@ std::int32_t KvCache::blocks_needed(const SeqKv& seq, std::int32_t total_tokens)
   return std::max(0, blocks_for(total_tokens) - held);
 }
 
-bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks, std::int32_t total_tokens,
-                       bool admission, std::int32_t must_fit_tokens) {
-  const auto held = static_cast<std::int32_t>(seq.blocks.size());
-  if (config_.contiguous) {
-    if (total_tokens > config_.max_model_len) {
-      throw Error("kv cache: request " + std::to_string(req.id) + " needs " + std::to_string(total_tokens) +
-                  " tokens, beyond max_model_len " + std::to_string(config_.max_model_len) +
-                  " reserved in contiguous mode");
-    }
-    if (held > 0) return true;
-    const std::int32_t reserve = admission ? watermark_blocks_ : 0;
-    if (pool_.num_free() - contiguous_blocks_ < reserve) return false;
-    seq.blocks.reserve(static_cast<std::size_t>(contiguous_blocks_));
-    for (std::int32_t i = 0; i < contiguous_blocks_; ++i) seq.blocks.push_back(take_free_block());
-    ++stats_.lookups;
-    return true;
+bool KvCache::allocate_contiguous(const Request& req, SeqKv& seq, std::int32_t total_tokens, bool admission) {
+  if (total_tokens > config_.max_model_len) {
+    throw Error("kv cache: request " + std::to_string(req.id) + " needs " + std::to_string(total_tokens) +
+                " tokens, beyond max_model_len " + std::to_string(config_.max_model_len) +
+                " reserved in contiguous mode");
   }
+  if (!seq.blocks.empty()) return true;
+  const std::int32_t reserve = admission ? watermark_blocks_ : 0;
+  if (pool_.num_free() - contiguous_blocks_ < reserve) return false;
+  seq.blocks.reserve(static_cast<std::size_t>(contiguous_blocks_));
+  for (std::int32_t i = 0; i < contiguous_blocks_; ++i) seq.blocks.push_back(take_free_block());
+  ++stats_.lookups;
+  return true;
+}
 
-  // Hits apply only to a sequence that holds nothing yet (as documented).
-  const std::int32_t hits = held == 0 ? num_hit_blocks : 0;
-  if (hits < 0 || hits > static_cast<std::int32_t>(seq.hashes.size())) {
-    throw Error("kv cache: request " + std::to_string(req.id) + " asks for " + std::to_string(num_hit_blocks) +
-                " hit blocks but has " + std::to_string(seq.hashes.size()) + " full prompt blocks");
-  }
-  std::int32_t free_hits = 0;
-  std::int32_t loads = 0;        // hits held only by a tier: each takes a fresh block
-  std::int32_t leading_hbm = -1; // device hits before the first load: already published
+KvCache::HitScan KvCache::scan_hits(const Request& req, const SeqKv& seq, std::int32_t hits) {
+  HitScan scan;
   hit_scratch_.clear();
   for (std::int32_t k = 0; k < hits; ++k) {
     const BlockHash h = seq.hashes[static_cast<std::size_t>(k)];
     const BlockId b = pool_.find(h);
     if (b < 0) {
       if (!tiers_.empty() && tiers_.find(h) >= 0) {
-        if (leading_hbm < 0) leading_hbm = k;
-        ++loads;
+        if (scan.leading_hbm < 0) scan.leading_hbm = k;
+        ++scan.loads;
         hit_scratch_.push_back(-1);
         continue;
       }
       throw Error("kv cache: request " + std::to_string(req.id) + ": hit block " + std::to_string(k) +
                   " is no longer cached (lookup and allocate must happen in the same step)");
     }
-    if (pool_.ref_count(b) == 0) ++free_hits;
+    if (pool_.ref_count(b) == 0) ++scan.free_hits;
     hit_scratch_.push_back(b);
   }
-  const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
-  const std::int32_t reserve = admission ? watermark_blocks_ : 0;
-  const std::int32_t must_fit = std::max(new_blocks, blocks_for(must_fit_tokens) - held - hits);
-  if (pool_.num_free() - (must_fit + loads + free_hits) < reserve) return false;
+  return scan;
+}
 
-  if (held == 0) seq.blocks.reserve(static_cast<std::size_t>(hits + new_blocks));
+void KvCache::take_hits(SeqKv& seq, std::int32_t hits, std::int32_t loads) {
   if (loads == 0) {
     for (const BlockId b : hit_scratch_) {
       pool_.acquire(b);
       seq.blocks.push_back(b);
     }
-  } else {
-    // Every device hit is taken before any fresh block is popped: a pop
-    // could otherwise evict a free hit further on. The tier hits are read
-    // (counted, most recent in their tier) before the pops' spills land.
-    for (const BlockId b : hit_scratch_) {
-      if (b >= 0) pool_.acquire(b);
-    }
-    // With recorded copies a hit's KV goes to a staging block (its number
-    // kept in place of the -1) and from there into its fresh block, after
-    // that block's own eviction has been recorded.
-    for (std::int32_t k = 0; k < hits; ++k) {
-      BlockId& slot = hit_scratch_[static_cast<std::size_t>(k)];
-      if (slot < 0) {
-        const std::int32_t stage = tiers_.hit(seq.hashes[static_cast<std::size_t>(k)]);
-        if (stage >= 0) slot = -2 - stage;
-      }
-    }
-    for (const BlockId b : hit_scratch_) {
-      if (b >= 0) {
-        seq.blocks.push_back(b);
-        continue;
-      }
-      const BlockId fresh = take_free_block();
-      if (b <= -2) tiers_.add_copy({TierCopy::Kind::stage_to_device, -1, -1, -2 - b, fresh});
-      seq.blocks.push_back(fresh);
+    return;
+  }
+  // Every device hit is taken before any fresh block is popped: a pop could
+  // otherwise evict a free hit further on. The tier hits are read (counted,
+  // most recent in their tier) before the pops' spills land.
+  for (const BlockId b : hit_scratch_) {
+    if (b >= 0) pool_.acquire(b);
+  }
+  // With recorded copies a hit's KV goes to a staging block (its number
+  // kept in place of the -1) and from there into its fresh block, after
+  // that block's own eviction has been recorded.
+  for (std::int32_t k = 0; k < hits; ++k) {
+    BlockId& slot = hit_scratch_[static_cast<std::size_t>(k)];
+    if (slot < 0) {
+      const std::int32_t stage = tiers_.hit(seq.hashes[static_cast<std::size_t>(k)]);
+      if (stage >= 0) slot = -2 - stage;
     }
   }
+  for (const BlockId b : hit_scratch_) {
+    if (b >= 0) {
+      seq.blocks.push_back(b);
+      continue;
+    }
+    const BlockId fresh = take_free_block();
+    if (b <= -2) tiers_.add_copy({TierCopy::Kind::stage_to_device, -1, -1, -2 - b, fresh});
+    seq.blocks.push_back(fresh);
+  }
+}
+
+void KvCache::count_lookup(const Request& req, SeqKv& seq, std::int32_t hits, const HitScan& scan) {
+  // Loaded blocks hold no computed KV yet as far as the index knows: they
+  // are published with the request's next publish(), as computed ones.
+  seq.num_published = scan.loads == 0 ? hits : scan.leading_hbm;
+  ++stats_.lookups;
+  const auto queried = std::min(seq.hashes.size(), static_cast<std::size_t>(std::max(0, req.prompt_len - 1) /
+                                                                            config_.block_size));
+  // A resumed request may hit its own blocks past the prompt: they count as
+  // queried too, so the hit rate stays a fraction.
+  stats_.queried_blocks += std::max(static_cast<std::int64_t>(queried), static_cast<std::int64_t>(hits));
+  stats_.hit_blocks += hits;
+  stats_.tier_hit_blocks += scan.loads;
+  stats_.lookup_tokens += req.prompt_len;
+}
+
+bool KvCache::allocate(const Request& req, SeqKv& seq, std::int32_t num_hit_blocks, std::int32_t total_tokens,
+                       bool admission, std::int32_t must_fit_tokens) {
+  if (config_.contiguous) return allocate_contiguous(req, seq, total_tokens, admission);
+  const auto held = static_cast<std::int32_t>(seq.blocks.size());
+  // Hits apply only to a sequence that holds nothing yet (as documented).
+  const std::int32_t hits = held == 0 ? num_hit_blocks : 0;
+  if (hits < 0 || hits > static_cast<std::int32_t>(seq.hashes.size())) {
+    throw Error("kv cache: request " + std::to_string(req.id) + " asks for " + std::to_string(num_hit_blocks) +
+                " hit blocks but has " + std::to_string(seq.hashes.size()) + " full prompt blocks");
+  }
+  const HitScan scan = scan_hits(req, seq, hits);
+  const std::int32_t new_blocks = std::max(0, blocks_for(total_tokens) - held - hits);
+  const std::int32_t reserve = admission ? watermark_blocks_ : 0;
+  const std::int32_t must_fit = std::max(new_blocks, blocks_for(must_fit_tokens) - held - hits);
+  if (pool_.num_free() - (must_fit + scan.loads + scan.free_hits) < reserve) return false;
+
+  if (held == 0) seq.blocks.reserve(static_cast<std::size_t>(hits + new_blocks));
+  take_hits(seq, hits, scan.loads);
   // Growth relies on push_back's geometric capacity: one decode block at a
   // time must not reallocate the table each call.
   for (std::int32_t i = 0; i < new_blocks; ++i) seq.blocks.push_back(take_free_block());
-  if (held == 0) {
-    // Loaded blocks hold no computed KV yet as far as the index knows: they
-    // are published with the request's next publish(), as computed ones.
-    seq.num_published = loads == 0 ? hits : leading_hbm;
-    ++stats_.lookups;
-    const auto queried = std::min(seq.hashes.size(), static_cast<std::size_t>(std::max(0, req.prompt_len - 1) /
-                                                                              config_.block_size));
-    // A resumed request may hit its own blocks past the prompt: they count
-    // as queried too, so the hit rate stays a fraction.
-    stats_.queried_blocks += std::max(static_cast<std::int64_t>(queried), static_cast<std::int64_t>(hits));
-    stats_.hit_blocks += hits;
-    stats_.tier_hit_blocks += loads;
-    stats_.lookup_tokens += req.prompt_len;
-  }
+  if (held == 0) count_lookup(req, seq, hits, scan);
   return true;
 }
 

@@ -177,6 +177,19 @@ class KvCache {
   std::int32_t blocks_for(std::int32_t tokens) const;
   BlockId take_free_block();
   BlockId take_host_block();
+  // allocate()'s parts: a contiguous-mode request's whole reservation; the
+  // hit blocks looked up into hit_scratch_; the hits taken into the
+  // sequence's table (tier hits staged into fresh blocks); the lookup's
+  // prefix statistics.
+  struct HitScan {
+    std::int32_t free_hits = 0;    // device hits no other request holds
+    std::int32_t loads = 0;        // hits held only by a tier: each takes a fresh block
+    std::int32_t leading_hbm = -1; // device hits before the first load: already published
+  };
+  bool allocate_contiguous(const Request& req, SeqKv& seq, std::int32_t total_tokens, bool admission);
+  HitScan scan_hits(const Request& req, const SeqKv& seq, std::int32_t hits);
+  void take_hits(SeqKv& seq, std::int32_t hits, std::int32_t loads);
+  void count_lookup(const Request& req, SeqKv& seq, std::int32_t hits, const HitScan& scan);
 
   KvCacheConfig config_;
   KvCacheStats stats_;

@@ -65,9 +65,7 @@ std::int32_t Executor::accept(RequestId id, std::span<const TokenId> proposals, 
   return accepted;
 }
 
-StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
-  const auto start = std::chrono::steady_clock::now();
-  for (RequestId id : plan.aborted) forget(id);
+void Executor::apply_copies(const StepPlan& plan) {
   // Copies out first: a block swapped out may be reused by this very step.
   if (!plan.swap_out.empty()) {
     runner_.swap_out(plan.swap_out);
@@ -80,12 +78,10 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     runner_.swap_in(plan.swap_in);
     if (proposer_) proposer_->swap_in(plan.swap_in);
   }
-  const bool speculative = plan.num_lookahead_tokens() > 0;
-  if (speculative && !proposer_) {
-    throw Error("executor: step " + std::to_string(plan.step_id) + " has lookahead tokens but no proposer");
-  }
+}
 
-  // The proposer sees every seq (a draft model mirrors the prefill chunks).
+// The proposer sees every seq (a draft model mirrors the prefill chunks).
+void Executor::gather_seqs(const StepPlan& plan, const Replica& replica) {
   proposer_seqs_.clear();
   token_index_.clear();
   for (const ScheduledSeq& q : plan.seqs) {
@@ -113,6 +109,9 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     proposer_seqs_.push_back(p);
     token_index_.push_back(view->num_output);
   }
+}
+
+void Executor::propose(const StepPlan& plan) {
   proposals_.clear();
   if (proposer_) proposer_->propose(proposer_seqs_, proposals_);
   if (static_cast<std::int64_t>(proposals_.size()) != plan.num_lookahead_tokens()) {
@@ -120,7 +119,11 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
                 std::to_string(proposals_.size()) + " proposals for " + std::to_string(plan.num_lookahead_tokens()) +
                 " lookahead slots");
   }
+}
 
+// Each seq's known tokens and proposals, with its sampling settings (the
+// request's own where it has them).
+void Executor::build_batch(const StepPlan& plan) {
   batch_.clear();
   batch_.return_logits = options_.keep_logits;
   std::size_t next_proposal = 0;
@@ -153,12 +156,12 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     s.token_index = token_index_[j];
     batch_.seqs.push_back(s);
   }
-  runner_.forward(batch_, output_);
+}
 
+StepResult Executor::take_sampled(const StepPlan& plan, bool speculative) {
   StepResult result;
   if (speculative) result.accepted.assign(plan.seqs.size(), 0);
-  std::size_t row = 0;
-  next_proposal = 0;
+  std::size_t row = 0, next_proposal = 0;
   for (std::size_t j = 0; j < plan.seqs.size(); ++j) {
     const ScheduledSeq& q = plan.seqs[j];
     const auto lookahead = static_cast<std::size_t>(q.num_lookahead);
@@ -171,6 +174,22 @@ StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
     if (speculative) result.accepted[j] = accepted;
     if (proposer_) proposer_->verified(q.id, q.num_computed + q.num_new - q.num_lookahead + accepted);
   }
+  return result;
+}
+
+StepResult Executor::execute(const StepPlan& plan, const Replica& replica) {
+  const auto start = std::chrono::steady_clock::now();
+  for (RequestId id : plan.aborted) forget(id);
+  apply_copies(plan);
+  const bool speculative = plan.num_lookahead_tokens() > 0;
+  if (speculative && !proposer_) {
+    throw Error("executor: step " + std::to_string(plan.step_id) + " has lookahead tokens but no proposer");
+  }
+  gather_seqs(plan, replica);
+  propose(plan);
+  build_batch(plan);
+  runner_.forward(batch_, output_);
+  StepResult result = take_sampled(plan, speculative);
   last_duration_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   if (runner_.times_ops()) step_op_ns_.emplace_back(plan.step_id, output_.op_ns);
   return result;

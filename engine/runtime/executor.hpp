@@ -80,6 +80,14 @@ class Executor {
   // appends the produced tokens, returns how many proposals were accepted.
   std::int32_t accept(RequestId id, std::span<const TokenId> proposals, std::span<const TokenId> target,
                       StepResult& result);
+  // execute()'s steps, in order: the plan's block copies; each seq as the
+  // proposer sees it (proposer_seqs_, token_index_) and its proposals; the
+  // forward batch; the sampled tokens accepted into the result.
+  void apply_copies(const StepPlan& plan);
+  void gather_seqs(const StepPlan& plan, const Replica& replica);
+  void propose(const StepPlan& plan);
+  void build_batch(const StepPlan& plan);
+  StepResult take_sampled(const StepPlan& plan, bool speculative);
 
   ModelRunner& runner_;
   ExecutorOptions options_;

@@ -196,12 +196,10 @@ struct ModelRunner::Impl {
     }
   }
 
-  void forward(const ForwardBatch& batch, ForwardOutput& out) {
-    check_batch(batch);
-    out.sampled.clear();
-    out.logits.clear();
-    out.op_ns.fill(0.0);
-    if (batch.tokens.empty()) return;
+  // The step's rows: each token's position and KV slot, each seq's
+  // attention rows, the rows it samples and their settings. Returns the
+  // rows and the longest context.
+  std::pair<std::int32_t, std::int32_t> lay_out_step(const ForwardBatch& batch) {
     step.positions.clear();
     step.slots.clear();
     step.attention.clear();
@@ -225,86 +223,112 @@ struct ModelRunner::Impl {
         }
       }
     }
-    // A decode step padded to a graph's rows (on the CPU only where
-    // pad_decode_steps asks, to check the padding): the padding rows' logits
-    // are computed and never sampled.
-    const bool padded_path = (graphs || options.pad_decode_steps) && !time_ops && !config.is_moe() &&
-                             graph_eligible(batch);
-    const std::int32_t bucket = padded_path ? graph_rows_bucket(row, graph_max_rows) : 0;
-    if (bucket > 0) {
-      step.ids.assign(batch.tokens.begin(), batch.tokens.end());
-      pad_step_rows(step, bucket, pad_table);
-    }
-    const auto T = static_cast<std::int64_t>(step.positions.size());
-    const auto S = static_cast<std::int64_t>(step.sample_rows.size());
-    const auto sampled = static_cast<std::int64_t>(sampling.size());
-    if (T > scratch.tokens || S > scratch.samples) {
-      // Each dimension grows (doubling) only when it must: growing both
-      // whenever either did once compounded the token rows to 2^17 and more
-      // (34 GB on Llama-3.1-8B) as the sampled rows grew.
-      carve_scratch(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
-            S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, 1, scratch);
-      backend->clear_step_graphs(this);  // they wrote the old activations
-    }
+    return {row, max_context};
+  }
+
+  // Each dimension grows (doubling) only when it must: growing both
+  // whenever either did once compounded the token rows to 2^17 and more
+  // (34 GB on Llama-3.1-8B) as the sampled rows grew.
+  void ensure_scratch(std::int64_t T, std::int64_t S) {
+    if (T <= scratch.tokens && S <= scratch.samples) return;
+    carve_scratch(*backend, config, T > scratch.tokens ? std::max(T, scratch.tokens * 2) : scratch.tokens,
+                  S > scratch.samples ? std::max<std::int64_t>({S, scratch.samples * 2, 1}) : scratch.samples, 1, scratch);
+    backend->clear_step_graphs(this);  // they wrote the old activations
+  }
+
+  ForwardArgs forward_args(const ForwardBatch& batch, bool padded, ForwardOutput& out) {
     ForwardArgs args;
     args.backend = backend.get();
     args.config = &config;
     args.weights = weights.get();
     args.scratch = &scratch;
-    args.tokens = T;
-    args.samples = S;
-    args.ids = bucket > 0 ? std::span<const TokenId>(step.ids) : std::span<const TokenId>(batch.tokens);
+    args.tokens = static_cast<std::int64_t>(step.positions.size());
+    args.samples = static_cast<std::int64_t>(step.sample_rows.size());
+    args.ids = padded ? std::span<const TokenId>(step.ids) : std::span<const TokenId>(batch.tokens);
     args.positions = step.positions;
     args.slots = step.slots;
     args.attention_seqs = step.attention;
     args.kv = device_layers;
     args.sample_rows = step.sample_rows;
     args.sampling = sampling;
-    out.sampled.resize(static_cast<std::size_t>(sampled));
+    out.sampled.resize(sampling.size());
     args.sampled = out.sampled;
     args.attention = attention;
     args.rope = rope;
     args.eps = static_cast<float>(config.rms_norm_eps);
+    return args;
+  }
 
-    const std::span<const ForwardCall> program = forward_program(config.is_moe(), config.qk_norm);
-    if (bucket > 0) {
-      // The padded path: every call but sampling over the padded rows
-      // (through a graph where one is kept), then the real rows sampled.
-      auto pass = [&] {
-        for (ForwardCall call : program)
-          if (call_info(call).part == CallPart::prologue) run_call(call, args, 0);
-        for (std::size_t l = 0; l < weights->layers.size(); ++l)
-          for (ForwardCall call : program)
-            if (call_info(call).part == CallPart::layer) run_call(call, args, l);
-        for (ForwardCall call : program)
-          if (call_info(call).part == CallPart::epilogue && call != ForwardCall::sample) run_call(call, args, 0);
-      };
-      const auto model_context =
-          static_cast<std::int32_t>(std::min<std::int64_t>(config.max_position_embeddings, INT32_MAX));
-      const StepGraphKey key{this, bucket, graph_context_bucket(max_context, model_context)};
-      if (!graphs || !graph_pass(key, pass)) pass();
-      args.samples = sampled;
-      run_call(ForwardCall::sample, args, 0);
-    } else {
-      // The forward program: the prologue, its layer part once per layer,
-      // the epilogue (its sampling calls only where a seq samples).
-      begin_timing();
-      auto run = [&](ForwardCall call, std::size_t layer) {
-        run_call(call, args, layer);
-        tick(call_info(call).timed);
-      };
+  // The padded path: every call but sampling over the padded rows (through
+  // a graph where one is kept), then the real rows sampled.
+  void run_padded(ForwardArgs& args, std::span<const ForwardCall> program, std::int32_t bucket,
+                  std::int32_t max_context) {
+    auto pass = [&] {
       for (ForwardCall call : program)
-        if (call_info(call).part == CallPart::prologue) run(call, 0);
+        if (call_info(call).part == CallPart::prologue) run_call(call, args, 0);
       for (std::size_t l = 0; l < weights->layers.size(); ++l)
         for (ForwardCall call : program)
-          if (call_info(call).part == CallPart::layer) run(call, l);
-      for (ForwardCall call : program) {
-        const ForwardCallInfo& info = call_info(call);
-        if (info.part == CallPart::epilogue && (S > 0 || info.rows != CallRows::sampling)) run(call, 0);
-      }
-      if (S == 0) backend->synchronize();  // sample() waits for the pass; a pass that samples nothing must too
-      end_timing(out);
+          if (call_info(call).part == CallPart::layer) run_call(call, args, l);
+      for (ForwardCall call : program)
+        if (call_info(call).part == CallPart::epilogue && call != ForwardCall::sample) run_call(call, args, 0);
+    };
+    const auto model_context =
+        static_cast<std::int32_t>(std::min<std::int64_t>(config.max_position_embeddings, INT32_MAX));
+    const StepGraphKey key{this, bucket, graph_context_bucket(max_context, model_context)};
+    if (!graphs || !graph_pass(key, pass)) pass();
+    args.samples = static_cast<std::int64_t>(sampling.size());
+    run_call(ForwardCall::sample, args, 0);
+  }
+
+  // The forward program: the prologue, its layer part once per layer, the
+  // epilogue (its sampling calls only where a seq samples), each op timed
+  // where set_time_ops asks.
+  void run_program(const ForwardArgs& args, std::span<const ForwardCall> program, ForwardOutput& out) {
+    const std::int64_t S = args.samples;
+    begin_timing();
+    auto run = [&](ForwardCall call, std::size_t layer) {
+      run_call(call, args, layer);
+      tick(call_info(call).timed);
+    };
+    for (ForwardCall call : program)
+      if (call_info(call).part == CallPart::prologue) run(call, 0);
+    for (std::size_t l = 0; l < weights->layers.size(); ++l)
+      for (ForwardCall call : program)
+        if (call_info(call).part == CallPart::layer) run(call, l);
+    for (ForwardCall call : program) {
+      const ForwardCallInfo& info = call_info(call);
+      if (info.part == CallPart::epilogue && (S > 0 || info.rows != CallRows::sampling)) run(call, 0);
     }
+    if (S == 0) backend->synchronize();  // sample() waits for the pass; a pass that samples nothing must too
+    end_timing(out);
+  }
+
+  void forward(const ForwardBatch& batch, ForwardOutput& out) {
+    check_batch(batch);
+    out.sampled.clear();
+    out.logits.clear();
+    out.op_ns.fill(0.0);
+    if (batch.tokens.empty()) return;
+    const auto [rows, max_context] = lay_out_step(batch);
+    // A decode step padded to a graph's rows (on the CPU only where
+    // pad_decode_steps asks, to check the padding): the padding rows' logits
+    // are computed and never sampled.
+    const bool padded_path = (graphs || options.pad_decode_steps) && !time_ops && !config.is_moe() &&
+                             graph_eligible(batch);
+    const std::int32_t bucket = padded_path ? graph_rows_bucket(rows, graph_max_rows) : 0;
+    if (bucket > 0) {
+      step.ids.assign(batch.tokens.begin(), batch.tokens.end());
+      pad_step_rows(step, bucket, pad_table);
+    }
+    ensure_scratch(static_cast<std::int64_t>(step.positions.size()), static_cast<std::int64_t>(step.sample_rows.size()));
+    ForwardArgs args = forward_args(batch, bucket > 0, out);
+    const std::span<const ForwardCall> program = forward_program(config.is_moe(), config.qk_norm);
+    if (bucket > 0) {
+      run_padded(args, program, bucket, max_context);
+    } else {
+      run_program(args, program, out);
+    }
+    const auto sampled = static_cast<std::int64_t>(sampling.size());
     if (batch.return_logits && sampled > 0) {
       out.logits.resize(static_cast<std::size_t>(sampled * config.vocab_size));
       backend->download(out.logits.data(), scratch.logits.data, out.logits.size() * sizeof(float));
@@ -353,6 +377,9 @@ struct ModelRunner::Impl {
     if (graph_stats.first_failure.empty()) graph_stats.first_failure = why;
   }
 
+  void plan_kv_blocks(const DeviceInfo& before, std::int64_t block_bytes);  // below, with the constructor
+  void make_tiers(std::int64_t block_bytes);
+
   void move_blocks(const std::vector<KvCacheView>& src, const std::vector<KvCacheView>& dst,
                    std::span<const BlockCopy> moves, std::int64_t src_blocks, std::int64_t dst_blocks) {
     if (moves.empty()) return;
@@ -366,9 +393,9 @@ struct ModelRunner::Impl {
   }
 };
 
-ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  check_model_config(config);
+namespace {
+
+void check_runner_options(const RunnerOptions& options) {
   if (options.num_blocks < 0) throw UsageError("num_gpu_blocks must be >= 0 (0: planned from memory)");
   if (options.kv_cache_memory_bytes < 0) throw UsageError("--kv-cache-memory-bytes must be >= 0");
   if (options.swap_space_bytes < 0) throw UsageError("--swap-space must be >= 0 GiB");
@@ -377,7 +404,74 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
   if (options.max_num_batched_tokens < 0 || options.max_num_seqs < 0) {
     throw UsageError("the runner's max_num_batched_tokens and max_num_seqs must be >= 0");
   }
+  if (options.kv_offload_dram_bytes < 0 || options.kv_offload_ssd_bytes < 0) {
+    throw UsageError("--kv-offload-dram-gib and --kv-offload-ssd-gib must be >= 0");
+  }
   resolve_kv_cache_dtype(options.kv_cache_dtype, "f32");  // a bad name fails before the weights load
+}
+
+}  // namespace
+
+// The KV blocks: as given, from a byte budget (the CPU's default one), or
+// vLLM's plan from the device's measured memory (`before`: the device
+// before the weights loaded).
+void ModelRunner::Impl::plan_kv_blocks(const DeviceInfo& before, std::int64_t block_bytes) {
+  const std::int64_t T = options.max_num_batched_tokens, S = options.max_num_seqs;
+  if (options.num_blocks > 0) {
+    if (options.kv_cache_memory_bytes > 0) {
+      throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
+    }
+  } else if (options.kv_cache_memory_bytes > 0 || backend->name() == "cpu") {
+    const std::int64_t bytes = options.kv_cache_memory_bytes > 0 ? options.kv_cache_memory_bytes : kCpuKvBytes;
+    if (bytes < block_bytes) {
+      throw UsageError("--kv-cache-memory-bytes " + std::to_string(bytes) + " holds no KV block of " +
+                       std::to_string(block_bytes) + " bytes");
+    }
+    options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(bytes / block_bytes, 1 << 30));
+  } else {
+    // vLLM's plan, from measured figures: the weights and the scratch are
+    // already allocated, so only the backend's lazily grown workspaces are
+    // estimated.
+    const DeviceInfo now = backend->device_info();
+    const std::int64_t held = std::max<std::int64_t>(0, before.free_bytes - now.free_bytes);
+    plan = plan_kv_memory(now.total_bytes, before.free_bytes, options.gpu_memory_utilization, weights->bytes,
+                          std::max<std::int64_t>(0, held - weights->bytes) +
+                              backend_workspace_bytes(config, std::max<std::int64_t>(T, 8192),
+                                                      std::max<std::int64_t>(S, 256)),
+                          block_bytes);
+    // Replicas in one process split the planned KV evenly (their siblings
+    // allocate as many blocks, from the memory this one leaves).
+    options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(plan->num_blocks / options.kv_cache_shares, 1 << 30));
+    if (options.num_blocks < 1) {
+      throw Error("KV memory plan: " + std::to_string(plan->num_blocks) + " blocks do not split over " +
+                  std::to_string(options.kv_cache_shares) + " replicas");
+    }
+  }
+  if (options.num_host_blocks <= 0 && options.swap_space_bytes > 0) {
+    options.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.swap_space_bytes / block_bytes, 1 << 30));
+  }
+}
+
+// The KV tiers below the device (host DRAM, local SSD) that the options ask for.
+void ModelRunner::Impl::make_tiers(std::int64_t block_bytes) {
+  std::vector<KvTierStoreConfig> list;
+  for (const auto& [name, bytes] : {std::pair{"dram", options.kv_offload_dram_bytes},
+                                    std::pair{"ssd", options.kv_offload_ssd_bytes}}) {
+    if (bytes == 0) continue;
+    const std::int64_t blocks = bytes / block_bytes;
+    if (blocks < 1) {
+      throw UsageError(std::string("--kv-offload-") + name + "-gib holds no KV block of " + std::to_string(block_bytes) +
+                       " bytes");
+    }
+    list.push_back({name, std::min<std::int64_t>(blocks, 1 << 30), options.kv_offload_ssd_dir});
+  }
+  if (!list.empty()) tiers = std::make_unique<KvTierStore>(*backend, device_layers, std::move(list));
+}
+
+ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  check_model_config(config);
+  check_runner_options(options);
   m.config = config;
   m.options = options;
   BackendOptions backend_options;
@@ -397,58 +491,11 @@ ModelRunner::ModelRunner(const ModelConfig& config, const RunnerOptions& options
     carve_scratch(*m.backend, config, std::max<std::int64_t>(T, 1), std::max<std::int64_t>(S, 1), 1, m.scratch);
   }
   const std::int64_t block_bytes = twin::kv_block_bytes(config, options.block_size, m.kv_dtype);
-  if (options.num_blocks > 0) {
-    if (options.kv_cache_memory_bytes > 0) {
-      throw UsageError("--num-gpu-blocks-override and --kv-cache-memory-bytes contradict");
-    }
-  } else if (options.kv_cache_memory_bytes > 0 || m.backend->name() == "cpu") {
-    const std::int64_t bytes = options.kv_cache_memory_bytes > 0 ? options.kv_cache_memory_bytes : kCpuKvBytes;
-    if (bytes < block_bytes) {
-      throw UsageError("--kv-cache-memory-bytes " + std::to_string(bytes) + " holds no KV block of " +
-                       std::to_string(block_bytes) + " bytes");
-    }
-    m.options.num_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(bytes / block_bytes, 1 << 30));
-  } else {
-    // vLLM's plan, from measured figures: the weights and the scratch are
-    // already allocated, so only the backend's lazily grown workspaces are
-    // estimated.
-    const DeviceInfo now = m.backend->device_info();
-    const std::int64_t held = std::max<std::int64_t>(0, before.free_bytes - now.free_bytes);
-    m.plan = plan_kv_memory(now.total_bytes, before.free_bytes, options.gpu_memory_utilization, m.weights->bytes,
-                            std::max<std::int64_t>(0, held - m.weights->bytes) +
-                                backend_workspace_bytes(config, std::max<std::int64_t>(T, 8192),
-                                                        std::max<std::int64_t>(S, 256)),
-                            block_bytes);
-    // Replicas in one process split the planned KV evenly (their siblings
-    // allocate as many blocks, from the memory this one leaves).
-    m.options.num_blocks =
-        static_cast<std::int32_t>(std::min<std::int64_t>(m.plan->num_blocks / options.kv_cache_shares, 1 << 30));
-    if (m.options.num_blocks < 1) {
-      throw Error("KV memory plan: " + std::to_string(m.plan->num_blocks) + " blocks do not split over " +
-                  std::to_string(options.kv_cache_shares) + " replicas");
-    }
-  }
-  if (m.options.num_host_blocks <= 0 && options.swap_space_bytes > 0) {
-    m.options.num_host_blocks = static_cast<std::int32_t>(std::min<std::int64_t>(options.swap_space_bytes / block_bytes, 1 << 30));
-  }
+  m.plan_kv_blocks(before, block_bytes);
   m.device_layers = m.make_cache(m.kv_device, m.options.num_blocks, MemoryKind::device, "the KV cache",
                                  "--kv-cache-memory-bytes or --num-gpu-blocks-override");
   m.host_layers = m.make_cache(m.kv_host, m.options.num_host_blocks, MemoryKind::host, "the host swap space", "--swap-space");
-  if (options.kv_offload_dram_bytes < 0 || options.kv_offload_ssd_bytes < 0) {
-    throw UsageError("--kv-offload-dram-gib and --kv-offload-ssd-gib must be >= 0");
-  }
-  std::vector<KvTierStoreConfig> tiers;
-  for (const auto& [name, bytes] : {std::pair{"dram", options.kv_offload_dram_bytes},
-                                    std::pair{"ssd", options.kv_offload_ssd_bytes}}) {
-    if (bytes == 0) continue;
-    const std::int64_t blocks = bytes / block_bytes;
-    if (blocks < 1) {
-      throw UsageError(std::string("--kv-offload-") + name + "-gib holds no KV block of " + std::to_string(block_bytes) +
-                       " bytes");
-    }
-    tiers.push_back({name, std::min<std::int64_t>(blocks, 1 << 30), options.kv_offload_ssd_dir});
-  }
-  if (!tiers.empty()) m.tiers = std::make_unique<KvTierStore>(*m.backend, m.device_layers, std::move(tiers));
+  m.make_tiers(block_bytes);
   if (options.cuda_graphs && !m.backend->supports_step_graphs() && options.backend != "auto") {
     throw UsageError("--cuda-graphs: the " + m.backend->name() + " backend has no step graphs (CUDA graphs need --backend cuda)");
   }

@@ -3,7 +3,7 @@
 fixture that breaks its rule, it exits 1 and names every offender (and no
 innocent); run on a fixture that keeps the rule, it exits 0.
 
-Usage: checks_test.py doc_paths|test_labels|test_names SOURCE_DIR
+Usage: checks_test.py doc_paths|test_labels|test_names|function_length SOURCE_DIR
 """
 import os
 import subprocess
@@ -36,6 +36,13 @@ CASES = {
         ["part/test_old_style.cpp: holds TEST_CASEs", "part/empty_test.cpp: named as a test but holds no TEST_CASE",
          "part/run_things.py: a script a test runs", "3 files break the test naming rule"],
         "good_test.cpp"),
+    "function_length": (
+        "check_function_length.py",
+        lambda src: [os.path.join(FIX, "function_length")],
+        lambda src: [os.path.join(FIX, "function_length_good")],
+        ["src/long.cpp:4: long_without_a_reason (81 lines)", "member_too_long (86 lines)",
+         "2 functions over 80 lines"],
+        "long_with_a_reason"),
 }
 
 
@@ -47,7 +54,7 @@ def run(script, args):
 
 def main(argv):
     if len(argv) != 3 or argv[1] not in CASES:
-        print("usage: checks_test.py doc_paths|test_labels|test_names SOURCE_DIR", file=sys.stderr)
+        print("usage: checks_test.py doc_paths|test_labels|test_names|function_length SOURCE_DIR", file=sys.stderr)
         return 2
     script, broken_args, good_args, want, innocent = CASES[argv[1]]
     failures = []

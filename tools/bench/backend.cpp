@@ -41,17 +41,10 @@ struct Shape {
 
 volatile float sink = 0.0f;
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The `small` model's projections through the backend (f32 and bf16
+// weights) against raw cblas_sgemm with OpenBLAS's own threads.
+void bench_gemm(twin::Backend& be, int threads) {
   using namespace twin;
-  // An optional argument (gemm or attention) runs that section and the stream read.
-  const std::string only = argc > 1 ? argv[1] : "";
-  auto run = [&](const char* section) { return only.empty() || only == section; };
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto be = make_cpu_backend(threads);
-  std::printf("cpu backend, %d threads\n\n", threads);
-
   // `small`: hidden 768, 12 heads / 4 kv heads of 64, intermediate 2048, vocab 32000.
   const Shape shapes[] = {{"qkv", 1280, 768}, {"o", 768, 768}, {"gate_up", 4096, 768},
                           {"down", 768, 2048}, {"lm_head", 32000, 768}};
@@ -59,7 +52,6 @@ int main(int argc, char** argv) {
   std::printf("%-8s %5s %6s %5s %10s %10s %10s %8s\n", "op", "m", "n", "k", "raw_sgemm", "be_f32", "be_bf16",
               "f32/raw");
   for (std::int64_t m : {1, 2, 8, 32, 512}) {
-    if (!run("gemm")) break;
     double raw_total = 0, f32_total = 0, bf16_total = 0, flops_total = 0;
     for (const Shape& s : shapes) {
       const auto a = random_floats(static_cast<std::size_t>(m * s.k), 1);
@@ -80,8 +72,8 @@ int main(int argc, char** argv) {
       const TensorView cv = make_view(c.data(), ElemType::f32, m, s.n);
       const TensorView wf = make_view(const_cast<float*>(w.data()), ElemType::f32, s.n, s.k);
       const TensorView wbv = make_view(wb.data(), ElemType::bf16, s.n, s.k);
-      const double f32 = seconds_per_call([&] { be->gemm(av, wf, cv); });
-      const double bf16 = seconds_per_call([&] { be->gemm(av, wbv, cv); });
+      const double f32 = seconds_per_call([&] { be.gemm(av, wf, cv); });
+      const double bf16 = seconds_per_call([&] { be.gemm(av, wbv, cv); });
       std::printf("%-8s %5lld %6lld %5lld %10.1f %10.1f %10.1f %7.0f%%\n", s.name, static_cast<long long>(m),
                   static_cast<long long>(s.n), static_cast<long long>(s.k), flops / raw / 1e9, flops / f32 / 1e9,
                   flops / bf16 / 1e9, 100.0 * raw / f32);
@@ -94,9 +86,12 @@ int main(int argc, char** argv) {
                 flops_total / raw_total / 1e9, flops_total / f32_total / 1e9, flops_total / bf16_total / 1e9,
                 100.0 * raw_total / f32_total);
   }
+}
 
-  // Streaming read: every thread sums its slice of a 256 MiB buffer.
-  const std::size_t stream_floats = 64u << 20;  // always run: the decode floor needs it
+// Streaming read: every thread sums its slice of a 256 MiB buffer; and the
+// `small` model's decode floor at that bandwidth.
+void bench_stream(int threads) {
+  const std::size_t stream_floats = 64u << 20;
   std::vector<float> big(stream_floats, 1.0f);
   const double read_s = seconds_per_call([&] {
     std::vector<float> partial(static_cast<std::size_t>(threads));
@@ -118,12 +113,14 @@ int main(int argc, char** argv) {
   const double small_weights_f32 = 4.0 * (12 * (768.0 * 1280 + 768 * 768 + 768 * 4096 + 2048 * 768) + 32000 * 768);
   std::printf("small model decode floor (f32 weights %.0f MB / bandwidth): %.2f ms; bf16: %.2f ms\n",
               small_weights_f32 / 1e6, small_weights_f32 / bandwidth / 1e6, small_weights_f32 / 2 / bandwidth / 1e6);
+}
 
-  // Paged attention decode: 12 heads / 4 kv heads of 64, block 16, shuffled blocks.
+// Paged attention decode: 12 heads / 4 kv heads of 64, block 16, shuffled blocks.
+void bench_attention(twin::Backend& be) {
+  using namespace twin;
   std::printf("\npaged attention decode (12 q heads, 4 kv heads, dim 64, block 16), one layer\n");
   std::printf("%6s %8s %10s %10s\n", "batch", "context", "us/call", "KV GB/s");
   for (auto [batch, ctx] : {std::pair{1, 1024}, {8, 1024}, {32, 512}, {8, 4096}}) {
-    if (!run("attention")) break;
     const std::int32_t bs = 16, kvh = 4, hd = 64, heads = 12;
     const std::int64_t blocks_per_seq = (ctx + bs - 1) / bs, num_blocks = blocks_per_seq * batch;
     std::vector<float> kc = random_floats(static_cast<std::size_t>(num_blocks * bs * kvh * hd), 3);
@@ -140,9 +137,23 @@ int main(int argc, char** argv) {
     const TensorView qv = make_view(q.data(), ElemType::f32, batch, heads * hd);
     const TensorView ov = make_view(out.data(), ElemType::f32, batch, heads * hd);
     const double s = seconds_per_call(
-        [&] { be->paged_attention(qv, cache, seqs, {.num_heads = heads, .num_kv_heads = kvh, .head_dim = hd}, ov); });
+        [&] { be.paged_attention(qv, cache, seqs, {.num_heads = heads, .num_kv_heads = kvh, .head_dim = hd}, ov); });
     const double bytes = 2.0 * batch * ctx * kvh * hd * 4;
     std::printf("%6d %8d %10.1f %10.1f\n", batch, ctx, s * 1e6, bytes / s / 1e9);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // An optional argument (gemm or attention) runs that section and the stream read.
+  const std::string only = argc > 1 ? argv[1] : "";
+  auto run = [&](const char* section) { return only.empty() || only == section; };
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto be = twin::make_cpu_backend(threads);
+  std::printf("cpu backend, %d threads\n\n", threads);
+  if (run("gemm")) bench_gemm(*be, threads);
+  bench_stream(threads);  // always run: the decode floor needs it
+  if (run("attention")) bench_attention(*be);
   return 0;
 }

@@ -186,6 +186,9 @@ struct DecodeModel {
 
 // One decode step of `batch` sequences of `context` tokens each (bf16 KV
 // cache), the engine's op sequence; against (weights + the KV read) / HBM.
+// Over 80 lines for now: the step's ops in the engine's order on buffers of
+// this frame; it runs only on a GPU, so it is split in a GPU session that
+// can compare its figures before and after (issue 42).
 void bench_decode(Backend& be, const DecodeModel& m, double hbm_gbps, std::int32_t batch, std::int32_t context,
                   double target) {
   const std::int64_t qd = kHeads * kHeadDim, kvd = kKvHeads * kHeadDim;

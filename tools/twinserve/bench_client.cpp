@@ -68,6 +68,48 @@ std::optional<Time> server_ttft_of(const nlohmann::json& chunk) {
   return static_cast<Time>(std::llround(ttft_s * 1e9));
 }
 
+// A usage count ("completion_tokens", "prompt_tokens"), when the server
+// sent a non-negative integer (clipped to int32).
+std::optional<std::int32_t> usage_count(const nlohmann::json& usage, const char* key) {
+  const auto v = usage.find(key);
+  if (v == usage.end() || !v->is_number_integer() || v->get<std::int64_t>() < 0) return std::nullopt;
+  return static_cast<std::int32_t>(std::min<std::int64_t>(v->get<std::int64_t>(), std::numeric_limits<std::int32_t>::max()));
+}
+
+// One server-sent event of a completion stream into `out`: a token's
+// arrival time, the server's TTFT and usage counts, or the error that ends
+// the stream (`where` names the endpoint). "[DONE]" sets `done`.
+void take_event(const std::string& data, const std::string& where, const std::function<Time()>& now,
+                StreamResult& out, bool& done) {
+  if (done || !out.error.empty()) return;
+  if (data == "[DONE]") {
+    done = true;
+    return;
+  }
+  nlohmann::json chunk;
+  try {
+    chunk = nlohmann::json::parse(data);
+  } catch (const nlohmann::json::exception&) {
+    out.error = where + ": a streamed event is not JSON: " + excerpt(data, 80);
+    return;
+  }
+  if (!chunk.is_object()) return;
+  if (chunk.contains("error")) {
+    out.error = where + ": the server ended the stream with an error: " + reason_of(data);
+    return;
+  }
+  const auto choices = chunk.find("choices");
+  if (choices != chunk.end() && choices->is_array() && !choices->empty() && carries_token(*choices)) {
+    out.token_chunks.push_back(now());
+  }
+  if (auto t = server_ttft_of(chunk)) out.server_ttft = t;
+  const auto usage = chunk.find("usage");
+  if (usage != chunk.end() && usage->is_object()) {
+    if (auto c = usage_count(*usage, "completion_tokens")) out.completion_tokens = c;
+    if (auto p = usage_count(*usage, "prompt_tokens")) out.prompt_tokens = p;
+  }
+}
+
 }  // namespace
 
 BaseUrl parse_base_url(const std::string& url) {
@@ -121,40 +163,8 @@ StreamResult CompletionClient::stream(const std::string& body, const std::functi
   StreamResult out;
   std::string error_body;
   bool done = false;
-  SseParser parser([&](const std::string& data) {
-    if (done || !out.error.empty()) return;
-    if (data == "[DONE]") {
-      done = true;
-      return;
-    }
-    nlohmann::json chunk;
-    try {
-      chunk = nlohmann::json::parse(data);
-    } catch (const nlohmann::json::exception&) {
-      out.error = url_of(endpoint_) + ": a streamed event is not JSON: " + excerpt(data, 80);
-      return;
-    }
-    if (!chunk.is_object()) return;
-    if (chunk.contains("error")) {
-      out.error = url_of(endpoint_) + ": the server ended the stream with an error: " + reason_of(data);
-      return;
-    }
-    const auto choices = chunk.find("choices");
-    if (choices != chunk.end() && choices->is_array() && !choices->empty() && carries_token(*choices)) {
-      out.token_chunks.push_back(now());
-    }
-    if (auto t = server_ttft_of(chunk)) out.server_ttft = t;
-    const auto usage = chunk.find("usage");
-    if (usage != chunk.end() && usage->is_object()) {
-      const auto count = [&](const char* key) -> std::optional<std::int32_t> {
-        const auto v = usage->find(key);
-        if (v == usage->end() || !v->is_number_integer() || v->get<std::int64_t>() < 0) return std::nullopt;
-        return static_cast<std::int32_t>(std::min<std::int64_t>(v->get<std::int64_t>(), std::numeric_limits<std::int32_t>::max()));
-      };
-      if (auto c = count("completion_tokens")) out.completion_tokens = c;
-      if (auto p = count("prompt_tokens")) out.prompt_tokens = p;
-    }
-  });
+  const std::string where = url_of(endpoint_);
+  SseParser parser([&](const std::string& data) { take_event(data, where, now, out, done); });
 
   httplib::Request req;
   req.method = "POST";

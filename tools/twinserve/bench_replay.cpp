@@ -71,6 +71,48 @@ class JobQueue {
   bool closed_ = false;
 };
 
+// A request's record and vLLM-format entry from its stream. The record's
+// timeline is the trace's: the first timestamp is the bench's start, and
+// each request arrives when it was sent; `ended` is the bench's clock when
+// the stream ended (a failed one's finish).
+void record_stream(const Request& req, const StreamResult& s, Time first_arrival, Time ended, RequestRecord& rec,
+                   VllmRequestEntry& entry, std::optional<TtftPair>& ttft) {
+  rec.id = req.id;
+  rec.replica = 0;
+  rec.arrival = first_arrival + s.sent;
+  rec.prompt_tokens = s.prompt_tokens.value_or(req.prompt_len);
+  entry.input_len = rec.prompt_tokens;
+  entry.start_time_s = to_seconds(rec.arrival);
+  const auto on_line = [&](Time t) { return first_arrival + t; };
+  if (!s.error.empty()) {
+    rec.outcome = s.refused ? Outcome::rejected : Outcome::aborted;
+    rec.reason = s.error;
+    rec.output_tokens = static_cast<std::int32_t>(s.token_chunks.size());
+    if (!s.token_chunks.empty()) rec.first_token = on_line(s.token_chunks.front());
+    rec.finish = std::max(rec.arrival, on_line(ended));
+    entry.error = s.error;
+    entry.latency_s = 0;
+    return;
+  }
+  const auto chunks = static_cast<std::int32_t>(s.token_chunks.size());
+  rec.outcome = Outcome::finished;
+  rec.output_tokens = std::max(1, s.completion_tokens.value_or(chunks));
+  rec.first_token = on_line(s.token_chunks.front());
+  rec.finish = on_line(s.token_chunks.back());
+  for (std::size_t k = 1; k < s.token_chunks.size(); ++k) {
+    entry.itl_s.push_back(to_seconds(s.token_chunks[k] - s.token_chunks[k - 1]));
+  }
+  // One token per chunk: the gaps are the ITL; chunks of several tokens
+  // leave them out (the counts would not match).
+  if (chunks == rec.output_tokens) {
+    for (std::size_t k = 1; k < s.token_chunks.size(); ++k) rec.itl.push_back(s.token_chunks[k] - s.token_chunks[k - 1]);
+  }
+  entry.output_len = rec.output_tokens;
+  entry.ttft_s = to_seconds(s.token_chunks.front() - s.sent);
+  ttft = TtftPair{s.token_chunks.front() - s.sent, s.server_ttft};
+  entry.latency_s = to_seconds(s.token_chunks.back() - s.sent);
+}
+
 }  // namespace
 
 bool is_chat(const std::string& endpoint) { return endpoint.find("chat/completions") != std::string::npos; }
@@ -143,42 +185,7 @@ BenchResult run_bench(std::vector<Request> trace, const BenchOptions& o) {
         ++result.late_sends;
         result.max_send_lag = std::max(result.max_send_lag, s.sent - due[i]);
       }
-      // The record's timeline is the trace's: the first timestamp is the
-      // bench's start, and each request arrives when it was sent.
-      rec.id = req.id;
-      rec.replica = 0;
-      rec.arrival = first_arrival + s.sent;
-      rec.prompt_tokens = s.prompt_tokens.value_or(req.prompt_len);
-      entry.input_len = rec.prompt_tokens;
-      entry.start_time_s = to_seconds(rec.arrival);
-      const auto on_line = [&](Time t) { return first_arrival + t; };
-      if (s.error.empty()) {
-        const auto chunks = static_cast<std::int32_t>(s.token_chunks.size());
-        rec.outcome = Outcome::finished;
-        rec.output_tokens = std::max(1, s.completion_tokens.value_or(chunks));
-        rec.first_token = on_line(s.token_chunks.front());
-        rec.finish = on_line(s.token_chunks.back());
-        for (std::size_t k = 1; k < s.token_chunks.size(); ++k) {
-          entry.itl_s.push_back(to_seconds(s.token_chunks[k] - s.token_chunks[k - 1]));
-        }
-        // One token per chunk: the gaps are the ITL; chunks of several
-        // tokens leave them out (the counts would not match).
-        if (chunks == rec.output_tokens) {
-          for (std::size_t k = 1; k < s.token_chunks.size(); ++k) rec.itl.push_back(s.token_chunks[k] - s.token_chunks[k - 1]);
-        }
-        entry.output_len = rec.output_tokens;
-        entry.ttft_s = to_seconds(s.token_chunks.front() - s.sent);
-        ttfts[i] = TtftPair{s.token_chunks.front() - s.sent, s.server_ttft};
-        entry.latency_s = to_seconds(s.token_chunks.back() - s.sent);
-      } else {
-        rec.outcome = s.refused ? Outcome::rejected : Outcome::aborted;
-        rec.reason = s.error;
-        rec.output_tokens = static_cast<std::int32_t>(s.token_chunks.size());
-        if (!s.token_chunks.empty()) rec.first_token = on_line(s.token_chunks.front());
-        rec.finish = std::max(rec.arrival, on_line(now()));
-        entry.error = s.error;
-        entry.latency_s = 0;
-      }
+      record_stream(req, s, first_arrival, now(), rec, entry, ttfts[i]);
       const std::int64_t done = ++ended;
       if (o.progress) o.progress(done);
     }

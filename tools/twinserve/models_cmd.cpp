@@ -100,16 +100,10 @@ nlohmann::ordered_json model_json(const ModelDesc& m) {
   return j;
 }
 
-void show_model(const std::string& name, bool json) {
-  const ModelDesc m = resolve_model(name);
-  if (json) {
-    std::cout << model_json(m).dump(2) << "\n";
-    return;
-  }
-  auto line = [](const char* key, const std::string& value) { std::printf("%-24s %s\n", key, value.c_str()); };
-  auto num = [](int64_t v) { return std::to_string(v); };
-  line("name", m.name);
-  line("model_type", m.model_type);
+void line(const char* key, const std::string& value) { std::printf("%-24s %s\n", key, value.c_str()); }
+std::string num(int64_t v) { return std::to_string(v); }
+
+void show_sizes(const ModelDesc& m) {
   line("parameters", billions(param_count(m)) + " (" + num(param_count(m)) + ")");
   line("active parameters", billions(active_param_count(m)) + " (" + num(active_param_count(m)) + ")");
   line("layers", num(m.num_hidden_layers));
@@ -123,6 +117,27 @@ void show_model(const std::string& name, bool json) {
   } else {
     line("intermediate size", num(m.intermediate_size) + (m.is_moe() ? " per expert" : ""));
   }
+}
+
+// The layers by attention kind ("32 full, 16 sliding (window 4096), ...").
+std::string layer_kinds(const ModelDesc& m) {
+  std::string kinds = num(m.layers_of(LayerAttention::full)) + " full";
+  if (m.layers_of(LayerAttention::sliding) > 0)
+    kinds += ", " + num(m.layers_of(LayerAttention::sliding)) + " sliding (window " + num(m.sliding_window) + ")";
+  if (m.layers_of(LayerAttention::chunked) > 0)
+    kinds += ", " + num(m.layers_of(LayerAttention::chunked)) + " chunked (chunk " + num(m.attention_chunk_size) + ")";
+  if (m.layers_of(LayerAttention::linear) > 0)
+    kinds += ", " + num(m.layers_of(LayerAttention::linear)) + " linear (Gated DeltaNet, " +
+             num(m.linear_num_value_heads) + " value heads of " + num(m.linear_key_head_dim) + "x" +
+             num(m.linear_value_head_dim) + ")";
+  if (m.layers_of(LayerAttention::mamba) > 0)
+    kinds += ", " + num(m.layers_of(LayerAttention::mamba)) + " mamba (Mamba-2, " + num(m.mamba_num_heads) +
+             " heads of " + num(m.mamba_head_dim) + "x" + num(m.ssm_state_size) + ")";
+  if (m.layers_of(LayerAttention::none) > 0) kinds += ", " + num(m.layers_of(LayerAttention::none)) + " MLP-only";
+  return kinds;
+}
+
+void show_attention(const ModelDesc& m) {
   line("attention heads", num(m.num_attention_heads));
   if (m.is_mla()) {
     line("attention", "multi-head latent: cache " + num(m.kv_lora_rank) + " latent + " + num(m.qk_rope_head_dim) +
@@ -135,26 +150,16 @@ void show_model(const std::string& name, bool json) {
     line("head dim", num(m.head_dim));
   }
   if (!m.layer_attention.empty()) {
-    std::string kinds = num(m.layers_of(LayerAttention::full)) + " full";
-    if (m.layers_of(LayerAttention::sliding) > 0)
-      kinds += ", " + num(m.layers_of(LayerAttention::sliding)) + " sliding (window " + num(m.sliding_window) + ")";
-    if (m.layers_of(LayerAttention::chunked) > 0)
-      kinds += ", " + num(m.layers_of(LayerAttention::chunked)) + " chunked (chunk " + num(m.attention_chunk_size) + ")";
-    if (m.layers_of(LayerAttention::linear) > 0)
-      kinds += ", " + num(m.layers_of(LayerAttention::linear)) + " linear (Gated DeltaNet, " +
-               num(m.linear_num_value_heads) + " value heads of " + num(m.linear_key_head_dim) + "x" +
-               num(m.linear_value_head_dim) + ")";
-    if (m.layers_of(LayerAttention::mamba) > 0)
-      kinds += ", " + num(m.layers_of(LayerAttention::mamba)) + " mamba (Mamba-2, " + num(m.mamba_num_heads) +
-               " heads of " + num(m.mamba_head_dim) + "x" + num(m.ssm_state_size) + ")";
-    if (m.layers_of(LayerAttention::none) > 0) kinds += ", " + num(m.layers_of(LayerAttention::none)) + " MLP-only";
-    line("attention layers", kinds);
+    line("attention layers", layer_kinds(m));
     if (state_bytes_per_request(m, Dtype::bf16) > 0)
       line("state per request", num(state_bytes_per_request(m, Dtype::bf16)) + " bytes in bf16 (fixed, any length)");
   } else if (m.sliding_window > 0) {
     line("attention layers", "all sliding (window " + num(m.sliding_window) + ")");
   }
   if (m.attention_sinks) line("attention sinks", "yes (a learned logit per head)");
+}
+
+void show_features(const ModelDesc& m) {
   line("vocab size", num(m.vocab_size));
   line("max context", num(m.max_position_embeddings));
   line("experts", m.is_moe() ? num(m.num_local_experts) + " (top " + num(m.num_experts_per_tok) + ")" +
@@ -169,6 +174,9 @@ void show_model(const std::string& name, bool json) {
                                                     : "no");
   line("tied embeddings", m.tie_word_embeddings ? "yes" : "no");
   line("published dtype", std::string(dtype_name(m.torch_dtype)));
+}
+
+void show_bytes(const ModelDesc& m) {
   std::printf("\n%-6s %18s %14s\n", "dtype", "KV bytes/token", "weights");
   for (Dtype d : kAllDtypes)
     std::printf("%-6s %18lld %14s\n", std::string(dtype_name(d)).c_str(),
@@ -183,6 +191,20 @@ void show_model(const std::string& name, bool json) {
                   100.0 * static_cast<double>(kv_bytes_per_request(m, Dtype::bf16, tokens)) /
                       static_cast<double>(tokens * kv_bytes_per_token(m, Dtype::bf16)));
   }
+}
+
+void show_model(const std::string& name, bool json) {
+  const ModelDesc m = resolve_model(name);
+  if (json) {
+    std::cout << model_json(m).dump(2) << "\n";
+    return;
+  }
+  line("name", m.name);
+  line("model_type", m.model_type);
+  show_sizes(m);
+  show_attention(m);
+  show_features(m);
+  show_bytes(m);
 }
 
 twin::cli::RegisterCommand reg{"models", [](CLI::App& root) {

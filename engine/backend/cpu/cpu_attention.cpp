@@ -60,6 +60,9 @@ struct AttentionJob {
   float scale;
 };
 
+// Over 80 lines: a kernel. Its loops share the running softmax and the
+// accumulators that the compiler keeps in registers, which a split into
+// calls would spill (the CUDA kernels, in .cu files, are exempt likewise).
 __attribute__((target_clones("avx2", "default"))) void attend_items(const AttentionJob& job, const WorkItem* items,
                                                                     std::int64_t count) {
   const TensorView& q = job.q;
