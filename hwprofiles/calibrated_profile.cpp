@@ -178,14 +178,9 @@ TableKind table_kind(OpKind op) {
   }
 }
 
-// Over 80 lines for now: the file's keys written in schema order, one
-// after the other, so the writer reads as the format; splitting it by
-// section (metadata, tables, step model) is open work (issue 42).
-nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
-  OJson j;
-  j["format"] = kCalibratedProfileFormat;
-  j["version"] = kCalibratedProfileVersion;
-  const ProfileMetadata& m = p.metadata;
+namespace {
+
+OJson metadata_json(const ProfileMetadata& m) {
   OJson meta;
   meta["model"] = m.model;
   meta["dtype"] = m.dtype;
@@ -207,20 +202,10 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   meta["rounds"] = m.rounds;
   meta["quick"] = m.quick;
   meta["seconds"] = m.seconds;
-  j["metadata"] = std::move(meta);
+  return meta;
+}
 
-  OJson over;
-  // Every op kind that has a table, in op order (fixed layout).
-  OJson scales = OJson::object();
-  for (int k = 0; k < kNumOpKinds; ++k) {
-    const auto kind = static_cast<OpKind>(k);
-    if (table_kind(kind) != TableKind::none) scales[std::string(op_name(kind))] = p.overhead.op_scales[k];
-  }
-  over["op_scales"] = std::move(scales);
-  OJson fixed = OJson::object();
-  for (int k = 0; k < kNumTimedOps; ++k) fixed[std::string(kTimedOpNames[k])] = p.overhead.op_fixed_ns[k];
-  over["op_fixed_ns"] = std::move(fixed);
-  const StepFitQuality& q = p.overhead.fit;
+OJson fit_json(const StepFitQuality& q) {
   OJson fit;
   fit["steps"] = q.steps;
   fit["mean_abs_error"] = q.mean_abs_error;
@@ -229,14 +214,12 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
   fit["unscaled_ratio_min"] = q.unscaled_ratio_min;
   fit["unscaled_ratio_max"] = q.unscaled_ratio_max;
   fit["in_situ_ratio_mean"] = q.in_situ_ratio_mean;
-  over["fit"] = std::move(fit);
-  over["op_scale"] = p.overhead.op_scale;
-  over["base_ns"] = p.overhead.base_ns;
-  over["per_seq_ns"] = p.overhead.per_seq_ns;
-  over["idle_ns"] = p.overhead.idle_ns;
-  over["idle_tau_ns"] = p.overhead.idle_tau_ns;
+  return fit;
+}
+
+OJson samples_json(const StepOverhead& overhead) {
   OJson samples = OJson::array();
-  for (const OverheadSample& s : p.overhead.samples) {
+  for (const OverheadSample& s : overhead.samples) {
     OJson o;
     o["label"] = s.label;
     o["num_seqs"] = s.num_seqs;
@@ -247,9 +230,30 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     o["predicted_ns"] = s.predicted_ns;
     samples.push_back(std::move(o));
   }
-  over["samples"] = std::move(samples);
+  return samples;
+}
+
+OJson overhead_json(const StepOverhead& overhead) {
+  OJson over;
+  // Every op kind that has a table, in op order (fixed layout).
+  OJson scales = OJson::object();
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    if (table_kind(kind) != TableKind::none) scales[std::string(op_name(kind))] = overhead.op_scales[k];
+  }
+  over["op_scales"] = std::move(scales);
+  OJson fixed = OJson::object();
+  for (int k = 0; k < kNumTimedOps; ++k) fixed[std::string(kTimedOpNames[k])] = overhead.op_fixed_ns[k];
+  over["op_fixed_ns"] = std::move(fixed);
+  over["fit"] = fit_json(overhead.fit);
+  over["op_scale"] = overhead.op_scale;
+  over["base_ns"] = overhead.base_ns;
+  over["per_seq_ns"] = overhead.per_seq_ns;
+  over["idle_ns"] = overhead.idle_ns;
+  over["idle_tau_ns"] = overhead.idle_tau_ns;
+  over["samples"] = samples_json(overhead);
   OJson idle = OJson::array();
-  for (const IdleSample& s : p.overhead.idle_samples) {
+  for (const IdleSample& s : overhead.idle_samples) {
     OJson o;
     o["gap_ns"] = s.gap_ns;
     o["measured_ns"] = s.measured_ns;
@@ -257,24 +261,25 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     idle.push_back(std::move(o));
   }
   over["idle_samples"] = std::move(idle);
-  j["step_overhead"] = std::move(over);
+  return over;
+}
 
-  auto curves = [](const std::vector<CurveTable>& tables, TableKind kind) {
-    OJson a = OJson::array();
-    for (const CurveTable& t : tables) {
-      OJson o;
-      o["op"] = std::string(op_name(t.op));
-      o["n"] = t.n;
-      if (kind == TableKind::gemm) o["k"] = t.k;
-      o["points"] = points_json(t.points, curve_x_key(kind));
-      a.push_back(std::move(o));
-    }
-    return a;
-  };
-  j["gemm"] = curves(p.gemm, TableKind::gemm);
-  j["elementwise"] = curves(p.elementwise, TableKind::elementwise);
+OJson curves_json(const std::vector<CurveTable>& tables, TableKind kind) {
+  OJson a = OJson::array();
+  for (const CurveTable& t : tables) {
+    OJson o;
+    o["op"] = std::string(op_name(t.op));
+    o["n"] = t.n;
+    if (kind == TableKind::gemm) o["k"] = t.k;
+    o["points"] = points_json(t.points, curve_x_key(kind));
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+OJson attention_json(const std::vector<GridTable>& tables) {
   OJson attn = OJson::array();
-  for (const GridTable& t : p.attention) {
+  for (const GridTable& t : tables) {
     OJson o;
     o["op"] = std::string(op_name(t.op));
     o["heads"] = t.heads;
@@ -289,7 +294,21 @@ nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
     o["rows"] = std::move(rows);
     attn.push_back(std::move(o));
   }
-  j["attention"] = std::move(attn);
+  return attn;
+}
+
+}  // namespace
+
+// The file's keys in schema order, a section a function.
+nlohmann::ordered_json calibrated_profile_json(const CalibratedProfile& p) {
+  OJson j;
+  j["format"] = kCalibratedProfileFormat;
+  j["version"] = kCalibratedProfileVersion;
+  j["metadata"] = metadata_json(p.metadata);
+  j["step_overhead"] = overhead_json(p.overhead);
+  j["gemm"] = curves_json(p.gemm, TableKind::gemm);
+  j["elementwise"] = curves_json(p.elementwise, TableKind::elementwise);
+  j["attention"] = attention_json(p.attention);
   return j;
 }
 
@@ -305,36 +324,14 @@ void write_calibrated_profile(const std::string& path, const CalibratedProfile& 
   if (!out) throw Error(path + ": write failed");
 }
 
-// Over 80 lines for now: every key read and checked in schema order with
-// its error; the reader's sections (metadata, tables, step model,
-// fitted_from) are the split still to make (issue 42).
-CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin) {
-  const Reader r{origin};
-  // fitted_from: what `calibrate --measured --profile` fitted (runs,
-  // parameters, residuals); provenance only, accepted and not read.
-  r.check_keys(json, "", {"format", "version", "metadata", "step_overhead", "gemm", "elementwise", "attention", "fitted_from"},
-               {"fitted_from"});
-  if (json.contains("fitted_from") && !json.at("fitted_from").is_object()) {
-    r.fail("fitted_from", "expected a JSON object, got " + json_excerpt(json.at("fitted_from")));
-  }
-  if (r.string(json, "", "format") != kCalibratedProfileFormat) {
-    r.fail("format", "expected \"" + std::string(kCalibratedProfileFormat) + "\" (not a calibrated profile?)");
-  }
-  const std::int64_t version = r.integer(json, "", "version", 0);
-  if (version != 1 && version != kCalibratedProfileVersion) {
-    r.fail("version", "expected 1 to " + std::to_string(kCalibratedProfileVersion) + ", got " +
-                          json_excerpt(json.at("version")));
-  }
-  // Version 2's keys are required in version 2 and unknown in version 1.
-  const bool v2 = version >= 2;
-  CalibratedProfile p;
-  const Json& meta = json.at("metadata");
+namespace {
+
+void read_metadata(const Reader& r, const Json& meta, ProfileMetadata& m) {
   r.check_keys(meta, "metadata",
                {"model", "dtype", "kv_dtype", "quantization", "backend", "device", "hardware", "cpu_model", "hostname",
                 "date", "git_commit", "twinserve_version", "threads", "tp", "block_size", "max_tokens", "repeats",
                 "rounds", "quick", "seconds"},
                {"rounds", "hardware", "quantization"});
-  ProfileMetadata& m = p.metadata;
   m.model = r.string(meta, "metadata", "model");
   m.dtype = r.string(meta, "metadata", "dtype");
   m.kv_dtype = r.string(meta, "metadata", "kv_dtype");
@@ -371,59 +368,49 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
   if (meta.contains("rounds")) m.rounds = r.integer(meta, "metadata", "rounds", 1);  // absent before 0.1's rounds
   m.quick = r.boolean(meta, "metadata", "quick");
   m.seconds = r.non_negative(meta, "metadata", "seconds");
+}
 
-  const Json& over = json.at("step_overhead");
-  // op_scale, the idle terms and idle_samples came later: a profile without
-  // them reads as op_scale 1 and no idle warm-up.
-  std::set<std::string> over_keys = {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples",
-                                     "idle_samples"};
-  if (v2) over_keys.insert({"op_scales", "op_fixed_ns", "fit"});
-  r.check_keys(over, "step_overhead", over_keys, {"op_scale", "op_fixed_ns", "idle_ns", "idle_tau_ns", "idle_samples"});
-  if (v2) {
-    // A kind left out reads as 1; a kind without a table is an error.
-    const Json& scales = over.at("op_scales");
-    if (!scales.is_object()) r.fail("step_overhead.op_scales", "expected a JSON object, got " + json_excerpt(scales));
-    for (const auto& [name, value] : scales.items()) {
-      OpKind kind{};
-      try {
-        kind = parse_op_kind(name);
-      } catch (const UsageError& e) {
-        r.fail("step_overhead.op_scales." + name, e.what());
-      }
-      if (table_kind(kind) == TableKind::none) r.fail("step_overhead.op_scales." + name, "op '" + name + "' has no table");
-      p.overhead.op_scales[static_cast<std::size_t>(kind)] = r.scale(scales, "step_overhead.op_scales", name.c_str());
+// Version 2's per-op scales and fixed times (a kind left out reads as 1, a
+// timed op left out as 0; a kind without a table is an error) and the fit.
+void read_op_terms(const Reader& r, const Json& over, StepOverhead& o) {
+  const Json& scales = over.at("op_scales");
+  if (!scales.is_object()) r.fail("step_overhead.op_scales", "expected a JSON object, got " + json_excerpt(scales));
+  for (const auto& [name, value] : scales.items()) {
+    OpKind kind{};
+    try {
+      kind = parse_op_kind(name);
+    } catch (const UsageError& e) {
+      r.fail("step_overhead.op_scales." + name, e.what());
     }
-    if (over.contains("op_fixed_ns")) {
-      // Keyed by the runner's timed ops; one left out reads as 0.
-      const Json& fixed = over.at("op_fixed_ns");
-      if (!fixed.is_object()) r.fail("step_overhead.op_fixed_ns", "expected a JSON object, got " + json_excerpt(fixed));
-      for (const auto& [name, value] : fixed.items()) {
-        int k = 0;
-        while (k < kNumTimedOps && kTimedOpNames[k] != name) ++k;
-        if (k == kNumTimedOps) r.fail("step_overhead.op_fixed_ns." + excerpt(name, 80), "not one of the runner's timed ops");
-        p.overhead.op_fixed_ns[static_cast<std::size_t>(k)] =
-            r.non_negative(fixed, "step_overhead.op_fixed_ns", name.c_str());
-      }
-    }
-    const Json& fit = over.at("fit");
-    const std::string fp = "step_overhead.fit";
-    r.check_keys(fit, fp,
-                 {"steps", "mean_abs_error", "max_abs_error", "unscaled_ratio_mean", "unscaled_ratio_min",
-                  "unscaled_ratio_max", "in_situ_ratio_mean"});
-    StepFitQuality& q = p.overhead.fit;
-    q.steps = r.integer(fit, fp, "steps", 0);
-    q.mean_abs_error = r.non_negative(fit, fp, "mean_abs_error");
-    q.max_abs_error = r.non_negative(fit, fp, "max_abs_error");
-    q.unscaled_ratio_mean = r.non_negative(fit, fp, "unscaled_ratio_mean");
-    q.unscaled_ratio_min = r.non_negative(fit, fp, "unscaled_ratio_min");
-    q.unscaled_ratio_max = r.non_negative(fit, fp, "unscaled_ratio_max");
-    q.in_situ_ratio_mean = r.non_negative(fit, fp, "in_situ_ratio_mean");
+    if (table_kind(kind) == TableKind::none) r.fail("step_overhead.op_scales." + name, "op '" + name + "' has no table");
+    o.op_scales[static_cast<std::size_t>(kind)] = r.scale(scales, "step_overhead.op_scales", name.c_str());
   }
-  if (over.contains("op_scale")) p.overhead.op_scale = r.scale(over, "step_overhead", "op_scale");
-  p.overhead.base_ns = r.number(over, "step_overhead", "base_ns");
-  p.overhead.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
-  if (over.contains("idle_ns")) p.overhead.idle_ns = r.non_negative(over, "step_overhead", "idle_ns");
-  if (over.contains("idle_tau_ns")) p.overhead.idle_tau_ns = r.non_negative(over, "step_overhead", "idle_tau_ns");
+  if (over.contains("op_fixed_ns")) {
+    const Json& fixed = over.at("op_fixed_ns");
+    if (!fixed.is_object()) r.fail("step_overhead.op_fixed_ns", "expected a JSON object, got " + json_excerpt(fixed));
+    for (const auto& [name, value] : fixed.items()) {
+      int k = 0;
+      while (k < kNumTimedOps && kTimedOpNames[k] != name) ++k;
+      if (k == kNumTimedOps) r.fail("step_overhead.op_fixed_ns." + excerpt(name, 80), "not one of the runner's timed ops");
+      o.op_fixed_ns[static_cast<std::size_t>(k)] = r.non_negative(fixed, "step_overhead.op_fixed_ns", name.c_str());
+    }
+  }
+  const Json& fit = over.at("fit");
+  const std::string fp = "step_overhead.fit";
+  r.check_keys(fit, fp,
+               {"steps", "mean_abs_error", "max_abs_error", "unscaled_ratio_mean", "unscaled_ratio_min",
+                "unscaled_ratio_max", "in_situ_ratio_mean"});
+  StepFitQuality& q = o.fit;
+  q.steps = r.integer(fit, fp, "steps", 0);
+  q.mean_abs_error = r.non_negative(fit, fp, "mean_abs_error");
+  q.max_abs_error = r.non_negative(fit, fp, "max_abs_error");
+  q.unscaled_ratio_mean = r.non_negative(fit, fp, "unscaled_ratio_mean");
+  q.unscaled_ratio_min = r.non_negative(fit, fp, "unscaled_ratio_min");
+  q.unscaled_ratio_max = r.non_negative(fit, fp, "unscaled_ratio_max");
+  q.in_situ_ratio_mean = r.non_negative(fit, fp, "in_situ_ratio_mean");
+}
+
+void read_samples(const Reader& r, const Json& over, bool v2, StepOverhead& o) {
   if (over.contains("idle_samples")) {
     const Json& idle = r.array(over, "step_overhead", "idle_samples");
     for (std::size_t i = 0; i < idle.size(); ++i) {
@@ -433,7 +420,7 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
       s.gap_ns = r.non_negative(idle[i], path, "gap_ns");
       s.measured_ns = r.non_negative(idle[i], path, "measured_ns");
       s.extra_ns = r.number(idle[i], path, "extra_ns");
-      p.overhead.idle_samples.push_back(s);
+      o.idle_samples.push_back(s);
     }
   }
   const Json& samples = r.array(over, "step_overhead", "samples");
@@ -454,32 +441,48 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
       s.in_situ_ns = r.non_negative(samples[i], path, "in_situ_ns");
       s.predicted_ns = r.non_negative(samples[i], path, "predicted_ns");
     }
-    p.overhead.samples.push_back(std::move(s));
+    o.samples.push_back(std::move(s));
   }
+}
 
-  auto read_curves = [&](const char* section, TableKind kind, std::vector<CurveTable>& out) {
-    const Json& a = r.array(json, "", section);
-    std::set<std::pair<int, std::pair<std::int64_t, std::int64_t>>> seen;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const std::string path = std::string(section) + "[" + std::to_string(i) + "]";
-      if (kind == TableKind::gemm)
-        r.check_keys(a[i], path, {"op", "n", "k", "points"});
-      else
-        r.check_keys(a[i], path, {"op", "n", "points"});
-      CurveTable t;
-      t.op = r.op(a[i], path, kind);
-      t.n = r.integer(a[i], path, "n", 1);
-      if (kind == TableKind::gemm) t.k = r.integer(a[i], path, "k", 1);
-      if (!seen.insert({static_cast<int>(t.op), {t.n, t.k}}).second) {
-        r.fail(path, "a second table for op '" + std::string(op_name(t.op)) + "' at the same shape");
-      }
-      t.points = r.points(a[i], path, curve_x_key(kind), false);
-      out.push_back(std::move(t));
+// op_scale, the idle terms and idle_samples came later: a profile without
+// them reads as op_scale 1 and no idle warm-up.
+void read_overhead(const Reader& r, const Json& over, bool v2, StepOverhead& o) {
+  std::set<std::string> over_keys = {"op_scale", "base_ns", "per_seq_ns", "idle_ns", "idle_tau_ns", "samples",
+                                     "idle_samples"};
+  if (v2) over_keys.insert({"op_scales", "op_fixed_ns", "fit"});
+  r.check_keys(over, "step_overhead", over_keys, {"op_scale", "op_fixed_ns", "idle_ns", "idle_tau_ns", "idle_samples"});
+  if (v2) read_op_terms(r, over, o);
+  if (over.contains("op_scale")) o.op_scale = r.scale(over, "step_overhead", "op_scale");
+  o.base_ns = r.number(over, "step_overhead", "base_ns");
+  o.per_seq_ns = r.number(over, "step_overhead", "per_seq_ns");
+  if (over.contains("idle_ns")) o.idle_ns = r.non_negative(over, "step_overhead", "idle_ns");
+  if (over.contains("idle_tau_ns")) o.idle_tau_ns = r.non_negative(over, "step_overhead", "idle_tau_ns");
+  read_samples(r, over, v2, o);
+}
+
+void read_curves(const Reader& r, const Json& json, const char* section, TableKind kind, std::vector<CurveTable>& out) {
+  const Json& a = r.array(json, "", section);
+  std::set<std::pair<int, std::pair<std::int64_t, std::int64_t>>> seen;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string path = std::string(section) + "[" + std::to_string(i) + "]";
+    if (kind == TableKind::gemm)
+      r.check_keys(a[i], path, {"op", "n", "k", "points"});
+    else
+      r.check_keys(a[i], path, {"op", "n", "points"});
+    CurveTable t;
+    t.op = r.op(a[i], path, kind);
+    t.n = r.integer(a[i], path, "n", 1);
+    if (kind == TableKind::gemm) t.k = r.integer(a[i], path, "k", 1);
+    if (!seen.insert({static_cast<int>(t.op), {t.n, t.k}}).second) {
+      r.fail(path, "a second table for op '" + std::string(op_name(t.op)) + "' at the same shape");
     }
-  };
-  read_curves("gemm", TableKind::gemm, p.gemm);
-  read_curves("elementwise", TableKind::elementwise, p.elementwise);
+    t.points = r.points(a[i], path, curve_x_key(kind), false);
+    out.push_back(std::move(t));
+  }
+}
 
+void read_attention(const Reader& r, const Json& json, std::vector<GridTable>& out) {
   const Json& attn = r.array(json, "", "attention");
   std::set<std::pair<int, std::pair<std::int64_t, std::int64_t>>> seen;
   for (std::size_t i = 0; i < attn.size(); ++i) {
@@ -504,8 +507,39 @@ CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std
       row.points = r.points(rows[j], rp, "context_per_seq", t.op == OpKind::attn_prefill);
       t.rows.push_back(std::move(row));
     }
-    p.attention.push_back(std::move(t));
+    out.push_back(std::move(t));
   }
+}
+
+}  // namespace
+
+// Every key read and checked in schema order with its error, a section a
+// function.
+CalibratedProfile parse_calibrated_profile(const nlohmann::json& json, const std::string& origin) {
+  const Reader r{origin};
+  // fitted_from: what `calibrate --measured --profile` fitted (runs,
+  // parameters, residuals); provenance only, accepted and not read.
+  r.check_keys(json, "", {"format", "version", "metadata", "step_overhead", "gemm", "elementwise", "attention", "fitted_from"},
+               {"fitted_from"});
+  if (json.contains("fitted_from") && !json.at("fitted_from").is_object()) {
+    r.fail("fitted_from", "expected a JSON object, got " + json_excerpt(json.at("fitted_from")));
+  }
+  if (r.string(json, "", "format") != kCalibratedProfileFormat) {
+    r.fail("format", "expected \"" + std::string(kCalibratedProfileFormat) + "\" (not a calibrated profile?)");
+  }
+  const std::int64_t version = r.integer(json, "", "version", 0);
+  if (version != 1 && version != kCalibratedProfileVersion) {
+    r.fail("version", "expected 1 to " + std::to_string(kCalibratedProfileVersion) + ", got " +
+                          json_excerpt(json.at("version")));
+  }
+  // Version 2's keys are required in version 2 and unknown in version 1.
+  const bool v2 = version >= 2;
+  CalibratedProfile p;
+  read_metadata(r, json.at("metadata"), p.metadata);
+  read_overhead(r, json.at("step_overhead"), v2, p.overhead);
+  read_curves(r, json, "gemm", TableKind::gemm, p.gemm);
+  read_curves(r, json, "elementwise", TableKind::elementwise, p.elementwise);
+  read_attention(r, json, p.attention);
   return p;
 }
 

@@ -107,8 +107,86 @@ Json json_figure(double value) {
   return rounded == 0 ? 0.0 : rounded;  // no "-0.0"
 }
 
-// Over 80 lines for now: summary.json's keys in their published order,
-// one line each; splitting by section is open work (issue 42).
+namespace {
+
+Json slo_attainment_json(const Summary& s) {
+  Json attainment = Json::array();
+  for (const auto& r : s.slos) {
+    Json a;
+    a["slo"] = format_slo(r.slo);
+    a["metric"] = std::string(metric_name(r.slo.metric));
+    a["percentile"] = r.slo.percentile > 0 ? number(r.slo.percentile) : Json(nullptr);
+    a["threshold_ms"] = number(r.slo.threshold_ms);
+    a["measured_ms"] = number(r.measured_ms);
+    a["percentile_met"] = r.slo.percentile > 0 ? Json(r.percentile_met) : Json(nullptr);
+    a["request_fraction_met"] = number(r.request_fraction_met);
+    attainment.push_back(std::move(a));
+  }
+  return attainment;
+}
+
+Json kv_transfer_json(const Summary& s) {
+  Json t;
+  t["handed_off"] = s.kv_transfer.handed_off;
+  t["transfers"] = s.kv_transfer.transfers;
+  t["bytes"] = s.kv_transfer.bytes;
+  t["transfer_s"] = number(s.kv_transfer.transfer_s);
+  t["wait_ms"] = latency_stats_json(s.kv_transfer.wait_ms);
+  t["transfer_ms"] = latency_stats_json(s.kv_transfer.transfer_ms);
+  return t;
+}
+
+Json kv_tiers_json(const Summary& s) {
+  Json k;
+  k["lookup_tokens"] = s.kv_tier_lookup_tokens;
+  k["hit_rate"] = number(s.kv_tier_hit_rate);
+  k["bytes_moved"] = s.kv_tier_bytes_moved;
+  k["load_overlap"] = s.kv_tier_load_overlap;
+  k["load_stall_s"] = number(s.kv_tier_load_stall_s);
+  Json tiers = Json::array();
+  for (const KvTierSummary& t : s.kv_tiers) {
+    Json x;
+    x["name"] = t.name;
+    x["capacity_blocks"] = t.capacity_blocks;
+    x["hit_tokens"] = t.hit_tokens;
+    x["hit_rate"] = number(t.hit_rate);
+    x["loaded_bytes"] = t.loaded_bytes;
+    x["stored_bytes"] = t.stored_bytes;
+    x["demoted_blocks"] = t.demoted_blocks;
+    tiers.push_back(std::move(x));
+  }
+  k["tiers"] = std::move(tiers);
+  return k;
+}
+
+Json replica_load_json(const Summary& s) {
+  Json load;
+  load["num_replicas"] = s.replicas.size();
+  load["requests"] = spread(s.replica_requests);
+  load["tokens"] = spread(s.replica_tokens);
+  Json per_replica = Json::array();
+  for (const auto& r : s.replicas) {
+    per_replica.push_back(Json{{"replica", r.replica}, {"requests", r.requests}, {"tokens", r.tokens}});
+  }
+  load["per_replica"] = std::move(per_replica);
+  return load;
+}
+
+Json speculative_json(const Summary& s) {
+  Json spec;
+  spec["proposed_tokens"] = s.spec_proposed_tokens;
+  spec["accepted_tokens"] = s.spec_accepted_tokens;
+  spec["verifications"] = s.spec_verifications;
+  spec["acceptance_rate"] = number(s.spec_acceptance_rate);
+  spec["mean_accepted_tokens"] = number(s.spec_mean_accepted_tokens);
+  spec["tokens_per_step"] = number(s.spec_tokens_per_verification);
+  return spec;
+}
+
+}  // namespace
+
+// summary.json's keys in their published order; a section of more than a
+// few keys is its own function.
 nlohmann::ordered_json summary_to_json(const Summary& s) {
   Json j;
   j["num_requests"] = s.num_requests;
@@ -135,79 +213,19 @@ nlohmann::ordered_json summary_to_json(const Summary& s) {
   }());
   j["good_requests"] = s.good_requests;
   j["goodput"] = number(s.goodput);
-  Json attainment = Json::array();
-  for (const auto& r : s.slos) {
-    Json a;
-    a["slo"] = format_slo(r.slo);
-    a["metric"] = std::string(metric_name(r.slo.metric));
-    a["percentile"] = r.slo.percentile > 0 ? number(r.slo.percentile) : Json(nullptr);
-    a["threshold_ms"] = number(r.slo.threshold_ms);
-    a["measured_ms"] = number(r.measured_ms);
-    a["percentile_met"] = r.slo.percentile > 0 ? Json(r.percentile_met) : Json(nullptr);
-    a["request_fraction_met"] = number(r.request_fraction_met);
-    attainment.push_back(std::move(a));
-  }
-  j["slo_attainment"] = std::move(attainment);
+  j["slo_attainment"] = slo_attainment_json(s);
   j["prefix_cache_hit_rate"] = number(s.prefix_cache_hit_rate);
   j["preemptions"] = s.preemptions;
-  if (s.disaggregated) {
-    Json t;
-    t["handed_off"] = s.kv_transfer.handed_off;
-    t["transfers"] = s.kv_transfer.transfers;
-    t["bytes"] = s.kv_transfer.bytes;
-    t["transfer_s"] = number(s.kv_transfer.transfer_s);
-    t["wait_ms"] = latency_stats_json(s.kv_transfer.wait_ms);
-    t["transfer_ms"] = latency_stats_json(s.kv_transfer.transfer_ms);
-    j["kv_transfer"] = std::move(t);
-  }
-  if (!s.kv_tiers.empty()) {
-    Json k;
-    k["lookup_tokens"] = s.kv_tier_lookup_tokens;
-    k["hit_rate"] = number(s.kv_tier_hit_rate);
-    k["bytes_moved"] = s.kv_tier_bytes_moved;
-    k["load_overlap"] = s.kv_tier_load_overlap;
-    k["load_stall_s"] = number(s.kv_tier_load_stall_s);
-    Json tiers = Json::array();
-    for (const KvTierSummary& t : s.kv_tiers) {
-      Json x;
-      x["name"] = t.name;
-      x["capacity_blocks"] = t.capacity_blocks;
-      x["hit_tokens"] = t.hit_tokens;
-      x["hit_rate"] = number(t.hit_rate);
-      x["loaded_bytes"] = t.loaded_bytes;
-      x["stored_bytes"] = t.stored_bytes;
-      x["demoted_blocks"] = t.demoted_blocks;
-      tiers.push_back(std::move(x));
-    }
-    k["tiers"] = std::move(tiers);
-    j["kv_tiers"] = std::move(k);
-  }
-  Json load;
-  load["num_replicas"] = s.replicas.size();
-  load["requests"] = spread(s.replica_requests);
-  load["tokens"] = spread(s.replica_tokens);
-  Json per_replica = Json::array();
-  for (const auto& r : s.replicas) {
-    per_replica.push_back(Json{{"replica", r.replica}, {"requests", r.requests}, {"tokens", r.tokens}});
-  }
-  load["per_replica"] = std::move(per_replica);
-  j["replica_load"] = std::move(load);
+  if (s.disaggregated) j["kv_transfer"] = kv_transfer_json(s);
+  if (!s.kv_tiers.empty()) j["kv_tiers"] = kv_tiers_json(s);
+  j["replica_load"] = replica_load_json(s);
   j["num_steps"] = s.num_steps;
   j["mean_kv_blocks_used"] = number(s.mean_kv_blocks_used);
   j["max_kv_blocks_used"] = number(s.max_kv_blocks_used);
   j["kv_blocks_capacity"] = s.kv_blocks_capacity;
   j["mean_batch_size"] = number(s.mean_batch_size);
   j["max_batch_size"] = number(s.max_batch_size);
-  if (s.spec_proposed_tokens > 0) {
-    Json spec;
-    spec["proposed_tokens"] = s.spec_proposed_tokens;
-    spec["accepted_tokens"] = s.spec_accepted_tokens;
-    spec["verifications"] = s.spec_verifications;
-    spec["acceptance_rate"] = number(s.spec_acceptance_rate);
-    spec["mean_accepted_tokens"] = number(s.spec_mean_accepted_tokens);
-    spec["tokens_per_step"] = number(s.spec_tokens_per_verification);
-    j["speculative"] = std::move(spec);
-  }
+  if (s.spec_proposed_tokens > 0) j["speculative"] = speculative_json(s);
   j["energy"] = energy_json(s.energy);
   if (s.measured_energy) j["measured_energy"] = measured_energy_json(*s.measured_energy);
   j["simulated_time_s"] = number(s.simulated_time_s);

@@ -157,11 +157,7 @@ Served build_simulated(const ServeArgs& a, const ByteTokenizer*& tokenizer_out, 
   return s;
 }
 
-// Over 80 lines for now: the server is assembled in order (engine or
-// simulator, front, routes, signals, shutdown) with objects that must
-// outlive each other in this frame; moving the assembly into the serve
-// library is open work (issue 42).
-void serve(const ServeArgs& a) {
+void check_serve_args(const ServeArgs& a) {
   if (!a.simulate && !a.model && !a.weights) {
     throw UsageError("serve needs --model NAME (or --weights DIR holding a config.json), or --simulate");
   }
@@ -171,6 +167,52 @@ void serve(const ServeArgs& a) {
   if (!(a.shutdown_timeout_s >= 0 && a.shutdown_timeout_s <= 86400)) {
     throw UsageError("--shutdown-timeout must be 0 to 86400 seconds");
   }
+}
+
+HttpFrontOptions front_options_for(const ServeArgs& a, const std::string& name, const Served& s) {
+  HttpFrontOptions front_options;
+  front_options.host = a.host;
+  front_options.port = a.port;
+  front_options.threads = a.http_threads;
+  front_options.max_request_bytes = static_cast<std::size_t>(a.max_request_bytes);
+  front_options.connection.request_read_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(a.request_read_timeout_s * 1000));
+  front_options.connection.keep_alive_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(a.keep_alive_timeout_s * 1000));
+  front_options.limits.model_name = name;
+  front_options.limits.vocab_size = s.vocab_size;
+  front_options.limits.max_model_len = s.replica.scheduler.max_model_len;
+  return front_options;
+}
+
+// The run's summary: the collector's figures with the served setup echoed
+// and the replica's KV tiers tallied.
+Summary serve_summary(const Served& s, MetricsCollector& collector, const ServingStats& stats, double wall_s,
+                      const std::string& name, const Replica& replica) {
+  SummaryContext context;
+  context.num_replicas = 1;
+  context.kv_blocks_capacity = s.replica.kv.num_blocks;
+  context.simulated_time_s = to_seconds(stats.end_time);
+  context.wall_time_s = wall_s;
+  nlohmann::ordered_json& echo = context.config;
+  for (const auto& [key, value] : s.echo.items()) echo[key] = value;
+  echo["served_model_name"] = name;
+  echo["frontend"] = "openai-http";
+  echo["unserved"] = stats.unserved;
+  echo["interrupted_requests"] = stats.interrupted;
+  Summary summary = collector.summarize(context);
+  if (!s.replica.kv.tiers.empty()) {
+    KvTierTally tally;
+    tally.add(replica.kv_cache(), s.replica.kv.block_size, s.kv_block_bytes);
+    tally.finish(summary, s.backend->tier_load_stall_s(), s.tier_load_overlap);
+  }
+  return summary;
+}
+
+// The server assembled in order (engine or simulator, front, loop, shutdown),
+// its objects outliving each other in this frame.
+void serve(const ServeArgs& a) {
+  check_serve_args(a);
   ResultFileOptions files;
   if (a.no_steps) files.steps.every = 0;
   RunWriter writer({a.out.dir, a.out.overwrite, files, false});  // claimed before the weights load
@@ -203,19 +245,7 @@ void serve(const ServeArgs& a) {
   clock_options.grace = std::chrono::nanoseconds(from_seconds(a.shutdown_timeout_s));
   ServeClock clock(inbox, *s.backend, metrics, *tokenizer, clock_options);
 
-  HttpFrontOptions front_options;
-  front_options.host = a.host;
-  front_options.port = a.port;
-  front_options.threads = a.http_threads;
-  front_options.max_request_bytes = static_cast<std::size_t>(a.max_request_bytes);
-  front_options.connection.request_read_timeout =
-      std::chrono::milliseconds(static_cast<std::int64_t>(a.request_read_timeout_s * 1000));
-  front_options.connection.keep_alive_timeout =
-      std::chrono::milliseconds(static_cast<std::int64_t>(a.keep_alive_timeout_s * 1000));
-  front_options.limits.model_name = name;
-  front_options.limits.vocab_size = s.vocab_size;
-  front_options.limits.max_model_len = s.replica.scheduler.max_model_len;
-  HttpFront front(inbox, metrics, *tokenizer, front_options);
+  HttpFront front(inbox, metrics, *tokenizer, front_options_for(a, name, s));
   const int port = front.bind();
   front.start();
   std::cout << "twinserve serve: listening on http://" << a.host << ":" << port << " (model " << name << ", "
@@ -236,23 +266,7 @@ void serve(const ServeArgs& a) {
   }
   front.stop();
 
-  SummaryContext context;
-  context.num_replicas = 1;
-  context.kv_blocks_capacity = s.replica.kv.num_blocks;
-  context.simulated_time_s = to_seconds(stats.end_time);
-  context.wall_time_s = wall_s;
-  nlohmann::ordered_json& echo = context.config;
-  for (const auto& [key, value] : s.echo.items()) echo[key] = value;
-  echo["served_model_name"] = name;
-  echo["frontend"] = "openai-http";
-  echo["unserved"] = stats.unserved;
-  echo["interrupted_requests"] = stats.interrupted;
-  Summary summary = collector.summarize(context);
-  if (!s.replica.kv.tiers.empty()) {
-    KvTierTally tally;
-    tally.add(replica.kv_cache(), s.replica.kv.block_size, s.kv_block_bytes);
-    tally.finish(summary, s.backend->tier_load_stall_s(), s.tier_load_overlap);
-  }
+  const Summary summary = serve_summary(s, collector, stats, wall_s, name, replica);
   writer.finish(summary, {"twinserve-serve", s.model_name, vllm_result_date()});
   print_summary_table(std::cout, summary);
   std::cout << "Served " << stats.arrivals << " requests in " << stats.steps << " steps, " << wall_s << " s wall; "
