@@ -40,7 +40,7 @@ CASES = {
         "check_function_length.py",
         lambda src: [os.path.join(FIX, "function_length")],
         lambda src: [os.path.join(FIX, "function_length_good")],
-        ["src/long.cpp:4: long_without_a_reason (81 lines)", "member_too_long (86 lines)",
+        ["src/long.cpp:3: long_without_a_reason (81 lines)", "member_too_long (86 lines)",
          "2 functions over 80 lines"],
         "long_with_a_reason"),
 }
