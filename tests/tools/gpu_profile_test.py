@@ -48,6 +48,14 @@ def hidden_us(p):
     return round(t * 1e6 + LAUNCH, 3)
 
 
+FP8_PEAK, FP8_EFF = BASE["peak_tflops"]["fp8"] * 1e12, 0.6
+
+
+def fp8_us(m, n, k):
+    flops, byts = 2.0 * m * n * k, float(n * k + m * k + 2 * m * n)
+    return round(max(flops / (FP8_PEAK * FP8_EFF), byts / (BW * HIDDEN["memory"])) * 1e6 + LAUNCH, 3)
+
+
 def hidden_sweep():
     points = []
     for model in gp.SHAPES:
@@ -71,10 +79,17 @@ def hidden_sweep():
     device = {"name": "hidden test GPU", "compute_capability": "9.0", "sm_count": 132, "total_memory": 150e9,
               "torch": "none", "cuda": "none", "date": "2026-12-04", "copy_gbps": HIDDEN["memory"] * BW / 1e9,
               "kernel_floor_us": 2.0}
+    # W8A8 fp8 GEMMs at 0.6 of the fp8 peak where compute-bound.
+    fp8 = []
+    for model in gp.SHAPES:
+        for op, (n, k) in gp.gemm_shapes(model).items():
+            if op in gp.FP8_OPS:
+                for m in (t for t in gp.GEMM_TOKENS if t >= 16):
+                    fp8.append({"op": op, "model": model, "m": m, "n": n, "k": k, "us": fp8_us(m, n, k)})
     # Two GPUs' NCCL all-reduce: 2 KiB to 128 MiB, 10 us plus 400 GB/s.
     all_reduce = [[b, round(10.0 + b / 400e3, 2)] for b in gp.ALL_REDUCE_BYTES]
     return {"format": "twinserve-gpu-sweep", "version": 1, "device": device, "points": points,
-            "all_reduce": {"2": all_reduce}}
+            "all_reduce": {"2": all_reduce}, "fp8_gemm": fp8}
 
 
 def real_with_ar():
@@ -107,7 +122,7 @@ check(abs(top / HIDDEN["gemm"] - 1) < 0.03, f"large GEMMs' efficiency {top} with
 dec = prof["efficiency"]["curves"]["attention_decode"]["points"][-1][1]
 check(abs(dec / HIDDEN["decode"] - 1) < 0.03, f"decode attention's efficiency {dec} within 3% of {HIDDEN['decode']}")
 names = set(eff["curves"])
-check(not any(n.startswith("gemm_") and n != "gemm_memory" for n in names),
+check(not any(n.startswith("gemm_") and n not in ("gemm_memory", "gemm_fp8") for n in names),
       "the base's GEMM curves are replaced (" + ", ".join(sorted(names)) + ")")
 check("cuda_cores" in names, "the base's compute curve of the elementwise ops is kept")
 for op, curve in (("rmsnorm", "norm"), ("silu_mul", "silu_mul"), ("rotary", "rotary")):
@@ -142,6 +157,17 @@ check(abs(got / want - 1) < 0.05, f"a one-token qkv_proj (memory-bound) priced {
 want = hidden_us({"op": "silu_mul", "tokens": 4096, "width": 14336, "head_dim": 128})
 got = each_us(r.stdout, "silu_mul", 1)
 check(abs(got / want - 1) < 0.05, f"a 4096-token silu_mul priced {got} us, the hidden device's {want} us")
+
+# The fp8 curve: 0.6 recovered for the large GEMMs, and the simulator's fp8
+# run (--quantization fp8) prices a 4,096-token gate_up_proj on it.
+fp8_curve = prof["efficiency"]["curves"]["gemm_fp8"]
+check(fp8_curve["dtype"] == "fp8" and abs(fp8_curve["points"][-1][1] / FP8_EFF - 1) < 0.03,
+      f"the fp8 GEMMs' curve ends at {fp8_curve['points'][-1][1]}, the hidden {FP8_EFF}")
+r = run(TWINSERVE, "simulate", "--model", "llama-3.1-8b", "--hw", out, "--quantization", "fp8", "--explain-ops", "4096")
+want = fp8_us(4096, 28672, 4096)
+got = each_us(r.stdout, "gate_up_proj", 0)
+check(abs(got / want - 1) < 0.05 and "gemm_fp8" in r.stdout,
+      f"an fp8 4096-token gate_up_proj priced {got} us on gemm_fp8, the hidden device's {want} us")
 
 # The all-reduce curve: the base's NVSwitch pair curve replaced, the others
 # kept, and a TP 2 prefill's all-reduce (4,096 tokens x 4,096 x 2 bytes =
