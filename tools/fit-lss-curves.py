@@ -47,6 +47,9 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from profile_curves import curve_at, half_decade_medians, with_small_sizes  # noqa: E402
+
 COMMIT = "5daddb21a545658d5150b535712d0494584b5278"
 GPUS = {  # bf16 dense peak, memory bandwidth: the profiles' own figures
     "RTX4090": ("rtx-4090", 165.2e12, 1008e9),
@@ -85,16 +88,6 @@ def linear_shapes(model):
     return shapes
 
 
-def half_decade_medians(points):
-    bins = {}
-    for flops, eff in points:
-        bins.setdefault(math.floor(math.log10(flops) * 2), []).append((flops, eff))
-    out = []
-    for key in sorted(bins):
-        group = bins[key]
-        x = math.exp(statistics.mean(math.log(f) for f, _ in group))
-        out.append([float(f"{x:.4g}"), round(statistics.median(e for _, e in group), 4)])
-    return out
 
 
 def gemm_points(repo, gpu, peak, bandwidth):
@@ -116,13 +109,6 @@ def gemm_points(repo, gpu, peak, bandwidth):
     return points
 
 
-def with_small_sizes(curve, peak):
-    # Below the first compute-bound point: eff = e0 x f / (f + peak x t0).
-    f1, e1 = curve[0]
-    e0 = max(e for _, e in curve)
-    t0 = max(f1 * (e0 / e1 - 1.0) / peak, 0.0)
-    small = [[f, round(e0 * f / (f + peak * t0), 6)] for f in (1e6, 1e7, 1e8, 1e9) if f < f1]
-    return small + curve, t0
 
 
 def attention_rows(repo, gpu):
@@ -223,13 +209,6 @@ def check_mixed(repo, curves):
             print(name + ": " + ", ".join(f"{n} decodes {statistics.median(e):+.0%}" for n, e in sorted(errors.items())))
 
 
-def curve_at(points, x):
-    if x <= points[0][0]:
-        return points[0][1]
-    for (a, ea), (b, eb) in zip(points, points[1:]):
-        if x <= b:
-            return ea + (eb - ea) * math.log(x / a) / math.log(b / a)
-    return points[-1][1]
 
 
 def decode_points(repo, gpu, bandwidth):
